@@ -1,0 +1,47 @@
+# Thin wrapper over CMake. `make run` and `make test` do all the set-up on a
+# fresh Debian machine (missing packages are installed with apt-get).
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+
+.PHONY: all deps test-deps build run test test-plain test-asan bench clean format
+
+all: build
+
+deps:
+	@scripts/install-deps.sh build
+
+test-deps:
+	@scripts/install-deps.sh test
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Plans the built-in ResNet-50 and prints the report.
+run: build
+	$(BUILD)/nnmem plan
+
+test: test-plain test-asan
+
+test-plain: test-deps build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: test-deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DNNMEM_DEBUG=ON \
+	  "-DNNMEM_SANITIZE=address;undefined" -DNNMEM_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+# Planner benchmark over ../shared/data/dsa (not part of `make test`).
+bench: build
+	$(BUILD)/bench/plan
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

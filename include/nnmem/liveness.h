@@ -1,0 +1,78 @@
+/* nnmem/liveness.h - liveness analysis: graph + operator order -> problem.
+ *
+ * Step i is the i-th operator of the schedule. A tensor produced at step p
+ * and last read at step q lives on [p, q + 1). Graph inputs live from step
+ * 0, graph outputs to the end (step = number of ops). Weights and constants
+ * are not part of the problem: they go to a separate read-only region laid
+ * out end to end. Workspace of op i is a buffer live on [i, i + 1).
+ * Views share their input's buffer and extend its lifetime; an in-place op
+ * whose input buffer dies at that op writes its output into it when it fits.
+ *
+ * Thread-safety: the analysis reads the graph; the result is immutable. */
+#ifndef NNMEM_LIVENESS_H
+#define NNMEM_LIVENESS_H
+
+#include "nnmem/graph.h"
+#include "nnmem/problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nnmem_liveness_config {
+  uint32_t size;        /* sizeof; 0 = current */
+  int no_reuse;         /* nonzero: no views, no in-place (every tensor its
+                           own buffer) */
+  const uint32_t *order; /* op order (a permutation, must be topological);
+                            NULL = nnmem_graph_schedule */
+  uint64_t alignment;   /* alignment of each tensor in the weight region;
+                           0 = 1 */
+} nnmem_liveness_config_t;
+
+void nnmem_liveness_config_init(nnmem_liveness_config_t *cfg);
+
+#define NNMEM_NO_BUFFER UINT32_MAX
+
+typedef enum nnmem_buffer_kind {
+  NNMEM_BUFFER_ACTIVATION = 0, /* holds activations / inputs / outputs */
+  NNMEM_BUFFER_WORKSPACE       /* holds one op's workspace */
+} nnmem_buffer_kind_t;
+
+/* Where one tensor lives. */
+typedef struct nnmem_tensor_live {
+  uint32_t buffer;        /* problem buffer index; NNMEM_NO_BUFFER for
+                             weights / constants */
+  uint64_t first, last;   /* the tensor's own lifetime [first, last) */
+  uint64_t weight_offset; /* offset in the weight region (weights only) */
+} nnmem_tensor_live_t;
+
+typedef struct nnmem_liveness nnmem_liveness_t;
+
+/* Runs the analysis. Validates the graph (nnmem_graph_check) and the order.
+ * `cfg` may be NULL. */
+nnmem_status_t nnmem_liveness_analyze(const nnmem_graph_t *g,
+                                      const nnmem_liveness_config_t *cfg,
+                                      nnmem_liveness_t **out,
+                                      nnmem_diag_t *diag);
+void nnmem_liveness_destroy(nnmem_liveness_t *l);
+
+/* The problem: one buffer per activation buffer and per workspace. Buffer
+ * ids are the name of the first tensor in the buffer (or "<op>:workspace"). */
+const nnmem_problem_t *nnmem_liveness_problem(const nnmem_liveness_t *l);
+/* Number of steps (= number of ops). */
+uint64_t nnmem_liveness_steps(const nnmem_liveness_t *l);
+/* The op order used (nnmem_liveness_steps entries). */
+const uint32_t *nnmem_liveness_order(const nnmem_liveness_t *l);
+nnmem_status_t nnmem_liveness_tensor(const nnmem_liveness_t *l, uint32_t tensor,
+                                     nnmem_tensor_live_t *out);
+nnmem_buffer_kind_t nnmem_liveness_buffer_kind(const nnmem_liveness_t *l,
+                                               size_t buffer);
+/* Total bytes of the weight region (weights + constants, each aligned). */
+uint64_t nnmem_liveness_weight_bytes(const nnmem_liveness_t *l);
+/* Number of tensors merged into another's buffer by views / in-place. */
+size_t nnmem_liveness_aliased_tensors(const nnmem_liveness_t *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NNMEM_LIVENESS_H */

@@ -1,0 +1,19 @@
+/* nnmem/nnmem.h - umbrella header: everything public in one include. */
+#ifndef NNMEM_NNMEM_H
+#define NNMEM_NNMEM_H
+
+#define NNMEM_VERSION_MAJOR 0
+#define NNMEM_VERSION_MINOR 1
+#define NNMEM_VERSION_PATCH 0
+#define NNMEM_VERSION_STRING "0.1.0"
+
+#include "nnmem/status.h"
+#include "nnmem/problem.h"
+#include "nnmem/plan.h"
+#include "nnmem/graph.h"
+#include "nnmem/liveness.h"
+#include "nnmem/profile.h"
+#include "nnmem/io.h"
+#include "nnmem/zoo.h"
+
+#endif /* NNMEM_NNMEM_H */

@@ -1,0 +1,106 @@
+/* nnmem/plan.h - static memory planning: strategies and the verifier.
+ *
+ * A plan assigns each buffer of a problem a byte offset in one arena. Its
+ * height is max(offset + size). Strategies are deterministic: the same
+ * problem and config always give the same plan.
+ *
+ * Thread-safety: planning reads the problem and writes only the new plan;
+ * several plans of one problem may be computed concurrently. */
+#ifndef NNMEM_PLAN_H
+#define NNMEM_PLAN_H
+
+#include "nnmem/problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum nnmem_strategy {
+  NNMEM_STRATEGY_AUTO = 0,       /* run the heuristics, keep the lowest */
+  NNMEM_STRATEGY_NAIVE,          /* no reuse: buffers stacked end to end */
+  NNMEM_STRATEGY_GREEDY_SIZE,    /* largest first, best-fit gap (TFLite) */
+  NNMEM_STRATEGY_GREEDY_BREADTH, /* steps by live bytes (TFLite GPU) */
+  NNMEM_STRATEGY_HEAP_BEST_FIT,  /* XLA decreasing-size best-fit heap,
+                                    size order and lifetime order */
+  NNMEM_STRATEGY_COUNT_
+} nnmem_strategy_t;
+
+/* "auto", "naive", "greedy-size", "greedy-breadth", "heap-best-fit". */
+const char *nnmem_strategy_name(nnmem_strategy_t s);
+
+/* Parses a strategy name; NNMEM_ERR_NOT_FOUND for unknown names. */
+nnmem_status_t nnmem_strategy_parse(const char *name, nnmem_strategy_t *out);
+
+/* Planner options. Zero means default for every field. */
+typedef struct nnmem_planner_config {
+  uint32_t size;              /* sizeof(nnmem_planner_config_t); 0 = current */
+  nnmem_strategy_t strategy;  /* default NNMEM_STRATEGY_AUTO */
+  uint64_t alignment;         /* minimum alignment of every offset; 0 = 1 */
+  int no_reuse;               /* nonzero forces the naive strategy */
+  uint64_t capacity;          /* 0 = unlimited; else height must be <= it */
+  double time_limit_s;        /* 0 = unlimited; auto stops trying more
+                                 strategies once it is exceeded */
+} nnmem_planner_config_t;
+
+/* Fills `cfg` with defaults (the same as a zeroed struct). */
+void nnmem_planner_config_init(nnmem_planner_config_t *cfg);
+
+typedef struct nnmem_plan nnmem_plan_t;
+
+/* Plans `problem`. On success *out owns a new plan (free it with
+ * nnmem_plan_destroy). NNMEM_ERR_CAPACITY when no strategy tried fits
+ * cfg->capacity (*out is then NULL and diag names the best height found).
+ * `cfg` may be NULL for defaults. */
+nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
+                                 const nnmem_planner_config_t *cfg,
+                                 nnmem_plan_t **out, nnmem_diag_t *diag);
+
+/* Wraps offsets computed elsewhere (one per buffer) into a plan, for
+ * verification and export. Does not verify. */
+nnmem_status_t nnmem_plan_from_offsets(const nnmem_problem_t *problem,
+                                       const uint64_t *offsets,
+                                       nnmem_plan_t **out);
+
+void nnmem_plan_destroy(nnmem_plan_t *plan);
+
+size_t nnmem_plan_count(const nnmem_plan_t *plan);
+/* Offsets, one per buffer in problem order. */
+const uint64_t *nnmem_plan_offsets(const nnmem_plan_t *plan);
+/* max(offset + size) over buffers; 0 for an empty plan. */
+uint64_t nnmem_plan_height(const nnmem_plan_t *plan);
+/* The strategy that produced the plan (for auto: the one that won). */
+nnmem_strategy_t nnmem_plan_strategy(const nnmem_plan_t *plan);
+/* Seconds spent planning (0 for nnmem_plan_from_offsets). */
+double nnmem_plan_seconds(const nnmem_plan_t *plan);
+
+/* What the verifier found. */
+typedef struct nnmem_verify_report {
+  int valid;            /* 1 when no violation of any kind */
+  uint64_t height;      /* max(offset + size) */
+  int has_conflict;     /* two live-overlapping buffers share bytes */
+  size_t conflict_a;    /* indices of the first conflicting pair found */
+  size_t conflict_b;
+  int misaligned;       /* some offset is not a multiple of its alignment */
+  size_t misaligned_index;
+  int over_capacity;    /* height > capacity (when capacity != 0) */
+  int overflow;         /* some offset + size overflows 64 bits */
+  size_t overflow_index;
+} nnmem_verify_report_t;
+
+/* Independent verifier (shares no code with the strategies). Checks that
+ * buffers whose lifetimes intersect do not overlap in address, that each
+ * offset is a multiple of max(buffer align, `alignment`), and that the
+ * height is <= `capacity` (0 = unlimited). O(n log n): a sweep over
+ * lifetime events with an ordered set of live address ranges.
+ * Returns NNMEM_OK when valid, NNMEM_ERR_CONFLICT / NNMEM_ERR_CAPACITY
+ * otherwise; `report` (nullable) and `diag` (nullable) say what and where. */
+nnmem_status_t nnmem_plan_verify(const nnmem_problem_t *problem,
+                                 const uint64_t *offsets, uint64_t alignment,
+                                 uint64_t capacity,
+                                 nnmem_verify_report_t *report,
+                                 nnmem_diag_t *diag);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NNMEM_PLAN_H */

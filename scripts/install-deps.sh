@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages nnmem needs to build and test, when missing.
+# Usage: scripts/install-deps.sh [build|test]
+set -euo pipefail
+need=(cmake make gcc pkg-config libcjson-dev)
+if [ "${1:-build}" = test ]; then
+  need+=(libcmocka-dev)
+fi
+missing=()
+for p in "${need[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "nnmem: installing missing packages: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "nnmem: need root to install ${missing[*]}; run: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y --no-install-recommends "${missing[@]}"; then
+  apt-get update
+  apt-get install -y --no-install-recommends "${missing[@]}"
+fi

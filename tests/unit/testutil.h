@@ -1,0 +1,31 @@
+/* testutil.h - helpers shared by the unit tests (cmocka). */
+#ifndef NNMEM_TESTUTIL_H
+#define NNMEM_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "nnmem/nnmem.h"
+
+/* Asserts a status is NNMEM_OK, printing its name otherwise. */
+#define assert_ok(expr)                                                     \
+  do {                                                                      \
+    nnmem_status_t st_ = (expr);                                            \
+    if (st_ != NNMEM_OK) fail_msg("%s -> %s", #expr, nnmem_status_name(st_)); \
+  } while (0)
+
+/* Plans `p` with `cfg`, runs the independent verifier on the result (which
+ * must be valid) and returns the plan (caller destroys). */
+nnmem_plan_t *tu_plan_verified(const nnmem_problem_t *p,
+                               const nnmem_planner_config_t *cfg);
+
+/* The shared data folder ($NNMEM_DATA_DIR) or NULL when absent. */
+const char *tu_data_dir(void);
+
+/* Deterministic PRNG (xorshift64*). */
+uint64_t tu_rand(uint64_t *state);
+
+#endif
