@@ -1,0 +1,165 @@
+/* order.c - the orderings that turn the placement engine (place.c) into the
+ * published strategies. All are deterministic: ties fall back to the buffer
+ * index.
+ *
+ *   greedy-size     size desc, then first step asc (TFLite ArenaPlanner,
+ *                   "greedy by size").
+ *   size-lifetime   size desc, then lifetime length desc (XLA's heap,
+ *                   spatial order).
+ *   lifetime-size   lifetime length desc, then size desc (XLA's heap,
+ *                   temporal order).
+ *   breadth         1. live bytes at every step where some buffer starts
+ *                   (sweep); 2. steps by live bytes desc; 3. at each step the
+ *                   buffers live there and not yet ordered, size desc
+ *                   (TFLite GPU delegate, "greedy by breadth": the most
+ *                   crowded step is laid out first). Uses the interval tree
+ *                   with every buffer active, deactivated once ordered, so
+ *                   each buffer is reported once: O(n log n + sum k log k).
+ *
+ * Thread-safety: reentrant. */
+#include <stdlib.h>
+
+#include "common/util.h"
+#include "plan/itree.h"
+#include "plan/place.h"
+
+typedef struct key {
+  uint64_t k1, k2; /* both compared descending */
+  uint64_t k3;     /* ascending */
+  uint32_t idx;
+} key_t_;
+
+static int key_cmp(const void *a, const void *b) {
+  const key_t_ *x = a, *y = b;
+  if (x->k1 != y->k1) return x->k1 > y->k1 ? -1 : 1;
+  if (x->k2 != y->k2) return x->k2 > y->k2 ? -1 : 1;
+  if (x->k3 != y->k3) return x->k3 < y->k3 ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+enum { BY_SIZE_FIRST, BY_SIZE_LIFE, BY_LIFE_SIZE };
+
+static nnmem_status_t sort_by(const nnmem_problem_t *p, uint64_t align,
+                              int how, uint32_t *order) {
+  size_t n = nnmem_problem_count(p);
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  key_t_ *keys = malloc((n ? n : 1) * sizeof *keys);
+  if (!keys) return NNMEM_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t size = nnmem__padded_size(&b[i], align);
+    uint64_t life = b[i].last - b[i].first;
+    key_t_ k = {0, 0, 0, (uint32_t)i};
+    switch (how) {
+      case BY_SIZE_FIRST:
+        k.k1 = size, k.k3 = b[i].first;
+        break;
+      case BY_SIZE_LIFE:
+        k.k1 = size, k.k2 = life, k.k3 = b[i].first;
+        break;
+      default:
+        k.k1 = life, k.k2 = size, k.k3 = b[i].first;
+        break;
+    }
+    keys[i] = k;
+  }
+  qsort(keys, n, sizeof *keys, key_cmp);
+  for (size_t i = 0; i < n; i++) order[i] = keys[i].idx;
+  free(keys);
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem__order_greedy_size(const nnmem_problem_t *p,
+                                        uint64_t align, uint32_t *order) {
+  return sort_by(p, align, BY_SIZE_FIRST, order);
+}
+
+nnmem_status_t nnmem__order_size_lifetime(const nnmem_problem_t *p,
+                                          uint64_t align, uint32_t *order) {
+  return sort_by(p, align, BY_SIZE_LIFE, order);
+}
+
+nnmem_status_t nnmem__order_lifetime_size(const nnmem_problem_t *p,
+                                          uint64_t align, uint32_t *order) {
+  return sort_by(p, align, BY_LIFE_SIZE, order);
+}
+
+typedef struct ev {
+  uint64_t time, bytes;
+  int start;
+} ev_t;
+
+static int ev_cmp(const void *a, const void *b) {
+  const ev_t *x = a, *y = b;
+  if (x->time != y->time) return x->time < y->time ? -1 : 1;
+  return x->start - y->start; /* ends first: lifetimes are half-open */
+}
+
+/* Fills keys[] with one entry per distinct start step: k1 = live bytes,
+ * k3 = step. Returns the number of steps in *m. */
+static nnmem_status_t step_loads(const nnmem_problem_t *p, uint64_t align,
+                                 key_t_ *keys, size_t *m) {
+  size_t n = nnmem_problem_count(p);
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  ev_t *ev = malloc((n ? 2 * n : 1) * sizeof *ev);
+  if (!ev) return NNMEM_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t s = nnmem__padded_size(&b[i], align);
+    ev[2 * i] = (ev_t){b[i].first, s, 1};
+    ev[2 * i + 1] = (ev_t){b[i].last, s, 0};
+  }
+  qsort(ev, 2 * n, sizeof *ev, ev_cmp);
+  uint64_t live = 0;
+  size_t cnt = 0;
+  for (size_t i = 0; i < 2 * n; i++) {
+    if (!ev[i].start) {
+      live -= ev[i].bytes;
+      continue;
+    }
+    live = live + ev[i].bytes < live ? UINT64_MAX : live + ev[i].bytes;
+    int last_of_time = i + 1 == 2 * n || ev[i + 1].time != ev[i].time;
+    if (last_of_time) keys[cnt++] = (key_t_){live, 0, ev[i].time, 0};
+  }
+  free(ev);
+  *m = cnt;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem__order_breadth(const nnmem_problem_t *p, uint64_t align,
+                                    uint32_t *order) {
+  size_t n = nnmem_problem_count(p), m = 0, done = 0;
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  key_t_ *steps = malloc((n ? n : 1) * sizeof *steps);
+  key_t_ *live = malloc((n ? n : 1) * sizeof *live);
+  uint32_t *hits = NULL;
+  size_t hits_cap = 0;
+  nnmem__itree_t *tree = NULL;
+  nnmem_status_t st = steps && live ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  if (st == NNMEM_OK) st = step_loads(p, align, steps, &m);
+  if (st == NNMEM_OK) st = nnmem__itree_create(p, &tree);
+  if (st == NNMEM_OK) {
+    nnmem__itree_activate_all(tree);
+    qsort(steps, m, sizeof *steps, key_cmp);
+  }
+  for (size_t s = 0; s < m && st == NNMEM_OK; s++) {
+    size_t k = 0;
+    st = nnmem__itree_query(tree, steps[s].k3, steps[s].k3 + 1, &hits, &k,
+                            &hits_cap);
+    for (size_t i = 0; i < k && st == NNMEM_OK; i++) {
+      const nnmem_buffer_t *x = &b[hits[i]];
+      live[i] = (key_t_){nnmem__padded_size(x, align), x->last - x->first,
+                         x->first, hits[i]};
+    }
+    if (st) break;
+    qsort(live, k, sizeof *live, key_cmp);
+    for (size_t i = 0; i < k; i++) {
+      order[done++] = live[i].idx;
+      nnmem__itree_deactivate(tree, live[i].idx);
+    }
+  }
+  free(steps);
+  free(live);
+  free(hits);
+  nnmem__itree_destroy(tree);
+  if (st == NNMEM_OK && done != n) st = NNMEM_ERR_STATE; /* cannot happen */
+  return st;
+}

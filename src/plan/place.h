@@ -1,0 +1,36 @@
+/* place.h - the placement engine and orderings shared by the heuristic
+ * strategies (internal to plan/). */
+#ifndef NNMEM_PLAN_PLACE_H
+#define NNMEM_PLAN_PLACE_H
+
+#include "nnmem/problem.h"
+
+typedef enum nnmem__fit {
+  NNMEM__FIT_BEST = 0, /* smallest gap that fits (TFLite, XLA) */
+  NNMEM__FIT_FIRST     /* lowest gap that fits */
+} nnmem__fit_t;
+
+/* Places every buffer of `p` in the sequence `order` (a permutation of the
+ * buffer indices): each goes into a gap among the already placed buffers
+ * whose lifetimes intersect its own, chosen by `fit`, or on top of them.
+ * Offsets are multiples of max(buffer align, `align`). Writes `offsets`
+ * (one per buffer) and the height. */
+nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
+                                     const uint32_t *order, uint64_t align,
+                                     nnmem__fit_t fit, uint64_t *offsets,
+                                     uint64_t *height);
+
+/* Orderings (each writes a permutation of 0..n-1 into `order`). */
+nnmem_status_t nnmem__order_greedy_size(const nnmem_problem_t *p,
+                                        uint64_t align, uint32_t *order);
+nnmem_status_t nnmem__order_size_lifetime(const nnmem_problem_t *p,
+                                          uint64_t align, uint32_t *order);
+nnmem_status_t nnmem__order_lifetime_size(const nnmem_problem_t *p,
+                                          uint64_t align, uint32_t *order);
+nnmem_status_t nnmem__order_breadth(const nnmem_problem_t *p, uint64_t align,
+                                    uint32_t *order);
+
+/* Size of buffer b rounded up to max(b->align, align) (saturating). */
+uint64_t nnmem__padded_size(const nnmem_buffer_t *b, uint64_t align);
+
+#endif

@@ -1,0 +1,246 @@
+/* plan.c - the planner front door: configs, strategy names, the plan
+ * object, and `auto`.
+ *
+ * nnmem_plan_create:
+ *   1. validate the problem (nnmem_problem_check);
+ *   2. run the requested strategy; for `auto` run greedy-size,
+ *      heap-best-fit and greedy-breadth in turn (stopping early once the
+ *      time limit is spent or a plan reaches the lower bound) and keep the
+ *      lowest plan (ties: the earlier strategy);
+ *   3. compare the height with the capacity.
+ * heap-best-fit itself runs the XLA heap twice, in size order and in
+ * lifetime order, and keeps the lower.
+ *
+ * A buffer occupies its size rounded up to max(its align, the planner's
+ * alignment); the height counts those padded sizes.
+ * Thread-safety: reentrant; a plan is immutable once returned. */
+#include <string.h>
+
+#include "common/util.h"
+#include "nnmem/plan.h"
+#include "plan/place.h"
+
+struct nnmem_plan {
+  size_t n;
+  uint64_t *offsets;
+  uint64_t height;
+  nnmem_strategy_t strategy;
+  double seconds;
+};
+
+static const char *const strategy_names[NNMEM_STRATEGY_COUNT_] = {
+    "auto", "naive", "greedy-size", "greedy-breadth", "heap-best-fit"};
+
+const char *nnmem_strategy_name(nnmem_strategy_t s) {
+  if (s == NNMEM_STRATEGY_COUNT_) return "external"; /* from_offsets */
+  return (unsigned)s < NNMEM_STRATEGY_COUNT_ ? strategy_names[s] : "unknown";
+}
+
+nnmem_status_t nnmem_strategy_parse(const char *name, nnmem_strategy_t *out) {
+  if (!name || !out) return NNMEM_ERR_INVALID;
+  for (int i = 0; i < NNMEM_STRATEGY_COUNT_; i++)
+    if (strcmp(name, strategy_names[i]) == 0) {
+      *out = (nnmem_strategy_t)i;
+      return NNMEM_OK;
+    }
+  return NNMEM_ERR_NOT_FOUND;
+}
+
+void nnmem_planner_config_init(nnmem_planner_config_t *cfg) {
+  if (!cfg) return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->size = sizeof *cfg;
+}
+
+static nnmem_status_t plan_alloc(size_t n, nnmem_plan_t **out) {
+  nnmem_plan_t *pl = calloc(1, sizeof *pl);
+  if (!pl) return NNMEM_ERR_NOMEM;
+  pl->n = n;
+  pl->offsets = calloc(n ? n : 1, sizeof *pl->offsets);
+  if (!pl->offsets) {
+    free(pl);
+    return NNMEM_ERR_NOMEM;
+  }
+  *out = pl;
+  return NNMEM_OK;
+}
+
+void nnmem_plan_destroy(nnmem_plan_t *plan) {
+  if (!plan) return;
+  free(plan->offsets);
+  free(plan);
+}
+
+size_t nnmem_plan_count(const nnmem_plan_t *pl) { return pl ? pl->n : 0; }
+const uint64_t *nnmem_plan_offsets(const nnmem_plan_t *pl) {
+  return pl ? pl->offsets : NULL;
+}
+uint64_t nnmem_plan_height(const nnmem_plan_t *pl) {
+  return pl ? pl->height : 0;
+}
+nnmem_strategy_t nnmem_plan_strategy(const nnmem_plan_t *pl) {
+  return pl ? pl->strategy : NNMEM_STRATEGY_AUTO;
+}
+double nnmem_plan_seconds(const nnmem_plan_t *pl) {
+  return pl ? pl->seconds : 0;
+}
+
+static nnmem_status_t plan_naive(const nnmem_problem_t *p, uint64_t align,
+                                 uint64_t *off, uint64_t *height) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  uint64_t top = 0;
+  for (size_t i = 0; i < nnmem_problem_count(p); i++) {
+    uint64_t size = nnmem__padded_size(&b[i], align);
+    if (nnmem__align_up(top, nnmem__max_u64(b[i].align, align), &off[i]) ||
+        size == UINT64_MAX || nnmem__add_overflow(off[i], size, &top))
+      return NNMEM_ERR_OVERFLOW;
+  }
+  *height = top;
+  return NNMEM_OK;
+}
+
+typedef nnmem_status_t (*order_fn)(const nnmem_problem_t *, uint64_t,
+                                   uint32_t *);
+
+/* Runs the engine once per ordering in `fns` and keeps the lowest. */
+static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
+                                  const order_fn *fns, size_t nfns,
+                                  uint64_t *off, uint64_t *height) {
+  size_t n = nnmem_problem_count(p);
+  uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+  uint64_t *tmp = nfns > 1 ? malloc((n ? n : 1) * sizeof *tmp) : NULL;
+  nnmem_status_t st = order && (nfns < 2 || tmp) ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  *height = UINT64_MAX;
+  for (size_t f = 0; f < nfns && st == NNMEM_OK; f++) {
+    uint64_t h = 0, *dst = f == 0 ? off : tmp;
+    st = fns[f](p, align, order);
+    if (st == NNMEM_OK)
+      st = nnmem__place_in_order(p, order, align, NNMEM__FIT_BEST, dst, &h);
+    if (st == NNMEM_OK && h < *height) {
+      *height = h;
+      if (dst != off) memcpy(off, dst, n * sizeof *off);
+    }
+  }
+  free(order);
+  free(tmp);
+  return st;
+}
+
+static nnmem_status_t run_strategy(const nnmem_problem_t *p,
+                                   nnmem_strategy_t s, uint64_t align,
+                                   uint64_t *off, uint64_t *height) {
+  static const order_fn size_fns[] = {nnmem__order_greedy_size};
+  static const order_fn heap_fns[] = {nnmem__order_size_lifetime,
+                                      nnmem__order_lifetime_size};
+  static const order_fn breadth_fns[] = {nnmem__order_breadth};
+  switch (s) {
+    case NNMEM_STRATEGY_NAIVE:
+      return plan_naive(p, align, off, height);
+    case NNMEM_STRATEGY_GREEDY_SIZE:
+      return plan_orders(p, align, size_fns, 1, off, height);
+    case NNMEM_STRATEGY_HEAP_BEST_FIT:
+      return plan_orders(p, align, heap_fns, 2, off, height);
+    case NNMEM_STRATEGY_GREEDY_BREADTH:
+      return plan_orders(p, align, breadth_fns, 1, off, height);
+    default:
+      return NNMEM_ERR_INVALID;
+  }
+}
+
+/* auto: the heuristics in turn, keeping the lowest plan. */
+static nnmem_status_t run_auto(const nnmem_problem_t *p, uint64_t align,
+                               double deadline, nnmem_plan_t *pl) {
+  static const nnmem_strategy_t tries[] = {NNMEM_STRATEGY_GREEDY_SIZE,
+                                           NNMEM_STRATEGY_HEAP_BEST_FIT,
+                                           NNMEM_STRATEGY_GREEDY_BREADTH};
+  uint64_t lb = 0;
+  nnmem_status_t st = nnmem_problem_lower_bound(p, align, &lb);
+  uint64_t *tmp = malloc((pl->n ? pl->n : 1) * sizeof *tmp);
+  if (!tmp) return NNMEM_ERR_NOMEM;
+  pl->height = UINT64_MAX;
+  for (size_t i = 0; i < sizeof tries / sizeof *tries && st == NNMEM_OK; i++) {
+    uint64_t h = 0;
+    st = run_strategy(p, tries[i], align, tmp, &h);
+    if (st == NNMEM_OK && h < pl->height) {
+      pl->height = h;
+      pl->strategy = tries[i];
+      memcpy(pl->offsets, tmp, pl->n * sizeof *tmp);
+    }
+    if (pl->height <= lb || (deadline > 0 && nnmem__now() > deadline)) break;
+  }
+  free(tmp);
+  return st;
+}
+
+nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
+                                 const nnmem_planner_config_t *cfg,
+                                 nnmem_plan_t **out, nnmem_diag_t *diag) {
+  if (!problem || !out)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID, "problem or out is NULL");
+  *out = NULL;
+  nnmem_planner_config_t c;
+  nnmem_planner_config_init(&c);
+  if (cfg) c = *cfg;
+  uint64_t align = c.alignment ? c.alignment : 1;
+  if (!nnmem__is_pow2(align))
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "alignment %llu is not a power of two",
+                       (unsigned long long)align);
+  if ((unsigned)c.strategy >= NNMEM_STRATEGY_COUNT_)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID, "unknown strategy %d",
+                       (int)c.strategy);
+  nnmem_status_t st = nnmem_problem_check(problem, diag);
+  if (st) return st;
+  nnmem_plan_t *pl = NULL;
+  if ((st = plan_alloc(nnmem_problem_count(problem), &pl))) return st;
+  double t0 = nnmem__now();
+  nnmem_strategy_t s = c.no_reuse ? NNMEM_STRATEGY_NAIVE : c.strategy;
+  pl->strategy = s;
+  if (s == NNMEM_STRATEGY_AUTO)
+    st = run_auto(problem, align, c.time_limit_s > 0 ? t0 + c.time_limit_s : 0,
+                  pl);
+  else
+    st = run_strategy(problem, s, align, pl->offsets, &pl->height);
+  pl->seconds = nnmem__now() - t0;
+  if (st == NNMEM_OK && c.capacity && pl->height > c.capacity)
+    st = nnmem__diag(diag, NNMEM_ERR_CAPACITY,
+                     "does not fit: best height %llu > capacity %llu "
+                     "(strategy %s)",
+                     (unsigned long long)pl->height,
+                     (unsigned long long)c.capacity,
+                     nnmem_strategy_name(pl->strategy));
+  else if (st == NNMEM_ERR_OVERFLOW)
+    nnmem__diag(diag, st, "plan height overflows 64 bits");
+  else if (st)
+    nnmem__diag(diag, st, "planning failed: %s", nnmem_status_str(st));
+  if (st) {
+    nnmem_plan_destroy(pl);
+    return st;
+  }
+  *out = pl;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_plan_from_offsets(const nnmem_problem_t *problem,
+                                       const uint64_t *offsets,
+                                       nnmem_plan_t **out) {
+  if (!problem || !offsets || !out) return NNMEM_ERR_INVALID;
+  nnmem_plan_t *pl = NULL;
+  size_t n = nnmem_problem_count(problem);
+  nnmem_status_t st = plan_alloc(n, &pl);
+  if (st) return st;
+  const nnmem_buffer_t *b = nnmem_problem_buffers(problem);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t end;
+    pl->offsets[i] = offsets[i];
+    uint64_t size = nnmem__padded_size(&b[i], 1);
+    if (size == UINT64_MAX || nnmem__add_overflow(offsets[i], size, &end)) {
+      nnmem_plan_destroy(pl);
+      return NNMEM_ERR_OVERFLOW;
+    }
+    if (end > pl->height) pl->height = end;
+  }
+  pl->strategy = NNMEM_STRATEGY_COUNT_; /* external */
+  *out = pl;
+  return NNMEM_OK;
+}
