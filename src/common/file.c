@@ -75,8 +75,7 @@ static int write_all(int fd, const char *p, size_t len) {
 }
 
 /* Writes, sets the mode and syncs the open temporary file. 0 or -1. */
-static int fill_temp(int fd, const char *path, const void *data,
-                     size_t len) {
+static int fill_temp(int fd, const char *path, const void *data, size_t len) {
   struct stat sb;
   mode_t mode = 0644;
   if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) mode = sb.st_mode & 07777;
@@ -94,7 +93,8 @@ nnmem_status_t nnmem_file_write_atomic(const char *path, const void *data,
   static const char suffix[] = ".tmp-XXXXXX";
   size_t n = strlen(path);
   char *tmp = malloc(n + sizeof suffix);
-  if (!tmp) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "%s: out of memory", path);
+  if (!tmp)
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM, "%s: out of memory", path);
   memcpy(tmp, path, n);
   memcpy(tmp + n, suffix, sizeof suffix);
   int fd = mkstemp(tmp);

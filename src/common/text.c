@@ -93,11 +93,21 @@ void nnmem__text_json_string(nnmem__text_t *t, const char *s) {
     nnmem__text_append(t, run, (size_t)(s - run));
     run = s + 1;
     switch (c) {
-      case '"': nnmem__text_puts(t, "\\\""); break;
-      case '\\': nnmem__text_puts(t, "\\\\"); break;
-      case '\n': nnmem__text_puts(t, "\\n"); break;
-      case '\r': nnmem__text_puts(t, "\\r"); break;
-      case '\t': nnmem__text_puts(t, "\\t"); break;
+      case '"':
+        nnmem__text_puts(t, "\\\"");
+        break;
+      case '\\':
+        nnmem__text_puts(t, "\\\\");
+        break;
+      case '\n':
+        nnmem__text_puts(t, "\\n");
+        break;
+      case '\r':
+        nnmem__text_puts(t, "\\r");
+        break;
+      case '\t':
+        nnmem__text_puts(t, "\\t");
+        break;
       default: {
         char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
         nnmem__text_append(t, esc, sizeof esc);
@@ -202,8 +212,7 @@ static size_t strset_slot(const nnmem__strset_t *s, const char *key,
                           size_t len) {
   size_t mask = s->cap - 1;
   size_t i = (size_t)fnv1a(key, len) & mask;
-  while (s->keys[i] &&
-         (s->lens[i] != len || memcmp(s->keys[i], key, len) != 0))
+  while (s->keys[i] && (s->lens[i] != len || memcmp(s->keys[i], key, len) != 0))
     i = (i + 1) & mask;
   return i;
 }

@@ -62,7 +62,6 @@ void nnmem__strset_free(nnmem__strset_t *s);
 /* Inserts key -> value. When the key is present, stores nothing, sets
  * *existing to its value and returns NNMEM_ERR_DUPLICATE. */
 nnmem_status_t nnmem__strset_insert(nnmem__strset_t *s, const char *key,
-                                    size_t len, size_t value,
-                                    size_t *existing);
+                                    size_t len, size_t value, size_t *existing);
 
 #endif /* NNMEM_TEXT_H */
