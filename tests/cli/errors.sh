@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# CLI: every kind of bad input exits 1 with one message naming the file and
+# the line / node, and creates no output file.
+. "$(dirname "$0")/lib/common.sh"
+
+OUT="$T/should-not-exist.csv"
+JOUT="$T/should-not-exist.json"
+
+# Empty files.
+: >"$T/empty.csv"
+expect_error plan "$T/empty.csv" --out "$OUT"
+err_has "empty.csv"
+: >"$T/empty.json"
+expect_error plan "$T/empty.json" --out "$JOUT"
+err_has "empty.json"
+
+# A bad CSV row: the message names file and line.
+printf 'id,lower,upper,size\na,0,2,4\nb,1,x,4\n' >"$T/badrow.csv"
+expect_error plan "$T/badrow.csv" --out "$OUT" --profile "$JOUT"
+err_has "badrow.csv:3"
+printf 'id,lower,upper,size\na,0,2,4\nb,5,2,4\n' >"$T/backwards.csv"
+expect_error plan "$T/backwards.csv" --out "$OUT"
+err_has "backwards.csv:3"
+printf 'id,lower,upper,size\na,0,2,4\na,1,3,4\n' >"$T/dup.csv"
+expect_error plan "$T/dup.csv" --out "$OUT"
+err_has "dup.csv:3"
+printf 'id,lower,upper,size\na,0,2\n' >"$T/short.csv"
+expect_error plan "$T/short.csv" --out "$OUT"
+err_has "short.csv:2"
+printf 'id,lower,size\na,0,2\n' >"$T/nocol.csv"
+expect_error plan "$T/nocol.csv" --out "$OUT"
+err_has "nocol.csv"
+printf 'id,lower,upper,size\na,0,2,-4\n' >"$T/neg.csv"
+expect_error plan "$T/neg.csv" --out "$OUT"
+err_has "neg.csv:2"
+
+# Non-UTF-8 bytes.
+printf 'id,lower,upper,size\na\377,0,2,4\n' >"$T/latin.csv"
+expect_error plan "$T/latin.csv" --out "$OUT"
+err_has "latin.csv:2"
+printf '{"format_version": 1, "name": "bad\377", "tensors": [], "ops": []}\n' \
+  >"$T/latin.json"
+expect_error plan "$T/latin.json" --out "$JOUT"
+err_has "latin.json"
+
+# Missing files and directories.
+expect_error plan "$T/missing.csv" --out "$OUT"
+err_has "missing.csv"
+expect_error plan "$T/missing.json" --out "$JOUT"
+err_has "missing.json"
+mkdir "$T/dir.csv"
+expect_error plan "$T/dir.csv" --out "$OUT"
+err_has "dir.csv"
+
+# JSON graphs: syntax error, unknown tensor, cycle.
+printf '{"format_version": 1,\n "name": "x",\n "tensors": [,]}\n' >"$T/syntax.json"
+expect_error plan "$T/syntax.json" --out "$JOUT"
+err_has "syntax.json:3"
+cat >"$T/unknown.json" <<'JSON'
+{"format_version": 1, "name": "u",
+ "tensors": [{"name": "x", "kind": "input", "dtype": "float32", "shape": [4]},
+             {"name": "y", "kind": "output", "dtype": "float32", "shape": [4]}],
+ "ops": [{"name": "relu1", "type": "Relu", "inputs": ["nosuch"], "outputs": ["y"]}]}
+JSON
+expect_error plan "$T/unknown.json" --out "$JOUT"
+err_has "unknown.json"
+err_has "relu1"
+err_has "nosuch"
+cat >"$T/cycle.json" <<'JSON'
+{"format_version": 1, "name": "c",
+ "tensors": [{"name": "a", "kind": "activation", "dtype": "float32", "shape": [4]},
+             {"name": "b", "kind": "activation", "dtype": "float32", "shape": [4]}],
+ "ops": [{"name": "opA", "type": "Relu", "inputs": ["b"], "outputs": ["a"]},
+         {"name": "opB", "type": "Relu", "inputs": ["a"], "outputs": ["b"]}]}
+JSON
+expect_error plan "$T/cycle.json" --out "$JOUT" --profile "$T/should-not-exist.p.json"
+err_has "cycle.json"
+err_matches "op(A|B)"
+err_has "cycle"
+
+# Other formats.
+printf 'onnx' >"$T/model.onnx"
+expect_error plan "$T/model.onnx"
+err_has "model.onnx"
+
+# Usage errors.
+printf 'id,lower,upper,size\na,0,2,4\n' >"$T/ok.csv"
+expect_error plan "$T/ok.csv" --bogus
+err_has "nnmem plan: unknown option '--bogus'"
+err_has "Try 'nnmem plan --help'"
+expect_error plan "$T/ok.csv" --out
+err_has "needs a value"
+expect_error plan "$T/ok.csv" "$T/ok.csv"
+err_has "unexpected argument"
+expect_error plan "$T/ok.csv" --strategy fastest
+err_has "unknown strategy 'fastest'"
+expect_error plan "$T/ok.csv" --json=yes
+err_has "takes no value"
+expect_error plan --model nosuchmodel --out "$JOUT"
+err_has "nosuchmodel"
+expect_error plan "$T/ok.csv" --out "$OUT" --profile "$OUT"
+err_has "same file"
+
+# An output folder that does not exist: error, nothing half-written.
+expect_error plan "$T/ok.csv" --out "$T/nodir/should-not-exist.csv"
+err_has "nodir"
+
+# --profile fails after --out succeeded: the --out file is removed again.
+expect_error plan "$T/ok.csv" --out "$T/should-not-exist.csv" \
+  --profile "$T/nodir/p.json"
+no_file "$T/should-not-exist.csv"
+
+finish

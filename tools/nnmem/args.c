@@ -1,0 +1,102 @@
+/* args.c - the CLI's argument scanner (see args.h).
+ *
+ * Algorithm, per call to cli_args_next:
+ *   1. past the end -> CLI_ARG_END;
+ *   2. after "--", or for "-" and anything not starting with '-' ->
+ *      CLI_ARG_POSITIONAL;
+ *   3. "--name[=value]" or "-x": look the name up in the table; unknown ->
+ *      error; a value-taking option reads "=value" or the next argument
+ *      (missing -> error); a flag given "=value" -> error.
+ * Invariant: `next` only grows; every argument is consumed exactly once.
+ * Complexity: O(table size) per argument. Thread-safety: none needed (one
+ * scanner per command invocation). */
+#include "args.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void cli_args_init(cli_args_t *a, const char *cmd, int argc, char **argv) {
+  a->cmd = cmd;
+  a->argc = argc;
+  a->argv = argv;
+  a->next = 0;
+  a->only_positional = 0;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "nnmem %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry 'nnmem %s --help' for more information.\n", cmd);
+  return 1;
+}
+
+static const cli_opt_t *find_long(const cli_opt_t *t, const char *name,
+                                  size_t len) {
+  for (; t->name; t++)
+    if (strlen(t->name) == len && strncmp(t->name, name, len) == 0) return t;
+  return NULL;
+}
+
+static const cli_opt_t *find_short(const cli_opt_t *t, char c) {
+  for (; t->name; t++)
+    if (t->short_name && t->short_name == c) return t;
+  return NULL;
+}
+
+/* Resolves "--name[=v]" / "-x" to a table entry; *inline_value gets the
+ * text after '=' or NULL. */
+static const cli_opt_t *lookup(const cli_opt_t *t, const char *arg,
+                               const char **inline_value) {
+  *inline_value = NULL;
+  if (arg[1] == '-') {
+    const char *name = arg + 2;
+    const char *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    if (eq) *inline_value = eq + 1;
+    return find_long(t, name, len);
+  }
+  if (arg[2] != '\0') return NULL; /* no bundled short options */
+  return find_short(t, arg[1]);
+}
+
+int cli_args_next(cli_args_t *a, const cli_opt_t *table, int *id,
+                  const char **value) {
+  if (a->next >= a->argc) return CLI_ARG_END;
+  const char *arg = a->argv[a->next++];
+  if (!a->only_positional && strcmp(arg, "--") == 0) {
+    a->only_positional = 1;
+    return cli_args_next(a, table, id, value);
+  }
+  if (a->only_positional || arg[0] != '-' || arg[1] == '\0') {
+    *value = arg;
+    return CLI_ARG_POSITIONAL;
+  }
+  const char *inline_value;
+  const cli_opt_t *o = lookup(table, arg, &inline_value);
+  if (!o) {
+    cli_usage_error(a->cmd, "unknown option '%s'", arg);
+    return CLI_ARG_ERROR;
+  }
+  *id = o->id;
+  *value = NULL;
+  if (!o->takes_value) {
+    if (inline_value) {
+      cli_usage_error(a->cmd, "option '--%s' takes no value", o->name);
+      return CLI_ARG_ERROR;
+    }
+    return CLI_ARG_OPTION;
+  }
+  if (inline_value) {
+    *value = inline_value;
+  } else if (a->next < a->argc) {
+    *value = a->argv[a->next++];
+  } else {
+    cli_usage_error(a->cmd, "option '--%s' needs a value", o->name);
+    return CLI_ARG_ERROR;
+  }
+  return CLI_ARG_OPTION;
+}

@@ -1,0 +1,46 @@
+/* args.h - a small table-driven command-line scanner for the nnmem CLI.
+ *
+ * Accepts `--name VALUE`, `--name=VALUE`, short aliases (`-o VALUE`),
+ * boolean flags, positional arguments and `--` (everything after it is
+ * positional). Unknown options and missing values are reported on stderr as
+ * "nnmem <cmd>: ..." with a hint to --help. */
+#ifndef NNMEM_CLI_ARGS_H
+#define NNMEM_CLI_ARGS_H
+
+typedef struct cli_opt {
+  const char *name; /* long name without dashes, e.g. "out" */
+  char short_name;  /* e.g. 'o'; 0 for none */
+  int takes_value;  /* 1: needs a value; 0: a flag */
+  int id;           /* returned to the caller */
+} cli_opt_t;
+
+typedef struct cli_args {
+  const char *cmd; /* "plan", "verify": used in messages */
+  int argc;
+  char **argv;
+  int next; /* index of the next argument to scan */
+  int only_positional;
+} cli_args_t;
+
+enum {
+  CLI_ARG_END = 0,    /* no more arguments */
+  CLI_ARG_OPTION,     /* *id and *value (NULL for flags) are set */
+  CLI_ARG_POSITIONAL, /* *value is the argument */
+  CLI_ARG_ERROR       /* a message was printed */
+};
+
+void cli_args_init(cli_args_t *a, const char *cmd, int argc, char **argv);
+
+/* Scans the next argument against `table` (terminated by a NULL name). */
+int cli_args_next(cli_args_t *a, const cli_opt_t *table, int *id,
+                  const char **value);
+
+/* Prints "nnmem <cmd>: <msg>" and the --help hint on stderr. Returns 1 (the
+ * usage exit code) so callers can `return cli_usage_error(...)`. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#endif /* NNMEM_CLI_ARGS_H */

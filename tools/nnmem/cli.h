@@ -1,0 +1,95 @@
+/* cli.h - shared declarations of the nnmem command-line tool: exit codes,
+ * the options of `nnmem plan`, the result of one planning run (what the
+ * reports print) and the command entry points. */
+#ifndef NNMEM_CLI_H
+#define NNMEM_CLI_H
+
+#include <stdio.h>
+
+#include "nnmem/nnmem.h"
+
+/* Exit codes (documented in `nnmem --help`). */
+enum {
+  CLI_EXIT_OK = 0,
+  CLI_EXIT_INVALID = 1, /* bad usage, bad input, or (verify) invalid plan */
+  CLI_EXIT_NOFIT = 2,   /* the plan does not fit --capacity */
+  CLI_EXIT_INTERNAL = 3 /* a bug: the planner's plan failed verification,
+                           out of memory, a library failure */
+};
+
+#define CLI_DEFAULT_MODEL "resnet50"
+#define CLI_TOP_LIVE 5
+
+typedef struct cli_plan_opts {
+  const char *input; /* file path; NULL = built-in model */
+  const char *model; /* --model; NULL = CLI_DEFAULT_MODEL */
+  uint32_t batch;    /* --batch; 0 = not given (1) */
+  nnmem_strategy_t strategy;
+  uint64_t align;      /* --align; 0 = none */
+  uint64_t capacity;   /* --capacity; 0 = unlimited */
+  double time_limit_s; /* --time-limit; 0 = unlimited */
+  int no_reuse;
+  int json;
+  int quiet;
+  const char *out;     /* --out */
+  const char *profile; /* --profile */
+} cli_plan_opts_t;
+
+/* One buffer live at the peak step (for the report). */
+typedef struct cli_live_entry {
+  size_t buffer;
+  uint64_t size;
+} cli_live_entry_t;
+
+/* Everything a report needs about one finished, verified plan. */
+typedef struct cli_run {
+  const char *title;              /* model name or input path */
+  int builtin;                    /* 1 for a built-in model */
+  const nnmem_graph_t *graph;     /* NULL for CSV problems */
+  const nnmem_liveness_t *live;   /* NULL for CSV problems */
+  const nnmem_problem_t *problem; /* what was planned */
+  const nnmem_plan_t *plan;
+  nnmem_profile_t prof;
+  const cli_plan_opts_t *opts;
+  cli_live_entry_t top[CLI_TOP_LIVE]; /* largest buffers at prof.peak_step */
+  size_t n_top;
+  size_t n_live;       /* buffers live at the peak step */
+  uint64_t live_bytes; /* their bytes (rounded to alignment) */
+  double total_s;      /* wall time of the whole command */
+} cli_run_t;
+
+/* Commands: argv[0] is the first argument after the command name. Each
+ * returns the process exit code. */
+int cli_cmd_plan(int argc, char **argv);
+int cli_cmd_verify(int argc, char **argv);
+
+/* Prints "nnmem: <message>" on stderr; returns the exit code that fits
+ * `status` (NOFIT for NNMEM_ERR_CAPACITY, INTERNAL for NNMEM_ERR_NOMEM,
+ * INVALID otherwise). */
+int cli_fail(nnmem_status_t status, const nnmem_diag_t *diag);
+
+/* ---- report.c ---- */
+
+/* Finds a step with the most live bytes of `p` (sizes rounded to
+ * max(align, buffer align)); 0 for an empty problem. O(n log n). */
+nnmem_status_t cli_peak_step(const nnmem_problem_t *p, uint64_t align,
+                             uint64_t *step_out);
+
+/* Fills run->top / n_top / n_live / live_bytes with the buffers live at
+ * `step`. O(n). */
+void cli_collect_live(const nnmem_problem_t *p, uint64_t align, uint64_t step,
+                      cli_run_t *run);
+
+/* Human-readable report (graphs and problems). */
+void cli_report_human(FILE *f, const cli_run_t *run);
+
+/* Machine-readable report: the profile JSON plus run details, as a new
+ * malloc'd string (caller frees). NNMEM_ERR_NOMEM / NNMEM_ERR_PARSE (the
+ * library's profile JSON did not parse) on failure. */
+nnmem_status_t cli_report_json(const cli_run_t *run, char **out);
+
+/* The display name of problem buffer `i` ("#i" when it has no id). */
+const char *cli_buffer_name(const nnmem_problem_t *p, size_t i, char *buf,
+                            size_t cap);
+
+#endif /* NNMEM_CLI_H */

@@ -1,0 +1,457 @@
+/* cmd_plan.c - `nnmem plan`: load a model or problem, plan it, verify the
+ * plan, write the requested files and print a report.
+ *
+ * Steps:
+ *   1. parse the options (errors -> exit 1 before any work);
+ *   2. load the input: no file -> a built-in model (nnmem_zoo_build);
+ *      .json -> graph; .csv -> MiniMalloc problem; another extension ->
+ *      decided by the content ('{' first -> JSON graph, else CSV);
+ *   3. graphs: liveness analysis -> problem (--no-reuse disables views and
+ *      in-place there and forces the naive planner);
+ *   4. plan with the requested strategy, alignment, capacity and time
+ *      limit; NNMEM_ERR_CAPACITY -> exit 2;
+ *   5. ALWAYS verify the produced plan with the independent verifier; a
+ *      failure is a planner bug -> exit 3;
+ *   6. compute the profile (graphs: nnmem_profile_compute; problems: built
+ *      here with no weights and no workspace);
+ *   7. only now write --out and --profile (atomic library writers; if the
+ *      second write fails the first file is removed again);
+ *   8. print the human report (or the JSON report with --json).
+ * Invariant: no output file exists after a non-zero exit that this run
+ * created; every resource is freed on every path (plan_ctx_free).
+ * Thread-safety: single-threaded. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "args.h"
+#include "cli.h"
+#include "common/util.h"
+#include "units.h"
+
+enum input_kind { IN_MODEL, IN_GRAPH, IN_CSV };
+
+enum {
+  OPT_HELP,
+  OPT_STRATEGY,
+  OPT_ALIGN,
+  OPT_CAPACITY,
+  OPT_TIME_LIMIT,
+  OPT_NO_REUSE,
+  OPT_MODEL,
+  OPT_BATCH,
+  OPT_JSON,
+  OPT_OUT,
+  OPT_PROFILE,
+  OPT_QUIET
+};
+
+static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
+                                       {"strategy", 's', 1, OPT_STRATEGY},
+                                       {"align", 'a', 1, OPT_ALIGN},
+                                       {"capacity", 'c', 1, OPT_CAPACITY},
+                                       {"time-limit", 't', 1, OPT_TIME_LIMIT},
+                                       {"no-reuse", 0, 0, OPT_NO_REUSE},
+                                       {"model", 'm', 1, OPT_MODEL},
+                                       {"batch", 'b', 1, OPT_BATCH},
+                                       {"json", 0, 0, OPT_JSON},
+                                       {"out", 'o', 1, OPT_OUT},
+                                       {"profile", 'p', 1, OPT_PROFILE},
+                                       {"quiet", 'q', 0, OPT_QUIET},
+                                       {NULL, 0, 0, 0}};
+
+typedef struct plan_ctx {
+  cli_plan_opts_t opts;
+  enum input_kind kind;
+  nnmem_graph_t *graph;
+  nnmem_csv_t *csv;
+  nnmem_liveness_t *live;
+  nnmem_plan_t *plan;
+  const nnmem_problem_t *problem;
+  cli_run_t run;
+  char *json; /* the --json report, formatted before files are written */
+  nnmem_diag_t diag;
+  double t0;
+} plan_ctx_t;
+
+static void print_plan_help(void) {
+  fputs(
+      "Usage: nnmem plan [INPUT] [options]\n"
+      "\n"
+      "INPUT is a graph (.json), a MiniMalloc problem (.csv: id,lower,upper,"
+      "size\n"
+      "with half-open lifetimes [lower, upper)), or nothing for a built-in "
+      "model.\n"
+      "\n"
+      "Options:\n"
+      "  -m, --model NAME       built-in model: resnet50 (default), "
+      "mobilenetv2,\n"
+      "                         bert-base\n"
+      "  -b, --batch N          batch size of the built-in model (default 1)\n"
+      "  -s, --strategy NAME    auto (default: best of all), naive, "
+      "greedy-size,\n"
+      "                         greedy-breadth, heap-best-fit\n"
+      "  -a, --align SIZE       align every offset to SIZE (a power of two)\n"
+      "  -c, --capacity SIZE    the arena must fit in SIZE bytes (weights "
+      "are a\n"
+      "                         separate region); exit 2 when it does not\n"
+      "  -t, --time-limit SEC   stop trying more strategies after SEC "
+      "seconds\n"
+      "      --no-reuse         naive baseline: every tensor its own bytes\n"
+      "  -o, --out FILE         write the plan: .json (graphs: plan JSON) or "
+      ".csv\n"
+      "                         (problems: input columns + offset; graphs:\n"
+      "                         id,lower,upper,size,alignment,offset)\n"
+      "  -p, --profile FILE     write memory_profile JSON\n"
+      "      --json             print a machine-readable JSON report instead\n"
+      "  -q, --quiet            print nothing on success\n"
+      "  -h, --help             show this help\n"
+      "\n"
+      "SIZE is a byte count with an optional unit: B; K, M, G, T or KiB, "
+      "MiB,\n"
+      "GiB, TiB (powers of 1024); KB, MB, GB, TB (powers of 1000). Examples: "
+      "4096,\n"
+      "64K, 1.5MiB, 2GB.\n"
+      "\n"
+      "Exit codes: 0 ok, 1 bad usage or input, 2 does not fit --capacity,\n"
+      "3 internal error (the plan failed the independent verifier).\n",
+      stdout);
+}
+
+/* Applies one option; returns 0 or the exit code of a usage error. */
+static int set_option(cli_plan_opts_t *o, int id, const char *v) {
+  const char *why = NULL;
+  uint64_t n = 0;
+  switch (id) {
+    case OPT_STRATEGY:
+      if (nnmem_strategy_parse(v, &o->strategy) != NNMEM_OK)
+        return cli_usage_error("plan",
+                               "unknown strategy '%s' (expected auto, naive, "
+                               "greedy-size, greedy-breadth, heap-best-fit)",
+                               v);
+      return 0;
+    case OPT_ALIGN:
+      if (cli_parse_size(v, &n, &why) != 0)
+        return cli_usage_error("plan", "bad --align '%s': %s", v, why);
+      if (!nnmem__is_pow2(n))
+        return cli_usage_error(
+            "plan", "bad --align '%s': must be a power of two >= 1", v);
+      o->align = n;
+      return 0;
+    case OPT_CAPACITY:
+      if (cli_parse_size(v, &n, &why) != 0)
+        return cli_usage_error("plan", "bad --capacity '%s': %s", v, why);
+      if (n == 0)
+        return cli_usage_error("plan", "bad --capacity '%s': must be > 0", v);
+      o->capacity = n;
+      return 0;
+    case OPT_TIME_LIMIT:
+      if (cli_parse_seconds(v, &o->time_limit_s, &why) != 0)
+        return cli_usage_error("plan", "bad --time-limit '%s': %s", v, why);
+      return 0;
+    case OPT_BATCH:
+      if (cli_parse_uint(v, 1u << 20, &n, &why) != 0 || n == 0)
+        return cli_usage_error("plan", "bad --batch '%s': %s", v,
+                               why ? why : "must be >= 1");
+      o->batch = (uint32_t)n;
+      return 0;
+    case OPT_MODEL:
+      o->model = v;
+      return 0;
+    case OPT_NO_REUSE:
+      o->no_reuse = 1;
+      return 0;
+    case OPT_JSON:
+      o->json = 1;
+      return 0;
+    case OPT_QUIET:
+      o->quiet = 1;
+      return 0;
+    case OPT_OUT:
+      o->out = v;
+      return 0;
+    case OPT_PROFILE:
+      o->profile = v;
+      return 0;
+  }
+  return 0;
+}
+
+static int has_ext(const char *path, const char *ext) {
+  size_t n = strlen(path), e = strlen(ext);
+  return n > e && strcasecmp(path + n - e, ext) == 0;
+}
+
+/* Checks combinations of options; returns 0 or a usage exit code. */
+static int check_options(const cli_plan_opts_t *o) {
+  if (o->input && o->model)
+    return cli_usage_error("plan",
+                           "give either an input file or --model, "
+                           "not both");
+  if (o->input && o->batch)
+    return cli_usage_error("plan", "--batch applies to built-in models only");
+  if (o->out && !has_ext(o->out, ".json") && !has_ext(o->out, ".csv"))
+    return cli_usage_error("plan",
+                           "--out '%s': the name must end in .json "
+                           "or .csv",
+                           o->out);
+  if (o->out && o->profile && strcmp(o->out, o->profile) == 0)
+    return cli_usage_error("plan", "--out and --profile name the same file");
+  return 0;
+}
+
+/* Parses argv; returns -1 to continue, else the exit code. */
+static int parse_plan_args(int argc, char **argv, cli_plan_opts_t *o) {
+  cli_args_t a;
+  int id = 0, rc;
+  const char *v = NULL;
+  memset(o, 0, sizeof *o);
+  o->strategy = NNMEM_STRATEGY_AUTO;
+  cli_args_init(&a, "plan", argc, argv);
+  while ((rc = cli_args_next(&a, plan_table, &id, &v)) != CLI_ARG_END) {
+    if (rc == CLI_ARG_ERROR) return CLI_EXIT_INVALID;
+    if (rc == CLI_ARG_POSITIONAL) {
+      if (o->input)
+        return cli_usage_error("plan", "unexpected argument '%s'", v);
+      o->input = v;
+      continue;
+    }
+    if (id == OPT_HELP) {
+      print_plan_help();
+      return CLI_EXIT_OK;
+    }
+    int e = set_option(o, id, v);
+    if (e) return e;
+  }
+  int e = check_options(o);
+  return e ? e : -1;
+}
+
+static nnmem_status_t load_model(plan_ctx_t *c) {
+  const char *name = c->opts.model ? c->opts.model : CLI_DEFAULT_MODEL;
+  c->kind = IN_MODEL;
+  nnmem_status_t st = nnmem_zoo_build(name, c->opts.batch, &c->graph, &c->diag);
+  if (st == NNMEM_ERR_NOT_FOUND && !c->diag.message[0])
+    nnmem__diag(&c->diag, st,
+                "unknown model '%s' (built-in: resnet50, mobilenetv2, "
+                "bert-base)",
+                name);
+  return st;
+}
+
+/* Decides the format of a file without a known extension by its first
+ * non-blank byte. */
+static nnmem_status_t load_sniffed(plan_ctx_t *c) {
+  char *data = NULL;
+  size_t len = 0;
+  const char *path = c->opts.input;
+  nnmem_status_t st = nnmem_file_read(path, &data, &len, &c->diag);
+  if (st != NNMEM_OK) return st;
+  size_t i = 0;
+  while (i < len && strchr(" \t\r\n", data[i]))
+    i++;
+  if (i < len && data[i] == '{') {
+    c->kind = IN_GRAPH;
+    st = nnmem_graph_parse_json(data, len, path, &c->graph, &c->diag);
+  } else {
+    c->kind = IN_CSV;
+    st = nnmem_csv_parse(data, len, path, &c->csv, &c->diag);
+  }
+  free(data);
+  return st;
+}
+
+static nnmem_status_t load_input(plan_ctx_t *c) {
+  const char *path = c->opts.input;
+  if (!path) return load_model(c);
+  if (has_ext(path, ".csv")) {
+    c->kind = IN_CSV;
+    return nnmem_csv_read_file(path, &c->csv, &c->diag);
+  }
+  if (has_ext(path, ".json")) {
+    c->kind = IN_GRAPH;
+    return nnmem_graph_read_json_file(path, &c->graph, &c->diag);
+  }
+  if (has_ext(path, ".onnx"))
+    return nnmem__diag(&c->diag, NNMEM_ERR_UNSUPPORTED,
+                       "%s: ONNX models are not supported by this build "
+                       "(use a .json graph or a .csv problem)",
+                       path);
+  return load_sniffed(c);
+}
+
+/* Graph -> liveness -> problem. */
+static nnmem_status_t analyze(plan_ctx_t *c) {
+  if (c->kind == IN_CSV) {
+    c->problem = nnmem_csv_problem(c->csv);
+    return NNMEM_OK;
+  }
+  nnmem_liveness_config_t lc;
+  nnmem_liveness_config_init(&lc);
+  lc.no_reuse = c->opts.no_reuse;
+  lc.alignment = c->opts.align;
+  nnmem_status_t st = nnmem_liveness_analyze(c->graph, &lc, &c->live, &c->diag);
+  if (st == NNMEM_OK) c->problem = nnmem_liveness_problem(c->live);
+  return st;
+}
+
+static nnmem_status_t make_plan(plan_ctx_t *c) {
+  nnmem_planner_config_t pc;
+  nnmem_planner_config_init(&pc);
+  pc.strategy = c->opts.strategy;
+  pc.alignment = c->opts.align;
+  pc.no_reuse = c->opts.no_reuse;
+  pc.capacity = c->opts.capacity;
+  pc.time_limit_s = c->opts.time_limit_s;
+  nnmem_status_t st = nnmem_plan_create(c->problem, &pc, &c->plan, &c->diag);
+  if (st == NNMEM_ERR_CAPACITY && !c->diag.message[0])
+    nnmem__diag(&c->diag, st, "does not fit: capacity %llu B (strategy %s)",
+                (unsigned long long)c->opts.capacity,
+                nnmem_strategy_name(c->opts.strategy));
+  return st;
+}
+
+/* Step 5: the produced plan must pass the independent verifier. */
+static int verify_own_plan(plan_ctx_t *c) {
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st =
+      nnmem_plan_verify(c->problem, nnmem_plan_offsets(c->plan), c->opts.align,
+                        c->opts.capacity, NULL, &d);
+  if (st == NNMEM_OK) return 0;
+  fprintf(stderr,
+          "nnmem: internal error: the %s plan failed verification: %s\n",
+          nnmem_strategy_name(nnmem_plan_strategy(c->plan)),
+          d.message[0] ? d.message : nnmem_status_str(st));
+  return CLI_EXIT_INTERNAL;
+}
+
+/* The profile of a bare problem: everything is "activation" memory. */
+static nnmem_status_t problem_profile(plan_ctx_t *c) {
+  nnmem_profile_t *p = &c->run.prof;
+  uint64_t lb = 0, total = 0, h = nnmem_plan_height(c->plan);
+  nnmem_status_t st = nnmem_problem_lower_bound(c->problem, c->opts.align, &lb);
+  if (st == NNMEM_OK)
+    st = nnmem_problem_total_bytes(c->problem, c->opts.align, &total);
+  if (st != NNMEM_OK)
+    return nnmem__diag(&c->diag, st, "%s: %s while summing buffer sizes",
+                       c->opts.input, nnmem_status_str(st));
+  memset(p, 0, sizeof *p);
+  p->size = sizeof *p;
+  p->peak_memory = p->activation_memory = p->arena_height = h;
+  p->lower_bound = p->arena_lower_bound = lb;
+  p->naive_memory = p->naive_arena = total;
+  p->reuse_ratio = total ? 1.0 - (double)h / (double)total : 0.0;
+  p->strategy = nnmem_plan_strategy(c->plan);
+  p->buffers = p->tensors = nnmem_problem_count(c->problem);
+  p->plan_seconds = nnmem_plan_seconds(c->plan);
+  st = cli_peak_step(c->problem, c->opts.align, &p->peak_step);
+  if (st != NNMEM_OK)
+    return nnmem__diag(&c->diag, st, "%s", nnmem_status_str(st));
+  cli_collect_live(c->problem, c->opts.align, p->peak_step, &c->run);
+  return NNMEM_OK;
+}
+
+static nnmem_status_t make_profile(plan_ctx_t *c) {
+  if (c->kind == IN_CSV) return problem_profile(c);
+  nnmem_status_t st = nnmem_profile_compute(c->graph, c->live, c->plan,
+                                            c->opts.align, &c->run.prof);
+  if (st != NNMEM_OK)
+    return nnmem__diag(&c->diag, st, "computing the memory profile: %s",
+                       nnmem_status_str(st));
+  cli_collect_live(c->problem, c->opts.align, c->run.prof.peak_step, &c->run);
+  return NNMEM_OK;
+}
+
+static nnmem_status_t write_plan_file(plan_ctx_t *c) {
+  const char *out = c->opts.out;
+  const uint64_t *offs = nnmem_plan_offsets(c->plan);
+  if (c->kind == IN_CSV) {
+    if (has_ext(out, ".json"))
+      return nnmem__diag(&c->diag, NNMEM_ERR_UNSUPPORTED,
+                         "%s: plan JSON needs a graph input; write the plan "
+                         "of a CSV problem to a .csv file",
+                         out);
+    return nnmem_csv_write_solution(c->csv, offs, out, &c->diag);
+  }
+  if (has_ext(out, ".json"))
+    return nnmem_plan_write_json(c->graph, c->live, c->plan, c->opts.align, out,
+                                 &c->diag);
+  return nnmem_problem_write_csv(c->problem, offs, out, &c->diag);
+}
+
+/* Step 7: --out, then --profile; on failure nothing new is left behind. */
+static nnmem_status_t write_outputs(plan_ctx_t *c) {
+  nnmem_status_t st = NNMEM_OK;
+  if (c->opts.out) st = write_plan_file(c);
+  if (st != NNMEM_OK || !c->opts.profile) return st;
+  const char *model = c->graph ? nnmem_graph_name(c->graph) : c->run.title;
+  st = nnmem_profile_write_json(&c->run.prof, model, c->opts.profile, &c->diag);
+  if (st != NNMEM_OK && c->opts.out) remove(c->opts.out);
+  return st;
+}
+
+static void fill_run(plan_ctx_t *c) {
+  cli_run_t *r = &c->run;
+  r->builtin = c->kind == IN_MODEL;
+  r->title = r->builtin ? (c->opts.model ? c->opts.model : CLI_DEFAULT_MODEL)
+                        : c->opts.input;
+  r->graph = c->graph;
+  r->live = c->live;
+  r->problem = c->problem;
+  r->plan = c->plan;
+  r->opts = &c->opts;
+}
+
+static void plan_ctx_free(plan_ctx_t *c) {
+  nnmem_plan_destroy(c->plan);
+  nnmem_liveness_destroy(c->live);
+  nnmem_graph_destroy(c->graph);
+  nnmem_csv_destroy(c->csv);
+  free(c->json);
+}
+
+/* Steps 2-7; returns an exit code. */
+static int run_pipeline(plan_ctx_t *c) {
+  nnmem_status_t st = load_input(c);
+  if (st == NNMEM_OK) st = analyze(c);
+  if (st == NNMEM_OK) st = make_plan(c);
+  if (st != NNMEM_OK) return cli_fail(st, &c->diag);
+  int e = verify_own_plan(c);
+  if (e) return e;
+  fill_run(c);
+  st = make_profile(c);
+  if (st != NNMEM_OK) return cli_fail(st, &c->diag);
+  c->run.total_s = nnmem__now() - c->t0;
+  if (c->opts.json && (st = cli_report_json(&c->run, &c->json)) != NNMEM_OK) {
+    fprintf(stderr, "nnmem: internal error: JSON report: %s\n",
+            nnmem_status_str(st));
+    return CLI_EXIT_INTERNAL;
+  }
+  st = write_outputs(c);
+  if (st != NNMEM_OK) return cli_fail(st, &c->diag);
+  return CLI_EXIT_OK;
+}
+
+int cli_cmd_plan(int argc, char **argv) {
+  plan_ctx_t c;
+  memset(&c, 0, sizeof c);
+  int e = parse_plan_args(argc, argv, &c.opts);
+  if (e >= 0) return e;
+  c.t0 = nnmem__now();
+  e = run_pipeline(&c);
+  if (e == CLI_EXIT_OK && c.json)
+    printf("%s\n", c.json);
+  else if (e == CLI_EXIT_OK && !c.opts.quiet)
+    cli_report_human(stdout, &c.run);
+  plan_ctx_free(&c);
+  return e;
+}
+
+int cli_fail(nnmem_status_t status, const nnmem_diag_t *diag) {
+  const char *msg =
+      diag && diag->message[0] ? diag->message : nnmem_status_str(status);
+  fprintf(stderr, "nnmem: %s\n", msg);
+  if (status == NNMEM_ERR_CAPACITY) return CLI_EXIT_NOFIT;
+  if (status == NNMEM_ERR_NOMEM) return CLI_EXIT_INTERNAL;
+  return CLI_EXIT_INVALID;
+}

@@ -1,0 +1,79 @@
+/* main.c - entry point of the nnmem command-line tool: dispatches to the
+ * subcommands (plan, verify) and prints the top-level help and version.
+ *
+ * Steps: 1. no argument -> usage on stderr, exit 1; 2. --help / -h / help
+ * -> help on stdout, exit 0; 3. --version / -V -> version, exit 0;
+ * 4. "plan" / "verify" -> the command with the remaining arguments;
+ * 5. anything else -> "unknown command", exit 1.
+ * Thread-safety: single-threaded program. */
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+
+static void print_help(FILE *f) {
+  fputs(
+      "Usage: nnmem <command> [options]\n"
+      "\n"
+      "Plans where every tensor of a neural network lives in one memory "
+      "arena,\n"
+      "so that tensors whose lifetimes do not overlap share bytes.\n"
+      "\n"
+      "Commands:\n"
+      "  plan [INPUT]          plan a model and print a report. INPUT is a\n"
+      "                        graph (.json) or a MiniMalloc problem (.csv);\n"
+      "                        without INPUT a built-in model is planned\n"
+      "                        (resnet50 unless --model says otherwise)\n"
+      "  verify PROBLEM [SOL]  check a plan independently: PROBLEM.csv with\n"
+      "                        an offset column, or PROBLEM.csv plus a\n"
+      "                        solution csv matched by id\n"
+      "\n"
+      "Options:\n"
+      "  -h, --help            show this help (also: nnmem <command> "
+      "--help)\n"
+      "  -V, --version         show the version\n"
+      "\n"
+      "Exit codes:\n"
+      "  0  success (verify: the plan is valid)\n"
+      "  1  bad usage or bad input (verify: the plan is invalid)\n"
+      "  2  the plan does not fit --capacity (verify: height > capacity)\n"
+      "  3  internal error (a produced plan failed verification, out of "
+      "memory)\n"
+      "\n"
+      "Examples:\n"
+      "  nnmem plan\n"
+      "  nnmem plan --model mobilenetv2 --batch 32\n"
+      "  nnmem plan graph.json --profile memory_profile.json --out plan.json\n"
+      "  nnmem plan problem.csv --capacity 1MiB --out solved.csv\n"
+      "  nnmem verify problem.csv solved.csv\n",
+      f);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(
+        "Usage: nnmem <command> [options]   (commands: plan, verify)\n"
+        "Try 'nnmem --help' for more information.\n",
+        stderr);
+    return CLI_EXIT_INVALID;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+      strcmp(cmd, "help") == 0) {
+    print_help(stdout);
+    return CLI_EXIT_OK;
+  }
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+    printf("nnmem %s\n", NNMEM_VERSION_STRING);
+    return CLI_EXIT_OK;
+  }
+  if (strcmp(cmd, "plan") == 0) return cli_cmd_plan(argc - 2, argv + 2);
+  if (strcmp(cmd, "verify") == 0) return cli_cmd_verify(argc - 2, argv + 2);
+  if (cmd[0] == '-')
+    fprintf(stderr, "nnmem: unknown option '%s'\n", cmd);
+  else
+    fprintf(stderr, "nnmem: unknown command '%s'\n", cmd);
+  fputs("Try 'nnmem --help' for more information.\n", stderr);
+  return CLI_EXIT_INVALID;
+}
