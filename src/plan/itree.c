@@ -29,14 +29,19 @@
 
 #define NONE UINT32_MAX
 
+typedef struct node {
+  uint64_t first, last; /* the buffer's lifetime */
+  uint64_t maxend;      /* max `last` over active buffers in the subtree */
+  uint64_t lo, hi;      /* payload of an active buffer */
+  uint32_t left, right, parent, buf;
+  uint32_t active;
+} node_t;
+
 struct nnmem__itree {
   size_t n;
   uint32_t root;
-  uint32_t *buf;    /* position -> buffer index */
-  uint32_t *pos;    /* buffer index -> position */
-  uint32_t *left, *right, *parent; /* by position */
-  uint64_t *first, *last, *maxend; /* by position */
-  unsigned char *active;           /* by position */
+  uint32_t *pos; /* buffer index -> position */
+  node_t *nodes; /* by position (sorted by first) */
 };
 
 typedef struct keyed {
@@ -50,122 +55,101 @@ static int by_first(const void *a, const void *b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Builds the implicit tree over [lo, hi) iteratively; returns the root. */
-static uint32_t build(nnmem__itree_t *t, uint32_t lo, uint32_t hi,
+/* Builds the implicit tree over [lo, hi); returns its root. Recursion depth
+ * is log2(n). */
+static uint32_t build(node_t *nodes, uint32_t lo, uint32_t hi,
                       uint32_t parent) {
   if (lo >= hi) return NONE;
   uint32_t mid = lo + (hi - lo) / 2;
-  t->parent[mid] = parent;
-  t->left[mid] = build(t, lo, mid, mid);
-  t->right[mid] = build(t, mid + 1, hi, mid);
+  nodes[mid].parent = parent;
+  nodes[mid].left = build(nodes, lo, mid, mid);
+  nodes[mid].right = build(nodes, mid + 1, hi, mid);
   return mid;
 }
 
 nnmem_status_t nnmem__itree_create(const nnmem_problem_t *p,
                                    nnmem__itree_t **out) {
-  size_t n = nnmem_problem_count(p);
+  size_t n = nnmem_problem_count(p), m = n ? n : 1;
   nnmem__itree_t *t = calloc(1, sizeof *t);
-  if (!t) return NNMEM_ERR_NOMEM;
-  t->n = n;
-  size_t m = n ? n : 1;
-  t->buf = malloc(m * sizeof *t->buf);
-  t->pos = malloc(m * sizeof *t->pos);
-  t->left = malloc(m * sizeof *t->left);
-  t->right = malloc(m * sizeof *t->right);
-  t->parent = malloc(m * sizeof *t->parent);
-  t->first = malloc(m * sizeof *t->first);
-  t->last = malloc(m * sizeof *t->last);
-  t->maxend = calloc(m, sizeof *t->maxend);
-  t->active = calloc(m, 1);
-  if (!t->buf || !t->pos || !t->left || !t->right || !t->parent ||
-      !t->first || !t->last || !t->maxend || !t->active) {
+  keyed_t *keys = malloc(m * sizeof *keys);
+  if (t) {
+    t->pos = malloc(m * sizeof *t->pos);
+    t->nodes = calloc(m, sizeof *t->nodes);
+  }
+  if (!t || !keys || !t->pos || !t->nodes) {
+    free(keys);
     nnmem__itree_destroy(t);
     return NNMEM_ERR_NOMEM;
   }
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  keyed_t *keys = malloc(m * sizeof *keys);
-  if (!keys) {
-    nnmem__itree_destroy(t);
-    return NNMEM_ERR_NOMEM;
-  }
   for (uint32_t i = 0; i < n; i++) keys[i] = (keyed_t){b[i].first, i};
   qsort(keys, n, sizeof *keys, by_first);
-  for (uint32_t k = 0; k < n; k++) t->buf[k] = keys[k].idx;
-  free(keys);
   for (uint32_t k = 0; k < n; k++) {
-    t->pos[t->buf[k]] = k;
-    t->first[k] = b[t->buf[k]].first;
-    t->last[k] = b[t->buf[k]].last;
+    uint32_t i = keys[k].idx;
+    t->pos[i] = k;
+    t->nodes[k].buf = i;
+    t->nodes[k].first = b[i].first;
+    t->nodes[k].last = b[i].last;
   }
-  t->root = build(t, 0, (uint32_t)n, NONE);
+  free(keys);
+  t->n = n;
+  t->root = build(t->nodes, 0, (uint32_t)n, NONE);
   *out = t;
   return NNMEM_OK;
 }
 
 void nnmem__itree_destroy(nnmem__itree_t *t) {
   if (!t) return;
-  free(t->buf);
   free(t->pos);
-  free(t->left);
-  free(t->right);
-  free(t->parent);
-  free(t->first);
-  free(t->last);
-  free(t->maxend);
-  free(t->active);
+  free(t->nodes);
   free(t);
 }
 
-void nnmem__itree_activate(nnmem__itree_t *t, size_t i) {
+void nnmem__itree_activate(nnmem__itree_t *t, size_t i, uint64_t lo,
+                           uint64_t hi) {
   uint32_t v = t->pos[i];
-  uint64_t e = t->last[v];
-  t->active[v] = 1;
-  for (; v != NONE && t->maxend[v] < e; v = t->parent[v]) t->maxend[v] = e;
+  node_t *nd = t->nodes;
+  uint64_t e = nd[v].last;
+  nd[v].active = 1;
+  nd[v].lo = lo;
+  nd[v].hi = hi;
+  for (; v != NONE && nd[v].maxend < e; v = nd[v].parent) nd[v].maxend = e;
 }
 
-static uint64_t node_max(const nnmem__itree_t *t, uint32_t v) {
-  uint64_t m = t->active[v] ? t->last[v] : 0;
-  if (t->left[v] != NONE && t->maxend[t->left[v]] > m)
-    m = t->maxend[t->left[v]];
-  if (t->right[v] != NONE && t->maxend[t->right[v]] > m)
-    m = t->maxend[t->right[v]];
+static uint64_t node_max(const node_t *nd, uint32_t v) {
+  uint64_t m = nd[v].active ? nd[v].last : 0;
+  if (nd[v].left != NONE && nd[nd[v].left].maxend > m)
+    m = nd[nd[v].left].maxend;
+  if (nd[v].right != NONE && nd[nd[v].right].maxend > m)
+    m = nd[nd[v].right].maxend;
   return m;
 }
 
 void nnmem__itree_deactivate(nnmem__itree_t *t, size_t i) {
   uint32_t v = t->pos[i];
-  t->active[v] = 0;
-  for (; v != NONE; v = t->parent[v]) {
-    uint64_t m = node_max(t, v);
-    if (m == t->maxend[v]) break; /* ancestors unchanged */
-    t->maxend[v] = m;
+  t->nodes[v].active = 0;
+  for (; v != NONE; v = t->nodes[v].parent) {
+    uint64_t m = node_max(t->nodes, v);
+    if (m == t->nodes[v].maxend) break; /* ancestors unchanged */
+    t->nodes[v].maxend = m;
   }
 }
 
-void nnmem__itree_activate_all(nnmem__itree_t *t) {
-  for (size_t i = 0; i < t->n; i++) nnmem__itree_activate(t, i);
-}
-
-nnmem_status_t nnmem__itree_query(const nnmem__itree_t *t, uint64_t a,
-                                  uint64_t b, uint32_t **out, size_t *n,
-                                  size_t *cap) {
-  /* explicit stack: depth <= log2(n) + 1 <= 64 */
-  uint32_t stack[128];
-  size_t sp = 0;
+size_t nnmem__itree_query(const nnmem__itree_t *t, uint64_t a, uint64_t b,
+                          nnmem__itree_hit_t *out) {
+  const node_t *nd = t->nodes;
+  uint32_t stack[130]; /* depth <= 33 for 2^32 buffers, two pushes each */
+  size_t sp = 0, k = 0;
   if (t->root != NONE) stack[sp++] = t->root;
   while (sp) {
-    uint32_t v = stack[--sp];
-    if (t->maxend[v] <= a) continue;
-    if (t->left[v] != NONE) stack[sp++] = t->left[v];
-    if (t->first[v] < b) {
-      if (t->active[v] && t->last[v] > a) {
-        nnmem_status_t st = nnmem__grow((void **)out, cap, *n + 1,
-                                        sizeof **out);
-        if (st) return st;
-        (*out)[(*n)++] = t->buf[v];
-      }
-      if (t->right[v] != NONE) stack[sp++] = t->right[v];
+    const node_t *v = &nd[stack[--sp]];
+    if (v->maxend <= a) continue;
+    if (v->left != NONE) stack[sp++] = v->left;
+    if (v->first < b) {
+      if (v->active && v->last > a)
+        out[k++] = (nnmem__itree_hit_t){v->lo, v->hi, v->buf};
+      if (v->right != NONE) stack[sp++] = v->right;
     }
   }
-  return NNMEM_OK;
+  return k;
 }

@@ -130,26 +130,22 @@ nnmem_status_t nnmem__order_breadth(const nnmem_problem_t *p, uint64_t align,
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   key_t_ *steps = malloc((n ? n : 1) * sizeof *steps);
   key_t_ *live = malloc((n ? n : 1) * sizeof *live);
-  uint32_t *hits = NULL;
-  size_t hits_cap = 0;
+  nnmem__itree_hit_t *hits = malloc((n ? n : 1) * sizeof *hits);
   nnmem__itree_t *tree = NULL;
-  nnmem_status_t st = steps && live ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  nnmem_status_t st = steps && live && hits ? NNMEM_OK : NNMEM_ERR_NOMEM;
   if (st == NNMEM_OK) st = step_loads(p, align, steps, &m);
   if (st == NNMEM_OK) st = nnmem__itree_create(p, &tree);
   if (st == NNMEM_OK) {
-    nnmem__itree_activate_all(tree);
+    for (size_t i = 0; i < n; i++) nnmem__itree_activate(tree, i, 0, 0);
     qsort(steps, m, sizeof *steps, key_cmp);
   }
   for (size_t s = 0; s < m && st == NNMEM_OK; s++) {
-    size_t k = 0;
-    st = nnmem__itree_query(tree, steps[s].k3, steps[s].k3 + 1, &hits, &k,
-                            &hits_cap);
-    for (size_t i = 0; i < k && st == NNMEM_OK; i++) {
-      const nnmem_buffer_t *x = &b[hits[i]];
+    size_t k = nnmem__itree_query(tree, steps[s].k3, steps[s].k3 + 1, hits);
+    for (size_t i = 0; i < k; i++) {
+      const nnmem_buffer_t *x = &b[hits[i].idx];
       live[i] = (key_t_){nnmem__padded_size(x, align), x->last - x->first,
-                         x->first, hits[i]};
+                         x->first, (uint32_t)hits[i].idx};
     }
-    if (st) break;
     qsort(live, k, sizeof *live, key_cmp);
     for (size_t i = 0; i < k; i++) {
       order[done++] = live[i].idx;

@@ -29,6 +29,7 @@
  * lifetimes overlap in address (checked independently by verify.c).
  * Thread-safety: reentrant; all state is local to one call. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/util.h"
 #include "plan/itree.h"
@@ -41,14 +42,65 @@ uint64_t nnmem__padded_size(const nnmem_buffer_t *b, uint64_t align) {
   return r;
 }
 
-typedef struct span {
-  uint64_t off, end;
-} span_t;
+typedef nnmem__itree_hit_t span_t; /* lo = offset, hi = end */
 
-static int span_cmp(const void *a, const void *b) {
-  const span_t *x = a, *y = b;
-  if (x->off != y->off) return x->off < y->off ? -1 : 1;
-  return (x->end > y->end) - (x->end < y->end);
+/* Quicksort by offset (median of three, insertion sort below 16
+ * elements, recursion on the smaller side only: O(log k) stack). */
+static void quicksort_spans(span_t *a, size_t n) {
+  while (n > 16) {
+    span_t *m = a + n / 2, *z = a + n - 1, t;
+    if (m->lo < a->lo) t = *m, *m = *a, *a = t;
+    if (z->lo < a->lo) t = *z, *z = *a, *a = t;
+    if (z->lo < m->lo) t = *z, *z = *m, *m = t;
+    uint64_t pivot = m->lo;
+    size_t i = 0, j = n - 1;
+    for (;;) {
+      while (a[i].lo < pivot) i++;
+      while (a[j].lo > pivot) j--;
+      if (i >= j) break;
+      t = a[i], a[i] = a[j], a[j] = t;
+      i++, j--;
+    }
+    if (j + 1 < n - j - 1) { /* [0, j] <= pivot <= [j + 1, n) */
+      quicksort_spans(a, j + 1);
+      a += j + 1, n -= j + 1;
+    } else {
+      quicksort_spans(a + j + 1, n - j - 1);
+      n = j + 1;
+    }
+  }
+  for (size_t i = 1; i < n; i++) {
+    span_t v = a[i];
+    size_t j = i;
+    for (; j > 0 && a[j - 1].lo > v.lo; j--) a[j] = a[j - 1];
+    a[j] = v;
+  }
+}
+
+/* Sorts spans by offset. This dominates planning time (k is in the
+ * thousands on long traces), so it first distributes the spans into about
+ * k buckets by the offset's top bits (one counting pass), then sorts each
+ * bucket: O(k) when offsets are spread out, O(k log k) at worst. Reads
+ * `in`, writes `a`; `cnt` is scratch for k + 2 counters. */
+static void sort_spans(const span_t *in, span_t *a, size_t k, uint32_t *cnt,
+                       uint64_t top) {
+  if (k < 32) {
+    memcpy(a, in, k * sizeof *a);
+    quicksort_spans(a, k);
+    return;
+  }
+  unsigned lb = 0;
+  while ((2ull << lb) <= k) lb++; /* 2^lb <= k < 2^(lb+1) */
+  unsigned bits = 64 - (unsigned)__builtin_clzll(top | 1);
+  unsigned shift = bits > lb ? bits - lb : 0;
+  size_t nb = (size_t)1 << lb;
+  for (size_t i = 0; i <= nb; i++) cnt[i] = 0;
+  for (size_t i = 0; i < k; i++) cnt[(in[i].lo >> shift) + 1]++;
+  for (size_t i = 1; i <= nb; i++) cnt[i] += cnt[i - 1];
+  for (size_t i = 0; i < k; i++) a[cnt[in[i].lo >> shift]++] = in[i];
+  /* now cnt[b] is the end of bucket b */
+  for (size_t b = 0, lo = 0; b < nb; lo = cnt[b++])
+    if (cnt[b] - lo > 1) quicksort_spans(a + lo, cnt[b] - lo);
 }
 
 /* Chooses an offset for `size` bytes aligned to `al` among the gaps left
@@ -58,11 +110,11 @@ static int choose_gap(const span_t *spans, size_t k, uint64_t size,
   uint64_t cur = 0, best_gap = UINT64_MAX, best_off = 0;
   int found = 0;
   for (size_t i = 0; i < k; i++) {
-    if (spans[i].off > cur) {
+    if (spans[i].lo > cur) {
       uint64_t s;
-      if (!nnmem__align_up(cur, al, &s) && s <= spans[i].off &&
-          spans[i].off - s >= size) {
-        uint64_t gap = spans[i].off - cur;
+      if (!nnmem__align_up(cur, al, &s) && s <= spans[i].lo &&
+          spans[i].lo - s >= size) {
+        uint64_t gap = spans[i].lo - cur;
         if (fit == NNMEM__FIT_FIRST) {
           *off = s;
           return 0;
@@ -74,7 +126,7 @@ static int choose_gap(const span_t *spans, size_t k, uint64_t size,
         }
       }
     }
-    if (spans[i].end > cur) cur = spans[i].end;
+    if (spans[i].hi > cur) cur = spans[i].hi;
   }
   if (found) {
     *off = best_off;
@@ -87,43 +139,35 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      const uint32_t *order, uint64_t align,
                                      nnmem__fit_t fit, uint64_t *offsets,
                                      uint64_t *height) {
-  size_t n = nnmem_problem_count(p);
+  size_t n = nnmem_problem_count(p), m = n ? n : 1;
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   nnmem__itree_t *tree = NULL;
   nnmem_status_t st = nnmem__itree_create(p, &tree);
   if (st) return st;
-  uint32_t *hits = NULL;
-  span_t *spans = NULL;
-  size_t hits_cap = 0, spans_cap = 0;
+  span_t *hits = malloc(m * sizeof *hits);
+  span_t *spans = malloc(m * sizeof *spans);
+  uint32_t *cnt = malloc((n + 2) * sizeof *cnt);
+  if (!hits || !spans || !cnt) st = NNMEM_ERR_NOMEM;
   uint64_t top = 0;
   for (size_t j = 0; j < n && st == NNMEM_OK; j++) {
     uint32_t x = order[j];
-    uint64_t size = nnmem__padded_size(&b[x], align);
+    uint64_t size = nnmem__padded_size(&b[x], align), end;
     uint64_t al = nnmem__max_u64(b[x].align, align);
     offsets[x] = 0;
     if (b[x].size == 0) continue; /* occupies nothing */
-    size_t k = 0;
-    st = nnmem__itree_query(tree, b[x].first, b[x].last, &hits, &k,
-                            &hits_cap);
-    if (st == NNMEM_OK)
-      st = nnmem__grow((void **)&spans, &spans_cap, k ? k : 1, sizeof *spans);
-    if (st) break;
-    for (size_t i = 0; i < k; i++) {
-      spans[i].off = offsets[hits[i]];
-      spans[i].end = offsets[hits[i]] + nnmem__padded_size(&b[hits[i]], align);
-    }
-    qsort(spans, k, sizeof *spans, span_cmp);
-    uint64_t end;
-    if (choose_gap(spans, k, size, al, fit, &offsets[x]) ||
+    size_t k = nnmem__itree_query(tree, b[x].first, b[x].last, hits);
+    sort_spans(hits, spans, k, cnt, top);
+    if (size == UINT64_MAX || choose_gap(spans, k, size, al, fit, &offsets[x]) ||
         nnmem__add_overflow(offsets[x], size, &end)) {
       st = NNMEM_ERR_OVERFLOW;
       break;
     }
     if (end > top) top = end;
-    nnmem__itree_activate(tree, x);
+    nnmem__itree_activate(tree, x, offsets[x], end);
   }
   free(hits);
   free(spans);
+  free(cnt);
   nnmem__itree_destroy(tree);
   if (st == NNMEM_OK) *height = top;
   return st;
