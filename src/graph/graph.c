@@ -606,19 +606,25 @@ static nnmem_status_t cycle_diag(const nnmem_graph_t *g, const sched_t *s,
     seen[len++] = u;
     u = unscheduled_pred(g, s, u);
   } while (u != v);
+  /* seen[0] = v, seen[i + 1] = pred(seen[i]) and pred(seen[len - 1]) = v,
+   * so the forward cycle is v -> seen[len - 1] -> ... -> seen[1] -> v. */
   char path[NNMEM_DIAG_MAX / 2];
   size_t at = 0;
   path[0] = 0;
-  for (size_t i = len; i-- > 0 && at + 8 < sizeof path;) {
-    int w =
-        snprintf(path + at, sizeof path - at, "'%s' -> ", g->ops[seen[i]].name);
-    if (w < 0) break;
+  for (size_t k = 0; k <= len; k++) {
+    /* k-th op of the forward cycle: k = 0 and k = len are v. */
+    uint32_t op = (k == 0 || k == len) ? v : seen[len - k];
+    int w = snprintf(path + at, sizeof path - at, "%s'%s'", k ? " -> " : "",
+                     g->ops[op].name);
+    if (w < 0 || (size_t)w >= sizeof path - at) {
+      at = sizeof path - 1;
+      break;
+    }
     at += (size_t)w;
   }
-  if (at >= sizeof path) at = sizeof path - 1;
   return nnmem__diag(diag, NNMEM_ERR_CYCLE,
-                     "graph has a cycle through op '%s': %s'%s'",
-                     g->ops[v].name, path, g->ops[v].name);
+                     "graph has a cycle through op '%s': %s", g->ops[v].name,
+                     path);
 }
 
 nnmem_status_t nnmem_graph_schedule(const nnmem_graph_t *g, uint32_t *order,
