@@ -269,6 +269,10 @@ nnmem_status_t nnmem_graph_add_tensor(nnmem_graph_t *g,
 
 /* ---- ops ----------------------------------------------------------------*/
 
+static nnmem_status_t op_ids_check(const nnmem_graph_t *g,
+                                   const nnmem_op_desc_t *d,
+                                   nnmem_diag_t *diag);
+
 /* Checks everything in desc that needs no marks on the tensors. */
 static nnmem_status_t op_desc_check(const nnmem_graph_t *g,
                                     const nnmem_op_desc_t *d,
@@ -304,6 +308,14 @@ static nnmem_status_t op_desc_check(const nnmem_graph_t *g,
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "op '%s': view_input %u out of range (%u inputs)", n,
                        d->view_input, d->n_inputs);
+  return op_ids_check(g, d, diag);
+}
+
+/* Checks the input / output ids and the kinds of the outputs. */
+static nnmem_status_t op_ids_check(const nnmem_graph_t *g,
+                                   const nnmem_op_desc_t *d,
+                                   nnmem_diag_t *diag) {
+  const char *n = d->name;
   for (uint32_t i = 0; i < d->n_inputs; i++) {
     if (d->inputs[i] >= g->n_tensors)
       return nnmem__diag(diag, NNMEM_ERR_INVALID,
