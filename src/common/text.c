@@ -120,7 +120,7 @@ void nnmem__text_json_string(nnmem__text_t *t, const char *s) {
 
 void nnmem__text_json_double(nnmem__text_t *t, double v) {
   if (!(v == v) || v > 1e300 || v < -1e300) v = 0; /* NaN, inf */
-  nnmem__text_printf(t, "%.17g", v);
+  nnmem__text_printf(t, "%.10g", v);
 }
 
 nnmem_status_t nnmem__text_status(const nnmem__text_t *t) {

@@ -30,7 +30,7 @@ void nnmem__text_printf(nnmem__text_t *t, const char *fmt, ...)
     NNMEM__PRINTF(2, 3);
 /* Appends `s` as a JSON string literal (quotes included). */
 void nnmem__text_json_string(nnmem__text_t *t, const char *s);
-/* Appends a finite double in JSON form ("%.17g"; NaN / inf become 0). */
+/* Appends a finite double in JSON form ("%.10g"; NaN / inf become 0). */
 void nnmem__text_json_double(nnmem__text_t *t, double v);
 /* NNMEM_OK, or NNMEM_ERR_NOMEM when an append failed. */
 nnmem_status_t nnmem__text_status(const nnmem__text_t *t);

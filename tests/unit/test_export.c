@@ -1,0 +1,338 @@
+/* test_export.c - plan JSON and memory_profile.json writers: exact
+ * contents on hand-computed graphs, key sets, and clean failures. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char tmpdir[64];
+
+static int setup(void **state) {
+  (void)state;
+  strcpy(tmpdir, "/tmp/nnmem_test_export_XXXXXX");
+  return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  DIR *d = opendir(tmpdir);
+  if (!d) return 0;
+  char path[512];
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
+    unlink(path);
+  }
+  closedir(d);
+  rmdir(tmpdir);
+  return 0;
+}
+
+static const char *tmp_path(const char *name) {
+  static char path[512];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  return path;
+}
+
+static int count_files(void) {
+  DIR *d = opendir(tmpdir);
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+static cJSON *read_json(const char *path) {
+  char *data = NULL;
+  size_t len = 0;
+  assert_ok(nnmem_file_read(path, &data, &len, NULL));
+  cJSON *j = cJSON_ParseWithLength(data, len);
+  if (!j) fail_msg("%s is not valid JSON:\n%s", path, data);
+  free(data);
+  return j;
+}
+
+static double num(const cJSON *obj, const char *key) {
+  const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!cJSON_IsNumber(j)) fail_msg("key '%s' is not a number", key);
+  return j->valuedouble;
+}
+
+static const char *str(const cJSON *obj, const char *key) {
+  const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!cJSON_IsString(j)) fail_msg("key '%s' is not a string", key);
+  return j->valuestring;
+}
+
+/* The tensor record named `name` in a plan JSON document. */
+static const cJSON *tensor_rec(const cJSON *doc, const char *name) {
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "tensors");
+  for (const cJSON *t = arr ? arr->child : NULL; t; t = t->next)
+    if (strcmp(str(t, "name"), name) == 0) return t;
+  fail_msg("no tensor '%s' in the plan JSON", name);
+  return NULL;
+}
+
+typedef struct planned {
+  nnmem_graph_t *g;
+  nnmem_liveness_t *l;
+  nnmem_plan_t *plan;
+} planned_t;
+
+static planned_t plan_example(const char *file, uint64_t alignment) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/examples/graphs/%s", NNMEM_SOURCE_DIR, file);
+  planned_t r = {0};
+  nnmem_diag_t diag = {{0}};
+  if (nnmem_graph_read_json_file(path, &r.g, &diag) != NNMEM_OK)
+    fail_msg("%s", diag.message);
+  assert_ok(nnmem_liveness_analyze(r.g, NULL, &r.l, NULL));
+  nnmem_planner_config_t cfg;
+  nnmem_planner_config_init(&cfg);
+  cfg.alignment = alignment;
+  r.plan = tu_plan_verified(nnmem_liveness_problem(r.l), &cfg);
+  return r;
+}
+
+static void planned_free(planned_t *r) {
+  nnmem_plan_destroy(r->plan);
+  nnmem_liveness_destroy(r->l);
+  nnmem_graph_destroy(r->g);
+}
+
+/* ---- plan JSON
+ * ---------------------------------------------------------------- */
+
+static void test_plan_json_tiny(void **state) {
+  (void)state;
+  planned_t r = plan_example("tiny.json", 0);
+  /* A [0,1) 1 KiB, B [0,3) 1 KiB, C [1,3) 512, D [2,3) 256: the peak is
+   * step 0 (A + B = 2048) and C, D fit where A was */
+  assert_int_equal(nnmem_plan_height(r.plan), 2048);
+  const char *path = tmp_path("tiny_plan.json");
+  assert_ok(nnmem_plan_write_json(r.g, r.l, r.plan, 0, path, NULL));
+  cJSON *doc = read_json(path);
+  assert_string_equal(str(doc, "model"), "tiny");
+  assert_string_equal(str(doc, "strategy"),
+                      nnmem_strategy_name(nnmem_plan_strategy(r.plan)));
+  assert_int_equal(num(doc, "alignment"), 1);
+  assert_int_equal(num(doc, "arena_height"), 2048);
+  assert_int_equal(num(doc, "weight_bytes"), 0);
+  const cJSON *bufs = cJSON_GetObjectItemCaseSensitive(doc, "buffers");
+  assert_int_equal(cJSON_GetArraySize(bufs), 4);
+  const uint64_t *off = nnmem_plan_offsets(r.plan);
+  static const uint64_t first[4] = {0, 0, 1, 2}, last[4] = {1, 3, 3, 3};
+  static const uint64_t size[4] = {1024, 1024, 512, 256};
+  static const char *const ids[4] = {"A", "B", "C", "D"};
+  int i = 0;
+  for (const cJSON *b = bufs->child; b; b = b->next, i++) {
+    assert_string_equal(str(b, "id"), ids[i]);
+    assert_int_equal(num(b, "offset"), off[i]);
+    assert_int_equal(num(b, "size"), size[i]);
+    assert_int_equal(num(b, "first"), first[i]);
+    assert_int_equal(num(b, "last"), last[i]);
+    assert_string_equal(str(b, "kind"), "activation");
+  }
+  const cJSON *c = tensor_rec(doc, "C");
+  assert_string_equal(str(c, "kind"), "output");
+  assert_string_equal(str(c, "region"), "arena");
+  assert_int_equal(num(c, "buffer"), 2);
+  assert_int_equal(num(c, "offset"), off[2]);
+  assert_int_equal(num(c, "size"), 512);
+  assert_int_equal(num(c, "first"), 1);
+  assert_int_equal(num(c, "last"), 3);
+  cJSON_Delete(doc);
+  planned_free(&r);
+}
+
+static void test_plan_json_cnn(void **state) {
+  (void)state;
+  planned_t r = plan_example("small_cnn.json", 64);
+  const char *path = tmp_path("cnn_plan.json");
+  assert_ok(nnmem_plan_write_json(r.g, r.l, r.plan, 64, path, NULL));
+  cJSON *doc = read_json(path);
+  assert_string_equal(str(doc, "model"), "small_cnn");
+  assert_int_equal(num(doc, "alignment"), 64);
+  assert_int_equal(num(doc, "arena_height"), nnmem_plan_height(r.plan));
+  /* the peak is conv3: relu1.out (kept for the residual add), relu2.out,
+   * conv3.out (64 KiB each) and its 576 KiB workspace; planners reach it */
+  assert_int_equal(nnmem_plan_height(r.plan), 3 * 65536 + 589824);
+  /* weights: 1728 + 64 + 9216 + 9216, fc.w at 20224 (aligned 64) + 640,
+   * fc.b 40 -> 20904 (the liveness analysis ran with weight alignment 1) */
+  assert_int_equal(num(doc, "weight_bytes"), 20904);
+  const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(doc, "tensors");
+  assert_int_equal(cJSON_GetArraySize(tensors), 17);
+  const cJSON *w = tensor_rec(doc, "fc.w");
+  assert_string_equal(str(w, "region"), "weights");
+  assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(w, "buffer")));
+  assert_int_equal(num(w, "offset"), 20224);
+  assert_int_equal(num(w, "size"), 640);
+  assert_int_equal(num(tensor_rec(doc, "conv1.w"), "offset"), 0);
+  assert_int_equal(num(tensor_rec(doc, "conv1.b"), "offset"), 1728);
+  assert_string_equal(str(tensor_rec(doc, "fc.b"), "kind"), "constant");
+  /* in-place and view tensors share their input's buffer and offset */
+  const cJSON *c1 = tensor_rec(doc, "conv1.out"),
+              *r1 = tensor_rec(doc, "relu1.out");
+  assert_int_equal(num(c1, "buffer"), num(r1, "buffer"));
+  assert_int_equal(num(c1, "offset"), num(r1, "offset"));
+  assert_int_equal(num(tensor_rec(doc, "pool.out"), "buffer"),
+                   num(tensor_rec(doc, "flatten.out"), "buffer"));
+  /* three workspace buffers (conv1, conv2, conv3), each live one step */
+  int ws = 0;
+  const cJSON *bufs = cJSON_GetObjectItemCaseSensitive(doc, "buffers");
+  for (const cJSON *b = bufs->child; b; b = b->next) {
+    if (strcmp(str(b, "kind"), "workspace") != 0) continue;
+    ws++;
+    assert_int_equal(num(b, "last") - num(b, "first"), 1);
+    assert_int_equal((uint64_t)num(b, "offset") % 64, 0);
+  }
+  assert_int_equal(ws, 3);
+  cJSON_Delete(doc);
+  planned_free(&r);
+}
+
+static void test_plan_json_errors(void **state) {
+  (void)state;
+  planned_t r = plan_example("tiny.json", 0);
+  planned_t other = plan_example("small_cnn.json", 0);
+  nnmem_diag_t diag = {{0}};
+  int before = count_files();
+  /* a plan of another problem */
+  assert_int_equal(
+      nnmem_plan_write_json(r.g, r.l, other.plan, 0, tmp_path("x.json"), &diag),
+      NNMEM_ERR_INVALID);
+  assert_non_null(strstr(diag.message, "x.json"));
+  /* an unwritable place: nothing is left behind */
+  char path[600];
+  snprintf(path, sizeof path, "%s/missing/dir/plan.json", tmpdir);
+  assert_int_equal(nnmem_plan_write_json(r.g, r.l, r.plan, 0, path, &diag),
+                   NNMEM_ERR_IO);
+  assert_non_null(strstr(diag.message, "plan.json"));
+  struct stat sb;
+  assert_int_not_equal(stat(path, &sb), 0);
+  assert_int_equal(count_files(), before);
+  assert_int_equal(nnmem_plan_write_json(NULL, r.l, r.plan, 0, path, NULL),
+                   NNMEM_ERR_INVALID);
+  planned_free(&other);
+  planned_free(&r);
+}
+
+/* ---- profile JSON
+ * --------------------------------------------------------------- */
+
+static const char *const profile_keys[] = {"model",
+                                           "peak_memory",
+                                           "weight_memory",
+                                           "activation_memory",
+                                           "workspace_memory",
+                                           "lower_bound",
+                                           "naive_memory",
+                                           "arena_height",
+                                           "arena_lower_bound",
+                                           "naive_arena",
+                                           "reuse_ratio",
+                                           "strategy",
+                                           "buffers",
+                                           "tensors",
+                                           "peak_step",
+                                           "plan_seconds"};
+
+static void test_profile_format(void **state) {
+  (void)state;
+  nnmem_profile_t p = {0};
+  p.size = sizeof p;
+  p.peak_memory = (1ULL << 60) + 1; /* exact, beyond a double's 2^53 */
+  p.weight_memory = 2;
+  p.activation_memory = 3;
+  p.workspace_memory = 4;
+  p.lower_bound = 5;
+  p.naive_memory = 6;
+  p.arena_height = 7;
+  p.arena_lower_bound = 8;
+  p.naive_arena = 9;
+  p.reuse_ratio = 0.25;
+  p.strategy = NNMEM_STRATEGY_GREEDY_SIZE;
+  p.buffers = 10;
+  p.tensors = 11;
+  p.peak_step = 12;
+  p.plan_seconds = 0.5;
+  char *text = NULL;
+  assert_ok(nnmem_profile_format_json(&p, "net \"v2\"", &text));
+  assert_non_null(strstr(text, "\"peak_memory\": 1152921504606846977,"));
+  assert_non_null(strstr(text, "\"model\": \"net \\\"v2\\\"\""));
+  cJSON *doc = cJSON_Parse(text);
+  assert_non_null(doc);
+  size_t n_keys = sizeof profile_keys / sizeof profile_keys[0];
+  assert_int_equal(cJSON_GetArraySize(doc), n_keys);
+  for (size_t i = 0; i < n_keys; i++)
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(doc, profile_keys[i]));
+  assert_int_equal(num(doc, "weight_memory"), 2);
+  assert_int_equal(num(doc, "naive_arena"), 9);
+  assert_int_equal(num(doc, "peak_step"), 12);
+  assert_true(num(doc, "reuse_ratio") == 0.25);
+  assert_true(num(doc, "plan_seconds") == 0.5);
+  assert_string_equal(str(doc, "strategy"), "greedy-size");
+  cJSON_Delete(doc);
+  free(text);
+  /* without a model; NaN stays valid JSON */
+  p.reuse_ratio = 0.0 / 0.0;
+  assert_ok(nnmem_profile_format_json(&p, NULL, &text));
+  doc = cJSON_Parse(text);
+  assert_non_null(doc);
+  assert_null(cJSON_GetObjectItemCaseSensitive(doc, "model"));
+  assert_int_equal(cJSON_GetArraySize(doc), n_keys - 1);
+  assert_true(num(doc, "reuse_ratio") == 0);
+  cJSON_Delete(doc);
+  free(text);
+  assert_int_equal(nnmem_profile_format_json(NULL, NULL, &text),
+                   NNMEM_ERR_INVALID);
+}
+
+static void test_profile_write(void **state) {
+  (void)state;
+  planned_t r = plan_example("tiny.json", 0);
+  nnmem_profile_t p;
+  assert_ok(nnmem_profile_compute(r.g, r.l, r.plan, 0, &p));
+  const char *path = tmp_path("memory_profile.json");
+  assert_ok(nnmem_profile_write_json(&p, "tiny", path, NULL));
+  cJSON *doc = read_json(path);
+  assert_string_equal(str(doc, "model"), "tiny");
+  assert_int_equal(num(doc, "arena_height"), 2048);
+  assert_int_equal(num(doc, "arena_lower_bound"), 2048);
+  assert_int_equal(num(doc, "naive_arena"), 1024 + 1024 + 512 + 256);
+  assert_int_equal(num(doc, "weight_memory"), 0);
+  assert_int_equal(num(doc, "peak_memory"), p.peak_memory);
+  assert_int_equal(num(doc, "buffers"), 4);
+  assert_int_equal(num(doc, "tensors"), 4);
+  assert_true(num(doc, "reuse_ratio") > 0.2727 &&
+              num(doc, "reuse_ratio") < 0.2728); /* 1 - 2048 / 2816 */
+  cJSON_Delete(doc);
+  /* failure: no file, no temporary */
+  int before = count_files();
+  char bad[600];
+  snprintf(bad, sizeof bad, "%s/nope/memory_profile.json", tmpdir);
+  nnmem_diag_t diag = {{0}};
+  assert_int_equal(nnmem_profile_write_json(&p, NULL, bad, &diag),
+                   NNMEM_ERR_IO);
+  assert_non_null(strstr(diag.message, "memory_profile.json"));
+  assert_int_equal(count_files(), before);
+  planned_free(&r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_plan_json_tiny),
+      cmocka_unit_test(test_plan_json_cnn),
+      cmocka_unit_test(test_plan_json_errors),
+      cmocka_unit_test(test_profile_format),
+      cmocka_unit_test(test_profile_write),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
