@@ -1,5 +1,6 @@
 /* test_json_graph.c - the JSON graph reader: the example graphs, every
  * field, and one message per kind of bad input (naming file and node). */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,25 @@ static void test_fields(void **state) {
   assert_string_equal(nnmem_graph_name(g), "my_net");
   assert_int_equal(nnmem_graph_tensor_count(g), 0);
   nnmem_graph_destroy(g);
+}
+
+static void test_every_example_loads(void **state) {
+  (void)state;
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/examples/graphs", NNMEM_SOURCE_DIR);
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    if (len < 5 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+    nnmem_graph_t *g = load_example(e->d_name);
+    assert_int_equal(nnmem_graph_check(g, NULL), NNMEM_OK);
+    nnmem_graph_destroy(g);
+    n++;
+  }
+  closedir(d);
+  assert_true(n >= 2);
 }
 
 /* ---- bad input
@@ -403,6 +423,7 @@ int main(void) {
       cmocka_unit_test(test_tiny_example),
       cmocka_unit_test(test_small_cnn_example),
       cmocka_unit_test(test_fields),
+      cmocka_unit_test(test_every_example_loads),
       cmocka_unit_test(test_err_syntax),
       cmocka_unit_test(test_err_top_level),
       cmocka_unit_test(test_err_tensors),
