@@ -4,17 +4,16 @@
  * time (TFLite's ArenaPlanner / XLA's GlobalDecreasingSizeBestFitHeap idea).
  *
  * For each buffer x in order:
- *   1. ask the interval tree (itree.c) for the placed buffers whose
- *      lifetimes intersect x's: O(log n + k);
- *   2. sort those k by offset and sweep them, merging overlaps, to list the
- *      free gaps [end of one, start of the next) below their top;
+ *   1. ask the occupancy map (occupancy.c) for the address ranges taken by
+ *      placed buffers whose lifetimes intersect x's: O(log T) merged sets,
+ *      so the cost follows the number of separate ranges, not the number
+ *      of overlapping buffers;
+ *   2. sort those ranges by offset and sweep them, merging overlaps, to
+ *      list the free gaps below their top;
  *   3. best fit: the smallest gap whose aligned start leaves room for x
  *      (ties: the lowest); first fit: the lowest such gap; none fits: put x
- *      at the aligned top of the k buffers;
- *   4. mark x placed in the tree.
- * Total O(n log n + sum k log k); k is the number of live-overlapping
- * placed buffers, not all placed buffers, so no quadratic scan arises on
- * traces with bounded concurrency.
+ *      at the aligned top of the ranges;
+ *   4. record x's range in the occupancy map.
  *
  * Time x address picture of step 2 for x live on [a, b):
  *
@@ -32,7 +31,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "plan/itree.h"
+#include "plan/occupancy.h"
 #include "plan/place.h"
 
 uint64_t nnmem__padded_size(const nnmem_buffer_t *b, uint64_t align) {
@@ -42,7 +41,7 @@ uint64_t nnmem__padded_size(const nnmem_buffer_t *b, uint64_t align) {
   return r;
 }
 
-typedef nnmem__itree_hit_t span_t; /* lo = offset, hi = end */
+typedef nnmem__range_t span_t; /* [offset, end) taken by placed buffers */
 
 /* Quicksort by offset (median of three, insertion sort below 16
  * elements, recursion on the smaller side only: O(log k) stack). */
@@ -78,7 +77,7 @@ static void quicksort_spans(span_t *a, size_t n) {
 }
 
 /* Sorts spans by offset. This dominates planning time (k is in the
- * thousands on long traces), so it first distributes the spans into about
+ * hundreds on long traces), so it first distributes the spans into about
  * k buckets by the offset's top bits (one counting pass), then sorts each
  * bucket: O(k) when offsets are spread out, O(k log k) at worst. Reads
  * `in`, writes `a`; `cnt` is scratch for k + 2 counters. */
@@ -139,36 +138,40 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      const uint32_t *order, uint64_t align,
                                      nnmem__fit_t fit, uint64_t *offsets,
                                      uint64_t *height) {
-  size_t n = nnmem_problem_count(p), m = n ? n : 1;
+  size_t n = nnmem_problem_count(p);
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  nnmem__itree_t *tree = NULL;
-  nnmem_status_t st = nnmem__itree_create(p, &tree);
+  nnmem__occ_t *occ = NULL;
+  nnmem_status_t st = nnmem__occ_create(p, &occ);
   if (st) return st;
-  span_t *hits = malloc(m * sizeof *hits);
-  span_t *spans = malloc(m * sizeof *spans);
-  uint32_t *cnt = malloc((n + 2) * sizeof *cnt);
-  if (!hits || !spans || !cnt) st = NNMEM_ERR_NOMEM;
+  nnmem__range_t *taken = NULL, *sorted = NULL;
+  uint32_t *cnt = NULL;
+  size_t cap = 0, sorted_cap = 0, cnt_cap = 0;
   uint64_t top = 0;
   for (size_t j = 0; j < n && st == NNMEM_OK; j++) {
     uint32_t x = order[j];
     uint64_t size = nnmem__padded_size(&b[x], align), end;
     uint64_t al = nnmem__max_u64(b[x].align, align);
+    size_t k = 0;
     offsets[x] = 0;
     if (b[x].size == 0) continue; /* occupies nothing */
-    size_t k = nnmem__itree_query(tree, b[x].first, b[x].last, hits);
-    sort_spans(hits, spans, k, cnt, top);
-    if (size == UINT64_MAX || choose_gap(spans, k, size, al, fit, &offsets[x]) ||
+    st = nnmem__occ_query(occ, x, &taken, &k, &cap);
+    if (!st) st = nnmem__grow((void **)&sorted, &sorted_cap, k, sizeof *sorted);
+    if (!st) st = nnmem__grow((void **)&cnt, &cnt_cap, k + 2, sizeof *cnt);
+    if (st) break;
+    sort_spans(taken, sorted, k, cnt, top);
+    if (size == UINT64_MAX ||
+        choose_gap(sorted, k, size, al, fit, &offsets[x]) ||
         nnmem__add_overflow(offsets[x], size, &end)) {
       st = NNMEM_ERR_OVERFLOW;
       break;
     }
     if (end > top) top = end;
-    nnmem__itree_activate(tree, x, offsets[x], end);
+    st = nnmem__occ_add(occ, x, offsets[x], end);
   }
-  free(hits);
-  free(spans);
+  free(taken);
+  free(sorted);
   free(cnt);
-  nnmem__itree_destroy(tree);
+  nnmem__occ_destroy(occ);
   if (st == NNMEM_OK) *height = top;
   return st;
 }
