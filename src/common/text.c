@@ -240,6 +240,15 @@ static nnmem_status_t strset_rehash(nnmem__strset_t *s, size_t ncap) {
   return NNMEM_OK;
 }
 
+nnmem_status_t nnmem__strset_reserve(nnmem__strset_t *s, size_t n) {
+  size_t cap = s->cap ? s->cap : 64;
+  while (cap / 2 < n) {
+    if (cap > SIZE_MAX / 4) return NNMEM_ERR_OVERFLOW;
+    cap *= 2;
+  }
+  return cap == s->cap ? NNMEM_OK : strset_rehash(s, cap);
+}
+
 nnmem_status_t nnmem__strset_insert(nnmem__strset_t *s, const char *key,
                                     size_t len, size_t value,
                                     size_t *existing) {

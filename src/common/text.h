@@ -59,6 +59,8 @@ typedef struct nnmem__strset {
 
 void nnmem__strset_init(nnmem__strset_t *s);
 void nnmem__strset_free(nnmem__strset_t *s);
+/* Makes room for `n` keys without rehashing. */
+nnmem_status_t nnmem__strset_reserve(nnmem__strset_t *s, size_t n);
 /* Inserts key -> value. When the key is present, stores nothing, sets
  * *existing to its value and returns NNMEM_ERR_DUPLICATE. */
 nnmem_status_t nnmem__strset_insert(nnmem__strset_t *s, const char *key,

@@ -324,8 +324,8 @@ static nnmem_status_t parse_values(parse_t *ps, size_t row) {
   nnmem_csv_t *csv = ps->csv;
   size_t line = csv->row_line[row];
   const char *file = ps->r.name;
-  uint64_t first, last, size, align = 1;
-  const char *id;
+  uint64_t first = 0, last = 0, size = 0, align = 1;
+  const char *id = NULL;
   nnmem_status_t st = take_id(ps, row, &id);
   if (st == NNMEM_OK) st = row_lifetime(ps, line, &first, &last);
   if (st == NNMEM_OK) st = cell_u64(ps, line, COL_SIZE, &size);
@@ -430,6 +430,8 @@ static nnmem_status_t prepare(parse_t *ps, char *text, size_t *len) {
   if (!csv->row_start || !csv->row_line || !csv->ids) return NNMEM_ERR_NOMEM;
   csv->row_start[0] = 0;
   csv->row_line[0] = 1;
+  nnmem_status_t st = nnmem__strset_reserve(&ps->ids, lines);
+  if (st != NNMEM_OK) return st;
   return nnmem_problem_create(&csv->problem);
 }
 

@@ -125,7 +125,7 @@ static nnmem_status_t get_opt_u64(jctx_t *c, const cJSON *obj, const char *key,
   *out = 0;
   if (present) *present = j != NULL;
   if (!j) return NNMEM_OK;
-  double d;
+  double d = 0;
   nnmem_status_t st = get_int(c, j, key, min, &d);
   if (st == NNMEM_OK) *out = (uint64_t)d;
   return st;
@@ -268,7 +268,7 @@ static nnmem_status_t read_tensor(jctx_t *c, const cJSON *t, size_t i) {
 /* Resolves the names of `list` ("inputs" / "outputs") into c->io + at. */
 static nnmem_status_t op_tensors(jctx_t *c, const cJSON *op, const char *key,
                                  size_t at, uint32_t *count) {
-  const cJSON *arr;
+  const cJSON *arr = NULL;
   nnmem_status_t st = get_array(c, op, key, &arr);
   if (st != NNMEM_OK) return st;
   size_t n = (size_t)cJSON_GetArraySize(arr);
@@ -412,7 +412,7 @@ static nnmem_status_t read_top(jctx_t *c, const cJSON *root,
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "format_version");
   if (!v)
     return jerr(c, NNMEM_ERR_PARSE, "missing required field 'format_version'");
-  double ver;
+  double ver = 0;
   st = get_int(c, v, "format_version", 0, &ver);
   if (st != NNMEM_OK) return st;
   if (ver != 1)
@@ -437,7 +437,7 @@ static void default_name(const char *file, char *out, size_t cap) {
 /* Steps 3-5 on a parsed document. */
 static nnmem_status_t build(jctx_t *c, const cJSON *root) {
   const char *name = NULL;
-  const cJSON *tensors, *ops;
+  const cJSON *tensors = NULL, *ops = NULL;
   nnmem_status_t st = read_top(c, root, &name);
   if (st == NNMEM_OK) st = get_array(c, root, "tensors", &tensors);
   if (st == NNMEM_OK) st = get_array(c, root, "ops", &ops);

@@ -544,6 +544,60 @@ static void test_large_generated(void **state) {
   free(text);
 }
 
+/* Random byte edits of a valid file: every result parses or fails with a
+ * located message; what parses survives the solution writer unchanged. */
+static void test_mutations(void **state) {
+  (void)state;
+  static const char base[] =
+      "id,lower,upper,size,alignment,note\r\n"
+      "a,0,3,16,8,\"x,y\"\n"
+      "b,2,9,4,1,z\n"
+      "c,5,6,18446744073709551615,2,\n";
+  static const char alphabet[] = ",\n\r\"0123456789-. ab\xFF\xC3\xA9";
+  const uint64_t seed0 = 20240611;
+  uint64_t seed = seed0;
+  char text[sizeof base];
+  const char *path = tmp_path("mut.csv");
+  for (int iter = 0; iter < 3000; iter++) {
+    memcpy(text, base, sizeof base);
+    size_t len = sizeof base - 1;
+    int edits = 1 + (int)(tu_rand(&seed) % 3);
+    for (int e = 0; e < edits && len > 0; e++) {
+      size_t at = tu_rand(&seed) % len;
+      uint64_t r = tu_rand(&seed);
+      if (r % 5 == 0)
+        len = at; /* truncate */
+      else
+        text[at] = r % 17 == 0 ? '\0' : alphabet[r % (sizeof alphabet - 1)];
+    }
+    nnmem_csv_t *csv = NULL;
+    nnmem_diag_t diag = {{0}};
+    nnmem_status_t st = nnmem_csv_parse(text, len, "t.csv", &csv, &diag);
+    if (st != NNMEM_OK) {
+      if (strncmp(diag.message, "t.csv:", 6) != 0 ||
+          (st != NNMEM_ERR_PARSE && st != NNMEM_ERR_OVERFLOW &&
+           st != NNMEM_ERR_DUPLICATE))
+        fail_msg("seed %llu iteration %d: %s: %s", (unsigned long long)seed0,
+                 iter, nnmem_status_name(st), diag.message);
+      continue;
+    }
+    const nnmem_problem_t *p = nnmem_csv_problem(csv);
+    size_t n = nnmem_problem_count(p);
+    uint64_t offs[8] = {0};
+    assert_true(n <= 8);
+    assert_ok(nnmem_csv_write_solution(csv, offs, path, NULL));
+    nnmem_csv_t *back = NULL;
+    st = nnmem_csv_read_file(path, &back, &diag);
+    if (st != NNMEM_OK)
+      fail_msg("seed %llu iteration %d: re-read: %s", (unsigned long long)seed0,
+               iter, diag.message);
+    assert_same_problem(p, nnmem_csv_problem(back));
+    nnmem_csv_destroy(back);
+    nnmem_csv_destroy(csv);
+  }
+  unlink(path);
+}
+
 static void test_null_arguments(void **state) {
   (void)state;
   nnmem_csv_t *csv = NULL;
@@ -583,6 +637,7 @@ int main(void) {
       cmocka_unit_test(test_problem_write_csv),
       cmocka_unit_test(test_atomic_write_failures),
       cmocka_unit_test(test_large_generated),
+      cmocka_unit_test(test_mutations),
       cmocka_unit_test(test_null_arguments),
   };
   return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);

@@ -388,6 +388,47 @@ static void test_err_graph_check(void **state) {
              NNMEM_ERR_INVALID, "g.json: ", "'a'");
 }
 
+/* Random byte edits of the CNN example: each parses or fails with a
+ * message that starts with the file name. */
+static void test_mutations(void **state) {
+  (void)state;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/examples/graphs/small_cnn.json",
+           NNMEM_SOURCE_DIR);
+  char *base = NULL;
+  size_t len = 0;
+  assert_ok(nnmem_file_read(path, &base, &len, NULL));
+  char *text = malloc(len + 1);
+  static const char alphabet[] = "{}[]\",:0123456789-.e aZ\n\xFF";
+  const uint64_t seed0 = 77;
+  uint64_t seed = seed0;
+  for (int iter = 0; iter < 1500; iter++) {
+    memcpy(text, base, len + 1);
+    size_t n = len;
+    int edits = 1 + (int)(tu_rand(&seed) % 3);
+    for (int e = 0; e < edits && n > 0; e++) {
+      size_t at = tu_rand(&seed) % n;
+      uint64_t r = tu_rand(&seed);
+      if (r % 7 == 0)
+        n = at;
+      else
+        text[at] = alphabet[r % (sizeof alphabet - 1)];
+    }
+    nnmem_graph_t *g = NULL;
+    nnmem_diag_t diag = {{0}};
+    nnmem_status_t st = nnmem_graph_parse_json(text, n, "g.json", &g, &diag);
+    if (st == NNMEM_OK) {
+      nnmem_graph_destroy(g);
+      continue;
+    }
+    if (strncmp(diag.message, "g.json", 6) != 0 || g)
+      fail_msg("seed %llu iteration %d: %s: %s", (unsigned long long)seed0,
+               iter, nnmem_status_name(st), diag.message);
+  }
+  free(text);
+  free(base);
+}
+
 static void test_read_file(void **state) {
   (void)state;
   nnmem_graph_t *g = NULL;
@@ -429,6 +470,7 @@ int main(void) {
       cmocka_unit_test(test_err_tensors),
       cmocka_unit_test(test_err_ops),
       cmocka_unit_test(test_err_graph_check),
+      cmocka_unit_test(test_mutations),
       cmocka_unit_test(test_read_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
