@@ -22,10 +22,14 @@ typedef enum nnmem_strategy {
   NNMEM_STRATEGY_GREEDY_BREADTH, /* steps by live bytes (TFLite GPU) */
   NNMEM_STRATEGY_HEAP_BEST_FIT,  /* XLA decreasing-size best-fit heap,
                                     size order and lifetime order */
+  NNMEM_STRATEGY_GREEDY_CLASS,   /* size classes (powers of 4 and of 2)
+                                    largest first, by time inside a class,
+                                    best-fit gap */
   NNMEM_STRATEGY_COUNT_
 } nnmem_strategy_t;
 
-/* "auto", "naive", "greedy-size", "greedy-breadth", "heap-best-fit". */
+/* "auto", "naive", "greedy-size", "greedy-breadth", "heap-best-fit",
+ * "greedy-class". */
 const char *nnmem_strategy_name(nnmem_strategy_t s);
 
 /* Parses a strategy name; NNMEM_ERR_NOT_FOUND for unknown names. */

@@ -82,7 +82,8 @@ nnmem_status_t nnmem__itree_create(const nnmem_problem_t *p,
     return NNMEM_ERR_NOMEM;
   }
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  for (uint32_t i = 0; i < n; i++) keys[i] = (keyed_t){b[i].first, i};
+  for (uint32_t i = 0; i < n; i++)
+    keys[i] = (keyed_t){b[i].first, i};
   qsort(keys, n, sizeof *keys, by_first);
   for (uint32_t k = 0; k < n; k++) {
     uint32_t i = keys[k].idx;
@@ -113,7 +114,8 @@ void nnmem__itree_activate(nnmem__itree_t *t, size_t i, uint64_t lo,
   nd[v].active = 1;
   nd[v].lo = lo;
   nd[v].hi = hi;
-  for (; v != NONE && nd[v].maxend < e; v = nd[v].parent) nd[v].maxend = e;
+  for (; v != NONE && nd[v].maxend < e; v = nd[v].parent)
+    nd[v].maxend = e;
 }
 
 static uint64_t node_max(const node_t *nd, uint32_t v) {

@@ -47,11 +47,11 @@ typedef struct rset {
 
 struct nnmem__occ {
   size_t nbuf;
-  uint32_t leaves;    /* N, a power of two */
-  uint32_t *slot_lo;  /* per buffer: first slot */
-  uint32_t *slot_hi;  /* per buffer: one past the last slot */
-  rset_t *cover;      /* 2N sets */
-  rset_t *below;      /* 2N sets */
+  uint32_t leaves;   /* N, a power of two */
+  uint32_t *slot_lo; /* per buffer: first slot */
+  uint32_t *slot_hi; /* per buffer: one past the last slot */
+  rset_t *cover;     /* 2N sets */
+  rset_t *below;     /* 2N sets */
 };
 
 static int cmp_u64(const void *a, const void *b) {
@@ -72,8 +72,7 @@ static uint32_t rank_of(const uint64_t *times, size_t m, uint64_t t) {
   return (uint32_t)lo;
 }
 
-nnmem_status_t nnmem__occ_create(const nnmem_problem_t *p,
-                                 nnmem__occ_t **out) {
+nnmem_status_t nnmem__occ_create(const nnmem_problem_t *p, nnmem__occ_t **out) {
   size_t n = nnmem_problem_count(p), m = 0;
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   nnmem__occ_t *o = calloc(1, sizeof *o);
@@ -88,7 +87,8 @@ nnmem_status_t nnmem__occ_create(const nnmem_problem_t *p,
   for (size_t i = 0; i < m; i++)
     if (u == 0 || times[u - 1] != times[i]) times[u++] = times[i];
   o->leaves = 1;
-  while (o->leaves < u) o->leaves *= 2;
+  while (o->leaves < u)
+    o->leaves *= 2;
   o->nbuf = n;
   o->slot_lo = malloc((n ? n : 1) * sizeof *o->slot_lo);
   o->slot_hi = malloc((n ? n : 1) * sizeof *o->slot_hi);
@@ -133,7 +133,8 @@ static nnmem_status_t rset_add(rset_t *s, uint64_t lo, uint64_t hi) {
       z = mid;
   }
   uint32_t e = a; /* one past the last range with lo <= hi */
-  while (e < s->n && s->r[e].lo <= hi) e++;
+  while (e < s->n && s->r[e].lo <= hi)
+    e++;
   if (e > a) { /* merge [a, e) into slot a */
     if (s->r[a].lo < lo) lo = s->r[a].lo;
     if (s->r[e - 1].hi > hi) hi = s->r[e - 1].hi;
@@ -166,7 +167,8 @@ nnmem_status_t nnmem__occ_add(nnmem__occ_t *o, size_t i, uint64_t lo,
     st = rset_add(&o->below[a], lo, hi);
     if (!st) st = rset_add(&o->below[z], lo, hi);
   }
-  for (; a >= 1 && !st; a >>= 1) st = rset_add(&o->below[a], lo, hi);
+  for (; a >= 1 && !st; a >>= 1)
+    st = rset_add(&o->below[a], lo, hi);
   for (; l < r && !st; l >>= 1, r >>= 1) {
     if (l & 1) {
       st = rset_add(&o->cover[l], lo, hi);
@@ -202,7 +204,8 @@ nnmem_status_t nnmem__occ_query(const nnmem__occ_t *o, size_t i,
     st = append(&o->cover[a], out, n, cap);
     if (!st) st = append(&o->cover[z], out, n, cap);
   }
-  for (; a >= 1 && !st; a >>= 1) st = append(&o->cover[a], out, n, cap);
+  for (; a >= 1 && !st; a >>= 1)
+    st = append(&o->cover[a], out, n, cap);
   for (; l < r && !st; l >>= 1, r >>= 1) {
     if (l & 1) st = append(&o->below[l++], out, n, cap);
     if ((r & 1) && !st) st = append(&o->below[--r], out, n, cap);

@@ -8,6 +8,12 @@
  *                   spatial order).
  *   lifetime-size   lifetime length desc, then size desc (XLA's heap,
  *                   temporal order).
+ *   class4-first  size class (powers of 4) desc, then first step asc, then
+ *                 size desc; class4-life: lifetime desc inside a class;
+ *                 class2-first: powers of 2. Coarse classes make buffers of
+ *                 similar size that live one after another pack into the
+ *                 same columns; on long training traces this beats exact
+ *                 size order by 1-2% of height (see bench/plan).
  *   breadth         1. live bytes at every step where some buffer starts
  *                   (sweep); 2. steps by live bytes desc; 3. at each step the
  *                   buffers live there and not yet ordered, size desc
@@ -37,10 +43,22 @@ static int key_cmp(const void *a, const void *b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-enum { BY_SIZE_FIRST, BY_SIZE_LIFE, BY_LIFE_SIZE };
+enum {
+  BY_SIZE_FIRST,
+  BY_SIZE_LIFE,
+  BY_LIFE_SIZE,
+  BY_CLASS4_FIRST,
+  BY_CLASS4_LIFE,
+  BY_CLASS2_FIRST
+};
 
-static nnmem_status_t sort_by(const nnmem_problem_t *p, uint64_t align,
-                              int how, uint32_t *order) {
+/* Size class: floor(log2(size)) >> shift (0 for empty buffers). */
+static uint64_t size_class(uint64_t size, unsigned shift) {
+  return size ? (uint64_t)(63 - __builtin_clzll(size)) >> shift : 0;
+}
+
+static nnmem_status_t sort_by(const nnmem_problem_t *p, uint64_t align, int how,
+                              uint32_t *order) {
   size_t n = nnmem_problem_count(p);
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   key_t_ *keys = malloc((n ? n : 1) * sizeof *keys);
@@ -56,14 +74,26 @@ static nnmem_status_t sort_by(const nnmem_problem_t *p, uint64_t align,
       case BY_SIZE_LIFE:
         k.k1 = size, k.k2 = life, k.k3 = b[i].first;
         break;
-      default:
+      case BY_LIFE_SIZE:
         k.k1 = life, k.k2 = size, k.k3 = b[i].first;
+        break;
+      case BY_CLASS4_FIRST: /* k2 = size: ties inside a step */
+        k.k1 = size_class(size, 1), k.k2 = UINT64_MAX - b[i].first;
+        k.k3 = UINT64_MAX - size;
+        break;
+      case BY_CLASS4_LIFE:
+        k.k1 = size_class(size, 1), k.k2 = life, k.k3 = UINT64_MAX - size;
+        break;
+      default: /* BY_CLASS2_FIRST */
+        k.k1 = size_class(size, 0), k.k2 = UINT64_MAX - b[i].first;
+        k.k3 = UINT64_MAX - size;
         break;
     }
     keys[i] = k;
   }
   qsort(keys, n, sizeof *keys, key_cmp);
-  for (size_t i = 0; i < n; i++) order[i] = keys[i].idx;
+  for (size_t i = 0; i < n; i++)
+    order[i] = keys[i].idx;
   free(keys);
   return NNMEM_OK;
 }
@@ -76,6 +106,21 @@ nnmem_status_t nnmem__order_greedy_size(const nnmem_problem_t *p,
 nnmem_status_t nnmem__order_size_lifetime(const nnmem_problem_t *p,
                                           uint64_t align, uint32_t *order) {
   return sort_by(p, align, BY_SIZE_LIFE, order);
+}
+
+nnmem_status_t nnmem__order_class4_first(const nnmem_problem_t *p,
+                                         uint64_t align, uint32_t *order) {
+  return sort_by(p, align, BY_CLASS4_FIRST, order);
+}
+
+nnmem_status_t nnmem__order_class4_life(const nnmem_problem_t *p,
+                                        uint64_t align, uint32_t *order) {
+  return sort_by(p, align, BY_CLASS4_LIFE, order);
+}
+
+nnmem_status_t nnmem__order_class2_first(const nnmem_problem_t *p,
+                                         uint64_t align, uint32_t *order) {
+  return sort_by(p, align, BY_CLASS2_FIRST, order);
 }
 
 nnmem_status_t nnmem__order_lifetime_size(const nnmem_problem_t *p,
@@ -136,7 +181,8 @@ nnmem_status_t nnmem__order_breadth(const nnmem_problem_t *p, uint64_t align,
   if (st == NNMEM_OK) st = step_loads(p, align, steps, &m);
   if (st == NNMEM_OK) st = nnmem__itree_create(p, &tree);
   if (st == NNMEM_OK) {
-    for (size_t i = 0; i < n; i++) nnmem__itree_activate(tree, i, 0, 0);
+    for (size_t i = 0; i < n; i++)
+      nnmem__itree_activate(tree, i, 0, 0);
     qsort(steps, m, sizeof *steps, key_cmp);
   }
   for (size_t s = 0; s < m && st == NNMEM_OK; s++) {

@@ -54,8 +54,10 @@ static void quicksort_spans(span_t *a, size_t n) {
     uint64_t pivot = m->lo;
     size_t i = 0, j = n - 1;
     for (;;) {
-      while (a[i].lo < pivot) i++;
-      while (a[j].lo > pivot) j--;
+      while (a[i].lo < pivot)
+        i++;
+      while (a[j].lo > pivot)
+        j--;
       if (i >= j) break;
       t = a[i], a[i] = a[j], a[j] = t;
       i++, j--;
@@ -71,7 +73,8 @@ static void quicksort_spans(span_t *a, size_t n) {
   for (size_t i = 1; i < n; i++) {
     span_t v = a[i];
     size_t j = i;
-    for (; j > 0 && a[j - 1].lo > v.lo; j--) a[j] = a[j - 1];
+    for (; j > 0 && a[j - 1].lo > v.lo; j--)
+      a[j] = a[j - 1];
     a[j] = v;
   }
 }
@@ -89,14 +92,19 @@ static void sort_spans(const span_t *in, span_t *a, size_t k, uint32_t *cnt,
     return;
   }
   unsigned lb = 0;
-  while ((2ull << lb) <= k) lb++; /* 2^lb <= k < 2^(lb+1) */
+  while ((2ull << lb) <= k)
+    lb++; /* 2^lb <= k < 2^(lb+1) */
   unsigned bits = 64 - (unsigned)__builtin_clzll(top | 1);
   unsigned shift = bits > lb ? bits - lb : 0;
   size_t nb = (size_t)1 << lb;
-  for (size_t i = 0; i <= nb; i++) cnt[i] = 0;
-  for (size_t i = 0; i < k; i++) cnt[(in[i].lo >> shift) + 1]++;
-  for (size_t i = 1; i <= nb; i++) cnt[i] += cnt[i - 1];
-  for (size_t i = 0; i < k; i++) a[cnt[in[i].lo >> shift]++] = in[i];
+  for (size_t i = 0; i <= nb; i++)
+    cnt[i] = 0;
+  for (size_t i = 0; i < k; i++)
+    cnt[(in[i].lo >> shift) + 1]++;
+  for (size_t i = 1; i <= nb; i++)
+    cnt[i] += cnt[i - 1];
+  for (size_t i = 0; i < k; i++)
+    a[cnt[in[i].lo >> shift]++] = in[i];
   /* now cnt[b] is the end of bucket b */
   for (size_t b = 0, lo = 0; b < nb; lo = cnt[b++])
     if (cnt[b] - lo > 1) quicksort_spans(a + lo, cnt[b] - lo);
@@ -104,8 +112,8 @@ static void sort_spans(const span_t *in, span_t *a, size_t k, uint32_t *cnt,
 
 /* Chooses an offset for `size` bytes aligned to `al` among the gaps left
  * by `spans` (sorted by offset). Returns 1 on overflow. */
-static int choose_gap(const span_t *spans, size_t k, uint64_t size,
-                      uint64_t al, nnmem__fit_t fit, uint64_t *off) {
+static int choose_gap(const span_t *spans, size_t k, uint64_t size, uint64_t al,
+                      nnmem__fit_t fit, uint64_t *off) {
   uint64_t cur = 0, best_gap = UINT64_MAX, best_off = 0;
   int found = 0;
   for (size_t i = 0; i < k; i++) {
@@ -136,8 +144,8 @@ static int choose_gap(const span_t *spans, size_t k, uint64_t size,
 
 nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      const uint32_t *order, uint64_t align,
-                                     nnmem__fit_t fit, uint64_t *offsets,
-                                     uint64_t *height) {
+                                     nnmem__fit_t fit, uint64_t limit,
+                                     uint64_t *offsets, uint64_t *height) {
   size_t n = nnmem_problem_count(p);
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   nnmem__occ_t *occ = NULL;
@@ -166,6 +174,10 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
       break;
     }
     if (end > top) top = end;
+    if (top > limit) {
+      st = NNMEM_ERR_CAPACITY; /* cannot beat the plan we already have */
+      break;
+    }
     st = nnmem__occ_add(occ, x, offsets[x], end);
   }
   free(taken);

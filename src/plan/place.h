@@ -14,11 +14,12 @@ typedef enum nnmem__fit {
  * buffer indices): each goes into a gap among the already placed buffers
  * whose lifetimes intersect its own, chosen by `fit`, or on top of them.
  * Offsets are multiples of max(buffer align, `align`). Writes `offsets`
- * (one per buffer) and the height. */
+ * (one per buffer) and the height. Gives up with NNMEM_ERR_CAPACITY as
+ * soon as the height would exceed `limit` (UINT64_MAX: no limit). */
 nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      const uint32_t *order, uint64_t align,
-                                     nnmem__fit_t fit, uint64_t *offsets,
-                                     uint64_t *height);
+                                     nnmem__fit_t fit, uint64_t limit,
+                                     uint64_t *offsets, uint64_t *height);
 
 /* Orderings (each writes a permutation of 0..n-1 into `order`). */
 nnmem_status_t nnmem__order_greedy_size(const nnmem_problem_t *p,
@@ -27,6 +28,12 @@ nnmem_status_t nnmem__order_size_lifetime(const nnmem_problem_t *p,
                                           uint64_t align, uint32_t *order);
 nnmem_status_t nnmem__order_lifetime_size(const nnmem_problem_t *p,
                                           uint64_t align, uint32_t *order);
+nnmem_status_t nnmem__order_class4_first(const nnmem_problem_t *p,
+                                         uint64_t align, uint32_t *order);
+nnmem_status_t nnmem__order_class4_life(const nnmem_problem_t *p,
+                                        uint64_t align, uint32_t *order);
+nnmem_status_t nnmem__order_class2_first(const nnmem_problem_t *p,
+                                         uint64_t align, uint32_t *order);
 nnmem_status_t nnmem__order_breadth(const nnmem_problem_t *p, uint64_t align,
                                     uint32_t *order);
 

@@ -3,13 +3,15 @@
  *
  * nnmem_plan_create:
  *   1. validate the problem (nnmem_problem_check);
- *   2. run the requested strategy; for `auto` run greedy-size,
- *      heap-best-fit and greedy-breadth in turn (stopping early once the
- *      time limit is spent or a plan reaches the lower bound) and keep the
- *      lowest plan (ties: the earlier strategy);
+ *   2. run the requested strategy; for `auto` run greedy-class,
+ *      greedy-size, heap-best-fit and greedy-breadth in turn (stopping
+ *      once the time limit is spent or a plan reaches the lower bound; a
+ *      run that cannot beat the best plan so far gives up early) and keep
+ *      the lowest plan (ties: the earlier strategy);
  *   3. compare the height with the capacity.
  * heap-best-fit itself runs the XLA heap twice, in size order and in
- * lifetime order, and keeps the lower.
+ * lifetime order, and keeps the lower; greedy-class runs three class
+ * orderings (see order.c).
  *
  * A buffer occupies its size rounded up to max(its align, the planner's
  * alignment); the height counts those padded sizes.
@@ -29,7 +31,8 @@ struct nnmem_plan {
 };
 
 static const char *const strategy_names[NNMEM_STRATEGY_COUNT_] = {
-    "auto", "naive", "greedy-size", "greedy-breadth", "heap-best-fit"};
+    "auto",           "naive",         "greedy-size",
+    "greedy-breadth", "heap-best-fit", "greedy-class"};
 
 const char *nnmem_strategy_name(nnmem_strategy_t s) {
   if (s == NNMEM_STRATEGY_COUNT_) return "external"; /* from_offsets */
@@ -71,7 +74,9 @@ void nnmem_plan_destroy(nnmem_plan_t *plan) {
   free(plan);
 }
 
-size_t nnmem_plan_count(const nnmem_plan_t *pl) { return pl ? pl->n : 0; }
+size_t nnmem_plan_count(const nnmem_plan_t *pl) {
+  return pl ? pl->n : 0;
+}
 const uint64_t *nnmem_plan_offsets(const nnmem_plan_t *pl) {
   return pl ? pl->offsets : NULL;
 }
@@ -102,23 +107,31 @@ static nnmem_status_t plan_naive(const nnmem_problem_t *p, uint64_t align,
 typedef nnmem_status_t (*order_fn)(const nnmem_problem_t *, uint64_t,
                                    uint32_t *);
 
-/* Runs the engine once per ordering in `fns` and keeps the lowest. */
+/* Runs the engine once per ordering in `fns` and keeps the lowest plan
+ * below `limit`: *height stays UINT64_MAX (and `off` untouched) when every
+ * ordering gave up at the limit. */
 static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
                                   const order_fn *fns, size_t nfns,
-                                  uint64_t *off, uint64_t *height) {
-  size_t n = nnmem_problem_count(p);
-  uint32_t *order = malloc((n ? n : 1) * sizeof *order);
-  uint64_t *tmp = nfns > 1 ? malloc((n ? n : 1) * sizeof *tmp) : NULL;
-  nnmem_status_t st = order && (nfns < 2 || tmp) ? NNMEM_OK : NNMEM_ERR_NOMEM;
+                                  uint64_t limit, uint64_t *off,
+                                  uint64_t *height) {
+  size_t n = nnmem_problem_count(p), m = n ? n : 1;
+  uint32_t *order = malloc(m * sizeof *order);
+  uint64_t *tmp = malloc(m * sizeof *tmp);
+  nnmem_status_t st = order && tmp ? NNMEM_OK : NNMEM_ERR_NOMEM;
   *height = UINT64_MAX;
   for (size_t f = 0; f < nfns && st == NNMEM_OK; f++) {
-    uint64_t h = 0, *dst = f == 0 ? off : tmp;
+    uint64_t h = 0, best = *height < limit ? *height : limit;
     st = fns[f](p, align, order);
     if (st == NNMEM_OK)
-      st = nnmem__place_in_order(p, order, align, NNMEM__FIT_BEST, dst, &h);
+      st = nnmem__place_in_order(p, order, align, NNMEM__FIT_BEST,
+                                 best == UINT64_MAX ? best : best - 1, tmp, &h);
+    if (st == NNMEM_ERR_CAPACITY) { /* no better than what we have */
+      st = NNMEM_OK;
+      continue;
+    }
     if (st == NNMEM_OK && h < *height) {
       *height = h;
-      if (dst != off) memcpy(off, dst, n * sizeof *off);
+      memcpy(off, tmp, n * sizeof *off);
     }
   }
   free(order);
@@ -126,41 +139,52 @@ static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
   return st;
 }
 
-static nnmem_status_t run_strategy(const nnmem_problem_t *p,
-                                   nnmem_strategy_t s, uint64_t align,
+/* Runs strategy `s` (not auto); see plan_orders for `limit`. */
+static nnmem_status_t run_strategy(const nnmem_problem_t *p, nnmem_strategy_t s,
+                                   uint64_t align, uint64_t limit,
                                    uint64_t *off, uint64_t *height) {
   static const order_fn size_fns[] = {nnmem__order_greedy_size};
   static const order_fn heap_fns[] = {nnmem__order_size_lifetime,
                                       nnmem__order_lifetime_size};
   static const order_fn breadth_fns[] = {nnmem__order_breadth};
+  static const order_fn class_fns[] = {nnmem__order_class4_life,
+                                       nnmem__order_class4_first,
+                                       nnmem__order_class2_first};
+#define RUN_(fns) \
+  plan_orders(p, align, fns, sizeof fns / sizeof *fns, limit, off, height)
   switch (s) {
     case NNMEM_STRATEGY_NAIVE:
       return plan_naive(p, align, off, height);
     case NNMEM_STRATEGY_GREEDY_SIZE:
-      return plan_orders(p, align, size_fns, 1, off, height);
+      return RUN_(size_fns);
     case NNMEM_STRATEGY_HEAP_BEST_FIT:
-      return plan_orders(p, align, heap_fns, 2, off, height);
+      return RUN_(heap_fns);
     case NNMEM_STRATEGY_GREEDY_BREADTH:
-      return plan_orders(p, align, breadth_fns, 1, off, height);
+      return RUN_(breadth_fns);
+    case NNMEM_STRATEGY_GREEDY_CLASS:
+      return RUN_(class_fns);
     default:
       return NNMEM_ERR_INVALID;
   }
+#undef RUN_
 }
 
-/* auto: the heuristics in turn, keeping the lowest plan. */
+/* auto: the heuristics in turn, keeping the lowest plan. Each later run
+ * gives up as soon as it cannot beat the best plan so far, and the loop
+ * ends at the lower bound or at the deadline. */
 static nnmem_status_t run_auto(const nnmem_problem_t *p, uint64_t align,
                                double deadline, nnmem_plan_t *pl) {
-  static const nnmem_strategy_t tries[] = {NNMEM_STRATEGY_GREEDY_SIZE,
-                                           NNMEM_STRATEGY_HEAP_BEST_FIT,
-                                           NNMEM_STRATEGY_GREEDY_BREADTH};
+  static const nnmem_strategy_t tries[] = {
+      NNMEM_STRATEGY_GREEDY_CLASS, NNMEM_STRATEGY_GREEDY_SIZE,
+      NNMEM_STRATEGY_HEAP_BEST_FIT, NNMEM_STRATEGY_GREEDY_BREADTH};
   uint64_t lb = 0;
   nnmem_status_t st = nnmem_problem_lower_bound(p, align, &lb);
   uint64_t *tmp = malloc((pl->n ? pl->n : 1) * sizeof *tmp);
   if (!tmp) return NNMEM_ERR_NOMEM;
   pl->height = UINT64_MAX;
   for (size_t i = 0; i < sizeof tries / sizeof *tries && st == NNMEM_OK; i++) {
-    uint64_t h = 0;
-    st = run_strategy(p, tries[i], align, tmp, &h);
+    uint64_t h = UINT64_MAX;
+    st = run_strategy(p, tries[i], align, pl->height, tmp, &h);
     if (st == NNMEM_OK && h < pl->height) {
       pl->height = h;
       pl->strategy = tries[i];
@@ -200,7 +224,7 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
     st = run_auto(problem, align, c.time_limit_s > 0 ? t0 + c.time_limit_s : 0,
                   pl);
   else
-    st = run_strategy(problem, s, align, pl->offsets, &pl->height);
+    st = run_strategy(problem, s, align, UINT64_MAX, pl->offsets, &pl->height);
   pl->seconds = nnmem__now() - t0;
   if (st == NNMEM_OK && c.capacity && pl->height > c.capacity)
     st = nnmem__diag(diag, NNMEM_ERR_CAPACITY,

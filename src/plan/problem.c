@@ -38,7 +38,8 @@ nnmem_status_t nnmem_problem_create(nnmem_problem_t **out) {
 
 void nnmem_problem_destroy(nnmem_problem_t *p) {
   if (!p) return;
-  for (size_t i = 0; i < p->n; i++) free(p->ids[i]);
+  for (size_t i = 0; i < p->n; i++)
+    free(p->ids[i]);
   free(p->ids);
   free(p->bufs);
   free(p->index);
@@ -47,7 +48,8 @@ void nnmem_problem_destroy(nnmem_problem_t *p) {
 
 static uint64_t hash_str(const char *s) {
   uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ULL;
   return h;
 }
 
@@ -101,8 +103,8 @@ nnmem_status_t nnmem_problem_add(nnmem_problem_t *p, const char *id,
   if (nnmem__align_up(size, align, &rounded)) return NNMEM_ERR_OVERFLOW;
   if (p->n >= UINT32_MAX - 1) return NNMEM_ERR_OVERFLOW;
   size_t cap = p->cap;
-  nnmem_status_t st = nnmem__grow((void **)&p->bufs, &cap, p->n + 1,
-                                  sizeof *p->bufs);
+  nnmem_status_t st =
+      nnmem__grow((void **)&p->bufs, &cap, p->n + 1, sizeof *p->bufs);
   if (st) return st;
   cap = p->cap;
   st = nnmem__grow((void **)&p->ids, &cap, p->n + 1, sizeof *p->ids);
@@ -122,7 +124,9 @@ nnmem_status_t nnmem_problem_add(nnmem_problem_t *p, const char *id,
   return NNMEM_OK;
 }
 
-size_t nnmem_problem_count(const nnmem_problem_t *p) { return p ? p->n : 0; }
+size_t nnmem_problem_count(const nnmem_problem_t *p) {
+  return p ? p->n : 0;
+}
 
 const nnmem_buffer_t *nnmem_problem_buffers(const nnmem_problem_t *p) {
   return p ? p->bufs : NULL;

@@ -8,8 +8,9 @@
 #include "testutil.h"
 
 static const nnmem_strategy_t all_strategies[] = {
-    NNMEM_STRATEGY_AUTO, NNMEM_STRATEGY_NAIVE, NNMEM_STRATEGY_GREEDY_SIZE,
-    NNMEM_STRATEGY_GREEDY_BREADTH, NNMEM_STRATEGY_HEAP_BEST_FIT};
+    NNMEM_STRATEGY_AUTO,          NNMEM_STRATEGY_NAIVE,
+    NNMEM_STRATEGY_GREEDY_SIZE,   NNMEM_STRATEGY_GREEDY_BREADTH,
+    NNMEM_STRATEGY_HEAP_BEST_FIT, NNMEM_STRATEGY_GREEDY_CLASS};
 #define N_STRATEGIES (sizeof all_strategies / sizeof *all_strategies)
 
 static nnmem_problem_t *make(const uint64_t (*rows)[3], size_t n) {
@@ -18,8 +19,8 @@ static nnmem_problem_t *make(const uint64_t (*rows)[3], size_t n) {
   for (size_t i = 0; i < n; i++) {
     char id[16];
     snprintf(id, sizeof id, "b%zu", i);
-    assert_ok(nnmem_problem_add(p, id, rows[i][2], 0, rows[i][0], rows[i][1],
-                                NULL));
+    assert_ok(
+        nnmem_problem_add(p, id, rows[i][2], 0, rows[i][0], rows[i][1], NULL));
   }
   return p;
 }
@@ -40,8 +41,7 @@ static void test_status_names(void **state) {
   (void)state;
   assert_string_equal(nnmem_status_str(NNMEM_OK), "ok");
   assert_string_equal(nnmem_status_name(NNMEM_ERR_PARSE), "NNMEM_ERR_PARSE");
-  assert_string_equal(nnmem_status_str((nnmem_status_t)-999),
-                      "unknown status");
+  assert_string_equal(nnmem_status_str((nnmem_status_t)-999), "unknown status");
 }
 
 static void test_strategy_names(void **state) {
@@ -182,7 +182,8 @@ static void test_alignment(void **state) {
     cfg.alignment = 256;
     nnmem_plan_t *pl = tu_plan_verified(p, &cfg);
     const uint64_t *off = nnmem_plan_offsets(pl);
-    for (int i = 0; i < 3; i++) assert_int_equal(off[i] % 256, 0);
+    for (int i = 0; i < 3; i++)
+      assert_int_equal(off[i] % 256, 0);
     assert_int_equal(off[2] % 512, 0);
     assert_int_equal(nnmem_plan_height(pl), 1024);
     nnmem_plan_destroy(pl);
@@ -328,7 +329,8 @@ static void test_verify_vs_oracle(void **state) {
     nnmem_problem_t *p = random_problem(&rng, n, 10, 8);
     uint64_t off[12];
     const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-    for (size_t i = 0; i < n; i++) off[i] = (tu_rand(&rng) % 6) * b[i].align;
+    for (size_t i = 0; i < n; i++)
+      off[i] = (tu_rand(&rng) % 6) * b[i].align;
     nnmem_verify_report_t rep;
     nnmem_status_t st = nnmem_plan_verify(p, off, 1, 0, &rep, NULL);
     if ((st == NNMEM_OK) != brute_valid(p, off))
@@ -362,9 +364,8 @@ static void test_random_problems(void **state) {
                  n * sizeof(uint64_t)) != 0)
         fail_msg("seed %llu strategy %s: height %llu lb %llu total %llu",
                  (unsigned long long)seed,
-                 nnmem_strategy_name(all_strategies[s]),
-                 (unsigned long long)h, (unsigned long long)lb,
-                 (unsigned long long)total);
+                 nnmem_strategy_name(all_strategies[s]), (unsigned long long)h,
+                 (unsigned long long)lb, (unsigned long long)total);
       nnmem_plan_destroy(a);
       nnmem_plan_destroy(b);
     }
@@ -381,9 +382,8 @@ static void test_auto_is_best(void **state) {
     uint64_t a = height_of(p, NNMEM_STRATEGY_AUTO, 1);
     for (size_t s = 2; s < N_STRATEGIES; s++)
       if (a > height_of(p, all_strategies[s], 1))
-        fail_msg("seed %llu: auto %llu worse than %s",
-                 (unsigned long long)seed, (unsigned long long)a,
-                 nnmem_strategy_name(all_strategies[s]));
+        fail_msg("seed %llu: auto %llu worse than %s", (unsigned long long)seed,
+                 (unsigned long long)a, nnmem_strategy_name(all_strategies[s]));
     nnmem_problem_destroy(p);
   }
 }
