@@ -341,6 +341,9 @@ static void test_read_file_errors(void **state) {
                    NNMEM_ERR_IO);
   assert_non_null(strstr(diag.message, "missing.csv"));
   assert_null(csv);
+  /* a directory is not a file */
+  assert_int_equal(nnmem_csv_read_file(tmpdir, &csv, &diag), NNMEM_ERR_IO);
+  assert_non_null(strstr(diag.message, tmpdir));
   /* a file's errors carry its path */
   const char *path = tmp_path("bad.csv");
   const char *text = "id,lower,upper,size\na,0,1,4\nb,0,1\n";
