@@ -12,6 +12,7 @@
  *   3. rename it over the target (atomic on POSIX file systems).
  *   On any failure the temporary file is closed and unlinked: the target is
  *   either the old file or the complete new one, never a partial file.
+ *   A symbolic link at the target is replaced by the new file, not followed.
  *
  * Complexity: O(file size). Thread-safety: each call is independent. */
 #include <errno.h>

@@ -286,7 +286,7 @@ static nnmem_status_t take_id(parse_t *ps, size_t row, const char **id) {
   nnmem_status_t st = nnmem__strset_insert(&ps->ids, dst, n, row, &first);
   if (st == NNMEM_ERR_DUPLICATE)
     return nnmem__diag(ps->r.diag, st,
-                       "%s:%zu: duplicate id '%s' (first on line %zu)",
+                       "%s:%zu: duplicate id '%.64s' (first on line %zu)",
                        ps->r.name, line, dst, csv->row_line[first]);
   if (st != NNMEM_OK) return st;
   ps->ids_len += n + 1;
