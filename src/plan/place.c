@@ -86,6 +86,7 @@ static void quicksort_spans(span_t *a, size_t n) {
  * `in`, writes `a`; `cnt` is scratch for k + 2 counters. */
 static void sort_spans(const span_t *in, span_t *a, size_t k, uint32_t *cnt,
                        uint64_t top) {
+  if (k == 0) return; /* `in` may be NULL then */
   if (k < 32) {
     memcpy(a, in, k * sizeof *a);
     quicksort_spans(a, k);
