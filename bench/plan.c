@@ -9,6 +9,7 @@
  *      path; a missing DIR is reported and the program exits 0;
  *   2. per file: parse, compute the lower bound (max live bytes);
  *   3. per strategy (default: naive greedy-size greedy-breadth heap-best-fit
+ *      greedy-class
  *      auto): plan --repeat times (default 3), take the median wall time,
  *      VERIFY every plan with the independent verifier;
  *   4. print one table row per file and strategy (height, height / lower
@@ -69,7 +70,7 @@ static void usage(FILE *f) {
           "  --csv FILE    write the rows to FILE (default bench-plan.csv)\n"
           "  --strategies  comma-separated: naive, greedy-size, "
           "greedy-breadth,\n"
-          "                heap-best-fit, auto (default: all)\n"
+          "                heap-best-fit, greedy-class, auto (default: all)\n"
           "  --repeat N    runs per measurement, median reported (default "
           "3)\n",
           NNMEM_DEFAULT_DATA_DIR);
@@ -99,7 +100,7 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
   static const nnmem_strategy_t all[] = {
       NNMEM_STRATEGY_NAIVE, NNMEM_STRATEGY_GREEDY_SIZE,
       NNMEM_STRATEGY_GREEDY_BREADTH, NNMEM_STRATEGY_HEAP_BEST_FIT,
-      NNMEM_STRATEGY_AUTO};
+      NNMEM_STRATEGY_GREEDY_CLASS, NNMEM_STRATEGY_AUTO};
   memset(o, 0, sizeof *o);
   o->dir = NNMEM_DEFAULT_DATA_DIR "/dsa";
   o->csv_out = "bench-plan.csv";

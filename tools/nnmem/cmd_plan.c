@@ -90,7 +90,8 @@ static void print_plan_help(void) {
       "  -b, --batch N          batch size of the built-in model (default 1)\n"
       "  -s, --strategy NAME    auto (default: best of all), naive, "
       "greedy-size,\n"
-      "                         greedy-breadth, heap-best-fit\n"
+      "                         greedy-breadth, heap-best-fit, "
+      "greedy-class\n"
       "  -a, --align SIZE       align every offset to SIZE (a power of two)\n"
       "  -c, --capacity SIZE    the arena must fit in SIZE bytes (weights "
       "are a\n"
@@ -127,7 +128,8 @@ static int set_option(cli_plan_opts_t *o, int id, const char *v) {
       if (nnmem_strategy_parse(v, &o->strategy) != NNMEM_OK)
         return cli_usage_error("plan",
                                "unknown strategy '%s' (expected auto, naive, "
-                               "greedy-size, greedy-breadth, heap-best-fit)",
+                               "greedy-size, greedy-breadth, heap-best-fit, "
+                               "greedy-class)",
                                v);
       return 0;
     case OPT_ALIGN:
