@@ -8,9 +8,9 @@
  *      folder's dsa/, NNMEM_DEFAULT_DATA_DIR "/dsa" from CMake), sorted by
  *      path; a missing DIR is reported and the program exits 0;
  *   2. per file: parse, compute the lower bound (max live bytes);
- *   3. per strategy (default: naive greedy-size greedy-breadth heap-best-fit
- *      greedy-class
- *      auto): plan --repeat times (default 3), take the median wall time,
+ *   3. per strategy (default: every strategy the library names, in enum
+ *      order, then auto): plan --repeat times (default 3), take the median
+ *      wall time,
  *      VERIFY every plan with the independent verifier;
  *   4. print one table row per file and strategy (height, height / lower
  *      bound, median ms) and write the same rows to OUT.csv (default
@@ -68,12 +68,13 @@ static void usage(FILE *f) {
           "  DIR           folder searched recursively for *.csv problems\n"
           "                (default %s/dsa)\n"
           "  --csv FILE    write the rows to FILE (default bench-plan.csv)\n"
-          "  --strategies  comma-separated: naive, greedy-size, "
-          "greedy-breadth,\n"
-          "                heap-best-fit, greedy-class, auto (default: all)\n"
-          "  --repeat N    runs per measurement, median reported (default "
-          "3)\n",
+          "  --strategies  comma-separated names (default: all):",
           NNMEM_DEFAULT_DATA_DIR);
+  for (int s = 0; s < NNMEM_STRATEGY_COUNT_; s++)
+    fprintf(f, " %s", nnmem_strategy_name((nnmem_strategy_t)s));
+  fprintf(f,
+          "\n  --repeat N    runs per measurement, median reported (default "
+          "3)\n");
 }
 
 static int parse_strategies(const char *list, bench_opts_t *o) {
@@ -97,16 +98,14 @@ static int parse_strategies(const char *list, bench_opts_t *o) {
 
 /* Returns -1 to continue, else an exit code. */
 static int parse_args(int argc, char **argv, bench_opts_t *o) {
-  static const nnmem_strategy_t all[] = {
-      NNMEM_STRATEGY_NAIVE, NNMEM_STRATEGY_GREEDY_SIZE,
-      NNMEM_STRATEGY_GREEDY_BREADTH, NNMEM_STRATEGY_HEAP_BEST_FIT,
-      NNMEM_STRATEGY_GREEDY_CLASS, NNMEM_STRATEGY_AUTO};
   memset(o, 0, sizeof *o);
   o->dir = NNMEM_DEFAULT_DATA_DIR "/dsa";
   o->csv_out = "bench-plan.csv";
   o->repeat = 3;
-  o->n_strategies = sizeof all / sizeof all[0];
-  memcpy(o->strategies, all, sizeof all);
+  /* Every strategy, auto (enum value 0) last: it picks among the others. */
+  for (int s = 1; s < NNMEM_STRATEGY_COUNT_; s++)
+    o->strategies[o->n_strategies++] = (nnmem_strategy_t)s;
+  o->strategies[o->n_strategies++] = NNMEM_STRATEGY_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int has_value = i + 1 < argc;

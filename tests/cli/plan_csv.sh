@@ -31,7 +31,7 @@ out_has "valid: height 12 (lower bound 12, ratio 1.000x)"
 expect_rc 0 verify "$P" "$T/solved.csv"
 
 # Every strategy gives a valid plan; naive stacks everything (height 20).
-for s in auto naive greedy-size greedy-breadth heap-best-fit; do
+for s in auto naive greedy-size greedy-breadth heap-best-fit greedy-class; do
   rm -f "$T/s.csv"
   expect_rc 0 plan "$P" --strategy "$s" --out "$T/s.csv"
   expect_rc 0 verify "$T/s.csv"

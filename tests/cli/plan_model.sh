@@ -62,7 +62,7 @@ expect_rc 0 verify "$T/plan.csv"
 out_has "valid: height"
 
 # Every strategy on the default model passes the verifier inside plan.
-for s in naive greedy-size greedy-breadth heap-best-fit; do
+for s in naive greedy-size greedy-breadth heap-best-fit greedy-class; do
   expect_rc 0 plan --strategy "$s" --quiet
 done
 

@@ -74,7 +74,46 @@ typedef struct plan_ctx {
   double t0;
 } plan_ctx_t;
 
+/* "auto, naive, greedy-size, ..." (every strategy the library names). */
+static const char *strategy_list(char *buf, size_t cap) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (int s = 0; s < NNMEM_STRATEGY_COUNT_ && o < cap; s++)
+    o += (size_t)snprintf(buf + o, cap - o, "%s%s", s ? ", " : "",
+                          nnmem_strategy_name((nnmem_strategy_t)s));
+  return buf;
+}
+
+/* "resnet50, mobilenetv2, ..." (the built-in models). */
+static const char *model_list(char *buf, size_t cap) {
+  size_t n = 0, o = 0;
+  const char *const *names = nnmem_zoo_names(&n);
+  buf[0] = '\0';
+  for (size_t i = 0; i < n && o < cap; i++)
+    o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", names[i]);
+  return buf;
+}
+
+/* Prints `items` comma-separated, wrapped at 79 columns with `indent`. */
+static void print_wrapped(const char *const *items, size_t n, int indent) {
+  int col = printf("%*s", indent, "");
+  for (size_t i = 0; i < n; i++) {
+    int len = (int)strlen(items[i]) + 1; /* with its comma */
+    if (i > 0 && col + 1 + len > 79)
+      col = printf(",\n%*s", indent, "") - 2;
+    else if (i > 0)
+      col += printf(", ");
+    col += printf("%s", items[i]);
+  }
+  putchar('\n');
+}
+
 static void print_plan_help(void) {
+  const char *strategies[NNMEM_STRATEGY_COUNT_];
+  size_t n_models = 0;
+  const char *const *models = nnmem_zoo_names(&n_models);
+  for (int s = 0; s < NNMEM_STRATEGY_COUNT_; s++)
+    strategies[s] = nnmem_strategy_name((nnmem_strategy_t)s);
   fputs(
       "Usage: nnmem plan [INPUT] [options]\n"
       "\n"
@@ -84,14 +123,17 @@ static void print_plan_help(void) {
       "model.\n"
       "\n"
       "Options:\n"
-      "  -m, --model NAME       built-in model: resnet50 (default), "
-      "mobilenetv2,\n"
-      "                         bert-base\n"
+      "  -m, --model NAME       built-in model (default " CLI_DEFAULT_MODEL
+      "):\n",
+      stdout);
+  print_wrapped(models, n_models, 25);
+  fputs(
       "  -b, --batch N          batch size of the built-in model (default 1)\n"
-      "  -s, --strategy NAME    auto (default: best of all), naive, "
-      "greedy-size,\n"
-      "                         greedy-breadth, heap-best-fit, "
-      "greedy-class\n"
+      "  -s, --strategy NAME    planning strategy (default auto: runs the\n"
+      "                         heuristics, keeps the lowest plan):\n",
+      stdout);
+  print_wrapped(strategies, NNMEM_STRATEGY_COUNT_, 25);
+  fputs(
       "  -a, --align SIZE       align every offset to SIZE (a power of two)\n"
       "  -c, --capacity SIZE    the arena must fit in SIZE bytes (weights "
       "are a\n"
@@ -125,12 +167,11 @@ static int set_option(cli_plan_opts_t *o, int id, const char *v) {
   uint64_t n = 0;
   switch (id) {
     case OPT_STRATEGY:
-      if (nnmem_strategy_parse(v, &o->strategy) != NNMEM_OK)
-        return cli_usage_error("plan",
-                               "unknown strategy '%s' (expected auto, naive, "
-                               "greedy-size, greedy-breadth, heap-best-fit, "
-                               "greedy-class)",
-                               v);
+      if (nnmem_strategy_parse(v, &o->strategy) != NNMEM_OK) {
+        char list[256];
+        return cli_usage_error("plan", "unknown strategy '%s' (expected %s)", v,
+                               strategy_list(list, sizeof list));
+      }
       return 0;
     case OPT_ALIGN:
       if (cli_parse_size(v, &n, &why) != 0)
@@ -233,11 +274,11 @@ static nnmem_status_t load_model(plan_ctx_t *c) {
   const char *name = c->opts.model ? c->opts.model : CLI_DEFAULT_MODEL;
   c->kind = IN_MODEL;
   nnmem_status_t st = nnmem_zoo_build(name, c->opts.batch, &c->graph, &c->diag);
-  if (st == NNMEM_ERR_NOT_FOUND && !c->diag.message[0])
-    nnmem__diag(&c->diag, st,
-                "unknown model '%s' (built-in: resnet50, mobilenetv2, "
-                "bert-base)",
-                name);
+  if (st == NNMEM_ERR_NOT_FOUND && !c->diag.message[0]) {
+    char list[256];
+    nnmem__diag(&c->diag, st, "unknown model '%s' (built-in: %s)", name,
+                model_list(list, sizeof list));
+  }
   return st;
 }
 

@@ -133,10 +133,16 @@ static void put_strategy(FILE *f, const cli_run_t *r) {
 
 static void put_top_live(FILE *f, const cli_run_t *r) {
   char name[32], b[80];
+  int width = 24; /* the name column fits the longest name, up to 60 */
+  for (size_t i = 0; i < r->n_top; i++) {
+    size_t len = strlen(
+        cli_buffer_name(r->problem, r->top[i].buffer, name, sizeof name));
+    if (len > (size_t)width) width = len > 60 ? 60 : (int)len;
+  }
   for (size_t i = 0; i < r->n_top; i++) {
     const char *id =
         cli_buffer_name(r->problem, r->top[i].buffer, name, sizeof name);
-    fprintf(f, "      %-36s %s\n", id,
+    fprintf(f, "      %-*s  %s\n", width, id,
             cli_fmt_bytes(r->top[i].size, b, sizeof b));
   }
   if (r->n_live > r->n_top)
@@ -218,8 +224,10 @@ static void report_problem(FILE *f, const cli_run_t *r) {
   for (size_t i = 0; i < n; i++)
     steps = nnmem__max_u64(steps, b[i].last);
   fprintf(f, "nnmem plan: %s (MiniMalloc problem)\n", r->title);
-  fprintf(f, "  %-14s %s buffers over %llu steps\n", "problem",
-          cli_fmt_grouped(n, g, sizeof g), (unsigned long long)steps);
+  char g2[40];
+  fprintf(f, "  %-14s %s buffers over %s steps\n", "problem",
+          cli_fmt_grouped(n, g, sizeof g),
+          cli_fmt_grouped(steps, g2, sizeof g2));
   put_strategy(f, r);
   put_bytes(f, "height", p->arena_height, 0);
   fprintf(f, "  %-14s %s  height/bound %s\n", "lower bound",
