@@ -254,7 +254,7 @@ static size_t bench_file(const bench_opts_t *o, const char *path, FILE *csv,
       snprintf(nb, sizeof nb, "%zu", n);
       snprintf(lbb, sizeof lbb, "%llu", (unsigned long long)lb);
     }
-    printf("%-34s %8s %15s  %-15s %15llu %8.4f %10.2f%s\n", k == 0 ? name : "",
+    printf("%-34s %8s %15s  %-15s %15llu %8.4f %10.3f%s\n", k == 0 ? name : "",
            nb, lbb, nnmem_strategy_name(s), (unsigned long long)h, ratio, ms,
            ms < 0 ? "  INVALID" : "");
     if (csv)

@@ -103,6 +103,10 @@ const char *cli_buffer_name(const nnmem_problem_t *p, size_t i, char *buf,
 
 /* ---- human report ------------------------------------------------------ */
 
+static const char *plural(uint64_t n) {
+  return n == 1 ? "" : "s";
+}
+
 static void put_bytes(FILE *f, const char *label, uint64_t v,
                       uint64_t of_total) {
   char b[80];
@@ -188,7 +192,7 @@ static void put_peak_step_graph(FILE *f, const cli_run_t *r) {
         NNMEM_OK)
       fprintf(f, ", op '%s' (%s)", op.name, op.type);
   }
-  fprintf(f, ": %zu buffers live, %s\n", r->n_live,
+  fprintf(f, ": %zu buffer%s live, %s\n", r->n_live, plural(r->n_live),
           cli_fmt_bytes(r->live_bytes, b, sizeof b));
   put_top_live(f, r);
 }
@@ -220,14 +224,13 @@ static void report_problem(FILE *f, const cli_run_t *r) {
   const nnmem_buffer_t *b = nnmem_problem_buffers(r->problem);
   size_t n = nnmem_problem_count(r->problem);
   uint64_t steps = 0;
-  char g[40], b1[80], q[24];
+  char g[40], g2[40], b1[80], q[24];
   for (size_t i = 0; i < n; i++)
     steps = nnmem__max_u64(steps, b[i].last);
   fprintf(f, "nnmem plan: %s (MiniMalloc problem)\n", r->title);
-  char g2[40];
-  fprintf(f, "  %-14s %s buffers over %s steps\n", "problem",
-          cli_fmt_grouped(n, g, sizeof g),
-          cli_fmt_grouped(steps, g2, sizeof g2));
+  fprintf(f, "  %-14s %s buffer%s over %s step%s\n", "problem",
+          cli_fmt_grouped(n, g, sizeof g), plural(n),
+          cli_fmt_grouped(steps, g2, sizeof g2), plural(steps));
   put_strategy(f, r);
   put_bytes(f, "height", p->arena_height, 0);
   fprintf(f, "  %-14s %s  height/bound %s\n", "lower bound",
@@ -235,8 +238,8 @@ static void report_problem(FILE *f, const cli_run_t *r) {
           cli_fmt_ratio(p->arena_height, p->arena_lower_bound, q, sizeof q));
   fprintf(f, "  %-14s %s  reuse %.1f%%\n", "naive",
           cli_fmt_bytes(p->naive_arena, b1, sizeof b1), 100.0 * p->reuse_ratio);
-  fprintf(f, "  %-14s %llu: %zu buffers live, %s\n", "peak step",
-          (unsigned long long)p->peak_step, r->n_live,
+  fprintf(f, "  %-14s %llu: %zu buffer%s live, %s\n", "peak step",
+          (unsigned long long)p->peak_step, r->n_live, plural(r->n_live),
           cli_fmt_bytes(r->live_bytes, b1, sizeof b1));
   put_top_live(f, r);
 }
