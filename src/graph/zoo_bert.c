@@ -99,11 +99,11 @@ static uint32_t layer_norm(nnmem__zoo_t *b, const char *name, uint32_t x,
  * N x HEADS x SEQ x HEAD_DIM (or x HEAD_DIM x SEQ for keys). */
 static uint32_t to_heads(nnmem__zoo_t *b, const char *name, uint32_t x,
                          int key) {
-  char n[128];
-  snprintf(n, sizeof n, "%s.reshape", name);
+  char n[160]; /* names are short; room for any suffix below */
+  snprintf(n, sizeof n, "%.120s.reshape", name);
   uint32_t r = act(b, n, 4, SEQ, HEADS, HEAD_DIM);
   nnmem__zoo_op(b, n, "Reshape", &x, 1, r, NNMEM_OP_VIEW, 0);
-  snprintf(n, sizeof n, "%s.transpose", name);
+  snprintf(n, sizeof n, "%.120s.transpose", name);
   uint32_t t = key ? act(b, n, 4, HEADS, HEAD_DIM, SEQ)
                    : act(b, n, 4, HEADS, SEQ, HEAD_DIM);
   nnmem__zoo_op(b, n, "Transpose", &r, 1, t, 0, 0);
