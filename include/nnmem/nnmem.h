@@ -15,5 +15,10 @@
 #include "nnmem/profile.h"
 #include "nnmem/io.h"
 #include "nnmem/zoo.h"
+#include "nnmem/backend.h"
+#include "nnmem/stats.h"
+#include "nnmem/pool.h"
+#include "nnmem/allocator.h"
+#include "nnmem/arena.h"
 
 #endif /* NNMEM_NNMEM_H */

@@ -1,0 +1,119 @@
+/* nnmem/pool.h - pools: sub-allocate regions of one backend.
+ *
+ * kind        algorithm                                   alloc / free
+ * tiered      router: < small_max slab classes,           as the tier
+ *             < large_min TLSF (or buddy), else backend
+ * tlsf        two-level segregated fit, immediate         O(1) / O(1)
+ *             coalescing, good fit (Masmano et al. 2004)
+ * best-fit    smallest fitting free block, ordered tree   O(log n)
+ * first-fit   lowest-address fitting block, ordered tree  O(log n)
+ * buddy       power-of-two orders, buddy coalescing       O(log range)
+ * slab        size classes, one bitmap-free stack a slab  O(1)
+ * fixed       one block size, LIFO free list, grows by    O(1)
+ *             chunks when free blocks drop below a mark
+ *
+ * All metadata lives outside the managed memory, so a pool works on
+ * unbacked (simulated device) address ranges. Every free is validated
+ * against the pool's table of live blocks: a double free, a pointer the
+ * pool did not hand out, or a misaligned pointer returns NNMEM_ERR_INVALID
+ * and changes nothing. With NNMEM_DEBUG, backed memory is filled with 0xAA
+ * when handed out and 0x55 when freed.
+ *
+ * Thread-safety: a pool is not synchronized unless cfg.thread_safe is set;
+ * then every call takes the pool's mutex (try-lock first; failures are
+ * counted as contention in the stats). */
+#ifndef NNMEM_POOL_H
+#define NNMEM_POOL_H
+
+#include "nnmem/backend.h"
+#include "nnmem/stats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum nnmem_pool_kind {
+  NNMEM_POOL_TIERED = 0, /* the default */
+  NNMEM_POOL_TLSF,
+  NNMEM_POOL_BEST_FIT,
+  NNMEM_POOL_FIRST_FIT,
+  NNMEM_POOL_BUDDY,
+  NNMEM_POOL_SLAB,
+  NNMEM_POOL_FIXED,
+  NNMEM_POOL_KIND_COUNT_
+} nnmem_pool_kind_t;
+
+/* "tiered", "tlsf", "best-fit", "first-fit", "buddy", "slab", "fixed". */
+const char *nnmem_pool_kind_name(nnmem_pool_kind_t k);
+/* NNMEM_ERR_NOT_FOUND for unknown names. */
+nnmem_status_t nnmem_pool_kind_parse(const char *name, nnmem_pool_kind_t *out);
+
+/* Pool options. Zero means default for every field. */
+typedef struct nnmem_pool_config {
+  uint32_t size;            /* sizeof(nnmem_pool_config_t); 0 = current */
+  const char *name;         /* stats label (copied); NULL = "<kind><n>" */
+  uint64_t alignment;       /* minimum block alignment (pow2); 0 = max(16,
+                               backend alignment) */
+  uint64_t capacity;        /* max reserved bytes; 0 = unlimited */
+  uint64_t chunk_size;      /* bytes per backend request; 0 = kind default
+                               (tlsf/fit 4 MiB, buddy 64 MiB, fixed 64 blocks) */
+  uint64_t block_size;      /* fixed: the block size (required) */
+  uint64_t low_watermark;   /* fixed: grow when fewer free blocks remain */
+  uint64_t split_threshold; /* tlsf/fit: split when the remainder is at
+                               least this; 0 = 128 */
+  uint64_t small_max;       /* tiered: sizes below go to slab; 0 = 1 MiB */
+  uint64_t large_min;       /* tiered: sizes from here go to the backend
+                               directly; 0 = 16 MiB */
+  nnmem_pool_kind_t middle; /* tiered: TLSF (0 means TLSF) or BUDDY */
+  int retain_empty;         /* 1: keep empty chunks instead of releasing them */
+  int thread_safe;          /* 1: internal mutex around every call */
+  uint32_t latency_sample;  /* time 1 op in N; 0 = 64; 1 = every op */
+} nnmem_pool_config_t;
+
+/* Fills `cfg` with defaults (the same as a zeroed struct). */
+void nnmem_pool_config_init(nnmem_pool_config_t *cfg);
+
+typedef struct nnmem_pool nnmem_pool_t;
+
+/* Creates a pool of `kind` on `backend` (not owned; must outlive the pool).
+ * `cfg` may be NULL (fixed needs cfg->block_size). NNMEM_ERR_INVALID for a
+ * bad config (diag says which field), NNMEM_ERR_NOMEM. Reserves nothing
+ * until the first allocation. */
+nnmem_status_t nnmem_pool_create(nnmem_pool_kind_t kind,
+                                 const nnmem_pool_config_t *cfg,
+                                 nnmem_backend_t *backend, nnmem_pool_t **out,
+                                 nnmem_diag_t *diag);
+
+/* Releases every region to the backend and frees the pool. NULL: no-op. */
+void nnmem_pool_destroy(nnmem_pool_t *pool);
+
+/* Allocates `size` bytes aligned to `align` (0 = pool alignment; else a
+ * power of two). NNMEM_ERR_INVALID for size 0, a size over 2^56 or the
+ * capacity, a bad alignment; NNMEM_ERR_NOMEM when the backend refuses or
+ * the capacity is reached. *out is NULL on failure. */
+nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
+                                uint64_t align, void **out);
+
+/* Frees a block. NNMEM_ERR_INVALID (and nothing changes) for NULL, a double
+ * free, a foreign or interior pointer, a misaligned pointer. */
+nnmem_status_t nnmem_pool_free(nnmem_pool_t *pool, void *ptr);
+
+/* Block size actually reserved for a live block. */
+nnmem_status_t nnmem_pool_usable_size(nnmem_pool_t *pool, const void *ptr,
+                                      uint64_t *size_out);
+
+/* Walks every invariant of the pool's structures (block lists, bitmaps,
+ * counters, accounting). NNMEM_ERR_STATE and diag on the first violation.
+ * O(blocks). */
+nnmem_status_t nnmem_pool_check(nnmem_pool_t *pool, nnmem_diag_t *diag);
+
+/* Snapshot of the pool's statistics (fragmentation computed now). */
+nnmem_status_t nnmem_pool_stats(nnmem_pool_t *pool, nnmem_stats_t *out);
+
+nnmem_pool_kind_t nnmem_pool_get_kind(const nnmem_pool_t *pool);
+const char *nnmem_pool_name(const nnmem_pool_t *pool);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NNMEM_POOL_H */
