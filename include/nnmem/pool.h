@@ -26,6 +26,7 @@
 #define NNMEM_POOL_H
 
 #include "nnmem/backend.h"
+#include "nnmem/problem.h"
 #include "nnmem/stats.h"
 
 #ifdef __cplusplus
@@ -56,7 +57,8 @@ typedef struct nnmem_pool_config {
                                backend alignment) */
   uint64_t capacity;        /* max reserved bytes; 0 = unlimited */
   uint64_t chunk_size;      /* bytes per backend request; 0 = kind default
-                               (tlsf/fit 4 MiB, buddy 64 MiB, fixed 64 blocks) */
+                               (tlsf/fit 4 MiB, buddy 64 MiB, fixed 64 blocks,
+                           tiered: small_max for its middle tier) */
   uint64_t block_size;      /* fixed: the block size (required) */
   uint64_t low_watermark;   /* fixed: grow when fewer free blocks remain */
   uint64_t split_threshold; /* tlsf/fit: split when the remainder is at
@@ -88,9 +90,9 @@ nnmem_status_t nnmem_pool_create(nnmem_pool_kind_t kind,
 void nnmem_pool_destroy(nnmem_pool_t *pool);
 
 /* Allocates `size` bytes aligned to `align` (0 = pool alignment; else a
- * power of two). NNMEM_ERR_INVALID for size 0, a size over 2^56 or the
- * capacity, a bad alignment; NNMEM_ERR_NOMEM when the backend refuses or
- * the capacity is reached. *out is NULL on failure. */
+ * power of two). NNMEM_ERR_INVALID for size 0, a size over 2^56,
+ * a bad alignment; NNMEM_ERR_NOMEM when the backend refuses or the
+ * capacity is reached. *out is NULL on failure. */
 nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
                                 uint64_t align, void **out);
 
@@ -109,6 +111,31 @@ nnmem_status_t nnmem_pool_check(nnmem_pool_t *pool, nnmem_diag_t *diag);
 
 /* Snapshot of the pool's statistics (fragmentation computed now). */
 nnmem_status_t nnmem_pool_stats(nnmem_pool_t *pool, nnmem_stats_t *out);
+
+/* Replays a problem as a trace through a fresh pool of `kind` on an
+ * unbacked simulated device (alignment `device_align`, 0 = 256): buffer i
+ * is allocated at step first and freed at step last; events run in time
+ * order, frees before allocations at equal times, then by buffer index.
+ * Buffers of size 0 are skipped. The trace runs twice: once timed, once
+ * with a stats snapshot after every allocation (for the fragmentation at
+ * the moment the reservation peaked). NNMEM_ERR_NOMEM when the pool fails
+ * (diag names the buffer). */
+typedef struct nnmem_replay_result {
+  uint64_t operations;          /* allocations + frees */
+  uint64_t peak_live_bytes;     /* max over time of the live requested bytes */
+  uint64_t peak_reserved_bytes; /* the pool's reserved_bytes_peak */
+  double reserved_over_live;    /* peak_reserved / peak_live */
+  double fragmentation;         /* (free - largest) / free at the peak */
+  double ns_per_op;             /* timed pass: wall time / operations */
+  uint64_t backend_allocs;
+} nnmem_replay_result_t;
+
+nnmem_status_t nnmem_pool_replay(const nnmem_problem_t *problem,
+                                 nnmem_pool_kind_t kind,
+                                 const nnmem_pool_config_t *cfg,
+                                 uint64_t device_align,
+                                 nnmem_replay_result_t *out,
+                                 nnmem_diag_t *diag);
 
 nnmem_pool_kind_t nnmem_pool_get_kind(const nnmem_pool_t *pool);
 const char *nnmem_pool_name(const nnmem_pool_t *pool);

@@ -3,7 +3,7 @@
  *
  * Steps: 1. no argument -> usage on stderr, exit 1; 2. --help / -h / help
  * -> help on stdout, exit 0; 3. --version / -V -> version, exit 0;
- * 4. "plan" / "verify" -> the command with the remaining arguments;
+ * 4. "plan" / "verify" / "replay" -> the command with the remaining arguments;
  * 5. anything else -> "unknown command", exit 1.
  * Thread-safety: single-threaded program. */
 #include <stdio.h>
@@ -11,6 +11,8 @@
 
 #include "args.h"
 #include "cli.h"
+
+int cli_cmd_replay(int argc, char **argv); /* cmd_replay.c */
 
 static void print_help(FILE *f) {
   fputs(
@@ -28,6 +30,8 @@ static void print_help(FILE *f) {
       "  verify PROBLEM [SOL]  check a plan independently: PROBLEM.csv with\n"
       "                        an offset column, or PROBLEM.csv plus a\n"
       "                        solution csv matched by id\n"
+      "  replay TRACE          replay a buffer trace through a memory pool\n"
+      "                        on a simulated device (--pool KIND|all)\n"
       "\n"
       "Options:\n"
       "  -h, --help            show this help (also: nnmem <command> "
@@ -46,14 +50,15 @@ static void print_help(FILE *f) {
       "  nnmem plan --model mobilenetv2 --batch 32\n"
       "  nnmem plan graph.json --profile memory_profile.json --out plan.json\n"
       "  nnmem plan problem.csv --capacity 1MiB --out solved.csv\n"
-      "  nnmem verify problem.csv solved.csv\n",
+      "  nnmem verify problem.csv solved.csv\n"
+      "  nnmem replay trace.csv --pool tlsf --json\n",
       f);
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     fputs(
-        "Usage: nnmem <command> [options]   (commands: plan, verify)\n"
+        "Usage: nnmem <command> [options]   (commands: plan, verify, replay)\n"
         "Try 'nnmem --help' for more information.\n",
         stderr);
     return CLI_EXIT_INVALID;
@@ -70,6 +75,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "plan") == 0) return cli_cmd_plan(argc - 2, argv + 2);
   if (strcmp(cmd, "verify") == 0) return cli_cmd_verify(argc - 2, argv + 2);
+  if (strcmp(cmd, "replay") == 0) return cli_cmd_replay(argc - 2, argv + 2);
   if (cmd[0] == '-')
     fprintf(stderr, "nnmem: unknown option '%s'\n", cmd);
   else

@@ -1,0 +1,391 @@
+/* pool.c - the generic pool layer shared by every pool kind: argument
+ * checks, the table of live blocks (misuse detection), statistics, the
+ * optional mutex, sampled latency and debug fills.
+ *
+ * Steps of nnmem_pool_alloc:
+ *   1. reject size 0, size > 2^56, alignment not a power of two;
+ *   2. lock (try-lock first; a failure counts as contention);
+ *   3. round size up to the granule, align up to the granule; reserve a
+ *      slot in the live table (so nothing can fail after the impl did);
+ *   4. call the impl; record addr -> (requested, tag) in the live table;
+ *   5. update counters and peaks; debug builds fill backed memory 0xAA.
+ * nnmem_pool_free: 1. misaligned pointer -> NNMEM_ERR_INVALID; 2. look the
+ * address up in the live table; absent -> double free (the impl owns the
+ * address) or foreign pointer, NNMEM_ERR_INVALID, nothing changes; 3. debug
+ * fill 0x55; 4. impl free with the stored tag; 5. counters.
+ * Invariants (checked by nnmem_pool_check): live table count = live_count;
+ * sum of requested sizes in the table = requested_bytes; the impl's own
+ * invariants hold; reserved <= capacity.
+ * Complexity: O(1) expected plus the impl. Thread-safety: none unless
+ * cfg.thread_safe, then one mutex per pool. */
+#define _DEFAULT_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/addrmap.h"
+#include "runtime/pool_internal.h"
+
+#define MAX_SIZE (1ULL << 56)
+
+struct nnmem_pool {
+  nnmem_pool_kind_t kind;
+  char name[NNMEM_STATS_NAME_MAX];
+  nnmem__src_t src;
+  nnmem__impl_t impl;
+  nnmem__addrmap_t live; /* addr -> a: requested, b: aux, p: tag */
+  uint64_t granule;
+  int thread_safe, backed;
+  pthread_mutex_t lock;
+  uint32_t sample_every, sample_tick;
+  nnmem_stats_t st; /* counters (fragmentation filled on demand) */
+};
+
+static const char *const kind_names[NNMEM_POOL_KIND_COUNT_] = {
+    "tiered", "tlsf", "best-fit", "first-fit", "buddy", "slab", "fixed"};
+
+const char *nnmem_pool_kind_name(nnmem_pool_kind_t k) {
+  return (unsigned)k < NNMEM_POOL_KIND_COUNT_ ? kind_names[k] : "unknown";
+}
+
+nnmem_status_t nnmem_pool_kind_parse(const char *name, nnmem_pool_kind_t *out) {
+  for (int i = 0; name && i < NNMEM_POOL_KIND_COUNT_; i++)
+    if (strcmp(name, kind_names[i]) == 0) {
+      *out = (nnmem_pool_kind_t)i;
+      return NNMEM_OK;
+    }
+  return NNMEM_ERR_NOT_FOUND;
+}
+
+void nnmem_pool_config_init(nnmem_pool_config_t *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->size = sizeof *cfg;
+}
+
+nnmem_status_t nnmem__src_take(nnmem__src_t *s, uint64_t len, uint64_t align,
+                               uint64_t *addr_out) {
+  if (len > s->capacity - s->reserved) return NNMEM_ERR_NOMEM;
+  void *p = NULL;
+  nnmem_status_t st = nnmem_backend_alloc(s->backend, len, align, &p);
+  if (st != NNMEM_OK) return NNMEM_ERR_NOMEM;
+  s->reserved += len;
+  s->backend_allocs++;
+  if (s->reserved > s->reserved_peak) s->reserved_peak = s->reserved;
+  *addr_out = (uint64_t)(uintptr_t)p;
+  return NNMEM_OK;
+}
+
+void nnmem__src_give(nnmem__src_t *s, uint64_t addr, uint64_t len) {
+  (void)nnmem_backend_free(s->backend, (void *)(uintptr_t)addr, len);
+  s->reserved -= len;
+  s->backend_frees++;
+}
+
+static nnmem_status_t resolve(nnmem_pool_kind_t kind,
+                              const nnmem_pool_config_t *c,
+                              const nnmem_backend_t *b, nnmem__pool_params_t *p,
+                              nnmem_diag_t *diag) {
+  memset(p, 0, sizeof *p);
+  uint64_t g = nnmem__max_u64(16, c->alignment ? c->alignment : b->alignment);
+  if (!nnmem__is_pow2(g) || g > (1u << 20))
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "pool config: alignment %llu is not a power of two "
+                       "<= 1 MiB",
+                       (unsigned long long)c->alignment);
+  p->granule = g;
+  p->split = c->split_threshold ? c->split_threshold : 128;
+  p->small_max = c->small_max ? c->small_max : (1u << 20);
+  p->large_min = c->large_min ? c->large_min : (16u << 20);
+  p->middle = c->middle == NNMEM_POOL_TIERED ? NNMEM_POOL_TLSF : c->middle;
+  p->retain_empty = c->retain_empty != 0;
+  p->low_watermark = c->low_watermark;
+  if (p->middle != NNMEM_POOL_TLSF && p->middle != NNMEM_POOL_BUDDY &&
+      p->middle != NNMEM_POOL_BEST_FIT && p->middle != NNMEM_POOL_FIRST_FIT)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "pool config: middle tier must be tlsf, buddy, "
+                       "best-fit or first-fit");
+  if (p->small_max > p->large_min)
+    return nnmem__diag(
+        diag, NNMEM_ERR_INVALID, "pool config: small_max %llu > large_min %llu",
+        (unsigned long long)p->small_max, (unsigned long long)p->large_min);
+  if (kind == NNMEM_POOL_FIXED) {
+    if (c->block_size == 0 || c->block_size > MAX_SIZE)
+      return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                         "pool config: fixed pool needs block_size in "
+                         "[1, 2^56]");
+    (void)nnmem__align_up(c->block_size, g, &p->block);
+  }
+  uint64_t def = kind == NNMEM_POOL_BUDDY    ? (64u << 20)
+                 : kind == NNMEM_POOL_FIXED  ? p->block * 64
+                 : kind == NNMEM_POOL_TIERED ? p->small_max
+                                             : (4u << 20);
+  p->chunk = c->chunk_size ? c->chunk_size : def;
+  if (p->chunk > MAX_SIZE || nnmem__align_up(p->chunk, g, &p->chunk))
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "pool config: chunk_size "
+                       "too large");
+  if (kind == NNMEM_POOL_BUDDY) p->chunk = nnmem__next_pow2(p->chunk);
+  return NNMEM_OK;
+}
+
+static nnmem_status_t make_impl(nnmem_pool_kind_t kind,
+                                const nnmem__pool_params_t *p,
+                                nnmem__src_t *src, nnmem__impl_t *out) {
+  switch (kind) {
+    case NNMEM_POOL_TIERED:
+      return nnmem__tiered_create(p, src, out);
+    case NNMEM_POOL_TLSF:
+    case NNMEM_POOL_BEST_FIT:
+    case NNMEM_POOL_FIRST_FIT:
+      return nnmem__rlist_create(kind, p, src, out);
+    case NNMEM_POOL_BUDDY:
+      return nnmem__buddy_create(p, src, out);
+    case NNMEM_POOL_SLAB:
+      return nnmem__slab_create(p, src, out);
+    case NNMEM_POOL_FIXED:
+      return nnmem__fixed_create(p, src, out);
+    default:
+      return NNMEM_ERR_INVALID;
+  }
+}
+
+nnmem_status_t nnmem_pool_create(nnmem_pool_kind_t kind,
+                                 const nnmem_pool_config_t *cfg,
+                                 nnmem_backend_t *backend, nnmem_pool_t **out,
+                                 nnmem_diag_t *diag) {
+  static unsigned counter[NNMEM_POOL_KIND_COUNT_];
+  if (!out) return NNMEM_ERR_INVALID;
+  *out = NULL;
+  if ((unsigned)kind >= NNMEM_POOL_KIND_COUNT_ || !backend || !backend->alloc ||
+      !backend->free)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "pool: unknown kind or incomplete backend table");
+  nnmem_pool_config_t c;
+  nnmem_pool_config_init(&c);
+  if (cfg) c = *cfg;
+  nnmem__pool_params_t p;
+  nnmem_status_t st = resolve(kind, &c, backend, &p, diag);
+  if (st != NNMEM_OK) return st;
+  nnmem_pool_t *pool = calloc(1, sizeof *pool);
+  if (!pool) return NNMEM_ERR_NOMEM;
+  pool->kind = kind;
+  pool->granule = p.granule;
+  pool->src.backend = backend;
+  pool->src.capacity = c.capacity ? c.capacity : UINT64_MAX;
+  pool->thread_safe = c.thread_safe != 0;
+  pool->backed = (backend->flags & NNMEM_BACKEND_BACKED) != 0;
+  pool->sample_every = c.latency_sample ? c.latency_sample : 64;
+  nnmem__addrmap_init(&pool->live);
+  nnmem_stats_init(&pool->st);
+  if (c.name)
+    snprintf(pool->name, sizeof pool->name, "%s", c.name);
+  else /* a label only: a racy counter gives at worst a repeated name */
+    snprintf(pool->name, sizeof pool->name, "%s%u", kind_names[kind],
+             __atomic_fetch_add(&counter[kind], 1, __ATOMIC_RELAXED));
+  st = make_impl(kind, &p, &pool->src, &pool->impl);
+  if (st != NNMEM_OK) {
+    free(pool);
+    return nnmem__diag(diag, st, "pool: cannot create the %s structures",
+                       kind_names[kind]);
+  }
+  pthread_mutex_init(&pool->lock, NULL);
+  *out = pool;
+  return NNMEM_OK;
+}
+
+void nnmem_pool_destroy(nnmem_pool_t *pool) {
+  if (!pool) return;
+  pool->impl.ops->destroy(pool->impl.self);
+  nnmem__addrmap_free(&pool->live);
+  pthread_mutex_destroy(&pool->lock);
+  free(pool);
+}
+
+static void lock(nnmem_pool_t *pool) {
+  if (!pool->thread_safe) return;
+  if (pthread_mutex_trylock(&pool->lock) != 0) {
+    pthread_mutex_lock(&pool->lock);
+    pool->st.lock_contended++;
+  }
+  pool->st.lock_acquisitions++;
+}
+
+static void unlock(nnmem_pool_t *pool) {
+  if (pool->thread_safe) pthread_mutex_unlock(&pool->lock);
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void record_latency(nnmem_pool_t *pool, uint64_t t0) {
+  uint64_t d = now_ns() - t0;
+  unsigned b = d ? nnmem__log2(d) : 0;
+  if (b >= NNMEM_STATS_LAT_BUCKETS) b = NNMEM_STATS_LAT_BUCKETS - 1;
+  pool->st.latency_hist[b]++;
+  pool->st.latency_samples++;
+}
+
+static int sample(nnmem_pool_t *pool) {
+  if (++pool->sample_tick < pool->sample_every) return 0;
+  pool->sample_tick = 0;
+  return 1;
+}
+
+static void note_alloc(nnmem_pool_t *pool, uint64_t size, uint64_t block) {
+  nnmem_stats_t *s = &pool->st;
+  s->alloc_count++;
+  s->live_count++;
+  s->requested_bytes += size;
+  s->allocated_bytes += block;
+  if (s->requested_bytes > s->requested_bytes_peak)
+    s->requested_bytes_peak = s->requested_bytes;
+  if (s->allocated_bytes > s->allocated_bytes_peak)
+    s->allocated_bytes_peak = s->allocated_bytes;
+}
+
+static nnmem_status_t alloc_locked(nnmem_pool_t *pool, uint64_t size,
+                                   uint64_t align, void **out) {
+  uint64_t rsize, addr = 0, block = 0, aux = 0;
+  void *tag = NULL;
+  if (align < pool->granule) align = pool->granule;
+  if (nnmem__align_up(size, pool->granule, &rsize) ||
+      nnmem__addrmap_reserve(&pool->live, 1) != NNMEM_OK)
+    return NNMEM_ERR_NOMEM;
+  nnmem_status_t st = pool->impl.ops->alloc(pool->impl.self, rsize, align,
+                                            &addr, &block, &tag, &aux);
+  if (st != NNMEM_OK) return st;
+  nnmem__addrmap_entry_t e = {addr, size, aux, tag};
+  (void)nnmem__addrmap_put(&pool->live, &e); /* reserved: cannot fail */
+  note_alloc(pool, size, block);
+  if (nnmem__debug && pool->backed)
+    memset((void *)(uintptr_t)addr, 0xAA, (size_t)block);
+  *out = (void *)(uintptr_t)addr;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
+                                uint64_t align, void **out) {
+  if (out) *out = NULL;
+  if (!pool || !out || size == 0 || size > MAX_SIZE || (align & (align - 1)) ||
+      align > MAX_SIZE)
+    return NNMEM_ERR_INVALID;
+  lock(pool);
+  int timed = sample(pool);
+  uint64_t t0 = timed ? now_ns() : 0;
+  nnmem_status_t st = alloc_locked(pool, size, align, out);
+  if (st != NNMEM_OK) pool->st.failed_count++;
+  if (timed) record_latency(pool, t0);
+  unlock(pool);
+  return st;
+}
+
+nnmem_status_t nnmem_pool_free(nnmem_pool_t *pool, void *ptr) {
+  if (!pool || !ptr) return NNMEM_ERR_INVALID;
+  uint64_t addr = (uint64_t)(uintptr_t)ptr;
+  lock(pool);
+  int timed = sample(pool);
+  uint64_t t0 = timed ? now_ns() : 0;
+  nnmem__addrmap_entry_t e;
+  if ((addr & (pool->granule - 1)) ||
+      !nnmem__addrmap_remove(&pool->live, addr, &e)) {
+    pool->st.misuse_count++;
+    unlock(pool);
+    return NNMEM_ERR_INVALID;
+  }
+  if (nnmem__debug && pool->backed) {
+    uint64_t usable = e.a; /* at least the requested bytes are ours */
+    memset(ptr, 0x55, (size_t)usable);
+  }
+  uint64_t block = pool->impl.ops->free(pool->impl.self, addr, e.p, e.b);
+  pool->st.free_count++;
+  pool->st.live_count--;
+  pool->st.requested_bytes -= e.a;
+  pool->st.allocated_bytes -= block;
+  if (timed) record_latency(pool, t0);
+  unlock(pool);
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_pool_usable_size(nnmem_pool_t *pool, const void *ptr,
+                                      uint64_t *size_out) {
+  if (!pool || !ptr || !size_out) return NNMEM_ERR_INVALID;
+  lock(pool);
+  nnmem__addrmap_entry_t *e =
+      nnmem__addrmap_get(&pool->live, (uint64_t)(uintptr_t)ptr);
+  nnmem_status_t st = NNMEM_ERR_INVALID;
+  if (e) {
+    (void)nnmem__align_up(e->a, pool->granule, size_out);
+    st = NNMEM_OK;
+  }
+  unlock(pool);
+  return st;
+}
+
+static nnmem_status_t check_locked(nnmem_pool_t *pool, nnmem_diag_t *diag) {
+  uint64_t req = 0, n = 0;
+  for (size_t i = 0; i < pool->live.cap; i++) {
+    const nnmem__addrmap_entry_t *e = &pool->live.slots[i];
+    if (!e->key) continue;
+    n++;
+    req += e->a;
+    if (e->key & (pool->granule - 1))
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "pool %s: live block 0x%llx is misaligned", pool->name,
+                         (unsigned long long)e->key);
+  }
+  if (n != pool->st.live_count || req != pool->st.requested_bytes)
+    return nnmem__diag(diag, NNMEM_ERR_STATE,
+                       "pool %s: live table has %llu blocks / %llu bytes, "
+                       "counters say %llu / %llu",
+                       pool->name, (unsigned long long)n,
+                       (unsigned long long)req,
+                       (unsigned long long)pool->st.live_count,
+                       (unsigned long long)pool->st.requested_bytes);
+  if (pool->src.reserved > pool->src.capacity ||
+      pool->st.allocated_bytes > pool->src.reserved)
+    return nnmem__diag(diag, NNMEM_ERR_STATE,
+                       "pool %s: allocated %llu > reserved %llu (or over "
+                       "capacity)",
+                       pool->name, (unsigned long long)pool->st.allocated_bytes,
+                       (unsigned long long)pool->src.reserved);
+  return pool->impl.ops->check(pool->impl.self, diag);
+}
+
+nnmem_status_t nnmem_pool_check(nnmem_pool_t *pool, nnmem_diag_t *diag) {
+  if (!pool) return NNMEM_ERR_INVALID;
+  lock(pool);
+  nnmem_status_t st = check_locked(pool, diag);
+  unlock(pool);
+  return st;
+}
+
+nnmem_status_t nnmem_pool_stats(nnmem_pool_t *pool, nnmem_stats_t *out) {
+  if (!pool || !out) return NNMEM_ERR_INVALID;
+  lock(pool);
+  *out = pool->st;
+  snprintf(out->name, sizeof out->name, "%s", pool->name);
+  out->reserved_bytes = pool->src.reserved;
+  out->reserved_bytes_peak = pool->src.reserved_peak;
+  out->backend_allocs = pool->src.backend_allocs;
+  out->backend_frees = pool->src.backend_frees;
+  pool->impl.ops->free_info(pool->impl.self, &out->free_bytes,
+                            &out->largest_free);
+  out->fragmentation = out->free_bytes
+                           ? (double)(out->free_bytes - out->largest_free) /
+                                 (double)out->free_bytes
+                           : 0.0;
+  unlock(pool);
+  return NNMEM_OK;
+}
+
+nnmem_pool_kind_t nnmem_pool_get_kind(const nnmem_pool_t *pool) {
+  return pool ? pool->kind : NNMEM_POOL_KIND_COUNT_;
+}
+
+const char *nnmem_pool_name(const nnmem_pool_t *pool) {
+  return pool ? pool->name : "";
+}

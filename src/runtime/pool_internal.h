@@ -1,0 +1,85 @@
+/* pool_internal.h - the contract between the generic pool layer (pool.c:
+ * argument checks, live-block table, stats, lock, debug fills) and the pool
+ * algorithms (tlsf/fit in rlist.c, buddy.c, slab.c, fixed.c, direct.c,
+ * tiered.c). Not installed.
+ *
+ * An algorithm ("impl") never sees a bad free: pool.c validates every
+ * pointer against its table of live blocks first and hands back the tag the
+ * impl returned at allocation time. */
+#ifndef NNMEM_POOL_INTERNAL_H
+#define NNMEM_POOL_INTERNAL_H
+
+#include "common/util.h"
+#include "nnmem/pool.h"
+
+/* Where an impl gets regions: the backend plus the pool's accounting. */
+typedef struct nnmem__src {
+  nnmem_backend_t *backend;
+  uint64_t capacity; /* max reserved; UINT64_MAX = unlimited */
+  uint64_t reserved, reserved_peak;
+  uint64_t backend_allocs, backend_frees;
+} nnmem__src_t;
+
+/* Takes a region of `len` bytes aligned to `align` from the backend,
+ * respecting the capacity. NNMEM_ERR_NOMEM when refused. */
+nnmem_status_t nnmem__src_take(nnmem__src_t *s, uint64_t len, uint64_t align,
+                               uint64_t *addr_out);
+void nnmem__src_give(nnmem__src_t *s, uint64_t addr, uint64_t len);
+
+/* Resolved configuration handed to impls (no zeros left). */
+typedef struct nnmem__pool_params {
+  uint64_t granule; /* minimum alignment and size unit (pow2 >= 16) */
+  uint64_t chunk;   /* bytes per backend request */
+  uint64_t block;   /* fixed: block size */
+  uint64_t low_watermark;
+  uint64_t split; /* tlsf/fit split threshold */
+  uint64_t small_max, large_min;
+  nnmem_pool_kind_t middle;
+  int retain_empty;
+} nnmem__pool_params_t;
+
+typedef struct nnmem__impl_ops {
+  /* Allocates; *addr, *block (bytes handed out) and the tag (p, aux) are
+   * given back to free. Sizes are already rounded to the granule, align is
+   * a power of two >= granule. */
+  nnmem_status_t (*alloc)(void *self, uint64_t size, uint64_t align,
+                          uint64_t *addr, uint64_t *block, void **tag,
+                          uint64_t *aux);
+  /* Frees a live block; returns its block size. */
+  uint64_t (*free)(void *self, uint64_t addr, void *tag, uint64_t aux);
+  /* 1 when addr lies inside a region the impl holds. */
+  int (*owns)(void *self, uint64_t addr);
+  nnmem_status_t (*check)(void *self, nnmem_diag_t *diag);
+  void (*free_info)(void *self, uint64_t *free_bytes, uint64_t *largest);
+  void (*destroy)(void *self); /* releases every region */
+} nnmem__impl_ops_t;
+
+typedef struct nnmem__impl {
+  const nnmem__impl_ops_t *ops;
+  void *self;
+} nnmem__impl_t;
+
+/* Constructors. `policy` for rlist: TLSF, BEST_FIT or FIRST_FIT. */
+nnmem_status_t nnmem__rlist_create(nnmem_pool_kind_t policy,
+                                   const nnmem__pool_params_t *p,
+                                   nnmem__src_t *src, nnmem__impl_t *out);
+nnmem_status_t nnmem__buddy_create(const nnmem__pool_params_t *p,
+                                   nnmem__src_t *src, nnmem__impl_t *out);
+nnmem_status_t nnmem__slab_create(const nnmem__pool_params_t *p,
+                                  nnmem__src_t *src, nnmem__impl_t *out);
+nnmem_status_t nnmem__fixed_create(const nnmem__pool_params_t *p,
+                                   nnmem__src_t *src, nnmem__impl_t *out);
+nnmem_status_t nnmem__direct_create(const nnmem__pool_params_t *p,
+                                    nnmem__src_t *src, nnmem__impl_t *out);
+nnmem_status_t nnmem__tiered_create(const nnmem__pool_params_t *p,
+                                    nnmem__src_t *src, nnmem__impl_t *out);
+
+static inline uint64_t nnmem__next_pow2(uint64_t x) {
+  if (x <= 1) return 1;
+  return 1ULL << (64 - __builtin_clzll(x - 1));
+}
+static inline unsigned nnmem__log2(uint64_t x) {
+  return 63u - (unsigned)__builtin_clzll(x);
+}
+
+#endif /* NNMEM_POOL_INTERNAL_H */
