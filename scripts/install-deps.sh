@@ -2,9 +2,9 @@
 # Installs the Debian packages nnmem needs to build and test, when missing.
 # Usage: scripts/install-deps.sh [build|test]
 set -euo pipefail
-need=(cmake make gcc pkg-config libcjson-dev)
+need=(cmake make gcc pkg-config libcjson-dev libprotobuf-c-dev protobuf-c-compiler)
 if [ "${1:-build}" = test ]; then
-  need+=(libcmocka-dev)
+  need+=(libcmocka-dev libonnx-testdata)
 fi
 missing=()
 for p in "${need[@]}"; do

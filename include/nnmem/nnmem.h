@@ -20,5 +20,6 @@
 #include "nnmem/pool.h"
 #include "nnmem/allocator.h"
 #include "nnmem/arena.h"
+#include "nnmem/onnx.h"
 
 #endif /* NNMEM_NNMEM_H */
