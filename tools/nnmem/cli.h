@@ -20,6 +20,17 @@ enum {
 #define CLI_DEFAULT_MODEL "resnet50"
 #define CLI_TOP_LIVE 5
 
+/* Options of ONNX inputs (--dim, --dtype, --layout, --strict). */
+#define CLI_MAX_DIMS 32
+typedef struct cli_onnx_opts {
+  nnmem_onnx_dim_t dims[CLI_MAX_DIMS];
+  size_t n_dims;
+  nnmem_dtype_t dtype;        /* UNDEFINED = as in the model */
+  nnmem_onnx_layout_t layout; /* NCHW = as in the model */
+  int strict;
+  const char *first; /* the first ONNX-only option given, for messages */
+} cli_onnx_opts_t;
+
 typedef struct cli_plan_opts {
   const char *input; /* file path; NULL = built-in model */
   const char *model; /* --model; NULL = CLI_DEFAULT_MODEL */
@@ -33,6 +44,7 @@ typedef struct cli_plan_opts {
   int quiet;
   const char *out;     /* --out */
   const char *profile; /* --profile */
+  cli_onnx_opts_t onnx;
 } cli_plan_opts_t;
 
 /* One buffer live at the peak step (for the report). */
@@ -62,6 +74,7 @@ typedef struct cli_run {
  * returns the process exit code. */
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_verify(int argc, char **argv);
+int cli_cmd_inspect(int argc, char **argv);
 
 /* Prints "nnmem: <message>" on stderr; returns the exit code that fits
  * `status` (NOFIT for NNMEM_ERR_CAPACITY, INTERNAL for NNMEM_ERR_NOMEM,
@@ -91,5 +104,23 @@ nnmem_status_t cli_report_json(const cli_run_t *run, char **out);
 /* The display name of problem buffer `i` ("#i" when it has no id). */
 const char *cli_buffer_name(const nnmem_problem_t *p, size_t i, char *buf,
                             size_t cap);
+
+/* ---- onnx_opts.c ---- */
+
+/* Applies --dim NAME=VALUE / --dtype / --layout / --strict (`opt` is the
+ * option name without dashes). Returns 0 or the usage exit code. */
+int cli_onnx_option(const char *cmd, cli_onnx_opts_t *o, const char *opt,
+                    const char *value);
+/* The library configuration for these options and alignment. */
+void cli_onnx_config(const cli_onnx_opts_t *o, uint64_t align,
+                     nnmem_onnx_config_t *cfg);
+/* Prints the import summary (opset, nodes, folded, unresolved, defaults,
+ * unsupported and data-dependent lists). */
+void cli_onnx_summary(FILE *f, const nnmem_onnx_report_t *r);
+/* Adds "unresolved_tensors" and an "onnx" object to the JSON object text
+ * *json (replaced by a new malloc'd string). */
+nnmem_status_t cli_onnx_json_add(char **json, const nnmem_onnx_report_t *r);
+/* 1 when `path` ends in ".onnx" (case-insensitive). */
+int cli_is_onnx(const char *path);
 
 #endif /* NNMEM_CLI_H */

@@ -43,7 +43,11 @@ enum {
   OPT_JSON,
   OPT_OUT,
   OPT_PROFILE,
-  OPT_QUIET
+  OPT_QUIET,
+  OPT_DIM,
+  OPT_DTYPE,
+  OPT_LAYOUT,
+  OPT_STRICT
 };
 
 static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
@@ -58,6 +62,10 @@ static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
                                        {"out", 'o', 1, OPT_OUT},
                                        {"profile", 'p', 1, OPT_PROFILE},
                                        {"quiet", 'q', 0, OPT_QUIET},
+                                       {"dim", 0, 1, OPT_DIM},
+                                       {"dtype", 0, 1, OPT_DTYPE},
+                                       {"layout", 0, 1, OPT_LAYOUT},
+                                       {"strict", 0, 0, OPT_STRICT},
                                        {NULL, 0, 0, 0}};
 
 typedef struct plan_ctx {
@@ -72,6 +80,8 @@ typedef struct plan_ctx {
   char *json; /* the --json report, formatted before files are written */
   nnmem_diag_t diag;
   double t0;
+  int is_onnx;
+  nnmem_onnx_report_t onnx; /* the import report of an ONNX input */
 } plan_ctx_t;
 
 /* "auto, naive, greedy-size, ..." (every strategy the library names). */
@@ -117,10 +127,10 @@ static void print_plan_help(void) {
   fputs(
       "Usage: nnmem plan [INPUT] [options]\n"
       "\n"
-      "INPUT is a graph (.json), a MiniMalloc problem (.csv: id,lower,upper,"
-      "size\n"
-      "with half-open lifetimes [lower, upper)), or nothing for a built-in "
-      "model.\n"
+      "INPUT is an ONNX model (.onnx), a graph (.json), a MiniMalloc problem\n"
+      "(.csv: id,lower,upper,size with half-open lifetimes [lower, upper)), "
+      "or\n"
+      "nothing for a built-in model.\n"
       "\n"
       "Options:\n"
       "  -m, --model NAME       built-in model (default " CLI_DEFAULT_MODEL
@@ -149,6 +159,17 @@ static void print_plan_help(void) {
       "      --json             print a machine-readable JSON report instead\n"
       "  -q, --quiet            print nothing on success\n"
       "  -h, --help             show this help\n"
+      "\n"
+      "ONNX models:\n"
+      "      --dim NAME=VALUE   bind a symbolic dim (repeatable); unbound "
+      "ones\n"
+      "                         default to 1 (batch-like names) or 128\n"
+      "                         (sequence-like names), listed in the report\n"
+      "      --dtype TYPE       plan floating tensors as if converted to TYPE\n"
+      "      --layout L         NCHW (default), NHWC or NC1HWC0 (channels "
+      "padded\n"
+      "                         to C0 = 16 for 16-bit, 32 for 8-bit types)\n"
+      "      --strict           fail (exit 1) when a tensor cannot be sized\n"
       "\n"
       "SIZE is a byte count with an optional unit: B; K, M, G, T or KiB, "
       "MiB,\n"
@@ -216,6 +237,14 @@ static int set_option(cli_plan_opts_t *o, int id, const char *v) {
     case OPT_PROFILE:
       o->profile = v;
       return 0;
+    case OPT_DIM:
+      return cli_onnx_option("plan", &o->onnx, "dim", v);
+    case OPT_DTYPE:
+      return cli_onnx_option("plan", &o->onnx, "dtype", v);
+    case OPT_LAYOUT:
+      return cli_onnx_option("plan", &o->onnx, "layout", v);
+    case OPT_STRICT:
+      return cli_onnx_option("plan", &o->onnx, "strict", v);
   }
   return 0;
 }
@@ -238,6 +267,9 @@ static int check_options(const cli_plan_opts_t *o) {
                            "--out '%s': the name must end in .json "
                            "or .csv",
                            o->out);
+  if (o->onnx.first && !(o->input && cli_is_onnx(o->input)))
+    return cli_usage_error("plan", "--%s applies to ONNX models (.onnx) only",
+                           o->onnx.first);
   if (o->out && o->profile && strcmp(o->out, o->profile) == 0)
     return cli_usage_error("plan", "--out and --profile name the same file");
   return 0;
@@ -315,11 +347,13 @@ static nnmem_status_t load_input(plan_ctx_t *c) {
     c->kind = IN_GRAPH;
     return nnmem_graph_read_json_file(path, &c->graph, &c->diag);
   }
-  if (has_ext(path, ".onnx"))
-    return nnmem__diag(&c->diag, NNMEM_ERR_UNSUPPORTED,
-                       "%s: ONNX models are not supported by this build "
-                       "(use a .json graph or a .csv problem)",
-                       path);
+  if (cli_is_onnx(path)) {
+    nnmem_onnx_config_t cfg;
+    cli_onnx_config(&c->opts.onnx, c->opts.align, &cfg);
+    c->kind = IN_GRAPH;
+    c->is_onnx = 1;
+    return nnmem_onnx_import_file(path, &cfg, &c->graph, &c->onnx, &c->diag);
+  }
   return load_sniffed(c);
 }
 
@@ -428,7 +462,21 @@ static nnmem_status_t write_outputs(plan_ctx_t *c) {
   if (c->opts.out) st = write_plan_file(c);
   if (st != NNMEM_OK || !c->opts.profile) return st;
   const char *model = c->graph ? nnmem_graph_name(c->graph) : c->run.title;
-  st = nnmem_profile_write_json(&c->run.prof, model, c->opts.profile, &c->diag);
+  if (c->is_onnx) {
+    char *text = NULL;
+    st = nnmem_profile_format_json(&c->run.prof, model, &text);
+    if (st == NNMEM_OK) st = cli_onnx_json_add(&text, &c->onnx);
+    if (st == NNMEM_OK)
+      st = nnmem_file_write_atomic(c->opts.profile, text, strlen(text),
+                                   &c->diag);
+    else
+      nnmem__diag(&c->diag, st, "formatting the profile: %s",
+                  nnmem_status_str(st));
+    free(text);
+  } else {
+    st = nnmem_profile_write_json(&c->run.prof, model, c->opts.profile,
+                                  &c->diag);
+  }
   if (st != NNMEM_OK && c->opts.out) remove(c->opts.out);
   return st;
 }
@@ -465,7 +513,10 @@ static int run_pipeline(plan_ctx_t *c) {
   st = make_profile(c);
   if (st != NNMEM_OK) return cli_fail(st, &c->diag);
   c->run.total_s = nnmem__now() - c->t0;
-  if (c->opts.json && (st = cli_report_json(&c->run, &c->json)) != NNMEM_OK) {
+  if (c->opts.json && (st = cli_report_json(&c->run, &c->json)) == NNMEM_OK &&
+      c->is_onnx)
+    st = cli_onnx_json_add(&c->json, &c->onnx);
+  if (c->opts.json && st != NNMEM_OK) {
     fprintf(stderr, "nnmem: internal error: JSON report: %s\n",
             nnmem_status_str(st));
     return CLI_EXIT_INTERNAL;
@@ -484,8 +535,10 @@ int cli_cmd_plan(int argc, char **argv) {
   e = run_pipeline(&c);
   if (e == CLI_EXIT_OK && c.json)
     printf("%s\n", c.json);
-  else if (e == CLI_EXIT_OK && !c.opts.quiet)
+  else if (e == CLI_EXIT_OK && !c.opts.quiet) {
     cli_report_human(stdout, &c.run);
+    if (c.is_onnx) cli_onnx_summary(stdout, &c.onnx);
+  }
   plan_ctx_free(&c);
   return e;
 }

@@ -3,7 +3,8 @@
  *
  * Steps: 1. no argument -> usage on stderr, exit 1; 2. --help / -h / help
  * -> help on stdout, exit 0; 3. --version / -V -> version, exit 0;
- * 4. "plan" / "verify" / "replay" -> the command with the remaining arguments;
+ * 4. "plan" / "verify" / "replay" / "inspect" -> the command with the
+ *    remaining arguments;
  * 5. anything else -> "unknown command", exit 1.
  * Thread-safety: single-threaded program. */
 #include <stdio.h>
@@ -23,10 +24,14 @@ static void print_help(FILE *f) {
       "so that tensors whose lifetimes do not overlap share bytes.\n"
       "\n"
       "Commands:\n"
-      "  plan [INPUT]          plan a model and print a report. INPUT is a\n"
-      "                        graph (.json) or a MiniMalloc problem (.csv);\n"
+      "  plan [INPUT]          plan a model and print a report. INPUT is an\n"
+      "                        ONNX model (.onnx), a graph (.json) or a\n"
+      "                        MiniMalloc problem (.csv);\n"
       "                        without INPUT a built-in model is planned\n"
       "                        (resnet50 unless --model says otherwise)\n"
+      "  inspect MODEL         list the tensors of an ONNX model or JSON "
+      "graph:\n"
+      "                        kind, dtype, shape, bytes, lifetime\n"
       "  verify PROBLEM [SOL]  check a plan independently: PROBLEM.csv with\n"
       "                        an offset column, or PROBLEM.csv plus a\n"
       "                        solution csv matched by id\n"
@@ -75,6 +80,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "plan") == 0) return cli_cmd_plan(argc - 2, argv + 2);
   if (strcmp(cmd, "verify") == 0) return cli_cmd_verify(argc - 2, argv + 2);
+  if (strcmp(cmd, "inspect") == 0) return cli_cmd_inspect(argc - 2, argv + 2);
   if (strcmp(cmd, "replay") == 0) return cli_cmd_replay(argc - 2, argv + 2);
   if (cmd[0] == '-')
     fprintf(stderr, "nnmem: unknown option '%s'\n", cmd);

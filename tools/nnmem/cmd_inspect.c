@@ -1,0 +1,228 @@
+/* cmd_inspect.c - `nnmem inspect MODEL`: load an ONNX model (or a JSON
+ * graph), run the liveness analysis and list every tensor: name, kind,
+ * dtype, shape, bytes and lifetime [first, last) in schedule steps, as a
+ * table or as JSON ({"model", "tensors": [{"name", "kind", "dtype",
+ * "shape", "bytes", "first", "last"}], "ops", "steps",
+ * "unresolved_tensors", "onnx"}).
+ *
+ * Steps: 1. options (errors -> exit 1); 2. import (ONNX options as for
+ * `nnmem plan`); 3. liveness (lifetimes); 4. print.
+ * Thread-safety: single-threaded. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "args.h"
+#include "cli.h"
+#include "common/util.h"
+#include "units.h"
+
+enum { I_HELP, I_JSON, I_DIM, I_DTYPE, I_LAYOUT, I_STRICT, I_ALIGN };
+
+static const cli_opt_t inspect_table[] = {
+    {"help", 'h', 0, I_HELP},   {"json", 0, 0, I_JSON},
+    {"dim", 0, 1, I_DIM},       {"dtype", 0, 1, I_DTYPE},
+    {"layout", 0, 1, I_LAYOUT}, {"strict", 0, 0, I_STRICT},
+    {"align", 'a', 1, I_ALIGN}, {NULL, 0, 0, 0}};
+
+typedef struct inspect_opts {
+  const char *input;
+  int json;
+  uint64_t align;
+  cli_onnx_opts_t onnx;
+} inspect_opts_t;
+
+static void print_inspect_help(void) {
+  fputs(
+      "Usage: nnmem inspect MODEL [options]\n"
+      "\n"
+      "Lists every tensor of MODEL (.onnx, or a .json graph) with its kind,\n"
+      "dtype, shape, size and lifetime [first, last) in operator steps.\n"
+      "\n"
+      "Options:\n"
+      "      --json             print JSON instead of a table\n"
+      "      --dim NAME=VALUE   bind a symbolic dim (repeatable)\n"
+      "      --dtype TYPE       size floating tensors as TYPE\n"
+      "      --layout L         NCHW (default), NHWC or NC1HWC0\n"
+      "      --strict           fail (exit 1) when a tensor cannot be sized\n"
+      "  -a, --align SIZE       align every tensor to SIZE\n"
+      "  -h, --help             show this help\n",
+      stdout);
+}
+
+static int set_inspect_option(inspect_opts_t *o, int id, const char *v) {
+  const char *why = NULL;
+  switch (id) {
+    case I_JSON:
+      o->json = 1;
+      return 0;
+    case I_ALIGN:
+      if (cli_parse_size(v, &o->align, &why) != 0 || !nnmem__is_pow2(o->align))
+        return cli_usage_error("inspect", "bad --align '%s': %s", v,
+                               why ? why : "must be a power of two >= 1");
+      return 0;
+    case I_DIM:
+      return cli_onnx_option("inspect", &o->onnx, "dim", v);
+    case I_DTYPE:
+      return cli_onnx_option("inspect", &o->onnx, "dtype", v);
+    case I_LAYOUT:
+      return cli_onnx_option("inspect", &o->onnx, "layout", v);
+    default:
+      return cli_onnx_option("inspect", &o->onnx, "strict", v);
+  }
+}
+
+/* Returns -1 to continue, else the exit code. */
+static int parse_inspect_args(int argc, char **argv, inspect_opts_t *o) {
+  cli_args_t a;
+  int id = 0, rc;
+  const char *v = NULL;
+  memset(o, 0, sizeof *o);
+  cli_args_init(&a, "inspect", argc, argv);
+  while ((rc = cli_args_next(&a, inspect_table, &id, &v)) != CLI_ARG_END) {
+    if (rc == CLI_ARG_ERROR) return CLI_EXIT_INVALID;
+    if (rc == CLI_ARG_POSITIONAL) {
+      if (o->input)
+        return cli_usage_error("inspect", "unexpected argument '%s'", v);
+      o->input = v;
+      continue;
+    }
+    if (id == I_HELP) {
+      print_inspect_help();
+      return CLI_EXIT_OK;
+    }
+    int e = set_inspect_option(o, id, v);
+    if (e) return e;
+  }
+  if (!o->input) return cli_usage_error("inspect", "missing MODEL");
+  if (o->onnx.first && !cli_is_onnx(o->input))
+    return cli_usage_error(
+        "inspect", "--%s applies to ONNX models (.onnx) only", o->onnx.first);
+  return -1;
+}
+
+static void fmt_shape(const nnmem_tensor_info_t *t, char *buf, size_t cap) {
+  size_t at = 0;
+  at += (size_t)snprintf(buf + at, cap - at, "[");
+  for (uint32_t i = 0; i < t->rank && at < cap; i++)
+    at += (size_t)snprintf(buf + at, cap - at, "%s%lld", i ? "," : "",
+                           (long long)t->shape[i]);
+  if (at < cap) snprintf(buf + at, cap - at, "]");
+}
+
+static void print_table(const nnmem_graph_t *g, const nnmem_liveness_t *l) {
+  size_t n = nnmem_graph_tensor_count(g);
+  printf("%-40s %-10s %-8s %-24s %14s  %s\n", "tensor", "kind", "dtype",
+         "shape", "bytes", "lifetime");
+  for (uint32_t i = 0; i < n; i++) {
+    nnmem_tensor_info_t t;
+    nnmem_tensor_live_t lv;
+    char shape[160], life[64];
+    if (nnmem_graph_tensor(g, i, &t) != NNMEM_OK) continue;
+    fmt_shape(&t, shape, sizeof shape);
+    if (nnmem_liveness_tensor(l, i, &lv) == NNMEM_OK &&
+        lv.buffer != NNMEM_NO_BUFFER)
+      snprintf(life, sizeof life, "[%llu,%llu)", (unsigned long long)lv.first,
+               (unsigned long long)lv.last);
+    else
+      snprintf(life, sizeof life, "weights");
+    printf("%-40s %-10s %-8s %-24s %14llu  %s\n", t.name,
+           nnmem_tensor_kind_name(t.kind), nnmem_dtype_name(t.dtype), shape,
+           (unsigned long long)t.bytes, life);
+  }
+}
+
+static cJSON *tensor_json(const nnmem_graph_t *g, const nnmem_liveness_t *l,
+                          uint32_t i) {
+  nnmem_tensor_info_t t;
+  nnmem_tensor_live_t lv;
+  if (nnmem_graph_tensor(g, i, &t) != NNMEM_OK) return NULL;
+  cJSON *o = cJSON_CreateObject(), *sh = cJSON_CreateArray();
+  if (!o || !sh) {
+    cJSON_Delete(o);
+    cJSON_Delete(sh);
+    return NULL;
+  }
+  cJSON_AddStringToObject(o, "name", t.name);
+  cJSON_AddStringToObject(o, "kind", nnmem_tensor_kind_name(t.kind));
+  cJSON_AddStringToObject(o, "dtype", nnmem_dtype_name(t.dtype));
+  for (uint32_t k = 0; k < t.rank; k++)
+    cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t.shape[k]));
+  cJSON_AddItemToObject(o, "shape", sh);
+  cJSON_AddNumberToObject(o, "bytes", (double)t.bytes);
+  if (nnmem_liveness_tensor(l, i, &lv) == NNMEM_OK) {
+    cJSON_AddNumberToObject(o, "first", (double)lv.first);
+    cJSON_AddNumberToObject(o, "last", (double)lv.last);
+  }
+  return o;
+}
+
+static int print_json(const inspect_opts_t *o, const nnmem_graph_t *g,
+                      const nnmem_liveness_t *l,
+                      const nnmem_onnx_report_t *rep) {
+  cJSON *root = cJSON_CreateObject(), *ts = cJSON_CreateArray();
+  if (!root || !ts) {
+    cJSON_Delete(root);
+    cJSON_Delete(ts);
+    return CLI_EXIT_INTERNAL;
+  }
+  cJSON_AddStringToObject(root, "model", nnmem_graph_name(g));
+  cJSON_AddNumberToObject(root, "ops", (double)nnmem_graph_op_count(g));
+  cJSON_AddNumberToObject(root, "steps", (double)nnmem_liveness_steps(l));
+  cJSON_AddNumberToObject(root, "weight_bytes",
+                          (double)nnmem_liveness_weight_bytes(l));
+  for (uint32_t i = 0; i < nnmem_graph_tensor_count(g); i++) {
+    cJSON *t = tensor_json(g, l, i);
+    if (t) cJSON_AddItemToArray(ts, t);
+  }
+  cJSON_AddItemToObject(root, "tensors", ts);
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  nnmem_status_t st = text ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  if (st == NNMEM_OK && cli_is_onnx(o->input))
+    st = cli_onnx_json_add(&text, rep);
+  if (st == NNMEM_OK) printf("%s\n", text);
+  free(text);
+  return st == NNMEM_OK ? CLI_EXIT_OK : CLI_EXIT_INTERNAL;
+}
+
+int cli_cmd_inspect(int argc, char **argv) {
+  inspect_opts_t o;
+  int e = parse_inspect_args(argc, argv, &o);
+  if (e >= 0) return e;
+  nnmem_graph_t *g = NULL;
+  nnmem_liveness_t *l = NULL;
+  nnmem_onnx_report_t rep;
+  nnmem_diag_t diag = {{0}};
+  nnmem_status_t st;
+  memset(&rep, 0, sizeof rep);
+  if (cli_is_onnx(o.input)) {
+    nnmem_onnx_config_t cfg;
+    cli_onnx_config(&o.onnx, o.align, &cfg);
+    st = nnmem_onnx_import_file(o.input, &cfg, &g, &rep, &diag);
+  } else {
+    st = nnmem_graph_read_json_file(o.input, &g, &diag);
+  }
+  if (st == NNMEM_OK) {
+    nnmem_liveness_config_t lc;
+    nnmem_liveness_config_init(&lc);
+    lc.alignment = o.align;
+    st = nnmem_liveness_analyze(g, &lc, &l, &diag);
+  }
+  if (st != NNMEM_OK) {
+    e = cli_fail(st, &diag);
+  } else if (o.json) {
+    e = print_json(&o, g, l, &rep);
+  } else {
+    print_table(g, l);
+    if (cli_is_onnx(o.input)) {
+      printf("\n");
+      cli_onnx_summary(stdout, &rep);
+    }
+    e = CLI_EXIT_OK;
+  }
+  nnmem_liveness_destroy(l);
+  nnmem_graph_destroy(g);
+  return e;
+}
