@@ -216,3 +216,106 @@ nnmem_status_t nnmem__onnx_tensor_info(const void *data, size_t len,
   onnx__tensor_proto__free_unpacked(t, NULL);
   return st;
 }
+
+/* ---- conformance hooks
+ * -----------------------------------------------------*/
+
+void nnmem__onnx_io_free(ox_io_t *io) {
+  for (size_t i = 0; i < io->n_in; i++)
+    free(io->in_names[i]);
+  for (size_t i = 0; i < io->n_out; i++)
+    free(io->out_names[i]);
+  io->n_in = io->n_out = 0;
+}
+
+static int is_non_tensor(const Onnx__ValueInfoProto *vi) {
+  return vi->type &&
+         vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+         vi->type->value_case != ONNX__TYPE_PROTO__VALUE__NOT_SET;
+}
+
+static nnmem_status_t collect_inputs(const Onnx__GraphProto *g, ox_io_t *io) {
+  for (size_t i = 0; i < g->n_output; i++)
+    io->non_tensor |= is_non_tensor(g->output[i]);
+  for (size_t i = 0; i < g->n_input && io->n_in < 64; i++) {
+    io->non_tensor |= is_non_tensor(g->input[i]);
+    const char *nm = g->input[i]->name ? g->input[i]->name : "";
+    int init = 0;
+    for (size_t k = 0; k < g->n_initializer && !init; k++)
+      init =
+          g->initializer[k]->name && strcmp(g->initializer[k]->name, nm) == 0;
+    if (init) continue;
+    io->in_names[io->n_in] = nnmem__strdup(nm);
+    if (!io->in_names[io->n_in]) return NNMEM_ERR_NOMEM;
+    io->n_in++;
+  }
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem__onnx_input_names(const void *data, size_t len,
+                                       ox_io_t *io, nnmem_diag_t *diag) {
+  memset(io, 0, sizeof *io);
+  Onnx__ModelProto *m =
+      onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
+  if (!m || !m->graph) {
+    if (m) onnx__model_proto__free_unpacked(m, NULL);
+    return nnmem__diag(diag, NNMEM_ERR_PARSE, "not an ONNX model");
+  }
+  nnmem_status_t st = collect_inputs(m->graph, io);
+  onnx__model_proto__free_unpacked(m, NULL);
+  return st;
+}
+
+static nnmem_status_t copy_outputs(ox_scope_t *s, ox_io_t *io) {
+  const Onnx__GraphProto *g = s->gp;
+  for (size_t i = 0; i < g->n_output && io->n_out < 64; i++) {
+    const char *nm = g->output[i]->name ? g->output[i]->name : "";
+    ox_val_t *v = nnmem__onnx_scope_find(s, nm);
+    size_t k = io->n_out;
+    io->out_names[k] = nnmem__strdup(nm);
+    if (!io->out_names[k]) return NNMEM_ERR_NOMEM;
+    io->n_out++;
+    io->elem[k] = v ? v->elem : 0;
+    io->rank[k] = v ? v->rank : -1;
+    for (int32_t d = 0; v && d < v->rank; d++)
+      io->dims[k][d] = v->dims[d];
+  }
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem__onnx_infer_outputs(const void *data, size_t len,
+                                         const nnmem_onnx_config_t *cfg,
+                                         ox_io_t *io,
+                                         nnmem_onnx_report_t *report,
+                                         nnmem_diag_t *diag) {
+  ox_ctx_t c;
+  memset(&c, 0, sizeof c);
+  memset(io, 0, sizeof *io);
+  c.file = "<model>";
+  c.diag = diag;
+  c.rep = report;
+  memset(report, 0, sizeof *report);
+  if (cfg)
+    c.cfg = *cfg;
+  else
+    nnmem_onnx_config_init(&c.cfg);
+  nnmem_status_t st = check_config(&c);
+  if (st != NNMEM_OK) return st;
+  Onnx__ModelProto *m =
+      onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
+  if (!m || !m->graph) {
+    if (m) onnx__model_proto__free_unpacked(m, NULL);
+    return nnmem__diag(diag, NNMEM_ERR_PARSE, "not an ONNX model");
+  }
+  c.model = m;
+  find_opset(&c, m);
+  ox_scope_t *s = NULL;
+  st = nnmem__onnx_scope_build(&c, NULL, m->graph, 0, &s);
+  if (st == NNMEM_OK) st = nnmem__onnx_scope_infer(&c, s);
+  if (st == NNMEM_OK) st = copy_outputs(s, io);
+  if (st == NNMEM_OK) st = collect_inputs(m->graph, io);
+  nnmem__onnx_scope_free(s);
+  onnx__model_proto__free_unpacked(m, NULL);
+  if (st != NNMEM_OK) nnmem__onnx_io_free(io);
+  return st;
+}

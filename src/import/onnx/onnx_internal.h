@@ -14,6 +14,7 @@
 
 #include "nnmem/onnx.h"
 #include "common/util.h"
+#include "import/onnx/onnx_hooks.h"
 #include "onnx.pb-c.h"
 
 #define OX_MAX_RANK NNMEM_MAX_RANK
@@ -108,6 +109,7 @@ extern const ox_op_t nnmem__onnx_ops_elem[];
 extern const ox_op_t nnmem__onnx_ops_nn[];
 extern const ox_op_t nnmem__onnx_ops_shape[];
 extern const ox_op_t nnmem__onnx_ops_control[];
+extern const ox_op_t nnmem__onnx_ops_misc[];
 
 /* Finds the operator `type` of the default domain; NULL when unsupported. */
 const ox_op_t *nnmem__onnx_find_op(const char *type);
@@ -282,10 +284,5 @@ enum {
   OX_F_MEAN,
   OX_F_FMOD
 };
-
-/* ---- for tests: the type and shape of a serialized TensorProto ---- */
-nnmem_status_t nnmem__onnx_tensor_info(const void *data, size_t len,
-                                       int32_t *elem, uint32_t *rank,
-                                       int64_t *dims, nnmem_diag_t *diag);
 
 #endif /* NNMEM_ONNX_INTERNAL_H */

@@ -567,6 +567,9 @@ static nnmem_status_t infer_max_unpool(ox_ctx_t *c, ox_node_t *n) {
   if (os && os->has_vals && os->nvals == (size_t)x->rank) {
     for (int32_t i = 0; i < x->rank; i++)
       d[i] = nnmem__onnx_int_at(os, (size_t)i);
+  } else if (os) { /* output_shape known only at run time */
+    nnmem__onnx_set(OX_OUT(n, 0), x->elem, x->rank, NULL);
+    return NNMEM_OK;
   } else {
     size_t nsp = (size_t)x->rank - 2;
     d[0] = x->dims[0];

@@ -78,7 +78,7 @@ void nnmem__onnx_set_shape(ox_val_t *v, int32_t rank, const int64_t *dims) {
 }
 
 void nnmem__onnx_copy_type(ox_val_t *dst, const ox_val_t *src) {
-  if (!src) return;
+  if (!src || !dst) return;
   dst->elem = src->elem;
   nnmem__onnx_set_shape(dst, src->rank, src->dims);
 }

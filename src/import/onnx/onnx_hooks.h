@@ -1,0 +1,39 @@
+/* onnx_hooks.h - internal entry points of the ONNX importer used by the
+ * conformance test (never installed; no protobuf types). */
+#ifndef NNMEM_ONNX_HOOKS_H
+#define NNMEM_ONNX_HOOKS_H
+
+#include "nnmem/onnx.h"
+
+#define OX_HOOK_RANK NNMEM_MAX_RANK
+
+/* ---- for tests (conformance) ---- */
+/* The inferred type and shape of each graph output of a model (at most
+ * `max`): elem[i], rank[i] (-1 unknown), dims[i][*] (-1 unknown). Also
+ * names the non-initializer graph inputs (pointers valid until
+ * nnmem__onnx_io_free). */
+typedef struct ox_io {
+  size_t n_out;
+  int32_t elem[64];
+  int32_t rank[64];
+  int64_t dims[64][OX_HOOK_RANK];
+  size_t n_in;
+  char *in_names[64];
+  char *out_names[64];
+  int non_tensor; /* some graph input / output is a sequence, map, ... */
+} ox_io_t;
+nnmem_status_t nnmem__onnx_infer_outputs(const void *data, size_t len,
+                                         const nnmem_onnx_config_t *cfg,
+                                         ox_io_t *io,
+                                         nnmem_onnx_report_t *report,
+                                         nnmem_diag_t *diag);
+/* Only the graph input names (no inference). */
+nnmem_status_t nnmem__onnx_input_names(const void *data, size_t len,
+                                       ox_io_t *io, nnmem_diag_t *diag);
+void nnmem__onnx_io_free(ox_io_t *io);
+/* The type and shape of a serialized TensorProto. */
+nnmem_status_t nnmem__onnx_tensor_info(const void *data, size_t len,
+                                       int32_t *elem, uint32_t *rank,
+                                       int64_t *dims, nnmem_diag_t *diag);
+
+#endif /* NNMEM_ONNX_HOOKS_H */

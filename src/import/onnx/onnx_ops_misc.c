@@ -1,0 +1,118 @@
+/* onnx_ops_misc.c - shape / dtype inference of the less common operators:
+ * losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), Det, signal
+ * processing (DFT, STFT, window generators, MelWeightMatrix) and
+ * StringNormalizer.
+ *
+ * Rules (ONNX operator specification):
+ *   1. losses: reduction "none" -> the target / label shape, else a scalar;
+ *      SoftmaxCrossEntropyLoss's log_prob output has the scores' shape;
+ *   2. Det: the input without its last two dims;
+ *   3. DFT (opset 17): the signal axis becomes dft_length (or its own size),
+ *      n / 2 + 1 with onesided, and the last dim is 2 (complex);
+ *   4. STFT: [batch, frames, bins, 2] with frames = (length - frame) /
+ *      step + 1 and bins = frame / 2 + 1 when onesided;
+ *   5. windows: [size] with `output_datatype`; MelWeightMatrix:
+ *      [dft_length / 2 + 1, num_mel_bins];
+ *   6. StringNormalizer keeps the shape (an upper bound when stopwords may
+ *      remove strings).
+ * Complexity O(rank) per node. Thread-safety: pure. */
+#include <string.h>
+
+#include "import/onnx/onnx_internal.h"
+
+static int64_t scalar_of(const ox_node_t *n, size_t k) {
+  const ox_val_t *v = OX_IN(n, k);
+  return v && v->has_vals && v->nvals >= 1 ? nnmem__onnx_int_at(v, 0) : -1;
+}
+
+static nnmem_status_t infer_loss(ox_ctx_t *c, ox_node_t *n) {
+  char red[32];
+  nnmem_status_t st =
+      nnmem__onnx_attr_string(c, n, "reduction", "mean", red, sizeof red);
+  ox_val_t *x = OX_IN(n, 0), *t = OX_IN(n, 1);
+  if (st != NNMEM_OK || !x || !t) return st;
+  if (strcmp(red, "none") == 0)
+    nnmem__onnx_set(OX_OUT(n, 0), x->elem, t->rank, t->dims);
+  else
+    nnmem__onnx_set(OX_OUT(n, 0), x->elem, 0, NULL);
+  nnmem__onnx_copy_type(OX_OUT(n, 1), x);
+  return NNMEM_OK;
+}
+
+static nnmem_status_t infer_det(ox_ctx_t *c, ox_node_t *n) {
+  ox_val_t *x = OX_IN(n, 0);
+  if (!x || x->rank < 2) return NNMEM_OK;
+  nnmem__onnx_set(OX_OUT(n, 0), x->elem, x->rank - 2, x->dims);
+  return NNMEM_OK;
+}
+
+static nnmem_status_t infer_dft(ox_ctx_t *c, ox_node_t *n) {
+  ox_val_t *x = OX_IN(n, 0);
+  int64_t axis, onesided;
+  nnmem_status_t st = nnmem__onnx_attr_int(c, n, "axis", 1, &axis);
+  if (st == NNMEM_OK) st = nnmem__onnx_attr_int(c, n, "onesided", 0, &onesided);
+  if (st != NNMEM_OK || !x || x->rank < 2) return st;
+  int32_t a;
+  if (!nnmem__onnx_axis(axis, x->rank - 1, &a))
+    return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID, "bad axis");
+  int64_t dims[OX_MAX_RANK], len = OX_IN(n, 1) ? scalar_of(n, 1) : x->dims[a];
+  memcpy(dims, x->dims, sizeof dims);
+  dims[a] = len < 0 ? -1 : onesided ? len / 2 + 1 : len;
+  dims[x->rank - 1] = 2;
+  nnmem__onnx_set(OX_OUT(n, 0), x->elem, x->rank, dims);
+  return NNMEM_OK;
+}
+
+static nnmem_status_t infer_stft(ox_ctx_t *c, ox_node_t *n) {
+  ox_val_t *x = OX_IN(n, 0), *w = OX_IN(n, 2);
+  int64_t onesided;
+  nnmem_status_t st = nnmem__onnx_attr_int(c, n, "onesided", 1, &onesided);
+  if (st != NNMEM_OK || !x || x->rank != 3) return st;
+  int64_t step = scalar_of(n, 1), frame = OX_IN(n, 3) ? scalar_of(n, 3) : -1;
+  if (frame < 0 && w && w->rank == 1) frame = w->dims[0];
+  int64_t d[4] = {x->dims[0], -1, -1, 2};
+  if (step > 0 && frame > 0 && x->dims[1] >= frame)
+    d[1] = (x->dims[1] - frame) / step + 1;
+  if (frame > 0) d[2] = onesided ? frame / 2 + 1 : frame;
+  nnmem__onnx_set(OX_OUT(n, 0), x->elem, 4, d);
+  return NNMEM_OK;
+}
+
+static nnmem_status_t infer_window(ox_ctx_t *c, ox_node_t *n) {
+  int64_t dt, size = scalar_of(n, 0);
+  nnmem_status_t st = nnmem__onnx_attr_int(c, n, "output_datatype", 1, &dt);
+  if (st != NNMEM_OK) return st;
+  nnmem__onnx_set(OX_OUT(n, 0), (int32_t)dt, 1, &size);
+  return NNMEM_OK;
+}
+
+static nnmem_status_t infer_mel(ox_ctx_t *c, ox_node_t *n) {
+  int64_t dt, bins = scalar_of(n, 0), len = scalar_of(n, 1);
+  nnmem_status_t st = nnmem__onnx_attr_int(c, n, "output_datatype", 1, &dt);
+  if (st != NNMEM_OK) return st;
+  int64_t d[2] = {len < 0 ? -1 : len / 2 + 1, bins};
+  nnmem__onnx_set(OX_OUT(n, 0), (int32_t)dt, 2, d);
+  return NNMEM_OK;
+}
+
+static nnmem_status_t infer_strnorm(ox_ctx_t *c, ox_node_t *n) {
+  ox_val_t *x = OX_IN(n, 0);
+  if (!x) return NNMEM_OK;
+  nnmem__onnx_copy_type(OX_OUT(n, 0), x);
+  if (nnmem__onnx_attr(n, "stopwords"))
+    nnmem__onnx_mark_data_dep(c, n, OX_OUT(n, 0));
+  return NNMEM_OK;
+}
+
+const ox_op_t nnmem__onnx_ops_misc[] = {
+    {"NegativeLogLikelihoodLoss", infer_loss, 0},
+    {"SoftmaxCrossEntropyLoss", infer_loss, 0},
+    {"Det", infer_det, 0},
+    {"DFT", infer_dft, 0},
+    {"STFT", infer_stft, 0},
+    {"HannWindow", infer_window, 0},
+    {"HammingWindow", infer_window, 0},
+    {"BlackmanWindow", infer_window, 0},
+    {"MelWeightMatrix", infer_mel, 0},
+    {"StringNormalizer", infer_strnorm, 0},
+    {NULL, NULL, 0}};
