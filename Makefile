@@ -2,10 +2,11 @@
 # fresh Debian machine (missing packages are installed with apt-get).
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps test-deps build run test test-plain test-asan bench clean format
+.PHONY: all deps test-deps build run test test-plain test-asan test-tsan bench clean format
 
 all: build
 
@@ -23,7 +24,7 @@ build: deps
 run: build
 	$(BUILD)/nnmem plan
 
-test: test-plain test-asan
+test: test-plain test-asan test-tsan
 
 test-plain: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -36,6 +37,14 @@ test-asan: test-deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
+# The threaded stress tests (label stress) under ThreadSanitizer.
+test-tsan: test-deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DNNMEM_SANITIZE=thread -DNNMEM_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 \
+	  ctest --output-on-failure -L stress
+
 # Planner benchmark over ../shared/data/dsa (not part of `make test`).
 bench: build
 	$(BUILD)/bench/plan
@@ -44,4 +53,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

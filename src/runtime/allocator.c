@@ -1,0 +1,483 @@
+/* allocator.c - the general-purpose front: per-thread caches of small
+ * blocks in front of one shared tiered pool on a (host) backend.
+ *
+ *   thread A tcache                      shared tiered pool (mutex)
+ *   avail[cls] -> page <-> page          pages of 64 KiB (aligned 64 KiB)
+ *   remote: MPSC stack <- frees by B     large blocks (> 8 KiB / aligned)
+ *
+ *   page (64 KiB, header in the first 128 bytes):
+ *   +--------+-------+-------+-----+-------------------+
+ *   | header | blk 0 | blk 1 | ... | never carved yet  |
+ *   +--------+-------+-------+-----+-------------------+
+ *             free list links live in the free blocks  ^ bump
+ *
+ * Steps of nnmem_alloc(size):
+ *   1. size <= 8 KiB: size class (16-byte steps to 128 B, then 4 classes
+ *      per power of two); take the calling thread's cache (thread-local
+ *      pointer, else pthread key, else adopt a parked cache of an exited
+ *      thread, else a new one);
+ *   2. pop the first page of avail[cls]: its free list, else carve the next
+ *      never-used block (bump pointer); a page with nothing left leaves the
+ *      list. No lock, no atomic read-modify-write: a cache hit;
+ *   3. miss: drain the remote stack (blocks other threads freed), retry;
+ *      else take a new page from the shared pool under its mutex and mark
+ *      it in the page registry;
+ *   4. larger sizes or alignments > 16 go to the shared pool.
+ * Steps of nnmem_free(p): 1. the registry says whether p's 64 KiB page is a
+ * small page (two acquire loads); 2. if the page belongs to the calling
+ * thread's cache, push p on the page's free list (a page that empties is
+ * returned to the pool unless it is the class's last); 3. otherwise push p
+ * on the owner cache's remote stack with a CAS (lock-free multi-producer,
+ * the owner takes the whole stack with one exchange: no ABA); 4. other
+ * pointers go to the shared pool, which rejects foreign ones (misuse).
+ * At thread exit (key destructor) the cache drains its remote stack, gives
+ * empty pages back and is parked for adoption; pages never change owner.
+ * Invariants: a page's used count = blocks handed out - blocks returned to
+ * its free list; a page is on avail[cls] iff it has a free or uncarved
+ * block; the registry byte of a page is 1 iff the page is a small page.
+ * Complexity: O(1) per operation (plus the pool on misses / large sizes).
+ * Thread-safety: every call may come from any thread; counters are relaxed
+ * atomics written by their owner; destroy must run alone. */
+#define _DEFAULT_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nnmem/allocator.h"
+#include "runtime/pool_internal.h"
+
+#define PAGE_LOG2 16
+#define PAGE_SIZE (1u << PAGE_LOG2)
+#define PAGE_HDR 128u
+#define SMALL_MAX 8192u
+#define NCLASS 32
+#define PAGE_MAGIC 0x6e6e6d70u
+
+typedef struct tcache tcache_t;
+
+typedef struct page {
+  uint32_t magic, cls, bsize, used;
+  void *free;       /* local free list (owner only) */
+  char *bump, *end; /* next never-carved block */
+  tcache_t *owner;  /* set before the page is published; never changes */
+  struct page *prev, *next;
+  int in_avail;
+} page_t;
+
+typedef struct tstat { /* written by the owner only (relaxed) */
+  _Atomic uint64_t hits, misses, allocs, frees, bytes_out, bytes_in;
+} tstat_t;
+
+struct tcache {
+  nnmem_allocator_t *a;
+  page_t *avail[NCLASS];
+  _Atomic(void *) remote; /* MPSC stack of blocks freed by other threads */
+  tstat_t st;
+  tcache_t *next_all;
+  int parked;
+};
+
+struct nnmem_allocator {
+  uint64_t id;
+  nnmem_backend_t *backend, *owned_backend;
+  nnmem_pool_t *pool;
+  int no_cache;
+  pthread_key_t key;
+  pthread_mutex_t lock; /* tcache list, registry leaves */
+  _Atomic uint64_t lock_acq, lock_cont, misuse, pages;
+  tcache_t *caches;
+  _Atomic(_Atomic uint8_t *) reg[1u << 16]; /* by address bits 32..47 */
+};
+
+static const uint16_t class_size[NCLASS] = {
+    16,   32,   48,   64,   80,   96,   112,  128,  160,  192,  224,
+    256,  320,  384,  448,  512,  640,  768,  896,  1024, 1280, 1536,
+    1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+static uint8_t class_of[SMALL_MAX / 16 + 1]; /* by (size + 15) / 16 */
+static pthread_once_t class_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t next_id = 1;
+
+static _Thread_local struct {
+  nnmem_allocator_t *a;
+  uint64_t id;
+  tcache_t *tc;
+} tls_cur;
+
+static void init_classes(void) {
+  unsigned c = 0;
+  for (unsigned i = 0; i <= SMALL_MAX / 16; i++) {
+    while (class_size[c] < i * 16)
+      c++;
+    class_of[i] = (uint8_t)c;
+  }
+}
+
+static inline void bump(_Atomic uint64_t *c, uint64_t d) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + d,
+                        memory_order_relaxed);
+}
+
+static void alock(nnmem_allocator_t *a) {
+  if (pthread_mutex_trylock(&a->lock) != 0) {
+    pthread_mutex_lock(&a->lock);
+    atomic_fetch_add_explicit(&a->lock_cont, 1, memory_order_relaxed);
+  }
+  atomic_fetch_add_explicit(&a->lock_acq, 1, memory_order_relaxed);
+}
+
+/* ---- page registry ---------------------------------------------------- */
+
+static _Atomic uint8_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
+                                 int create) {
+  if ((uint64_t)p >> 48) return NULL;
+  size_t hi = (p >> 32) & 0xFFFF;
+  _Atomic uint8_t *leaf =
+      atomic_load_explicit(&a->reg[hi], memory_order_acquire);
+  if (!leaf && create) {
+    alock(a);
+    leaf = atomic_load_explicit(&a->reg[hi], memory_order_acquire);
+    if (!leaf) {
+      leaf = calloc(1u << 16, 1);
+      if (leaf) atomic_store_explicit(&a->reg[hi], leaf, memory_order_release);
+    }
+    pthread_mutex_unlock(&a->lock);
+  }
+  return leaf ? &leaf[(p >> PAGE_LOG2) & 0xFFFF] : NULL;
+}
+
+static page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
+  uintptr_t p = (uintptr_t)ptr;
+  if ((p & (PAGE_SIZE - 1)) < PAGE_HDR) return NULL;
+  _Atomic uint8_t *s = reg_slot(a, p, 0);
+  if (!s || !atomic_load_explicit(s, memory_order_acquire)) return NULL;
+  page_t *pg = (page_t *)(p & ~(uintptr_t)(PAGE_SIZE - 1));
+  return pg->magic == PAGE_MAGIC ? pg : NULL;
+}
+
+/* ---- pages ------------------------------------------------------------- */
+
+static void avail_add(tcache_t *tc, page_t *pg) {
+  pg->prev = NULL;
+  pg->next = tc->avail[pg->cls];
+  if (pg->next) pg->next->prev = pg;
+  tc->avail[pg->cls] = pg;
+  pg->in_avail = 1;
+}
+
+static void avail_del(tcache_t *tc, page_t *pg) {
+  if (pg->prev)
+    pg->prev->next = pg->next;
+  else
+    tc->avail[pg->cls] = pg->next;
+  if (pg->next) pg->next->prev = pg->prev;
+  pg->prev = pg->next = NULL;
+  pg->in_avail = 0;
+}
+
+static page_t *page_new(tcache_t *tc, unsigned cls) {
+  nnmem_allocator_t *a = tc->a;
+  void *mem = NULL;
+  if (nnmem_pool_alloc(a->pool, PAGE_SIZE, PAGE_SIZE, &mem) != NNMEM_OK)
+    return NULL;
+  _Atomic uint8_t *s = reg_slot(a, (uintptr_t)mem, 1);
+  if (!s) {
+    (void)nnmem_pool_free(a->pool, mem);
+    return NULL;
+  }
+  page_t *pg = mem;
+  memset(pg, 0, sizeof *pg);
+  pg->magic = PAGE_MAGIC;
+  pg->cls = cls;
+  pg->bsize = class_size[cls];
+  pg->bump = (char *)mem + PAGE_HDR;
+  pg->end =
+      (char *)mem + PAGE_HDR + (PAGE_SIZE - PAGE_HDR) / pg->bsize * pg->bsize;
+  pg->owner = tc;
+  atomic_store_explicit(s, 1, memory_order_release);
+  atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
+  avail_add(tc, pg);
+  return pg;
+}
+
+static void page_release(tcache_t *tc, page_t *pg) {
+  nnmem_allocator_t *a = tc->a;
+  if (pg->in_avail) avail_del(tc, pg);
+  atomic_store_explicit(reg_slot(a, (uintptr_t)pg, 0), 0, memory_order_release);
+  pg->magic = 0;
+  atomic_fetch_sub_explicit(&a->pages, 1, memory_order_relaxed);
+  (void)nnmem_pool_free(a->pool, pg);
+}
+
+/* Returns a block to its page (owner thread only). */
+static void local_free(tcache_t *tc, page_t *pg, void *blk) {
+  if (nnmem__debug) memset(blk, 0x55, pg->bsize);
+  *(void **)blk = pg->free;
+  pg->free = blk;
+  pg->used--;
+  if (!pg->in_avail) avail_add(tc, pg);
+  if (pg->used == 0 && (tc->avail[pg->cls] != pg || pg->next))
+    page_release(tc, pg); /* keep one page per class */
+}
+
+static void drain_remote(tcache_t *tc) {
+  void *b = atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
+  while (b) {
+    void *next = *(void **)b;
+    local_free(tc, (page_t *)((uintptr_t)b & ~(uintptr_t)(PAGE_SIZE - 1)), b);
+    b = next;
+  }
+}
+
+/* ---- thread caches ----------------------------------------------------- */
+
+static void cache_flush(tcache_t *tc) {
+  drain_remote(tc);
+  for (unsigned c = 0; c < NCLASS; c++) {
+    page_t *pg = tc->avail[c];
+    while (pg) {
+      page_t *next = pg->next;
+      if (pg->used == 0) page_release(tc, pg);
+      pg = next;
+    }
+  }
+}
+
+static void cache_exit(void *v) { /* pthread key destructor */
+  tcache_t *tc = v;
+  nnmem_allocator_t *a = tc->a;
+  cache_flush(tc);
+  if (tls_cur.tc == tc) tls_cur.a = NULL;
+  alock(a);
+  tc->parked = 1;
+  pthread_mutex_unlock(&a->lock);
+}
+
+static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
+  tcache_t *tc = pthread_getspecific(a->key);
+  if (!tc) {
+    alock(a);
+    for (tcache_t *t = a->caches; t && !tc; t = t->next_all)
+      if (t->parked) tc = t; /* adopt a cache of an exited thread */
+    if (tc) {
+      tc->parked = 0;
+    } else if ((tc = calloc(1, sizeof *tc)) != NULL) {
+      tc->a = a;
+      tc->next_all = a->caches;
+      a->caches = tc;
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (!tc) return NULL;
+    if (pthread_setspecific(a->key, tc) != 0) {
+      alock(a);
+      tc->parked = 1;
+      pthread_mutex_unlock(&a->lock);
+      return NULL;
+    }
+  }
+  tls_cur.a = a;
+  tls_cur.id = a->id;
+  tls_cur.tc = tc;
+  return tc;
+}
+
+static inline tcache_t *cache_get(nnmem_allocator_t *a) {
+  if (tls_cur.a == a && tls_cur.id == a->id) return tls_cur.tc;
+  return cache_get_slow(a);
+}
+
+/* ---- allocation -------------------------------------------------------- */
+
+static inline void *page_take(tcache_t *tc, page_t *pg) {
+  void *b = pg->free;
+  if (b)
+    pg->free = *(void **)b;
+  else {
+    b = pg->bump;
+    pg->bump += pg->bsize;
+  }
+  if (!pg->free && pg->bump >= pg->end) avail_del(tc, pg);
+  pg->used++;
+  return b;
+}
+
+static void *small_alloc_slow(tcache_t *tc, unsigned cls) {
+  bump(&tc->st.misses, 1);
+  if (atomic_load_explicit(&tc->remote, memory_order_relaxed)) drain_remote(tc);
+  page_t *pg = tc->avail[cls];
+  if (!pg) pg = page_new(tc, cls);
+  return pg ? page_take(tc, pg) : NULL;
+}
+
+static void *small_alloc(nnmem_allocator_t *a, size_t size) {
+  tcache_t *tc = cache_get(a);
+  if (!tc) return NULL;
+  unsigned cls = class_of[(size + 15) >> 4];
+  page_t *pg = tc->avail[cls];
+  void *b;
+  if (pg) {
+    b = page_take(tc, pg);
+    bump(&tc->st.hits, 1);
+  } else {
+    b = small_alloc_slow(tc, cls);
+    if (!b) return NULL;
+  }
+  bump(&tc->st.allocs, 1);
+  bump(&tc->st.bytes_out, class_size[cls]);
+  if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
+  return b;
+}
+
+void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
+  return nnmem_alloc_aligned(a, size, 16);
+}
+
+void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align) {
+  if (!a || size == 0 || (align & (align - 1))) return NULL;
+  if (size <= SMALL_MAX && align <= 16 && !a->no_cache)
+    return small_alloc(a, size);
+  void *p = NULL;
+  if (nnmem_pool_alloc(a->pool, size, align < 16 ? 16 : align, &p) != NNMEM_OK)
+    return NULL;
+  return p;
+}
+
+nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
+  if (!a) return NNMEM_ERR_INVALID;
+  if (!ptr) return NNMEM_OK;
+  page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
+  if (!pg) return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
+  if (((uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR) % pg->bsize) {
+    atomic_fetch_add_explicit(&a->misuse, 1, memory_order_relaxed);
+    return NNMEM_ERR_INVALID; /* interior pointer */
+  }
+  tcache_t *tc = cache_get(a);
+  if (!tc) return NNMEM_ERR_NOMEM;
+  bump(&tc->st.frees, 1);
+  bump(&tc->st.bytes_in, pg->bsize);
+  if (pg->owner == tc) {
+    if (nnmem__debug)
+      for (void *f = pg->free; f; f = *(void **)f)
+        if (f == ptr) {
+          atomic_fetch_add_explicit(&a->misuse, 1, memory_order_relaxed);
+          return NNMEM_ERR_INVALID; /* double free (debug builds) */
+        }
+    local_free(tc, pg, ptr);
+    return NNMEM_OK;
+  }
+  tcache_t *owner = pg->owner;
+  void *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
+  do {
+    *(void **)ptr = old;
+  } while (!atomic_compare_exchange_weak_explicit(
+      &owner->remote, &old, ptr, memory_order_release, memory_order_relaxed));
+  return NNMEM_OK;
+}
+
+void nnmem_free(nnmem_allocator_t *a, void *ptr) {
+  (void)nnmem_allocator_free(a, ptr);
+}
+
+void nnmem_allocator_thread_flush(nnmem_allocator_t *a) {
+  if (!a || a->no_cache) return;
+  tcache_t *tc = cache_get(a);
+  if (tc) cache_flush(tc);
+}
+
+/* ---- lifecycle and stats ----------------------------------------------- */
+
+void nnmem_allocator_config_init(nnmem_allocator_config_t *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->size = sizeof *cfg;
+}
+
+nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
+                                      nnmem_allocator_t **out) {
+  if (!out) return NNMEM_ERR_INVALID;
+  *out = NULL;
+  nnmem_allocator_config_t c;
+  nnmem_allocator_config_init(&c);
+  if (cfg) c = *cfg;
+  if (c.backend && !(c.backend->flags & NNMEM_BACKEND_BACKED))
+    return NNMEM_ERR_INVALID;
+  pthread_once(&class_once, init_classes);
+  nnmem_allocator_t *a = calloc(1, sizeof *a);
+  if (!a) return NNMEM_ERR_NOMEM;
+  a->id = atomic_fetch_add(&next_id, 1);
+  a->no_cache = c.no_thread_cache != 0;
+  a->backend = c.backend;
+  nnmem_status_t st = NNMEM_OK;
+  if (!a->backend) st = nnmem_backend_host_create(&a->owned_backend);
+  if (!a->backend) a->backend = a->owned_backend;
+  nnmem_pool_config_t pc;
+  nnmem_pool_config_init(&pc);
+  pc.name = "allocator";
+  pc.small_max = c.small_max;
+  pc.large_min = c.large_min;
+  pc.thread_safe = 1;
+  pc.alignment = 16;
+  if (st == NNMEM_OK)
+    st = nnmem_pool_create(NNMEM_POOL_TIERED, &pc, a->backend, &a->pool, NULL);
+  if (st == NNMEM_OK && pthread_key_create(&a->key, cache_exit) != 0)
+    st = NNMEM_ERR_NOMEM;
+  if (st != NNMEM_OK) {
+    nnmem_pool_destroy(a->pool);
+    nnmem_backend_destroy(a->owned_backend);
+    free(a);
+    return st;
+  }
+  pthread_mutex_init(&a->lock, NULL);
+  *out = a;
+  return NNMEM_OK;
+}
+
+void nnmem_allocator_destroy(nnmem_allocator_t *a) {
+  if (!a) return;
+  pthread_key_delete(a->key);
+  if (tls_cur.a == a) tls_cur.a = NULL;
+  while (a->caches) {
+    tcache_t *t = a->caches;
+    a->caches = t->next_all;
+    free(t);
+  }
+  nnmem_pool_destroy(a->pool); /* every page and large block */
+  for (size_t i = 0; i < (1u << 16); i++)
+    free((void *)atomic_load_explicit(&a->reg[i], memory_order_relaxed));
+  nnmem_backend_destroy(a->owned_backend);
+  pthread_mutex_destroy(&a->lock);
+  free(a);
+}
+
+static uint64_t ld(_Atomic uint64_t *v) {
+  return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
+  if (!a || !out) return NNMEM_ERR_INVALID;
+  nnmem_status_t st = nnmem_pool_stats(a->pool, out);
+  if (st != NNMEM_OK) return st;
+  uint64_t page_bytes = ld(&a->pages) * PAGE_SIZE, allocs = 0, frees = 0;
+  uint64_t out_b = 0, in_b = 0;
+  alock(a);
+  for (tcache_t *t = a->caches; t; t = t->next_all) {
+    out->cache_hits += ld(&t->st.hits);
+    out->cache_misses += ld(&t->st.misses);
+    allocs += ld(&t->st.allocs);
+    frees += ld(&t->st.frees);
+    out_b += ld(&t->st.bytes_out);
+    in_b += ld(&t->st.bytes_in);
+  }
+  pthread_mutex_unlock(&a->lock);
+  /* pages count as pool blocks; report the small blocks inside them */
+  uint64_t small_live = out_b - in_b, pages = ld(&a->pages);
+  out->alloc_count += allocs; /* page requests count as pool allocations */
+  out->free_count += frees;
+  out->live_count = out->live_count - pages + (allocs - frees);
+  out->requested_bytes = out->requested_bytes - page_bytes + small_live;
+  out->misuse_count += ld(&a->misuse);
+  out->lock_acquisitions += ld(&a->lock_acq);
+  out->lock_contended += ld(&a->lock_cont);
+  snprintf(out->name, sizeof out->name, "allocator");
+  return NNMEM_OK;
+}

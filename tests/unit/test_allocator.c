@@ -1,0 +1,197 @@
+/* test_allocator.c - the allocator front: the issue's usage example,
+ * size classes and alignment, reuse through the thread cache, cross-thread
+ * frees, statistics, misuse, an unbacked backend refused, randomized
+ * sequences with address-derived fill patterns (fixed seed). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static void test_usage_example(void **state) {
+  (void)state;
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  void *p = nnmem_alloc(a, 3 << 20);
+  void *q = nnmem_alloc_aligned(a, 4096, 256);
+  assert_non_null(p);
+  assert_non_null(q);
+  assert_int_equal((uintptr_t)q % 256, 0);
+  memset(p, 1, 3 << 20);
+  memset(q, 2, 4096);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.live_count, 2);
+  assert_int_equal(st.requested_bytes, (3 << 20) + 4096);
+  nnmem_free(a, p);
+  nnmem_free(a, q);
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(a);
+  nnmem_allocator_destroy(NULL);
+}
+
+static void test_small_blocks(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  assert_null(nnmem_alloc(a, 0));
+  assert_null(nnmem_alloc_aligned(a, 10, 24));
+  void *x = nnmem_alloc(a, 24);
+  void *y = nnmem_alloc(a, 24); /* class 32: next block */
+  assert_int_equal((uintptr_t)y - (uintptr_t)x, 32);
+  assert_int_equal((uintptr_t)x % 16, 0);
+  nnmem_free(a, x);
+  void *z = nnmem_alloc(a, 30);
+  assert_ptr_equal(z, x); /* LIFO reuse from the cache */
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.cache_hits, 2);
+  assert_int_equal(st.cache_misses, 1); /* the first page */
+  assert_int_equal(st.live_count, 2);
+  assert_int_equal(st.requested_bytes, 64);
+  /* misuse: foreign, interior pointer */
+  static char foreign[64] __attribute__((aligned(16)));
+  assert_int_equal(nnmem_allocator_free(a, foreign), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_free(a, (char *)y + 16), NNMEM_ERR_INVALID);
+  assert_ok(nnmem_allocator_free(a, NULL));
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 2);
+  nnmem_free(a, y);
+  nnmem_free(a, z);
+  nnmem_allocator_thread_flush(a);
+  nnmem_allocator_destroy(a);
+}
+
+static void test_unbacked_refused(void **state) {
+  (void)state;
+  nnmem_backend_t *b = NULL;
+  assert_ok(nnmem_backend_sim_create(NULL, &b));
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.backend = b;
+  nnmem_allocator_t *a = NULL;
+  assert_int_equal(nnmem_allocator_create(&cfg, &a), NNMEM_ERR_INVALID);
+  assert_null(a);
+  nnmem_backend_destroy(b);
+}
+
+static void fill(void *p, size_t n) {
+  uint64_t v = (uintptr_t)p * 0x9E3779B97F4A7C15ULL;
+  for (size_t i = 0; i < n; i++)
+    ((unsigned char *)p)[i] = (unsigned char)(v >> ((i & 7) * 8));
+}
+
+static int filled(const void *p, size_t n) {
+  uint64_t v = (uintptr_t)p * 0x9E3779B97F4A7C15ULL;
+  for (size_t i = 0; i < n; i++)
+    if (((const unsigned char *)p)[i] != (unsigned char)(v >> ((i & 7) * 8)))
+      return 0;
+  return 1;
+}
+
+static void random_sequence(int no_cache, uint64_t seed) {
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.no_thread_cache = no_cache;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  enum { N = 256 };
+  void *p[N] = {0};
+  size_t sz[N] = {0};
+  uint64_t rng = seed;
+  for (int step = 0; step < 20000; step++) {
+    int i = (int)(tu_rand(&rng) % N);
+    if (p[i]) {
+      if (!filled(p[i], sz[i]))
+        fail_msg("seed %llu step %d: block overwritten",
+                 (unsigned long long)seed, step);
+      nnmem_free(a, p[i]);
+      p[i] = NULL;
+    } else {
+      uint64_t r = tu_rand(&rng);
+      sz[i] = (r % 8) ? 1 + r % 9000 : 1 + r % (2 << 20);
+      p[i] = nnmem_alloc(a, sz[i]);
+      assert_non_null(p[i]);
+      fill(p[i], sz[i]);
+    }
+  }
+  for (int i = 0; i < N; i++)
+    nnmem_free(a, p[i]);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(a);
+}
+
+static void test_random(void **state) {
+  (void)state;
+  random_sequence(0, 12345);
+  random_sequence(1, 777);
+}
+
+typedef struct handoff {
+  nnmem_allocator_t *a;
+  void **blocks;
+  int n;
+} handoff_t;
+
+static void *free_all(void *arg) {
+  handoff_t *h = arg;
+  for (int i = 0; i < h->n; i++)
+    nnmem_free(h->a, h->blocks[i]);
+  return NULL;
+}
+
+static void *alloc_some(void *arg) {
+  handoff_t *h = arg;
+  for (int i = 0; i < h->n; i++)
+    h->blocks[i] = nnmem_alloc(h->a, 48);
+  return NULL; /* the thread exits: its cache is parked */
+}
+
+/* Blocks allocated here are freed by another thread (remote stack), and
+ * blocks of an exited thread are freed here. */
+static void test_cross_thread(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  enum { N = 3000 };
+  void **blocks = calloc(N, sizeof *blocks);
+  for (int i = 0; i < N; i++)
+    blocks[i] = nnmem_alloc(a, 100);
+  handoff_t h = {a, blocks, N};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, free_all, &h), 0);
+  pthread_join(t, NULL);
+  /* the owner drains its remote stack when it misses */
+  for (int i = 0; i < N; i++)
+    blocks[i] = nnmem_alloc(a, 100);
+  for (int i = 0; i < N; i++)
+    nnmem_free(a, blocks[i]);
+  assert_int_equal(pthread_create(&t, NULL, alloc_some, &h), 0);
+  pthread_join(t, NULL);
+  for (int i = 0; i < N; i++) {
+    assert_non_null(blocks[i]);
+    nnmem_free(a, blocks[i]);
+  }
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.live_count, 0);
+  free(blocks);
+  nnmem_allocator_destroy(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_usage_example),
+      cmocka_unit_test(test_small_blocks),
+      cmocka_unit_test(test_unbacked_refused),
+      cmocka_unit_test(test_random),
+      cmocka_unit_test(test_cross_thread),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

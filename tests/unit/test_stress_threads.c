@@ -1,0 +1,141 @@
+/* test_stress_threads.c - several threads allocate random sizes with random
+ * lifetimes from one allocator and hand a share of their blocks to other
+ * threads to free (cross-thread frees). Every block is filled with a
+ * pattern derived from its address and checked before it is freed, so any
+ * overlap between live blocks is caught. Bounded: about 1.5 s of work.
+ * Label `stress`; `make test` also runs it under ThreadSanitizer. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "testutil.h"
+
+enum { THREADS = 4, SLOTS = 256, MAILBOX = 64 };
+
+typedef struct mailbox { /* blocks handed to a thread for freeing */
+  pthread_mutex_t lock;
+  void *blk[MAILBOX];
+  size_t size[MAILBOX];
+  int n;
+} mailbox_t;
+
+static nnmem_allocator_t *g_alloc;
+static mailbox_t g_box[THREADS];
+static atomic_int g_bad;
+static double g_seconds = 1.5;
+
+static void fill(void *p, size_t n) {
+  uint64_t v = (uintptr_t)p * 0x9E3779B97F4A7C15ULL;
+  for (size_t i = 0; i < n; i++)
+    ((unsigned char *)p)[i] = (unsigned char)(v >> ((i & 7) * 8));
+}
+
+static void check_and_free(void *p, size_t n) {
+  uint64_t v = (uintptr_t)p * 0x9E3779B97F4A7C15ULL;
+  for (size_t i = 0; i < n; i++)
+    if (((unsigned char *)p)[i] != (unsigned char)(v >> ((i & 7) * 8))) {
+      atomic_fetch_add(&g_bad, 1);
+      break;
+    }
+  nnmem_free(g_alloc, p);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t rand_size(uint64_t *rng) {
+  uint64_t r = tu_rand(rng);
+  if (r % 64 == 0) return 1 + (r >> 8) % (256 << 10); /* shared pool */
+  return 1 + (r >> 8) % 2048;
+}
+
+static void drain_box(int self) {
+  mailbox_t *m = &g_box[self];
+  pthread_mutex_lock(&m->lock);
+  for (int i = 0; i < m->n; i++)
+    check_and_free(m->blk[i], m->size[i]);
+  m->n = 0;
+  pthread_mutex_unlock(&m->lock);
+}
+
+static int post(int to, void *p, size_t n) {
+  mailbox_t *m = &g_box[to];
+  int ok = 0;
+  pthread_mutex_lock(&m->lock);
+  if (m->n < MAILBOX) {
+    m->blk[m->n] = p;
+    m->size[m->n++] = n;
+    ok = 1;
+  }
+  pthread_mutex_unlock(&m->lock);
+  return ok;
+}
+
+static void *worker(void *arg) {
+  int self = (int)(intptr_t)arg;
+  uint64_t rng = 0x1234567ULL * (uint64_t)(self + 1);
+  void *blk[SLOTS] = {0};
+  size_t size[SLOTS] = {0};
+  double end = now() + g_seconds;
+  for (unsigned long step = 0;; step++) {
+    if ((step & 1023) == 0) {
+      drain_box(self);
+      if (now() > end) break;
+    }
+    int i = (int)(tu_rand(&rng) % SLOTS);
+    if (!blk[i]) {
+      size[i] = rand_size(&rng);
+      blk[i] = nnmem_alloc(g_alloc, size[i]);
+      if (!blk[i]) {
+        atomic_fetch_add(&g_bad, 1);
+        continue;
+      }
+      fill(blk[i], size[i]);
+    } else if (tu_rand(&rng) % 4 == 0 &&
+               post((self + 1 + (int)(tu_rand(&rng) % (THREADS - 1))) % THREADS,
+                    blk[i], size[i])) {
+      blk[i] = NULL; /* another thread frees it */
+    } else {
+      check_and_free(blk[i], size[i]);
+      blk[i] = NULL;
+    }
+  }
+  for (int i = 0; i < SLOTS; i++)
+    if (blk[i]) check_and_free(blk[i], size[i]);
+  return NULL;
+}
+
+static void test_threads(void **state) {
+  (void)state;
+  assert_ok(nnmem_allocator_create(NULL, &g_alloc));
+  for (int t = 0; t < THREADS; t++)
+    pthread_mutex_init(&g_box[t].lock, NULL);
+  pthread_t th[THREADS];
+  for (int t = 0; t < THREADS; t++)
+    assert_int_equal(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t),
+                     0);
+  for (int t = 0; t < THREADS; t++)
+    pthread_join(th[t], NULL);
+  for (int t = 0; t < THREADS; t++)
+    drain_box(t);
+  if (atomic_load(&g_bad)) fail_msg("%d corrupted blocks", atomic_load(&g_bad));
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(g_alloc, &st));
+  assert_int_equal(st.live_count, 0);
+  assert_true(st.cache_hits > 0);
+  assert_true(st.lock_acquisitions > 0);
+  for (int t = 0; t < THREADS; t++)
+    pthread_mutex_destroy(&g_box[t].lock);
+  nnmem_allocator_destroy(g_alloc);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
