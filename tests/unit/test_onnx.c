@@ -1,0 +1,863 @@
+/* test_onnx.c - the ONNX importer on small models built in the test with a
+ * minimal protobuf writer: shape inference of convolutions, pooling, Gemm,
+ * Reshape (0 / -1), broadcasting, folding of integer shape chains, opset
+ * variants, If / Loop bodies, dtype / layout options, and bad input
+ * (truncated or corrupted protobuf, not ONNX, unknown domain, cycles,
+ * missing producers, duplicate names, bad dims, attribute types, deep
+ * nesting) with clear messages and no leak. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* ---- a minimal protobuf writer ------------------------------------------*/
+
+typedef struct pb {
+  uint8_t *b;
+  size_t n, cap;
+} pb_t;
+
+static void put(pb_t *p, const void *d, size_t n) {
+  if (n == 0) return;
+  if (p->n + n > p->cap) {
+    p->cap = (p->n + n) * 2 + 64;
+    p->b = realloc(p->b, p->cap);
+    assert_non_null(p->b);
+  }
+  memcpy(p->b + p->n, d, n);
+  p->n += n;
+}
+
+static void varint(pb_t *p, uint64_t v) {
+  uint8_t c[10];
+  size_t n = 0;
+  do {
+    c[n] = (uint8_t)(v & 0x7f);
+    v >>= 7;
+    if (v) c[n] |= 0x80;
+    n++;
+  } while (v);
+  put(p, c, n);
+}
+
+static void f_int(pb_t *p, int field, int64_t v) {
+  varint(p, (uint64_t)field << 3);
+  varint(p, (uint64_t)v);
+}
+
+static void f_bytes(pb_t *p, int field, const void *d, size_t n) {
+  varint(p, (uint64_t)field << 3 | 2);
+  varint(p, n);
+  put(p, d, n);
+}
+
+static void f_str(pb_t *p, int field, const char *s) {
+  f_bytes(p, field, s, strlen(s));
+}
+
+static void f_float(pb_t *p, int field, float f) {
+  varint(p, (uint64_t)field << 3 | 5);
+  put(p, &f, 4);
+}
+
+/* Appends `sub` as a length-delimited field and frees it. */
+static void f_msg(pb_t *p, int field, pb_t *sub) {
+  f_bytes(p, field, sub->b, sub->n);
+  free(sub->b);
+  memset(sub, 0, sizeof *sub);
+}
+
+/* ---- ONNX messages
+ * -----------------------------------------------------------*/
+
+enum { FLOAT = 1, INT64 = 7, BOOL = 9, FLOAT16 = 10 };
+
+/* dims: >= 0 a value, -1 "batch", -2 "sequence", -3 "other". */
+static pb_t value_info(const char *name, int elem, int rank,
+                       const int64_t *dims) {
+  pb_t vi = {0}, tp = {0}, tt = {0}, sh = {0};
+  static const char *const params[] = {"", "batch", "sequence", "other"};
+  for (int i = 0; i < rank; i++) {
+    pb_t d = {0};
+    if (dims[i] >= 0)
+      f_int(&d, 1, dims[i]);
+    else
+      f_str(&d, 2, params[-dims[i]]);
+    f_msg(&sh, 1, &d);
+  }
+  f_int(&tt, 1, elem);
+  if (rank >= 0) f_msg(&tt, 2, &sh);
+  free(sh.b);
+  f_msg(&tp, 1, &tt);
+  f_str(&vi, 1, name);
+  f_msg(&vi, 2, &tp);
+  return vi;
+}
+
+/* An int64 tensor with values (raw_data), or with external data when
+ * vals is NULL. */
+static pb_t tensor(const char *name, int elem, int rank, const int64_t *dims,
+                   const int64_t *vals) {
+  pb_t t = {0};
+  size_t n = 1;
+  for (int i = 0; i < rank; i++) {
+    f_int(&t, 1, dims[i]);
+    n *= (size_t)dims[i];
+  }
+  f_int(&t, 2, elem);
+  f_str(&t, 8, name);
+  if (vals && elem == BOOL) {
+    uint8_t b[64];
+    for (size_t i = 0; i < n && i < 64; i++)
+      b[i] = vals[i] != 0;
+    f_bytes(&t, 9, b, n);
+  } else if (vals) {
+    f_bytes(&t, 9, vals, n * 8);
+  } else {
+    pb_t kv = {0};
+    f_str(&kv, 1, "location");
+    f_str(&kv, 2, "weights.bin");
+    f_msg(&t, 13, &kv);
+    f_int(&t, 14, 1);
+  }
+  return t;
+}
+
+static pb_t attr_int(const char *name, int64_t v) {
+  pb_t a = {0};
+  f_str(&a, 1, name);
+  f_int(&a, 20, 2);
+  f_int(&a, 3, v);
+  return a;
+}
+
+static pb_t attr_ints(const char *name, int n, const int64_t *v) {
+  pb_t a = {0};
+  f_str(&a, 1, name);
+  f_int(&a, 20, 7);
+  for (int i = 0; i < n; i++)
+    f_int(&a, 8, v[i]);
+  return a;
+}
+
+static pb_t attr_str(const char *name, const char *s) {
+  pb_t a = {0};
+  f_str(&a, 1, name);
+  f_int(&a, 20, 3);
+  f_str(&a, 4, s);
+  return a;
+}
+
+static pb_t attr_graph(const char *name, pb_t *g) {
+  pb_t a = {0};
+  f_str(&a, 1, name);
+  f_int(&a, 20, 5);
+  f_msg(&a, 6, g);
+  return a;
+}
+
+/* A node: "in1,in2" / "out1" comma lists (empty entries allowed), attrs
+ * consumed. */
+static pb_t node(const char *op, const char *name, const char *ins,
+                 const char *outs, int n_attr, pb_t *attrs) {
+  pb_t nd = {0};
+  char buf[256];
+  const char *lists[2] = {ins, outs};
+  for (int l = 0; l < 2; l++) {
+    if (!lists[l]) continue;
+    snprintf(buf, sizeof buf, "%s", lists[l]);
+    char *s = buf;
+    for (;;) {
+      char *comma = strchr(s, ',');
+      if (comma) *comma = 0;
+      f_str(&nd, l + 1, s);
+      if (!comma) break;
+      s = comma + 1;
+    }
+  }
+  if (name) f_str(&nd, 3, name);
+  f_str(&nd, 4, op);
+  for (int i = 0; i < n_attr; i++)
+    f_msg(&nd, 5, &attrs[i]);
+  return nd;
+}
+
+typedef struct gb {
+  pb_t g;
+} gb_t;
+
+static void g_node(gb_t *g, pb_t nd) {
+  f_msg(&g->g, 1, &nd);
+}
+static void g_init(gb_t *g, pb_t t) {
+  f_msg(&g->g, 5, &t);
+}
+static void g_input(gb_t *g, pb_t vi) {
+  f_msg(&g->g, 11, &vi);
+}
+static void g_output(gb_t *g, pb_t vi) {
+  f_msg(&g->g, 12, &vi);
+}
+static void g_value_info(gb_t *g, pb_t vi) {
+  f_msg(&g->g, 13, &vi);
+}
+
+/* Wraps a graph into a model with the default-domain opset. */
+static pb_t model(gb_t *g, int64_t opset, const char *domain) {
+  pb_t m = {0}, os = {0};
+  f_int(&m, 1, 8);
+  f_str(&os, 1, domain);
+  f_int(&os, 2, opset);
+  f_msg(&m, 8, &os);
+  f_str(&m, 2, "nnmem-test");
+  f_str(&g->g, 2, "g");
+  f_msg(&m, 7, &g->g);
+  return m;
+}
+
+static nnmem_status_t import(pb_t *m, const nnmem_onnx_config_t *cfg,
+                             nnmem_graph_t **g, nnmem_onnx_report_t *rep,
+                             nnmem_diag_t *diag) {
+  nnmem_onnx_report_t local;
+  nnmem_status_t st =
+      nnmem_onnx_import(m->b, m->n, "t.onnx", cfg, g, rep ? rep : &local, diag);
+  return st;
+}
+
+static nnmem_tensor_info_t tinfo(const nnmem_graph_t *g, const char *name) {
+  uint32_t id;
+  nnmem_tensor_info_t t;
+  if (nnmem_graph_find_tensor(g, name, &id) != NNMEM_OK)
+    fail_msg("no tensor '%s'", name);
+  assert_ok(nnmem_graph_tensor(g, id, &t));
+  return t;
+}
+
+static void assert_shape(const nnmem_graph_t *g, const char *name, int rank,
+                         const int64_t *dims) {
+  nnmem_tensor_info_t t = tinfo(g, name);
+  if ((int)t.rank != rank) fail_msg("%s: rank %u, want %d", name, t.rank, rank);
+  for (int i = 0; i < rank; i++)
+    if (t.shape[i] != dims[i])
+      fail_msg("%s: dim %d is %lld, want %lld", name, i, (long long)t.shape[i],
+               (long long)dims[i]);
+}
+
+#define SHAPE(g, name, ...)                                     \
+  do {                                                          \
+    const int64_t d_[] = {__VA_ARGS__};                         \
+    assert_shape(g, name, (int)(sizeof d_ / sizeof d_[0]), d_); \
+  } while (0)
+
+/* Liveness + auto plan through the verifier. */
+static void plan_ok(const nnmem_graph_t *g) {
+  nnmem_liveness_t *l = NULL;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = nnmem_liveness_analyze(g, NULL, &l, &d);
+  if (st != NNMEM_OK) fail_msg("liveness: %s", d.message);
+  nnmem_plan_t *p = tu_plan_verified(nnmem_liveness_problem(l), NULL);
+  nnmem_plan_destroy(p);
+  nnmem_liveness_destroy(l);
+}
+
+static const nnmem_op_info_t *find_op(const nnmem_graph_t *g, const char *type,
+                                      nnmem_op_info_t *out) {
+  for (uint32_t i = 0; i < nnmem_graph_op_count(g); i++) {
+    assert_ok(nnmem_graph_op(g, i, out));
+    if (strcmp(out->type, type) == 0) return out;
+  }
+  fail_msg("no op of type %s", type);
+  return NULL;
+}
+
+/* ---- shapes --------------------------------------------------------------*/
+
+static pb_t cnn_model(void) {
+  gb_t g = {{0}};
+  const int64_t xd[] = {1, 3, 224, 224}, wd[] = {64, 3, 7, 7}, bd[] = {10, 64},
+                yd[] = {1, 10};
+  const int64_t two[] = {2, 2}, three[] = {3, 3}, seven[] = {7, 7},
+                p3[] = {3, 3, 3, 3}, p1[] = {1, 1, 1, 1};
+  g_input(&g, value_info("X", FLOAT, 4, xd));
+  g_init(&g, tensor("W", FLOAT, 4, wd, NULL)); /* external data */
+  g_init(&g, tensor("B", FLOAT, 2, bd, NULL));
+  pb_t ca[] = {attr_ints("strides", 2, two), attr_ints("pads", 4, p3),
+               attr_ints("kernel_shape", 2, seven)};
+  g_node(&g, node("Conv", "conv1", "X,W", "c1", 3, ca));
+  g_node(&g, node("Relu", "relu1", "c1", "r1", 0, NULL));
+  pb_t pa[] = {attr_ints("kernel_shape", 2, three),
+               attr_ints("strides", 2, two), attr_ints("pads", 4, p1)};
+  g_node(&g, node("MaxPool", "pool1", "r1", "p1", 3, pa));
+  pb_t pc[] = {attr_ints("kernel_shape", 2, three),
+               attr_ints("strides", 2, two), attr_int("ceil_mode", 1)};
+  g_node(&g, node("MaxPool", "pool2", "p1", "p2", 3, pc));
+  pb_t ap[] = {attr_ints("kernel_shape", 2, three),
+               attr_ints("strides", 2, two),
+               attr_str("auto_pad", "SAME_UPPER")};
+  g_node(&g, node("AveragePool", "pool3", "p2", "a1", 3, ap));
+  g_node(&g, node("GlobalAveragePool", "gap", "a1", "gp", 0, NULL));
+  g_node(&g, node("Flatten", "flat", "gp", "f", 0, NULL));
+  pb_t ga[] = {attr_int("transB", 1)};
+  g_node(&g, node("Gemm", "fc", "f,B", "Y", 1, ga));
+  g_output(&g, value_info("Y", FLOAT, 2, yd));
+  return model(&g, 13, "");
+}
+
+static void test_cnn_shapes(void **state) {
+  (void)state;
+  pb_t m = cnn_model();
+  nnmem_graph_t *g = NULL;
+  nnmem_onnx_report_t rep;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = import(&m, NULL, &g, &rep, &d);
+  if (st != NNMEM_OK) fail_msg("%s", d.message);
+  SHAPE(g, "c1", 1, 64, 112, 112);
+  SHAPE(g, "p1", 1, 64, 56, 56);
+  SHAPE(g, "p2", 1, 64, 28, 28); /* ceil_mode: 27 without it */
+  SHAPE(g, "a1", 1, 64, 14, 14);
+  SHAPE(g, "gp", 1, 64, 1, 1);
+  SHAPE(g, "f", 1, 64);
+  SHAPE(g, "Y", 1, 10);
+  assert_int_equal(tinfo(g, "c1").bytes, 64 * 112 * 112 * 4);
+  assert_int_equal(tinfo(g, "W").bytes, 64 * 3 * 7 * 7 * 4); /* external */
+  assert_int_equal(tinfo(g, "W").kind, NNMEM_TENSOR_WEIGHT);
+  assert_int_equal(tinfo(g, "X").kind, NNMEM_TENSOR_INPUT);
+  assert_int_equal(tinfo(g, "Y").kind, NNMEM_TENSOR_OUTPUT);
+  assert_int_equal(tinfo(g, "r1").kind, NNMEM_TENSOR_ACTIVATION);
+  nnmem_op_info_t op;
+  assert_int_equal(find_op(g, "Flatten", &op)->flags, NNMEM_OP_VIEW);
+  assert_int_equal(find_op(g, "Relu", &op)->flags, NNMEM_OP_INPLACE);
+  assert_int_equal(find_op(g, "Conv", &op)->flags, 0);
+  assert_int_equal(rep.nodes, 8);
+  assert_int_equal(rep.ops, 8);
+  assert_int_equal(rep.unresolved_tensors, 0);
+  assert_int_equal(rep.opset, 13);
+  plan_ok(g);
+  nnmem_graph_destroy(g);
+  free(m.b);
+}
+
+static void test_cnn_dtype_layout(void **state) {
+  (void)state;
+  pb_t m = cnn_model();
+  nnmem_onnx_config_t cfg;
+  nnmem_onnx_config_init(&cfg);
+  cfg.dtype = NNMEM_DTYPE_FLOAT16;
+  cfg.layout = NNMEM_ONNX_LAYOUT_NC1HWC0;
+  cfg.alignment = 256;
+  nnmem_graph_t *g = NULL;
+  nnmem_diag_t d = {{0}};
+  assert_ok(import(&m, &cfg, &g, NULL, &d));
+  SHAPE(g, "c1", 1, 4, 112, 112, 16); /* 64 channels = 4 x 16 */
+  SHAPE(g, "X", 1, 1, 224, 224, 16);  /* 3 channels padded to 16 */
+  assert_int_equal(tinfo(g, "X").bytes, 224 * 224 * 16 * 2);
+  assert_int_equal(tinfo(g, "X").dtype, NNMEM_DTYPE_FLOAT16);
+  assert_int_equal(tinfo(g, "X").align, 256);
+  SHAPE(g, "W", 64, 3, 7, 7); /* weights keep their layout */
+  assert_int_equal(tinfo(g, "W").bytes, 64 * 3 * 7 * 7 * 2);
+  SHAPE(g, "Y", 1, 10);
+  plan_ok(g);
+  nnmem_graph_destroy(g);
+  nnmem_onnx_config_init(&cfg);
+  cfg.layout = NNMEM_ONNX_LAYOUT_NHWC;
+  assert_ok(import(&m, &cfg, &g, NULL, &d));
+  SHAPE(g, "c1", 1, 112, 112, 64);
+  nnmem_graph_destroy(g);
+  free(m.b);
+}
+
+static void test_reshape_broadcast(void **state) {
+  (void)state;
+  gb_t g = {{0}};
+  const int64_t xd[] = {2, 3, 4}, sd[] = {2}, sv[] = {0, -1}, ad[] = {3, 1},
+                t4[] = {2, 3, 4};
+  g_input(&g, value_info("X", FLOAT, 3, xd));
+  g_input(&g, value_info("A", FLOAT, 2, ad));
+  g_init(&g, tensor("shape", INT64, 1, sd, sv));
+  g_node(&g, node("Reshape", "r", "X,shape", "R", 0, NULL));
+  g_node(&g, node("Sub", "s", "X,A", "S", 0, NULL)); /* broadcast */
+  g_node(&g, node("Mul", "m", "S,X", "M", 0, NULL)); /* same shape */
+  g_node(&g, node("Sigmoid", "sg", "M", "Y", 0, NULL));
+  g_output(&g, value_info("Y", FLOAT, 3, t4));
+  g_output(&g, value_info("R", FLOAT, -1, NULL));
+  pb_t m = model(&g, 14, "");
+  nnmem_graph_t *gr = NULL;
+  nnmem_diag_t d = {{0}};
+  assert_ok(import(&m, NULL, &gr, NULL, &d));
+  SHAPE(gr, "R", 2, 12);
+  SHAPE(gr, "S", 2, 3, 4);
+  SHAPE(gr, "M", 2, 3, 4);
+  nnmem_op_info_t op;
+  assert_int_equal(find_op(gr, "Reshape", &op)->flags, NNMEM_OP_VIEW);
+  assert_int_equal(find_op(gr, "Mul", &op)->flags, NNMEM_OP_INPLACE);
+  plan_ok(gr);
+  nnmem_graph_destroy(gr);
+  free(m.b);
+}
+
+/* Shape -> Gather -> Mul -> Unsqueeze -> Concat -> Reshape folds. */
+static pb_t folding_model(void) {
+  gb_t g = {{0}};
+  const int64_t xd[] = {-1, -2, 8}, one[] = {1}, zero = 0, onev = 1, eight = 8,
+                ax0 = 0;
+  g_input(&g, value_info("X", FLOAT, 3, xd));
+  g_init(&g, tensor("i0", INT64, 0, NULL, &zero));
+  g_init(&g, tensor("i1", INT64, 0, NULL, &onev));
+  g_init(&g, tensor("c8", INT64, 1, one, &eight));
+  g_init(&g, tensor("axes", INT64, 1, one, &ax0));
+  g_node(&g, node("Shape", "shape", "X", "sh", 0, NULL));
+  g_node(&g, node("Gather", "g0", "sh,i0", "b", 0, NULL));
+  g_node(&g, node("Gather", "g1", "sh,i1", "s", 0, NULL));
+  g_node(&g, node("Mul", "bs", "b,s", "bs", 0, NULL));
+  g_node(&g, node("Unsqueeze", "u", "bs,axes", "bsu", 0, NULL));
+  pb_t ca[] = {attr_int("axis", 0)};
+  g_node(&g, node("Concat", "cat", "bsu,c8", "newshape", 1, ca));
+  g_node(&g, node("Reshape", "r", "X,newshape", "Y", 0, NULL));
+  g_output(&g, value_info("Y", FLOAT, -1, NULL));
+  return model(&g, 13, "");
+}
+
+static void test_folding_chain(void **state) {
+  (void)state;
+  pb_t m = folding_model();
+  nnmem_onnx_config_t cfg;
+  nnmem_onnx_config_init(&cfg);
+  nnmem_onnx_dim_t dims[] = {{"batch", 4}, {"sequence", 16}};
+  cfg.dims = dims;
+  cfg.n_dims = 2;
+  nnmem_graph_t *g = NULL;
+  nnmem_onnx_report_t rep;
+  nnmem_diag_t d = {{0}};
+  assert_ok(import(&m, &cfg, &g, &rep, &d));
+  SHAPE(g, "Y", 64, 8);
+  SHAPE(g, "newshape", 2);
+  assert_int_equal(tinfo(g, "newshape").kind, NNMEM_TENSOR_CONSTANT);
+  assert_int_equal(tinfo(g, "bs").kind, NNMEM_TENSOR_CONSTANT);
+  assert_int_equal(nnmem_graph_op_count(g), 1); /* only the Reshape runs */
+  assert_int_equal(rep.folded_nodes, 6);
+  assert_int_equal(rep.n_defaults, 0);
+  plan_ok(g);
+  nnmem_graph_destroy(g);
+  /* unbound: batch -> 1, sequence -> 128, both reported */
+  assert_ok(import(&m, NULL, &g, &rep, &d));
+  SHAPE(g, "Y", 128, 8);
+  assert_int_equal(rep.n_defaults, 2);
+  assert_string_equal(rep.defaults[0].name, "batch");
+  assert_int_equal(rep.defaults[0].value, 1);
+  assert_string_equal(rep.defaults[1].name, "sequence");
+  assert_int_equal(rep.defaults[1].value, 128);
+  nnmem_graph_destroy(g);
+  free(m.b);
+}
+
+/* The same ops across opsets: attributes (old) and inputs (new). */
+static void check_opset_variant(int64_t opset) {
+  gb_t g = {{0}};
+  const int64_t xd[] = {2, 1, 6}, one[] = {1}, two[] = {2};
+  const int64_t ax1 = 1, ax0 = 0, sp[] = {2, 4}, st[] = {1}, en[] = {5},
+                pads[] = {0, 0, 1, 0, 0, 2};
+  g_input(&g, value_info("X", FLOAT, 3, xd));
+  int old = opset < 13;
+  if (old) {
+    pb_t a1[] = {attr_ints("axes", 1, &ax1)};
+    g_node(&g, node("Squeeze", "sq", "X", "sq", 1, a1));
+    pb_t a2[] = {attr_ints("axes", 1, &ax0)};
+    g_node(&g, node("Unsqueeze", "us", "sq", "us", 1, a2));
+    pb_t a3[] = {attr_int("axis", 2), attr_ints("split", 2, sp)};
+    g_node(&g, node("Split", "sp", "us", "s0,s1", 2, a3));
+    pb_t a4[] = {attr_ints("axes", 1, &ax1), attr_int("keepdims", 0)};
+    g_node(&g, node("ReduceSum", "rs", "X", "rs", 2, a4));
+  } else {
+    g_init(&g, tensor("ax1", INT64, 1, one, &ax1));
+    g_init(&g, tensor("ax0", INT64, 1, one, &ax0));
+    g_init(&g, tensor("split", INT64, 1, two, sp));
+    g_node(&g, node("Squeeze", "sq", "X,ax1", "sq", 0, NULL));
+    g_node(&g, node("Unsqueeze", "us", "sq,ax0", "us", 0, NULL));
+    pb_t a3[] = {attr_int("axis", 2)};
+    g_node(&g, node("Split", "sp", "us,split", "s0,s1", 1, a3));
+    pb_t a4[] = {attr_int("keepdims", 0)};
+    g_node(&g, node("ReduceSum", "rs", "X,ax1", "rs", 1, a4));
+  }
+  if (opset < 10) {
+    const int64_t axis2 = 2;
+    pb_t a6[] = {attr_ints("starts", 1, st), attr_ints("ends", 1, en),
+                 attr_ints("axes", 1, &axis2)};
+    g_node(&g, node("Slice", "sl", "X", "sl", 3, a6));
+  } else {
+    const int64_t axis2 = 2;
+    g_init(&g, tensor("st", INT64, 1, one, st));
+    g_init(&g, tensor("en", INT64, 1, one, en));
+    g_init(&g, tensor("ax2", INT64, 1, one, &axis2));
+    g_node(&g, node("Slice", "sl", "X,st,en,ax2", "sl", 0, NULL));
+  }
+  if (opset < 11) {
+    pb_t a7[] = {attr_ints("pads", 6, pads)};
+    g_node(&g, node("Pad", "pd", "X", "pd", 1, a7));
+  } else {
+    const int64_t six[] = {6};
+    g_init(&g, tensor("pads", INT64, 1, six, pads));
+    g_node(&g, node("Pad", "pd", "X,pads", "pd", 0, NULL));
+  }
+  g_output(&g, value_info("s1", FLOAT, -1, NULL));
+  pb_t m = model(&g, opset, "");
+  nnmem_graph_t *gr = NULL;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t s = import(&m, NULL, &gr, NULL, &d);
+  if (s != NNMEM_OK) fail_msg("opset %lld: %s", (long long)opset, d.message);
+  SHAPE(gr, "sq", 2, 6);
+  SHAPE(gr, "us", 1, 2, 6);
+  SHAPE(gr, "s0", 1, 2, 2);
+  SHAPE(gr, "s1", 1, 2, 4);
+  SHAPE(gr, "rs", 2, 6);
+  SHAPE(gr, "sl", 2, 1, 4);
+  SHAPE(gr, "pd", 2, 1, 9);
+  plan_ok(gr);
+  nnmem_graph_destroy(gr);
+  free(m.b);
+}
+
+static void test_opset_variants(void **state) {
+  (void)state;
+  check_opset_variant(9);
+  check_opset_variant(11);
+  check_opset_variant(13);
+  check_opset_variant(18);
+}
+
+/* ---- control flow
+ * ----------------------------------------------------------*/
+
+static pb_t branch(const char *op, const char *out) {
+  gb_t b = {{0}};
+  g_node(&b, node(op, NULL, "X", out, 0, NULL));
+  g_output(&b, value_info(out, FLOAT, -1, NULL));
+  f_str(&b.g, 2, out);
+  return b.g;
+}
+
+static pb_t if_model(int const_cond) {
+  gb_t g = {{0}};
+  const int64_t xd[] = {4, 8}, t = 1;
+  if (const_cond)
+    g_init(&g, tensor("C", BOOL, 0, NULL, &t));
+  else
+    g_input(&g, value_info("C", BOOL, 0, NULL));
+  g_input(&g, value_info("X", FLOAT, 2, xd));
+  pb_t tb = branch("Relu", "t_out"), eb = branch("Tanh", "e_out");
+  pb_t a[] = {attr_graph("then_branch", &tb), attr_graph("else_branch", &eb)};
+  g_node(&g, node("If", "if", "C", "Y", 2, a));
+  g_output(&g, value_info("Y", FLOAT, -1, NULL));
+  return model(&g, 13, "");
+}
+
+static void test_if(void **state) {
+  (void)state;
+  for (int k = 0; k < 2; k++) {
+    pb_t m = if_model(k);
+    nnmem_graph_t *g = NULL;
+    nnmem_onnx_report_t rep;
+    nnmem_diag_t d = {{0}};
+    nnmem_status_t st = import(&m, NULL, &g, &rep, &d);
+    if (st != NNMEM_OK) fail_msg("%s", d.message);
+    SHAPE(g, "Y", 4, 8);
+    nnmem_op_info_t op;
+    find_op(g, "If", &op);
+    assert_int_equal(op.n_inputs, 2); /* C + the captured X */
+    uint32_t xid;
+    assert_ok(nnmem_graph_find_tensor(g, "X", &xid));
+    assert_int_equal(op.inputs[1], xid);
+    assert_int_equal(op.workspace_bytes, 4 * 8 * 4); /* one body tensor */
+    assert_int_equal(rep.subgraph_nodes, 2);
+    plan_ok(g);
+    nnmem_graph_destroy(g);
+    free(m.b);
+  }
+}
+
+static void test_loop(void **state) {
+  (void)state;
+  gb_t body = {{0}};
+  g_input(&body, value_info("iter", INT64, 0, NULL));
+  g_input(&body, value_info("cond_in", BOOL, 0, NULL));
+  g_input(&body, value_info("v_in", FLOAT, -1, NULL));
+  g_node(&body, node("Add", "add", "v_in,W", "v_out", 0, NULL));
+  g_node(&body, node("Identity", "idc", "cond_in", "cond_out", 0, NULL));
+  g_node(&body, node("Sigmoid", "sig", "v_out", "scan_o", 0, NULL));
+  g_output(&body, value_info("cond_out", BOOL, 0, NULL));
+  g_output(&body, value_info("v_out", FLOAT, -1, NULL));
+  g_output(&body, value_info("scan_o", FLOAT, -1, NULL));
+  f_str(&body.g, 2, "body");
+  gb_t g = {{0}};
+  const int64_t vd[] = {2, 2}, three = 3, t = 1;
+  g_init(&g, tensor("M", INT64, 0, NULL, &three));
+  g_init(&g, tensor("cond", BOOL, 0, NULL, &t));
+  g_input(&g, value_info("v0", FLOAT, 2, vd));
+  g_input(&g, value_info("W", FLOAT, 2, vd));
+  pb_t a[] = {attr_graph("body", &body.g)};
+  g_node(&g, node("Loop", "loop", "M,cond,v0", "v_final,scans", 1, a));
+  g_output(&g, value_info("v_final", FLOAT, -1, NULL));
+  g_output(&g, value_info("scans", FLOAT, -1, NULL));
+  pb_t m = model(&g, 13, "");
+  nnmem_graph_t *gr = NULL;
+  nnmem_onnx_report_t rep;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = import(&m, NULL, &gr, &rep, &d);
+  if (st != NNMEM_OK) fail_msg("%s", d.message);
+  SHAPE(gr, "v_final", 2, 2);
+  SHAPE(gr, "scans", 3, 2, 2);
+  nnmem_op_info_t op;
+  find_op(gr, "Loop", &op);
+  assert_int_equal(op.n_inputs, 4); /* M, cond, v0 + captured W */
+  assert_true(op.workspace_bytes >= 16 && op.workspace_bytes <= 64);
+  assert_int_equal(rep.unresolved_tensors, 0);
+  plan_ok(gr);
+  nnmem_graph_destroy(gr);
+  free(m.b);
+}
+
+/* ---- unsupported operators ---------------------------------------------*/
+
+static void test_unsupported(void **state) {
+  (void)state;
+  const int64_t xd[] = {3, 5};
+  for (int declared = 0; declared < 2; declared++) {
+    gb_t g = {{0}};
+    g_input(&g, value_info("X", FLOAT, 2, xd));
+    g_node(&g, node("FancyOp", "fancy", "X", "F", 0, NULL));
+    g_node(&g, node("Relu", "relu", "F", "Y", 0, NULL));
+    if (declared) g_value_info(&g, value_info("F", FLOAT, 2, xd));
+    g_output(&g, value_info("Y", FLOAT, -1, NULL));
+    pb_t m = model(&g, 13, "");
+    nnmem_graph_t *gr = NULL;
+    nnmem_onnx_report_t rep;
+    nnmem_diag_t d = {{0}};
+    assert_ok(import(&m, NULL, &gr, &rep, &d));
+    assert_int_equal(rep.n_unsupported, 1);
+    assert_string_equal(rep.unsupported[0].name, "fancy");
+    assert_string_equal(rep.unsupported[0].what, "FancyOp");
+    assert_int_equal(rep.unresolved_tensors, declared ? 0 : 2);
+    if (declared) SHAPE(gr, "Y", 3, 5);
+    if (!declared) assert_string_equal(rep.unresolved[0].name, "F");
+    plan_ok(gr);
+    nnmem_graph_destroy(gr);
+    nnmem_onnx_config_t cfg;
+    nnmem_onnx_config_init(&cfg);
+    cfg.strict = 1;
+    nnmem_status_t st = import(&m, &cfg, &gr, &rep, &d);
+    if (declared) {
+      assert_ok(st);
+      nnmem_graph_destroy(gr);
+    } else {
+      assert_int_equal(st, NNMEM_ERR_UNSUPPORTED);
+      assert_null(gr);
+      assert_non_null(strstr(d.message, "'F'"));
+      assert_non_null(strstr(d.message, "fancy"));
+    }
+    free(m.b);
+  }
+}
+
+/* ---- bad input
+ * -------------------------------------------------------------*/
+
+static void expect_fail(pb_t *m, nnmem_status_t want, const char *needle) {
+  nnmem_graph_t *g = (nnmem_graph_t *)m; /* must be reset to NULL */
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = import(m, NULL, &g, NULL, &d);
+  if (st != want)
+    fail_msg("status %s, want %s (%s)", nnmem_status_name(st),
+             nnmem_status_name(want), d.message);
+  assert_null(g);
+  if (needle && !strstr(d.message, needle))
+    fail_msg("message '%s' lacks '%s'", d.message, needle);
+  free(m->b);
+}
+
+static void test_truncated_and_corrupted(void **state) {
+  (void)state;
+  pb_t m = cnn_model();
+  size_t failed = 0;
+  for (size_t len = 0; len < m.n; len++) {
+    nnmem_graph_t *g = NULL;
+    nnmem_diag_t d = {{0}};
+    nnmem_status_t st =
+        nnmem_onnx_import(m.b, len, "cut.onnx", NULL, &g, NULL, &d);
+    if (st == NNMEM_OK) {
+      nnmem_graph_destroy(g);
+      continue;
+    }
+    failed++;
+    assert_null(g);
+    assert_true(d.message[0] != 0);
+  }
+  assert_true(failed > m.n / 2);
+  free(m.b);
+}
+
+static void test_corrupted_bytes(void **state) {
+  (void)state;
+  pb_t m = cnn_model();
+  uint64_t seed = 20261129;
+  uint8_t *copy = malloc(m.n);
+  assert_non_null(copy);
+  for (int round = 0; round < 3000; round++) {
+    memcpy(copy, m.b, m.n);
+    int flips = 1 + (int)(tu_rand(&seed) % 4);
+    for (int k = 0; k < flips; k++)
+      copy[tu_rand(&seed) % m.n] = (uint8_t)tu_rand(&seed);
+    nnmem_graph_t *g = NULL;
+    nnmem_diag_t d = {{0}};
+    nnmem_status_t st =
+        nnmem_onnx_import(copy, m.n, "bad.onnx", NULL, &g, NULL, &d);
+    if (st == NNMEM_OK) {
+      nnmem_graph_destroy(g);
+    } else if (!d.message[0]) {
+      fail_msg("round %d (seed 20261129): status %s without a message", round,
+               nnmem_status_name(st));
+    }
+  }
+  free(copy);
+  free(m.b);
+}
+
+static void test_not_onnx(void **state) {
+  (void)state;
+  const char *texts[] = {"hello, this is not a model\n",
+                         "{\"tensors\": [], \"ops\": []}", ""};
+  for (int i = 0; i < 3; i++) {
+    nnmem_graph_t *g = NULL;
+    nnmem_diag_t d = {{0}};
+    nnmem_status_t st = nnmem_onnx_import(texts[i], strlen(texts[i]), "x.onnx",
+                                          NULL, &g, NULL, &d);
+    assert_int_equal(st, NNMEM_ERR_PARSE);
+    assert_null(g);
+    assert_non_null(strstr(d.message, "x.onnx"));
+  }
+}
+
+static void test_bad_graphs(void **state) {
+  (void)state;
+  const int64_t xd[] = {2, 3}, zd[] = {0, 3}, nd[] = {-2},
+                big[] = {1LL << 31, 1LL << 31, 1LL << 31};
+  gb_t g = {{0}};
+  pb_t n1;
+  /* unknown domain */
+  g_input(&g, value_info("X", FLOAT, 2, xd));
+  n1 = node("Relu", "custom_relu", "X", "Y", 0, NULL);
+  f_str(&n1, 7, "com.example");
+  g_node(&g, n1);
+  pb_t m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_UNSUPPORTED, "com.example");
+  /* the default domain is not imported */
+  memset(&g, 0, sizeof g);
+  g_input(&g, value_info("X", FLOAT, 2, xd));
+  g_node(&g, node("Relu", "relu", "X", "Y", 0, NULL));
+  m = model(&g, 3, "ai.onnx.ml");
+  expect_fail(&m, NNMEM_ERR_UNSUPPORTED, "'relu'");
+  /* cycle */
+  memset(&g, 0, sizeof g);
+  g_input(&g, value_info("X", FLOAT, 2, xd));
+  g_node(&g, node("Add", "n1", "X,b", "a", 0, NULL));
+  g_node(&g, node("Relu", "n2", "a", "b", 0, NULL));
+  m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_CYCLE, "cycle");
+  /* input nobody produces */
+  memset(&g, 0, sizeof g);
+  g_input(&g, value_info("X", FLOAT, 2, xd));
+  g_node(&g, node("Add", "adder", "X,nowhere", "Y", 0, NULL));
+  m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_PARSE, "'nowhere'");
+  /* duplicate tensor names */
+  memset(&g, 0, sizeof g);
+  g_input(&g, value_info("X", FLOAT, 2, xd));
+  g_node(&g, node("Relu", "first", "X", "Y", 0, NULL));
+  g_node(&g, node("Tanh", "second", "X", "Y", 0, NULL));
+  m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_DUPLICATE, "'second'");
+  /* zero dim in a graph input */
+  memset(&g, 0, sizeof g);
+  g_input(&g, value_info("Z", FLOAT, 2, zd));
+  m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'Z'");
+  /* negative dim in an initializer */
+  memset(&g, 0, sizeof g);
+  g_init(&g, tensor("neg", FLOAT, 1, nd, NULL));
+  m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'neg'");
+  /* byte size overflows 64 bits */
+  memset(&g, 0, sizeof g);
+  g_input(&g, value_info("huge", FLOAT, 3, big));
+  m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_OVERFLOW, "huge");
+  /* attribute of the wrong type */
+  memset(&g, 0, sizeof g);
+  const int64_t x4[] = {1, 1, 8, 8}, w4[] = {1, 1, 3, 3};
+  g_input(&g, value_info("X", FLOAT, 4, x4));
+  g_init(&g, tensor("W", FLOAT, 4, w4, NULL));
+  pb_t a[] = {attr_str("strides", "2,2")};
+  g_node(&g, node("Conv", "conv_bad", "X,W", "Y", 1, a));
+  m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_PARSE, "strides");
+}
+
+/* If inside If ... deeper than the limit. */
+static void test_deep_nesting(void **state) {
+  (void)state;
+  pb_t inner = branch("Relu", "leaf");
+  for (int level = 0; level < 24; level++) {
+    gb_t b = {{0}};
+    pb_t other = branch("Relu", "o");
+    pb_t a[] = {attr_graph("then_branch", &inner),
+                attr_graph("else_branch", &other)};
+    char out[32];
+    snprintf(out, sizeof out, "lvl%d", level);
+    g_node(&b, node("If", out, "C", out, 2, a));
+    g_output(&b, value_info(out, FLOAT, -1, NULL));
+    f_str(&b.g, 2, out);
+    inner = b.g;
+  }
+  gb_t g = {{0}};
+  const int64_t xd[] = {2};
+  g_input(&g, value_info("C", BOOL, 0, NULL));
+  g_input(&g, value_info("X", FLOAT, 1, xd));
+  pb_t tb = inner, eb = branch("Relu", "e");
+  pb_t a[] = {attr_graph("then_branch", &tb), attr_graph("else_branch", &eb)};
+  g_node(&g, node("If", "top", "C", "Y", 2, a));
+  pb_t m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_UNSUPPORTED, "nested");
+}
+
+static void test_supported_list(void **state) {
+  (void)state;
+  assert_true(nnmem_onnx_supported_count() >= 120);
+  int conv = 0;
+  for (size_t i = 0; i < nnmem_onnx_supported_count(); i++)
+    conv |= strcmp(nnmem_onnx_supported_name(i), "Conv") == 0;
+  assert_true(conv);
+  assert_null(nnmem_onnx_supported_name(nnmem_onnx_supported_count()));
+  nnmem_onnx_layout_t l;
+  assert_ok(nnmem_onnx_layout_parse("nc1hwc0", &l));
+  assert_int_equal(l, NNMEM_ONNX_LAYOUT_NC1HWC0);
+  assert_int_equal(nnmem_onnx_layout_parse("CHWN", &l), NNMEM_ERR_INVALID);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cnn_shapes),
+      cmocka_unit_test(test_cnn_dtype_layout),
+      cmocka_unit_test(test_reshape_broadcast),
+      cmocka_unit_test(test_folding_chain),
+      cmocka_unit_test(test_opset_variants),
+      cmocka_unit_test(test_if),
+      cmocka_unit_test(test_loop),
+      cmocka_unit_test(test_unsupported),
+      cmocka_unit_test(test_truncated_and_corrupted),
+      cmocka_unit_test(test_corrupted_bytes),
+      cmocka_unit_test(test_not_onnx),
+      cmocka_unit_test(test_bad_graphs),
+      cmocka_unit_test(test_deep_nesting),
+      cmocka_unit_test(test_supported_list),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
