@@ -768,6 +768,12 @@ static void test_bad_graphs(void **state) {
   g_node(&g, node("Add", "adder", "X,nowhere", "Y", 0, NULL));
   m = model(&g, 13, "");
   expect_fail(&m, NNMEM_ERR_PARSE, "'nowhere'");
+  /* a graph output nobody produces */
+  memset(&g, 0, sizeof g);
+  g_input(&g, value_info("X", FLOAT, 2, xd));
+  g_output(&g, value_info("ghost", FLOAT, 2, xd));
+  m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_PARSE, "'ghost'");
   /* duplicate tensor names */
   memset(&g, 0, sizeof g);
   g_input(&g, value_info("X", FLOAT, 2, xd));

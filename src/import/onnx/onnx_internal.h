@@ -221,6 +221,18 @@ nnmem_status_t nnmem__onnx_body_bytes(ox_ctx_t *c, ox_scope_t *s,
 /* ---- onnx_ops_util.c: helpers of the inference functions ---- */
 #define OX_IN(n, k) ((size_t)(k) < (n)->n_in ? (n)->in[k] : NULL)
 #define OX_OUT(n, k) ((size_t)(k) < (n)->n_out ? (n)->out[k] : NULL)
+/* Dim arithmetic: -1 (unknown) when an operand is negative or the result
+ * overflows. */
+static inline int64_t nnmem__onnx_dmul(int64_t a, int64_t b) {
+  int64_t r;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) return -1;
+  return r;
+}
+static inline int64_t nnmem__onnx_dadd(int64_t a, int64_t b) {
+  int64_t r;
+  if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r)) return -1;
+  return r;
+}
 /* Normalizes a possibly negative axis; 0 when out of range. */
 int nnmem__onnx_axis(int64_t axis, int32_t rank, int32_t *out);
 /* Sets type and shape of an output (NULL output: no-op). */

@@ -54,12 +54,16 @@ static int64_t at(const int64_t *a, size_t n, size_t i, int64_t def) {
 static int64_t window_out(const window_t *w, size_t i, size_t nsp, int64_t x,
                           int64_t k) {
   int64_t s = at(w->s, w->ns, i, 1), d = at(w->d, w->nd, i, 1);
-  if (x < 0 || k < 0 || s <= 0 || d <= 0) return -1;
+  const int64_t lim = (int64_t)1 << 40;
+  if (x < 0 || k < 0 || s <= 0 || d <= 0 || x > lim || k > lim || s > lim ||
+      d > lim)
+    return -1;
   int64_t e = (k - 1) * d + 1;
   if (strncmp(w->pad, "SAME", 4) == 0) return (x + s - 1) / s;
   int64_t pads = 0;
   if (strcmp(w->pad, "VALID") != 0)
     pads = at(w->p, w->np, i, 0) + at(w->p, w->np, i + nsp, 0);
+  if (pads < -lim || pads > lim) return -1;
   int64_t span = x + pads - e;
   if (span < 0) return -1;
   if (w->ceil_mode) return (span + s - 1) / s + 1;
@@ -147,20 +151,27 @@ static nnmem_status_t infer_conv_transpose(ox_ctx_t *c, ox_node_t *n) {
   size_t nsp = (size_t)x->rank - 2;
   int64_t dims[OX_MAX_RANK];
   dims[0] = x->dims[0];
-  dims[1] = wt->dims[1] < 0 ? -1 : wt->dims[1] * group;
+  dims[1] = nnmem__onnx_dmul(wt->dims[1], group);
   for (size_t i = 0; i < nsp; i++) {
     int64_t xi = x->dims[2 + i], s = at(w.s, w.ns, i, 1);
     int64_t k = w.nk ? at(w.k, w.nk, i, -1) : wt->dims[2 + i];
-    int64_t d = at(w.d, w.nd, i, 1), e = (k - 1) * d + 1;
+    int64_t d = at(w.d, w.nd, i, 1), big = (int64_t)1 << 30;
+    if (xi > big || s < 1 || s > big || d < 1 || d > big || k > big) {
+      dims[2 + i] = nos ? at(os, nos, nos > nsp ? i + 2 : i, -1) : -1;
+      continue;
+    }
+    int64_t e = (k - 1) * d + 1;
     if (nos)
       dims[2 + i] = at(os, nos, nos > nsp ? i + 2 : i, -1);
     else if (xi < 0 || k < 0)
       dims[2 + i] = -1;
     else if (strncmp(w.pad, "SAME", 4) == 0)
       dims[2 + i] = xi * s;
-    else
-      dims[2 + i] = s * (xi - 1) + at(op, nop, i, 0) + e - at(w.p, w.np, i, 0) -
-                    at(w.p, w.np, i + nsp, 0);
+    else {
+      __int128 v = (__int128)s * (xi - 1) + at(op, nop, i, 0) + e -
+                   at(w.p, w.np, i, 0) - at(w.p, w.np, i + nsp, 0);
+      dims[2 + i] = v < 0 || v > INT64_MAX ? -1 : (int64_t)v;
+    }
   }
   nnmem__onnx_set(y, x->elem, x->rank, dims);
   return NNMEM_OK;
@@ -355,9 +366,9 @@ static nnmem_status_t reduce_shape(ox_ctx_t *c, ox_node_t *n, int32_t elem,
     for (size_t i = 0; i < x->nvals; i++) {
       int64_t v = x->iv[i];
       if (strcmp(t, "ReduceProd") == 0)
-        acc *= v;
+        acc = (int64_t)((uint64_t)acc * (uint64_t)v);
       else if (strcmp(t, "ReduceSum") == 0)
-        acc += v;
+        acc = (int64_t)((uint64_t)acc + (uint64_t)v);
       else if (strcmp(t, "ReduceMax") == 0)
         acc = i == 0 || v > acc ? v : acc;
       else if (strcmp(t, "ReduceMin") == 0)

@@ -100,7 +100,7 @@ static nnmem_status_t infer_reshape(ox_ctx_t *c, ox_node_t *n) {
   if (neg >= 0) {
     int64_t total = nnmem__onnx_numel(x), rest = 1;
     for (size_t i = 0; i < ns; i++)
-      if ((int32_t)i != neg) rest = dims[i] < 0 ? -1 : rest * dims[i];
+      if ((int32_t)i != neg) rest = nnmem__onnx_dmul(rest, dims[i]);
     dims[neg] = total < 0 || rest <= 0 ? (rest == 0 ? 0 : -1) : total / rest;
     if (total >= 0 && rest > 0 && total % rest)
       return bad(c, n, "input size is not divisible by the target shape");
@@ -120,7 +120,7 @@ static nnmem_status_t infer_flatten(ox_ctx_t *c, ox_node_t *n) {
   int64_t d[2] = {1, 1};
   for (int32_t i = 0; i < x->rank; i++) {
     int64_t *p = &d[i >= axis];
-    *p = (*p < 0 || x->dims[i] < 0) ? -1 : *p * x->dims[i];
+    *p = nnmem__onnx_dmul(*p, x->dims[i]);
   }
   nnmem__onnx_set(y, x->elem, 2, d);
   return carry_vals(x, y);
@@ -263,7 +263,7 @@ static nnmem_status_t infer_concat(ox_ctx_t *c, ox_node_t *n) {
     ox_val_t *v = n->in[k];
     if (!v || v->rank < 0) return NNMEM_OK;
     if (v->rank == 0 && r == 1) { /* lenient: old exporters concat scalars */
-      dims[0] = dims[0] < 0 ? -1 : dims[0] + 1;
+      dims[0] = nnmem__onnx_dadd(dims[0], 1);
       continue;
     }
     if (v->rank != r)
@@ -273,7 +273,7 @@ static nnmem_status_t infer_concat(ox_ctx_t *c, ox_node_t *n) {
                                     k, v->name, (int)v->rank, x0->name, (int)r);
     for (int32_t d = 0; d < r; d++) {
       if (d == a)
-        dims[a] = dims[a] < 0 || v->dims[a] < 0 ? -1 : dims[a] + v->dims[a];
+        dims[a] = nnmem__onnx_dadd(dims[a], v->dims[a]);
       else if (dims[d] < 0)
         dims[d] = v->dims[d];
     }
@@ -507,7 +507,12 @@ static nnmem_status_t infer_pad(ox_ctx_t *c, ox_node_t *n) {
     int32_t a;
     if (!nnmem__onnx_axis(ax ? ax[i] : (int64_t)i, x->rank, &a))
       return bad(c, n, "axis out of range");
-    if (dims[a] >= 0) dims[a] += p[i] + p[i + na];
+    if (dims[a] >= 0) {
+      int64_t grow;
+      if (__builtin_add_overflow(p[i], p[i + na], &grow) ||
+          __builtin_add_overflow(dims[a], grow, &dims[a]))
+        return bad(c, n, "pads overflow");
+    }
     if (dims[a] < -1) return bad(c, n, "pads make a dim negative");
   }
   nnmem__onnx_set(y, x->elem, x->rank, dims);
@@ -543,7 +548,7 @@ static nnmem_status_t infer_tile(ox_ctx_t *c, ox_node_t *n) {
   if (nr != (size_t)x->rank) return bad(c, n, "repeats has the wrong length");
   int64_t dims[OX_MAX_RANK];
   for (int32_t d = 0; d < x->rank; d++)
-    dims[d] = x->dims[d] < 0 ? -1 : x->dims[d] * r[d];
+    dims[d] = nnmem__onnx_dmul(x->dims[d], r[d]);
   nnmem__onnx_set(y, x->elem, x->rank, dims);
   return NNMEM_OK;
 }
@@ -655,9 +660,9 @@ static nnmem_status_t infer_range(ox_ctx_t *c, ox_node_t *n) {
   if (!s->iv || len > OX_MAX_VALUES) return NNMEM_OK;
   int64_t *v = malloc(((size_t)len + 1) * sizeof *v);
   if (!v) return NNMEM_ERR_NOMEM;
-  int64_t a0 = s->iv[0], k0 = nnmem__onnx_int_at(d, 0);
+  uint64_t a0 = (uint64_t)s->iv[0], k0 = (uint64_t)nnmem__onnx_int_at(d, 0);
   for (int64_t i = 0; i < len; i++)
-    v[i] = a0 + i * k0;
+    v[i] = (int64_t)(a0 + (uint64_t)i * k0);
   nnmem_status_t st = nnmem__onnx_set_ints(y, v, (size_t)len);
   free(v);
   return st;

@@ -294,6 +294,19 @@ static nnmem_status_t add_node_outputs(ox_ctx_t *c, ox_scope_t *s) {
   return NNMEM_OK;
 }
 
+/* Every graph output must name a value of this scope or an enclosing one. */
+static nnmem_status_t check_outputs(ox_ctx_t *c, ox_scope_t *s) {
+  for (size_t i = 0; i < s->gp->n_output; i++) {
+    const char *nm = S(s->gp->output[i]->name);
+    if (!nnmem__onnx_scope_find(s, nm))
+      return nnmem__diag(c->diag, NNMEM_ERR_PARSE,
+                         "%s: graph output '%s' is not produced by any node, "
+                         "initializer or graph input",
+                         c->file, nm);
+  }
+  return NNMEM_OK;
+}
+
 static void attach_decls(ox_scope_t *s) {
   const Onnx__GraphProto *gp = s->gp;
   for (size_t i = 0; i < gp->n_value_info; i++) {
@@ -359,6 +372,9 @@ nnmem_status_t nnmem__onnx_scope_build(ox_ctx_t *c, ox_scope_t *parent,
   if (st == NNMEM_OK) st = add_node_outputs(c, s);
   if (st == NNMEM_OK) {
     attach_decls(s);
+    st = check_outputs(c, s);
+  }
+  if (st == NNMEM_OK) {
     st = nnmem__onnx_topo_order(c, s);
   }
   if (st != NNMEM_OK) {
