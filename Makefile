@@ -6,7 +6,7 @@ TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps test-deps build run test test-plain test-asan test-tsan bench clean format
+.PHONY: all deps test-deps bench-deps build run test test-plain test-asan test-tsan bench clean format
 
 all: build
 
@@ -45,9 +45,15 @@ test-tsan: test-deps
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 \
 	  ctest --output-on-failure -L stress
 
-# Planner benchmark over ../shared/data/dsa (not part of `make test`).
-bench: build
+# Planner and allocator benchmarks over ../shared/data (not part of
+# `make test`). jemalloc and mimalloc are optional: installed when possible,
+# skipped by bench/alloc when absent.
+bench-deps:
+	-@scripts/install-deps.sh bench
+
+bench: bench-deps build
 	$(BUILD)/bench/plan
+	cd $(BUILD) && bench/alloc
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

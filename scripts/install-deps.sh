@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages nnmem needs to build and test, when missing.
-# Usage: scripts/install-deps.sh [build|test]
+# Usage: scripts/install-deps.sh [build|test|bench]
 set -euo pipefail
 need=(cmake make gcc pkg-config libcjson-dev libprotobuf-c-dev protobuf-c-compiler)
 if [ "${1:-build}" = test ]; then
   need+=(libcmocka-dev libonnx-testdata)
+fi
+if [ "${1:-build}" = bench ]; then
+  need+=(libjemalloc-dev libmimalloc-dev) # optional: bench/alloc skips absent ones
 fi
 missing=()
 for p in "${need[@]}"; do

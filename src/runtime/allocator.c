@@ -54,25 +54,30 @@
 #define SMALL_MAX 8192u
 #define NCLASS 32
 #define PAGE_MAGIC 0x6e6e6d70u
+#define KEEP_EMPTY 2 /* empty pages a class keeps before giving them back */
 
 typedef struct tcache tcache_t;
 
 typedef struct page {
   uint32_t magic, cls, bsize, used;
-  void *free;       /* local free list (owner only) */
-  char *bump, *end; /* next never-carved block */
-  tcache_t *owner;  /* set before the page is published; never changes */
-  struct page *prev, *next;
+  uint32_t recip;    /* ceil(2^32 / bsize): exact offset / bsize for offsets
+                        < 2^16 without a division */
+  void *free;        /* local free list (owner only) */
+  char *bump, *end;  /* next never-carved block */
+  tcache_t *owner;   /* set before the page is published; never changes */
+  struct page *next; /* avail stack of the owner's class */
   int in_avail;
 } page_t;
 
 typedef struct tstat { /* written by the owner only (relaxed) */
-  _Atomic uint64_t hits, misses, allocs, frees, bytes_out, bytes_in;
+  _Atomic uint64_t misses;
+  _Atomic uint64_t allocs[NCLASS], frees[NCLASS]; /* blocks, by class */
 } tstat_t;
 
 struct tcache {
   nnmem_allocator_t *a;
   page_t *avail[NCLASS];
+  uint32_t empty[NCLASS]; /* pages with used == 0 kept on avail */
   _Atomic(void *) remote; /* MPSC stack of blocks freed by other threads */
   tstat_t st;
   tcache_t *next_all;
@@ -129,8 +134,8 @@ static void alock(nnmem_allocator_t *a) {
 
 /* ---- page registry ---------------------------------------------------- */
 
-static _Atomic uint8_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
-                                 int create) {
+static inline _Atomic uint8_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
+                                        int create) {
   if ((uint64_t)p >> 48) return NULL;
   size_t hi = (p >> 32) & 0xFFFF;
   _Atomic uint8_t *leaf =
@@ -158,21 +163,24 @@ static page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
 
 /* ---- pages ------------------------------------------------------------- */
 
-static void avail_add(tcache_t *tc, page_t *pg) {
-  pg->prev = NULL;
+/* The avail stack is singly linked so that push and pop touch only the
+ * page itself (no neighbour header: those are cold cache lines). */
+static inline void avail_push(tcache_t *tc, page_t *pg) {
   pg->next = tc->avail[pg->cls];
-  if (pg->next) pg->next->prev = pg;
   tc->avail[pg->cls] = pg;
   pg->in_avail = 1;
 }
 
-static void avail_del(tcache_t *tc, page_t *pg) {
-  if (pg->prev)
-    pg->prev->next = pg->next;
-  else
-    tc->avail[pg->cls] = pg->next;
-  if (pg->next) pg->next->prev = pg->prev;
-  pg->prev = pg->next = NULL;
+static inline void avail_pop(tcache_t *tc, page_t *pg) { /* pg is the top */
+  tc->avail[pg->cls] = pg->next;
+  pg->in_avail = 0;
+}
+
+static void avail_unlink(tcache_t *tc, page_t *pg) { /* O(pages), rare */
+  page_t **pp = &tc->avail[pg->cls];
+  while (*pp != pg)
+    pp = &(*pp)->next;
+  *pp = pg->next;
   pg->in_avail = 0;
 }
 
@@ -191,19 +199,22 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->magic = PAGE_MAGIC;
   pg->cls = cls;
   pg->bsize = class_size[cls];
+  pg->recip = (uint32_t)(((1ULL << 32) + pg->bsize - 1) / pg->bsize);
   pg->bump = (char *)mem + PAGE_HDR;
   pg->end =
       (char *)mem + PAGE_HDR + (PAGE_SIZE - PAGE_HDR) / pg->bsize * pg->bsize;
   pg->owner = tc;
   atomic_store_explicit(s, 1, memory_order_release);
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
-  avail_add(tc, pg);
+  avail_push(tc, pg);
+  tc->empty[cls]++;
   return pg;
 }
 
 static void page_release(tcache_t *tc, page_t *pg) {
   nnmem_allocator_t *a = tc->a;
-  if (pg->in_avail) avail_del(tc, pg);
+  if (pg->in_avail) avail_unlink(tc, pg);
+  tc->empty[pg->cls]--;
   atomic_store_explicit(reg_slot(a, (uintptr_t)pg, 0), 0, memory_order_release);
   pg->magic = 0;
   atomic_fetch_sub_explicit(&a->pages, 1, memory_order_relaxed);
@@ -215,10 +226,9 @@ static void local_free(tcache_t *tc, page_t *pg, void *blk) {
   if (nnmem__debug) memset(blk, 0x55, pg->bsize);
   *(void **)blk = pg->free;
   pg->free = blk;
-  pg->used--;
-  if (!pg->in_avail) avail_add(tc, pg);
-  if (pg->used == 0 && (tc->avail[pg->cls] != pg || pg->next))
-    page_release(tc, pg); /* keep one page per class */
+  if (!pg->in_avail) avail_push(tc, pg);
+  if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY)
+    page_release(tc, pg); /* a class keeps a few empty pages */
 }
 
 static void drain_remote(tcache_t *tc) {
@@ -262,7 +272,8 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
       if (t->parked) tc = t; /* adopt a cache of an exited thread */
     if (tc) {
       tc->parked = 0;
-    } else if ((tc = calloc(1, sizeof *tc)) != NULL) {
+    } else if ((tc = aligned_alloc(128, (sizeof *tc + 127) & ~(size_t)127))) {
+      memset(tc, 0, sizeof *tc); /* own cache lines: no false sharing */
       tc->a = a;
       tc->next_all = a->caches;
       a->caches = tc;
@@ -291,14 +302,14 @@ static inline tcache_t *cache_get(nnmem_allocator_t *a) {
 
 static inline void *page_take(tcache_t *tc, page_t *pg) {
   void *b = pg->free;
+  if (pg->used++ == 0) tc->empty[pg->cls]--;
   if (b)
     pg->free = *(void **)b;
   else {
     b = pg->bump;
     pg->bump += pg->bsize;
   }
-  if (!pg->free && pg->bump >= pg->end) avail_del(tc, pg);
-  pg->used++;
+  if (!pg->free && pg->bump >= pg->end) avail_pop(tc, pg);
   return b;
 }
 
@@ -318,18 +329,17 @@ static void *small_alloc(nnmem_allocator_t *a, size_t size) {
   void *b;
   if (pg) {
     b = page_take(tc, pg);
-    bump(&tc->st.hits, 1);
   } else {
     b = small_alloc_slow(tc, cls);
     if (!b) return NULL;
   }
-  bump(&tc->st.allocs, 1);
-  bump(&tc->st.bytes_out, class_size[cls]);
+  bump(&tc->st.allocs[cls], 1);
   if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
   return b;
 }
 
 void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
+  if (a && size - 1 < SMALL_MAX && !a->no_cache) return small_alloc(a, size);
   return nnmem_alloc_aligned(a, size, 16);
 }
 
@@ -348,14 +358,14 @@ nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
   if (!ptr) return NNMEM_OK;
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (!pg) return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
-  if (((uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR) % pg->bsize) {
+  uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR;
+  if (((off * pg->recip) >> 32) * pg->bsize != off) {
     atomic_fetch_add_explicit(&a->misuse, 1, memory_order_relaxed);
     return NNMEM_ERR_INVALID; /* interior pointer */
   }
   tcache_t *tc = cache_get(a);
   if (!tc) return NNMEM_ERR_NOMEM;
-  bump(&tc->st.frees, 1);
-  bump(&tc->st.bytes_in, pg->bsize);
+  bump(&tc->st.frees[pg->cls], 1);
   if (pg->owner == tc) {
     if (nnmem__debug)
       for (void *f = pg->free; f; f = *(void **)f)
@@ -461,12 +471,17 @@ nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
   uint64_t out_b = 0, in_b = 0;
   alock(a);
   for (tcache_t *t = a->caches; t; t = t->next_all) {
-    out->cache_hits += ld(&t->st.hits);
-    out->cache_misses += ld(&t->st.misses);
-    allocs += ld(&t->st.allocs);
-    frees += ld(&t->st.frees);
-    out_b += ld(&t->st.bytes_out);
-    in_b += ld(&t->st.bytes_in);
+    uint64_t miss = ld(&t->st.misses), n = 0;
+    for (unsigned c = 0; c < NCLASS; c++) {
+      uint64_t x = ld(&t->st.allocs[c]), y = ld(&t->st.frees[c]);
+      n += x;
+      frees += y;
+      out_b += x * class_size[c];
+      in_b += y * class_size[c];
+    }
+    allocs += n;
+    out->cache_misses += miss;
+    out->cache_hits += n - miss;
   }
   pthread_mutex_unlock(&a->lock);
   /* pages count as pool blocks; report the small blocks inside them */

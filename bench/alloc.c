@@ -1,0 +1,362 @@
+/* bench/alloc.c - the allocator benchmark: nnmem against glibc malloc,
+ * jemalloc and mimalloc in one run (not part of `make test`).
+ *
+ *   alloc [--csv OUT.csv] [--repeat N] [--data DIR]
+ *
+ * Steps:
+ *   1. jemalloc is linked when CMake found it (NNMEM_BENCH_JEMALLOC; its
+ *      initial-exec TLS cannot be dlopen'ed) and called through mallocx /
+ *      dallocx; linking it replaces malloc for the whole process, so glibc
+ *      is called as __libc_malloc / __libc_free. mimalloc is loaded with
+ *      dlopen (mi_malloc / mi_free). An absent allocator is skipped and the
+ *      table says so (install: libjemalloc-dev, libmimalloc-dev);
+ *   2. (a) ring: 1,024 live blocks, each step frees a random slot and
+ *      allocates a random size in [16, 4096] into it (sizes and slots drawn
+ *      beforehand), one byte written per block; ns per step (one free + one
+ *      allocation) and per call, median of --repeat runs (default 7);
+ *   3. (b) tensor replay: every trace of DIR/dsa/traces through every nnmem
+ *      pool kind on an unbacked simulated device (peak reserved / peak live,
+ *      fragmentation, ns per operation), and through each malloc on real
+ *      memory (time only; traces whose live bytes pass half of this
+ *      machine's memory are skipped for them);
+ *   4. (c) the ring on two threads (each its own ring) against one thread:
+ *      throughput ratio, median of runs;
+ *   5. ratios against every alternative; every row also goes to OUT.csv
+ *      (default bench-alloc.csv).
+ * It asserts nothing about time. Thread-safety: its own threads only. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nnmem/nnmem.h"
+
+#ifndef NNMEM_DEFAULT_DATA_DIR
+#define NNMEM_DEFAULT_DATA_DIR "../shared/data"
+#endif
+
+enum { RING = 1024, STEPS = 2000000, MAX_REPEAT = 51, MAX_ALLOCS = 4 };
+
+typedef struct allocator {
+  const char *name;
+  int present;
+  void *(*alloc)(void *ctx, size_t n);
+  void (*release)(void *ctx, void *p);
+  void *ctx;
+} allocator_t;
+
+#ifdef NNMEM_BENCH_JEMALLOC
+void *mallocx(size_t size, int flags);
+void dallocx(void *ptr, int flags);
+static void *(*je_mallocx)(size_t, int) = mallocx;
+static void (*je_dallocx)(void *, int) = dallocx;
+#else
+static void *(*je_mallocx)(size_t, int);
+static void (*je_dallocx)(void *, int);
+#endif
+void *__libc_malloc(size_t size); /* glibc's own, whoever owns malloc */
+void __libc_free(void *ptr);
+static void *(*mi_malloc_fn)(size_t);
+static void (*mi_free_fn)(void *);
+
+static void *glibc_alloc(void *c, size_t n) {
+  (void)c;
+  return __libc_malloc(n);
+}
+static void glibc_free(void *c, void *p) {
+  (void)c;
+  __libc_free(p);
+}
+static void *je_alloc(void *c, size_t n) {
+  (void)c;
+  return je_mallocx(n, 0);
+}
+static void je_free(void *c, void *p) {
+  (void)c;
+  je_dallocx(p, 0);
+}
+static void *mi_alloc(void *c, size_t n) {
+  (void)c;
+  return mi_malloc_fn(n);
+}
+static void mi_free_w(void *c, void *p) {
+  (void)c;
+  mi_free_fn(p);
+}
+static void *nn_alloc(void *c, size_t n) {
+  return nnmem_alloc(c, n);
+}
+static void nn_free(void *c, void *p) {
+  nnmem_free(c, p);
+}
+
+static allocator_t allocs[MAX_ALLOCS];
+
+static void load_allocators(nnmem_allocator_t *nn) {
+  allocs[0] = (allocator_t){"nnmem", 1, nn_alloc, nn_free, nn};
+  allocs[1] = (allocator_t){"glibc", 1, glibc_alloc, glibc_free, NULL};
+  allocs[2] = (allocator_t){"jemalloc", je_mallocx && je_dallocx, je_alloc,
+                            je_free, NULL};
+  void *h = dlopen("libmimalloc.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (h) {
+    mi_malloc_fn = (void *(*)(size_t))dlsym(h, "mi_malloc");
+    mi_free_fn = (void (*)(void *))dlsym(h, "mi_free");
+  }
+  allocs[3] = (allocator_t){"mimalloc", mi_malloc_fn && mi_free_fn, mi_alloc,
+                            mi_free_w, NULL};
+  for (int i = 0; i < MAX_ALLOCS; i++)
+    if (!allocs[i].present)
+      printf("note: %s not found (install lib%s-dev); skipped\n",
+             allocs[i].name, allocs[i].name);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rnd(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *s = x;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+typedef struct ring_job {
+  const allocator_t *al;
+  const uint32_t *slot, *size;
+  double seconds;
+} ring_job_t;
+
+static void *ring_run(void *arg) {
+  ring_job_t *j = arg;
+  void *live[RING];
+  for (int i = 0; i < RING; i++) {
+    live[i] = j->al->alloc(j->al->ctx, 16 + (size_t)i % 4081);
+    *(volatile char *)live[i] = 1;
+  }
+  double t0 = now();
+  for (int s = 0; s < STEPS; s++) {
+    uint32_t k = j->slot[s];
+    j->al->release(j->al->ctx, live[k]);
+    live[k] = j->al->alloc(j->al->ctx, j->size[s]);
+    *(volatile char *)live[k] = 1;
+  }
+  j->seconds = now() - t0;
+  for (int i = 0; i < RING; i++)
+    j->al->release(j->al->ctx, live[i]);
+  return NULL;
+}
+
+static void make_steps(uint32_t *slot, uint32_t *size, uint64_t seed) {
+  for (int s = 0; s < STEPS; s++) {
+    slot[s] = (uint32_t)(rnd(&seed) % RING);
+    size[s] = 16 + (uint32_t)(rnd(&seed) % 4081);
+  }
+}
+
+/* (a) and (c). */
+static void bench_ring(int repeat, FILE *csv) {
+  uint32_t *slot = malloc(STEPS * sizeof *slot * 2);
+  uint32_t *size = malloc(STEPS * sizeof *size * 2);
+  make_steps(slot, size, 88172645463325252ULL);
+  make_steps(slot + STEPS, size + STEPS, 0x9E3779B97F4A7C15ULL);
+  double one[MAX_ALLOCS] = {0}, scale[MAX_ALLOCS] = {0};
+  printf(
+      "\n(a) ring: %d live blocks, random replacement, 16 B - 4 KiB, "
+      "%d steps, median of %d\n",
+      RING, STEPS, repeat);
+  printf("%-10s %12s %12s %14s\n", "allocator", "ns/step", "ns/call",
+         "2 threads");
+  for (int a = 0; a < MAX_ALLOCS; a++) {
+    if (!allocs[a].present) {
+      printf("%-10s %12s\n", allocs[a].name, "absent");
+      continue;
+    }
+    double t1[MAX_REPEAT], sp[MAX_REPEAT];
+    for (int r = 0; r < repeat; r++) {
+      ring_job_t j = {&allocs[a], slot, size, 0};
+      ring_run(&j);
+      t1[r] = j.seconds;
+      ring_job_t j2[2] = {{&allocs[a], slot, size, 0},
+                          {&allocs[a], slot + STEPS, size + STEPS, 0}};
+      pthread_t th[2];
+      double w0 = now();
+      for (int t = 0; t < 2; t++)
+        pthread_create(&th[t], NULL, ring_run, &j2[t]);
+      for (int t = 0; t < 2; t++)
+        pthread_join(th[t], NULL);
+      double wall =
+          j2[0].seconds > j2[1].seconds ? j2[0].seconds : j2[1].seconds;
+      (void)w0;
+      sp[r] = 2.0 * t1[r] / wall; /* throughput(2 threads) / throughput(1) */
+    }
+    one[a] = median(t1, repeat) * 1e9 / STEPS;
+    scale[a] = median(sp, repeat);
+    printf("%-10s %12.1f %12.1f %13.2fx\n", allocs[a].name, one[a], one[a] / 2,
+           scale[a]);
+    fprintf(csv, "ring,%s,,%.2f,%.3f\n", allocs[a].name, one[a], scale[a]);
+  }
+  printf("ratios (nnmem ns/step / other):");
+  for (int a = 1; a < MAX_ALLOCS; a++)
+    if (allocs[a].present)
+      printf("  %s %.2fx", allocs[a].name, one[0] / one[a]);
+  printf("\n");
+  free(slot);
+  free(size);
+}
+
+typedef struct event {
+  uint64_t time;
+  uint32_t is_alloc, index;
+} event_t;
+
+static int ev_cmp(const void *a, const void *b) {
+  const event_t *x = a, *y = b;
+  if (x->time != y->time) return x->time < y->time ? -1 : 1;
+  if (x->is_alloc != y->is_alloc) return x->is_alloc < y->is_alloc ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Real-memory replay through a malloc; ns per operation. */
+static double malloc_replay(const allocator_t *al, const nnmem_problem_t *p) {
+  size_t n = nnmem_problem_count(p), k = 0;
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  event_t *ev = malloc(2 * n * sizeof *ev);
+  void **addr = calloc(n, sizeof *addr);
+  for (size_t i = 0; i < n; i++) {
+    if (!b[i].size) continue;
+    ev[k++] = (event_t){b[i].first, 1, (uint32_t)i};
+    ev[k++] = (event_t){b[i].last, 0, (uint32_t)i};
+  }
+  qsort(ev, k, sizeof *ev, ev_cmp);
+  double t0 = now();
+  for (size_t e = 0; e < k; e++) {
+    uint32_t i = ev[e].index;
+    if (ev[e].is_alloc) {
+      addr[i] = al->alloc(al->ctx, b[i].size);
+      if (addr[i]) *(volatile char *)addr[i] = 1;
+    } else {
+      al->release(al->ctx, addr[i]);
+    }
+  }
+  double dt = now() - t0;
+  free(addr);
+  free(ev);
+  return k ? dt * 1e9 / (double)k : 0;
+}
+
+static void bench_trace(const char *path, const char *name, FILE *csv) {
+  nnmem_csv_t *c = NULL;
+  nnmem_diag_t d;
+  if (nnmem_csv_read_file(path, &c, &d) != NNMEM_OK) {
+    printf("%s: %s\n", name, d.message);
+    return;
+  }
+  const nnmem_problem_t *p = nnmem_csv_problem(c);
+  uint64_t live = 0;
+  for (int k = NNMEM_POOL_TIERED; k <= NNMEM_POOL_SLAB; k++) {
+    nnmem_replay_result_t r;
+    if (nnmem_pool_replay(p, (nnmem_pool_kind_t)k, NULL, 256, &r, &d) !=
+        NNMEM_OK) {
+      printf("  %-12s %-10s failed: %s\n", name,
+             nnmem_pool_kind_name((nnmem_pool_kind_t)k), d.message);
+      continue;
+    }
+    live = r.peak_live_bytes;
+    printf("  %-12s %-10s %8.3fx %8.3f %9.1f\n", name,
+           nnmem_pool_kind_name((nnmem_pool_kind_t)k), r.reserved_over_live,
+           r.fragmentation, r.ns_per_op);
+    fprintf(csv, "replay,%s,%s,%.2f,%.4f,%.4f\n", name,
+            nnmem_pool_kind_name((nnmem_pool_kind_t)k), r.ns_per_op,
+            r.reserved_over_live, r.fragmentation);
+  }
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  int fits = live < (uint64_t)pages * (uint64_t)psz / 2;
+  for (int a = 1; a < MAX_ALLOCS; a++) {
+    if (!allocs[a].present) continue;
+    if (!fits) {
+      printf("  %-12s %-10s %8s %8s %9s (live bytes > half of RAM)\n", name,
+             allocs[a].name, "-", "-", "skipped");
+      continue;
+    }
+    double ns = malloc_replay(&allocs[a], p);
+    printf("  %-12s %-10s %8s %8s %9.1f\n", name, allocs[a].name, "-", "-", ns);
+    fprintf(csv, "replay,%s,%s,%.2f,,\n", name, allocs[a].name, ns);
+  }
+  nnmem_csv_destroy(c);
+}
+
+static void bench_traces(const char *data, FILE *csv) {
+  static const char *names[] = {"resnet50", "tiny_bert", "bert_base",
+                                "pangu_2.6B", "iopddl_S_1"};
+  printf(
+      "\n(b) tensor replay (nnmem pools on an unbacked simulated device; "
+      "mallocs on real memory, time only)\n");
+  printf("  %-12s %-10s %9s %8s %9s\n", "trace", "pool", "resv/live", "frag",
+         "ns/op");
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/dsa/traces/%s.csv", data, names[i]);
+    if (access(path, R_OK) != 0) {
+      printf("  %s: absent (%s); skipped\n", names[i], path);
+      continue;
+    }
+    bench_trace(path, names[i], csv);
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *csv_path = "bench-alloc.csv", *data = NNMEM_DEFAULT_DATA_DIR;
+  int repeat = 7;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
+      csv_path = argv[++i];
+    else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
+      repeat = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
+      data = argv[++i];
+    else {
+      fprintf(stderr,
+              "usage: alloc [--csv OUT.csv] [--repeat N] "
+              "[--data DIR]\n");
+      return 1;
+    }
+  }
+  if (repeat < 1) repeat = 1;
+  if (repeat > MAX_REPEAT) repeat = MAX_REPEAT;
+  nnmem_allocator_t *nn = NULL;
+  if (nnmem_allocator_create(NULL, &nn) != NNMEM_OK) return 1;
+  FILE *csv = fopen(csv_path, "w");
+  if (!csv) {
+    perror(csv_path);
+    nnmem_allocator_destroy(nn);
+    return 1;
+  }
+  fprintf(csv,
+          "bench,allocator_or_trace,pool,ns,ratio_or_scaling,"
+          "fragmentation\n");
+  load_allocators(nn);
+  bench_ring(repeat, csv);
+  bench_traces(data, csv);
+  fclose(csv);
+  printf("\nrows written to %s\n", csv_path);
+  nnmem_allocator_destroy(nn);
+  return 0;
+}
