@@ -616,6 +616,65 @@ static void test_loop(void **state) {
   free(m.b);
 }
 
+static void test_scan(void **state) {
+  (void)state;
+  gb_t body = {{0}};
+  g_input(&body, value_info("s_in", FLOAT, -1, NULL));
+  g_input(&body, value_info("x_t", FLOAT, -1, NULL));
+  g_node(&body, node("Add", "acc", "s_in,x_t", "s_out", 0, NULL));
+  g_node(&body, node("Relu", "r", "s_out", "y_t", 0, NULL));
+  g_output(&body, value_info("s_out", FLOAT, -1, NULL));
+  g_output(&body, value_info("y_t", FLOAT, -1, NULL));
+  f_str(&body.g, 2, "scan_body");
+  gb_t g = {{0}};
+  const int64_t sd[] = {2}, xd[] = {5, 2};
+  g_input(&g, value_info("s0", FLOAT, 1, sd));
+  g_input(&g, value_info("xs", FLOAT, 2, xd));
+  pb_t a[] = {attr_graph("body", &body.g), attr_int("num_scan_inputs", 1)};
+  g_node(&g, node("Scan", "scan", "s0,xs", "s_final,ys", 2, a));
+  g_output(&g, value_info("s_final", FLOAT, -1, NULL));
+  g_output(&g, value_info("ys", FLOAT, -1, NULL));
+  pb_t m = model(&g, 11, "");
+  nnmem_graph_t *gr = NULL;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = import(&m, NULL, &gr, NULL, &d);
+  if (st != NNMEM_OK) fail_msg("%s", d.message);
+  SHAPE(gr, "s_final", 2);
+  SHAPE(gr, "ys", 5, 2);
+  nnmem_op_info_t op;
+  find_op(gr, "Scan", &op);
+  assert_true(op.workspace_bytes >= 8 && op.workspace_bytes <= 32);
+  plan_ok(gr);
+  nnmem_graph_destroy(gr);
+  free(m.b);
+}
+
+/* Data-dependent outputs take their documented upper bound and are
+ * reported; a constant input makes them exact. */
+static void test_data_dependent(void **state) {
+  (void)state;
+  gb_t g = {{0}};
+  const int64_t xd[] = {3, 4}, cd[] = {4}, cv[] = {0, 7, 0, 2};
+  g_input(&g, value_info("X", FLOAT, 2, xd));
+  g_init(&g, tensor("C", INT64, 1, cd, cv));
+  g_node(&g, node("NonZero", "nz", "X", "idx", 0, NULL));
+  g_node(&g, node("NonZero", "nzc", "C", "idxc", 0, NULL));
+  g_output(&g, value_info("idx", INT64, -1, NULL));
+  g_output(&g, value_info("idxc", INT64, -1, NULL));
+  pb_t m = model(&g, 13, "");
+  nnmem_graph_t *gr = NULL;
+  nnmem_onnx_report_t rep;
+  nnmem_diag_t d = {{0}};
+  assert_ok(import(&m, NULL, &gr, &rep, &d));
+  SHAPE(gr, "idx", 2, 12); /* [rank, numel]: the upper bound */
+  SHAPE(gr, "idxc", 1, 2); /* exact: two nonzero constants */
+  assert_int_equal(rep.n_data_dependent, 1);
+  assert_string_equal(rep.data_dependent[0].name, "idx");
+  assert_string_equal(rep.data_dependent[0].what, "NonZero");
+  nnmem_graph_destroy(gr);
+  free(m.b);
+}
+
 /* ---- unsupported operators ---------------------------------------------*/
 
 static void test_unsupported(void **state) {
@@ -857,6 +916,8 @@ int main(void) {
       cmocka_unit_test(test_opset_variants),
       cmocka_unit_test(test_if),
       cmocka_unit_test(test_loop),
+      cmocka_unit_test(test_scan),
+      cmocka_unit_test(test_data_dependent),
       cmocka_unit_test(test_unsupported),
       cmocka_unit_test(test_truncated_and_corrupted),
       cmocka_unit_test(test_corrupted_bytes),
