@@ -455,33 +455,41 @@ static nnmem_status_t infer_nms(ox_ctx_t *c, ox_node_t *n) {
 /* ---- resize
  * ------------------------------------------------------------------*/
 
+/* floor(x * scale) as a dim; -1 when unknown or out of range. */
+static int64_t scaled(int64_t x, double scale) {
+  double v = floor((double)x * scale);
+  return x < 0 || !(v >= 0 && v < 9e18) ? -1 : (int64_t)v;
+}
+
+/* Resize (scales or sizes, opset 18 `axes`) and Upsample. */
 static nnmem_status_t infer_resize(ox_ctx_t *c, ox_node_t *n) {
   ox_val_t *x = OX_IN(n, 0), *y = OX_OUT(n, 0);
   int upsample = strcmp(n->type, "Upsample") == 0;
-  size_t ks = upsample || n->opset < 11 ? 1 : 2, kz = 3;
-  if (!x || !y) return NNMEM_OK;
+  ox_val_t *sz = upsample ? NULL : OX_IN(n, 3);
+  ox_val_t *sc = OX_IN(n, upsample || n->opset < 11 ? 1 : 2);
+  const float *fa = NULL;
+  const int64_t *ax = NULL;
+  size_t nfa = 0, nax = 0;
+  nnmem_status_t st = nnmem__onnx_attr_floats(c, n, "scales", &fa, &nfa);
+  if (st == NNMEM_OK) st = nnmem__onnx_attr_ints(c, n, "axes", &ax, &nax);
+  if (st != NNMEM_OK || !x || !y) return st;
   y->elem = x->elem;
   if (x->rank < 0) return NNMEM_OK;
+  size_t na = ax ? nax : (size_t)x->rank;
   int64_t dims[OX_MAX_RANK];
-  ox_val_t *sz = upsample ? NULL : OX_IN(n, kz), *sc = OX_IN(n, ks);
-  const float *fa = NULL;
-  size_t nfa = 0;
-  nnmem_status_t st = nnmem__onnx_attr_floats(c, n, "scales", &fa, &nfa);
-  if (st != NNMEM_OK) return st;
-  if (sz && sz->has_vals && sz->nvals == (size_t)x->rank) {
-    for (int32_t d = 0; d < x->rank; d++)
-      dims[d] = nnmem__onnx_int_at(sz, (size_t)d);
-  } else if (sc && sc->has_vals && sc->nvals == (size_t)x->rank) {
-    for (int32_t d = 0; d < x->rank; d++)
-      dims[d] = x->dims[d] < 0 ? -1
-                               : (int64_t)floor((double)x->dims[d] *
-                                                nnmem__onnx_float_at(sc, d));
-  } else if (fa && nfa == (size_t)x->rank) {
-    for (int32_t d = 0; d < x->rank; d++)
-      dims[d] =
-          x->dims[d] < 0 ? -1 : (int64_t)floor((double)x->dims[d] * fa[d]);
-  } else {
-    return NNMEM_OK;
+  memcpy(dims, x->dims, sizeof dims);
+  for (size_t i = 0; i < na; i++) {
+    int32_t d;
+    if (!nnmem__onnx_axis(ax ? ax[i] : (int64_t)i, x->rank, &d))
+      return bad_shape(c, n, "axes out of range");
+    if (sz && sz->has_vals && sz->nvals == na)
+      dims[d] = nnmem__onnx_int_at(sz, i);
+    else if (sc && sc->has_vals && sc->nvals == na)
+      dims[d] = scaled(x->dims[d], nnmem__onnx_float_at(sc, i));
+    else if (fa && nfa == na)
+      dims[d] = scaled(x->dims[d], fa[i]);
+    else
+      return NNMEM_OK; /* sizes known only at run time */
   }
   nnmem__onnx_set(y, x->elem, x->rank, dims);
   return NNMEM_OK;
@@ -492,7 +500,8 @@ static nnmem_status_t infer_depth_space(ox_ctx_t *c, ox_node_t *n) {
   nnmem_status_t st;
   int64_t b;
   A_INT("blocksize", 0, b);
-  if (b <= 0) return bad_shape(c, n, "blocksize must be >= 1");
+  if (b <= 0 || b > (1 << 20))
+    return bad_shape(c, n, "blocksize must be in [1, 2^20]");
   if (!x || x->rank != 4) return NNMEM_OK;
   int64_t d[4] = {x->dims[0], x->dims[1], x->dims[2], x->dims[3]};
   int to_space = strcmp(n->type, "DepthToSpace") == 0;
@@ -500,7 +509,7 @@ static nnmem_status_t infer_depth_space(ox_ctx_t *c, ox_node_t *n) {
     if (d[i] < 0) continue;
     int shrink = (i == 1) == to_space;
     int64_t f = i == 1 ? b * b : b;
-    d[i] = shrink ? d[i] / f : d[i] * f;
+    d[i] = shrink ? d[i] / f : nnmem__onnx_dmul(d[i], f);
   }
   nnmem__onnx_set(OX_OUT(n, 0), x->elem, 4, d);
   return NNMEM_OK;

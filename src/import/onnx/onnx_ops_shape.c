@@ -654,8 +654,8 @@ static nnmem_status_t infer_range(ox_ctx_t *c, ox_node_t *n) {
   double k = nnmem__onnx_float_at(d, 0);
   if (k == 0) return bad(c, n, "delta is 0");
   double cnt = ceil((b - a) / k);
-  int64_t len = cnt > 0 ? (int64_t)cnt : 0;
   if (cnt > 1e15) return bad(c, n, "the range is too long");
+  int64_t len = cnt > 0 ? (int64_t)cnt : 0;
   y->dims[0] = len;
   if (!s->iv || len > OX_MAX_VALUES) return NNMEM_OK;
   int64_t *v = malloc(((size_t)len + 1) * sizeof *v);
