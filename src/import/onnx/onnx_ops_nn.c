@@ -54,7 +54,7 @@ static int64_t at(const int64_t *a, size_t n, size_t i, int64_t def) {
 static int64_t window_out(const window_t *w, size_t i, size_t nsp, int64_t x,
                           int64_t k) {
   int64_t s = at(w->s, w->ns, i, 1), d = at(w->d, w->nd, i, 1);
-  const int64_t lim = (int64_t)1 << 40;
+  const int64_t lim = (int64_t)1 << 30;
   if (x < 0 || k < 0 || s <= 0 || d <= 0 || x > lim || k > lim || s > lim ||
       d > lim)
     return -1;
@@ -445,8 +445,9 @@ static nnmem_status_t infer_nms(ox_ctx_t *c, ox_node_t *n) {
     per = 0;
   else if (nnmem__onnx_ints_of(n, 2, &mv, &nm) && nm && mv[0] < per)
     per = mv[0] < 0 ? 0 : mv[0];
-  int64_t dims[2] = {scores->dims[0] * scores->dims[1] * per, 3};
-  if (scores->dims[0] < 0 || scores->dims[1] < 0 || per < 0) dims[0] = -1;
+  int64_t dims[2] = {
+      nnmem__onnx_dmul(nnmem__onnx_dmul(scores->dims[0], scores->dims[1]), per),
+      3};
   nnmem__onnx_set(OX_OUT(n, 0), OX_INT64, 2, dims);
   nnmem__onnx_mark_data_dep(c, n, OX_OUT(n, 0));
   return NNMEM_OK;

@@ -401,7 +401,7 @@ static nnmem_status_t infer_slice(ox_ctx_t *c, ox_node_t *n) {
     if (!nnmem__onnx_axis(ax ? ax[i] : (int64_t)i, x->rank, &a))
       return bad(c, n, "axis out of range");
     int64_t dim = x->dims[a], k = stp ? stp[i] : 1, b = s[i], en = e[i];
-    if (k == 0) return bad(c, n, "step is 0");
+    if (k == 0 || k == INT64_MIN) return bad(c, n, "step is 0 or too small");
     if (dim < 0) {
       dims[a] = -1;
       continue;
@@ -411,11 +411,11 @@ static nnmem_status_t infer_slice(ox_ctx_t *c, ox_node_t *n) {
     if (k > 0) {
       b = clampi(b, 0, dim);
       en = clampi(en, 0, dim);
-      dims[a] = en > b ? (en - b + k - 1) / k : 0;
+      dims[a] = en > b ? (en - b - 1) / k + 1 : 0;
     } else {
       b = clampi(b, 0, dim - 1);
       en = clampi(en, -1, dim - 1);
-      dims[a] = b > en ? (b - en + (-k) - 1) / (-k) : 0;
+      dims[a] = b > en ? (b - en - 1) / (-k) + 1 : 0;
     }
     beg[a] = b;
     step[a] = k;
