@@ -16,12 +16,12 @@
  *      per power of two); take the calling thread's cache (thread-local
  *      pointer, else pthread key, else adopt a parked cache of an exited
  *      thread, else a new one);
- *   2. pop the first page of avail[cls]: its free list, else carve the next
- *      never-used block (bump pointer); a page with nothing left leaves the
- *      list. No lock, no atomic read-modify-write: a cache hit;
- *   3. miss: drain the remote stack (blocks other threads freed), retry;
- *      else take a new page from the shared pool under its mutex and mark
- *      it in the page registry;
+ *   2. pop a block from the free list of the first page of avail[cls]. No
+ *      lock, no atomic read-modify-write: a cache hit;
+ *   3. miss: drain the remote stack (blocks other threads freed); thread 64
+ *      never-used blocks of the page onto its free list (pages are carved
+ *      lazily); drop exhausted pages from avail; else take a new page from
+ *      the shared pool under its mutex and mark it in the page registry;
  *   4. larger sizes or alignments > 16 go to the shared pool.
  * Steps of nnmem_free(p): 1. the registry says whether p's 64 KiB page is a
  * small page (two acquire loads); 2. if the page belongs to the calling
@@ -33,9 +33,10 @@
  * At thread exit (key destructor) the cache drains its remote stack, gives
  * empty pages back and is parked for adoption; pages never change owner.
  * Invariants: a page's used count = blocks handed out - blocks returned to
- * its free list; a page is on avail[cls] iff it has a free or uncarved
- * block; the registry byte of a page is 1 iff the page is a small page.
- * Complexity: O(1) per operation (plus the pool on misses / large sizes).
+ * its free list; a page with a free or uncarved block is on avail[cls]
+ * (exhausted pages leave it lazily, on the next miss); pages with used 0
+ * number empty[cls]; the registry byte of a page is 1 iff the page is a small
+ * page. Complexity: O(1) per operation (plus the pool on misses / large sizes).
  * Thread-safety: every call may come from any thread; counters are relaxed
  * atomics written by their owner; destroy must run alone. */
 #define _DEFAULT_SOURCE
@@ -300,39 +301,54 @@ static inline tcache_t *cache_get(nnmem_allocator_t *a) {
 
 /* ---- allocation -------------------------------------------------------- */
 
-static inline void *page_take(tcache_t *tc, page_t *pg) {
-  void *b = pg->free;
+/* Threads up to EXTEND_BLOCKS never-used blocks of pg onto its free list
+ * (so the fast path only ever looks at the free list); 0 when none are
+ * left. */
+#define EXTEND_BLOCKS 64
+static int page_extend(page_t *pg) {
+  if (pg->bump >= pg->end) return 0;
+  char *first = pg->bump, *stop = first + EXTEND_BLOCKS * pg->bsize;
+  if (stop > pg->end) stop = pg->end;
+  for (char *p = first; p < stop; p += pg->bsize)
+    *(void **)p = p + pg->bsize < stop ? p + pg->bsize : pg->free;
+  pg->free = first;
+  pg->bump = stop;
+  return 1;
+}
+
+static inline void *page_pop(tcache_t *tc, page_t *pg, void *b) {
+  pg->free = *(void **)b;
   if (pg->used++ == 0) tc->empty[pg->cls]--;
-  if (b)
-    pg->free = *(void **)b;
-  else {
-    b = pg->bump;
-    pg->bump += pg->bsize;
-  }
-  if (!pg->free && pg->bump >= pg->end) avail_pop(tc, pg);
   return b;
 }
 
-static void *small_alloc_slow(tcache_t *tc, unsigned cls) {
-  bump(&tc->st.misses, 1);
+/* Miss: drain the remote stack, then walk the avail stack, dropping pages
+ * found exhausted (they return when a block is freed), extending pages
+ * with uncarved blocks, and taking a new page when none is left. */
+static __attribute__((noinline)) void *small_alloc_slow(tcache_t *tc,
+                                                        unsigned cls) {
   if (atomic_load_explicit(&tc->remote, memory_order_relaxed)) drain_remote(tc);
-  page_t *pg = tc->avail[cls];
-  if (!pg) pg = page_new(tc, cls);
-  return pg ? page_take(tc, pg) : NULL;
+  for (;;) {
+    page_t *pg = tc->avail[cls];
+    if (!pg) { /* a cache miss: the shared pool */
+      bump(&tc->st.misses, 1);
+      if (!(pg = page_new(tc, cls))) return NULL;
+    }
+    if (pg->free || page_extend(pg)) return page_pop(tc, pg, pg->free);
+    avail_pop(tc, pg);
+  }
 }
 
-static void *small_alloc(nnmem_allocator_t *a, size_t size) {
+static inline void *small_alloc(nnmem_allocator_t *a, size_t size) {
   tcache_t *tc = cache_get(a);
   if (!tc) return NULL;
   unsigned cls = class_of[(size + 15) >> 4];
   page_t *pg = tc->avail[cls];
   void *b;
-  if (pg) {
-    b = page_take(tc, pg);
-  } else {
-    b = small_alloc_slow(tc, cls);
-    if (!b) return NULL;
-  }
+  if (pg && (b = pg->free) != NULL)
+    page_pop(tc, pg, b);
+  else if (!(b = small_alloc_slow(tc, cls)))
+    return NULL;
   bump(&tc->st.allocs[cls], 1);
   if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
   return b;
