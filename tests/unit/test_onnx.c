@@ -893,6 +893,57 @@ static void test_deep_nesting(void **state) {
   expect_fail(&m, NNMEM_ERR_UNSUPPORTED, "nested");
 }
 
+/* Writes a varint ending just before `*at` (building back to front). */
+static void put_back(uint8_t *buf, size_t *at, uint64_t v) {
+  uint8_t c[10];
+  size_t n = 0;
+  do {
+    c[n] = (uint8_t)(v & 0x7f);
+    v >>= 7;
+    if (v) c[n] |= 0x80;
+    n++;
+  } while (v);
+  *at -= n;
+  memcpy(buf + *at, c, n);
+}
+
+/* A graph input whose type is Sequence(Sequence(...)) 100,000 levels deep:
+ * rejected before protobuf-c's recursive unpacking could exhaust the
+ * stack. */
+static void test_deep_type_nesting(void **state) {
+  (void)state;
+  const size_t levels = 100000, cap = 16 * levels + 256;
+  uint8_t *buf = malloc(cap);
+  assert_non_null(buf);
+  size_t at = cap;
+  const uint8_t inner[] = {0x0a, 0x02, 0x08, 0x01}; /* tensor_type: float */
+  at -= sizeof inner;
+  memcpy(buf + at, inner, sizeof inner);
+  for (size_t i = 0; i < levels; i++) {
+    put_back(buf, &at, cap - at); /* Sequence.elem_type = TypeProto */
+    put_back(buf, &at, 1 << 3 | 2);
+    put_back(buf, &at, cap - at); /* TypeProto.sequence_type */
+    put_back(buf, &at, 4 << 3 | 2);
+  }
+  put_back(buf, &at, cap - at); /* ValueInfo.type */
+  put_back(buf, &at, 2 << 3 | 2);
+  const uint8_t name[] = {0x0a, 0x01, 'S'}; /* ValueInfo.name = "S" */
+  at -= sizeof name;
+  memcpy(buf + at, name, sizeof name);
+  put_back(buf, &at, cap - at); /* Graph.input */
+  put_back(buf, &at, 11 << 3 | 2);
+  put_back(buf, &at, cap - at); /* Model.graph */
+  put_back(buf, &at, 7 << 3 | 2);
+  nnmem_graph_t *g = NULL;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st =
+      nnmem_onnx_import(buf + at, cap - at, "deep.onnx", NULL, &g, NULL, &d);
+  assert_int_equal(st, NNMEM_ERR_UNSUPPORTED);
+  assert_null(g);
+  assert_non_null(strstr(d.message, "nested"));
+  free(buf);
+}
+
 static void test_supported_list(void **state) {
   (void)state;
   assert_true(nnmem_onnx_supported_count() >= 120);
@@ -924,6 +975,7 @@ int main(void) {
       cmocka_unit_test(test_not_onnx),
       cmocka_unit_test(test_bad_graphs),
       cmocka_unit_test(test_deep_nesting),
+      cmocka_unit_test(test_deep_type_nesting),
       cmocka_unit_test(test_supported_list),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,9 +3,9 @@
  *
  * Steps of nnmem_onnx_import:
  *   1. check arguments and the configuration (dim bindings >= 1);
- *   2. unpack the ModelProto from the buffer with protobuf-c (a truncated or
- *      corrupted buffer fails there); a message without a graph is "not an
- *      ONNX model";
+ *   2. bound the message nesting (onnx_wire.c), then unpack the ModelProto
+ *      from the buffer with protobuf-c (a truncated or corrupted buffer
+ *      fails there); a message without a graph is "not an ONNX model";
  *   3. the default-domain opset (1 when the model imports none);
  *   4. build the main scope (onnx_scope.c), infer it (onnx_infer.c),
  *      convert it (onnx_convert.c) and validate the graph
@@ -160,6 +160,11 @@ nnmem_status_t nnmem_onnx_import(const void *data, size_t len,
     nnmem_onnx_config_init(&c.cfg);
   nnmem_status_t st = check_config(&c);
   if (st != NNMEM_OK) return st;
+  if (nnmem__onnx_wire_too_deep(data, len))
+    return nnmem__diag(diag, NNMEM_ERR_UNSUPPORTED,
+                       "%s: messages (subgraphs or types) are nested more "
+                       "than %d levels deep",
+                       c.file, OX_MAX_WIRE_DEPTH);
   Onnx__ModelProto *m =
       onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
   if (!m)
@@ -256,7 +261,9 @@ nnmem_status_t nnmem__onnx_input_names(const void *data, size_t len,
                                        ox_io_t *io, nnmem_diag_t *diag) {
   memset(io, 0, sizeof *io);
   Onnx__ModelProto *m =
-      onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
+      nnmem__onnx_wire_too_deep(data, len)
+          ? NULL
+          : onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
   if (!m || !m->graph) {
     if (m) onnx__model_proto__free_unpacked(m, NULL);
     return nnmem__diag(diag, NNMEM_ERR_PARSE, "not an ONNX model");
@@ -302,7 +309,9 @@ nnmem_status_t nnmem__onnx_infer_outputs(const void *data, size_t len,
   nnmem_status_t st = check_config(&c);
   if (st != NNMEM_OK) return st;
   Onnx__ModelProto *m =
-      onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
+      nnmem__onnx_wire_too_deep(data, len)
+          ? NULL
+          : onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
   if (!m || !m->graph) {
     if (m) onnx__model_proto__free_unpacked(m, NULL);
     return nnmem__diag(diag, NNMEM_ERR_PARSE, "not an ONNX model");

@@ -18,8 +18,9 @@
 #include "onnx.pb-c.h"
 
 #define OX_MAX_RANK NNMEM_MAX_RANK
-#define OX_MAX_VALUES 65536 /* tensors with more elements keep no values */
-#define OX_MAX_DEPTH 16     /* nesting of If / Loop / Scan bodies */
+#define OX_MAX_VALUES 65536   /* tensors with more elements keep no values */
+#define OX_MAX_DEPTH 16       /* nesting of If / Loop / Scan bodies */
+#define OX_MAX_WIRE_DEPTH 200 /* nesting of protobuf messages */
 
 /* ONNX TensorProto.DataType values. */
 enum {
@@ -139,6 +140,10 @@ typedef struct ox_ctx {
   int64_t opset;
   int64_t ir_version;
 } ox_ctx_t;
+
+/* ---- onnx_wire.c: 1 when protobuf messages nest deeper than
+ * OX_MAX_WIRE_DEPTH (checked before unpacking) ---- */
+int nnmem__onnx_wire_too_deep(const void *data, size_t len);
 
 /* ---- onnx_values.c: value helpers ---- */
 size_t nnmem__onnx_elem_bits(int32_t elem); /* 0 for unknown / string */
