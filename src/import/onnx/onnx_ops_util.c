@@ -86,6 +86,8 @@ int nnmem__onnx_axes(ox_ctx_t *c, const ox_node_t *n, const char *name,
 /* ---- folding
  * ---------------------------------------------------------------*/
 
+/* One element of an integer fold. Longer than 50 lines: one case per OX_F_*
+ * code, which reads better as one flat switch than as a table. */
 static int64_t ieval(int op, const int64_t *x, size_t n) {
   int64_t a = x[0], b = n > 1 ? x[1] : 0;
   switch (op) {
@@ -158,6 +160,7 @@ static int64_t ieval(int op, const int64_t *x, size_t n) {
   }
 }
 
+/* One element of a floating fold (same shape as ieval). */
 static double feval(int op, const double *x, size_t n) {
   double a = x[0], b = n > 1 ? x[1] : 0;
   switch (op) {
