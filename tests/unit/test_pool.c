@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "testutil.h"
 
 static const nnmem_pool_kind_t kinds[] = {
@@ -431,6 +432,28 @@ static void test_replay_small(void **state) {
   nnmem_problem_destroy(pr);
 }
 
+/* NNMEM_DEBUG builds fill fresh backed memory with 0xAA; any build works on
+ * the mmap backend (huge pages when the kernel has them). */
+static void test_debug_fill_and_mmap(void **state) {
+  (void)state;
+  nnmem_mmap_config_t mc = {sizeof mc, 1};
+  nnmem_backend_t *b = NULL;
+  assert_ok(nnmem_backend_mmap_create(&mc, &b));
+  for (size_t i = 0; i < N_KINDS; i++) {
+    nnmem_pool_t *p = make_pool(kinds[i], b, 1 << 20);
+    void *x = NULL;
+    assert_ok(nnmem_pool_alloc(p, 2000, 0, &x));
+    if (nnmem__debug)
+      for (int k = 0; k < 2000; k++)
+        assert_int_equal(((unsigned char *)x)[k], 0xAA);
+    memset(x, 1, 2000);
+    check(p, 0, 0);
+    assert_ok(nnmem_pool_free(p, x));
+    nnmem_pool_destroy(p);
+  }
+  nnmem_backend_destroy(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kind_names),
@@ -444,6 +467,7 @@ int main(void) {
       cmocka_unit_test(test_capacity_and_thread_safe),
       cmocka_unit_test(test_stats_format),
       cmocka_unit_test(test_replay_small),
+      cmocka_unit_test(test_debug_fill_and_mmap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# CLI: `nnmem replay` of a MiniMalloc trace through the pools on an unbacked
+# simulated device: exact numbers on a small trace, every pool side by
+# side, usage errors (real traces: replay_data.sh).
+. "$(dirname "$0")/lib/common.sh"
+
+write_small_problem "$T/p.csv"
+
+expect_rc 0 replay --help
+out_has "Usage: nnmem replay"
+out_has "--pool"
+out_has "--json"
+
+# Peak live 12 B (steps 2-3); the default tiered pool serves these tiny
+# buffers from one 64 KiB slab of its 256 B class (device alignment 256).
+expect_rc 0 replay "$T/p.csv"
+out_has "pool: tiered"
+out_has "peak_live_bytes:     12 B"
+out_has "peak_reserved_bytes: 64.0 KiB (65,536 B)"
+err_empty
+
+expect_rc 0 replay "$T/p.csv" --pool tlsf --json
+json_valid "$T/stdout"
+py 'import json,sys; r=json.load(open(sys.argv[1]));
+assert r["pool"]=="tlsf" and r["operations"]==8, r
+assert r["peak_live_bytes"]==12 and r["peak_reserved_bytes"]==4194304, r' \
+  "$T/stdout"
+
+expect_rc 0 replay "$T/p.csv" --pool all --json
+json_valid "$T/stdout"
+py 'import json,sys; r=json.load(open(sys.argv[1]));
+assert [x["pool"] for x in r]==["tiered","tlsf","best-fit","first-fit","buddy","slab"], r
+assert all(x["peak_live_bytes"]==12 for x in r), r' "$T/stdout"
+
+expect_rc 0 replay "$T/p.csv" --pool buddy --device-align 64
+out_has "pool: buddy"
+
+expect_error replay "$T/p.csv" --pool nope
+err_has "bad --pool 'nope'"
+expect_error replay "$T/p.csv" --device-align 96
+expect_error replay
+err_has "missing TRACE.csv"
+expect_error replay "$T/absent.csv"
+
+finish
