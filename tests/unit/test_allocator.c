@@ -133,6 +133,46 @@ static void test_random(void **state) {
   random_sequence(1, 777);
 }
 
+/* Every backend request fails from the N-th on: allocations return NULL,
+ * nothing crashes, what was allocated stays usable and nothing leaks. */
+static void test_backend_faults(void **state) {
+  (void)state;
+  for (uint64_t n = 1; n <= 6; n++) {
+    nnmem_sim_config_t sc = {0};
+    sc.backed = 1;
+    sc.alignment = 64;
+    nnmem_backend_t *b = NULL;
+    assert_ok(nnmem_backend_sim_create(&sc, &b));
+    assert_ok(nnmem_backend_sim_fail_at(b, n, 1));
+    nnmem_allocator_config_t cfg;
+    nnmem_allocator_config_init(&cfg);
+    cfg.backend = b;
+    nnmem_allocator_t *a = NULL;
+    assert_ok(nnmem_allocator_create(&cfg, &a));
+    void *p[64];
+    int got = 0;
+    for (int i = 0; i < 64; i++) {
+      p[i] = nnmem_alloc(a, (size_t)(i % 2 ? 100 : 20000) * (size_t)(i + 1));
+      if (p[i]) {
+        memset(p[i], 3, (size_t)(i % 2 ? 100 : 20000) * (size_t)(i + 1));
+        got++;
+      }
+    }
+    assert_true(got < 64);
+    for (int i = 0; i < 64; i++)
+      nnmem_free(a, p[i]);
+    nnmem_stats_t st;
+    assert_ok(nnmem_allocator_stats(a, &st));
+    assert_int_equal(st.live_count, 0);
+    assert_true(st.failed_count > 0);
+    nnmem_allocator_destroy(a);
+    nnmem_sim_counters_t c;
+    assert_ok(nnmem_backend_sim_counters(b, &c));
+    assert_int_equal(c.live_bytes, 0);
+    nnmem_backend_destroy(b);
+  }
+}
+
 typedef struct handoff {
   nnmem_allocator_t *a;
   void **blocks;
@@ -192,6 +232,7 @@ int main(void) {
       cmocka_unit_test(test_unbacked_refused),
       cmocka_unit_test(test_random),
       cmocka_unit_test(test_cross_thread),
+      cmocka_unit_test(test_backend_faults),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,6 +97,38 @@ static void test_tlsf_layout(void **state) {
   nnmem_backend_destroy(b);
 }
 
+/* small_max 4 KiB, large_min 64 KiB: 100 B -> a 64 KiB slab of the 256 B
+ * class; 5000 B -> the TLSF tier (chunk = small_max, so 5120 exactly);
+ * 100000 B -> its own region of 100096 B (device alignment 256). */
+static void test_tiered_routing(void **state) {
+  (void)state;
+  nnmem_backend_t *b = sim(0, 256);
+  nnmem_pool_t *p = make_pool(NNMEM_POOL_TIERED, b, 0);
+  void *s1, *m1, *l1;
+  nnmem_stats_t st;
+  assert_ok(nnmem_pool_alloc(p, 100, 0, &s1));
+  assert_ok(nnmem_pool_stats(p, &st));
+  assert_int_equal(st.reserved_bytes, 65536);
+  assert_int_equal(st.allocated_bytes, 256);
+  assert_ok(nnmem_pool_alloc(p, 5000, 0, &m1));
+  assert_ok(nnmem_pool_stats(p, &st));
+  assert_int_equal(st.reserved_bytes, 65536 + 5120);
+  assert_ok(nnmem_pool_alloc(p, 100000, 0, &l1));
+  assert_ok(nnmem_pool_stats(p, &st));
+  assert_int_equal(st.reserved_bytes, 65536 + 5120 + 100096);
+  assert_int_equal(st.allocated_bytes, 256 + 5120 + 100096);
+  assert_int_equal(st.backend_allocs, 3);
+  check(p, 0, 0);
+  assert_ok(nnmem_pool_free(p, l1));
+  assert_ok(nnmem_pool_free(p, m1));
+  assert_ok(nnmem_pool_free(p, s1));
+  assert_ok(nnmem_pool_stats(p, &st));
+  assert_int_equal(st.reserved_bytes, 0);
+  assert_int_equal(st.reserved_bytes_peak, 65536 + 5120 + 100096);
+  nnmem_pool_destroy(p);
+  nnmem_backend_destroy(b);
+}
+
 static void test_split_threshold(void **state) {
   (void)state;
   nnmem_backend_t *b = sim(0, 256);
@@ -458,6 +490,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kind_names),
       cmocka_unit_test(test_tlsf_layout),
+      cmocka_unit_test(test_tiered_routing),
       cmocka_unit_test(test_split_threshold),
       cmocka_unit_test(test_buddy_layout),
       cmocka_unit_test(test_fixed_watermark),
