@@ -17,7 +17,8 @@
  *   3. (b) tensor replay: every trace of DIR/dsa/traces through every nnmem
  *      pool kind on an unbacked simulated device (peak reserved / peak live,
  *      fragmentation, ns per operation), and through each malloc on real
- *      memory (time only; traces whose live bytes pass half of this
+ *      memory (reserved sampled at each new live maximum where the malloc
+ *      reports it; traces whose live bytes pass half of this
  *      machine's memory are skipped for them);
  *   4. (c) the ring on two threads (each its own ring) against one thread:
  *      throughput ratio, median of runs;
@@ -26,6 +27,7 @@
  * It asserts nothing about time. Thread-safety: its own threads only. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,7 @@ typedef struct allocator {
   void *(*alloc)(void *ctx, size_t n);
   void (*release)(void *ctx, void *p);
   void *ctx;
+  uint64_t (*reserved)(void); /* bytes held from the OS now; NULL: unknown */
 } allocator_t;
 
 #ifdef NNMEM_BENCH_JEMALLOC
@@ -58,6 +61,20 @@ static void (*je_dallocx)(void *, int) = dallocx;
 static void *(*je_mallocx)(size_t, int);
 static void (*je_dallocx)(void *, int);
 #endif
+#ifdef NNMEM_BENCH_JEMALLOC
+int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
+            size_t newlen);
+static uint64_t je_reserved(void) { /* refresh, then the mapped bytes */
+  uint64_t epoch = 1;
+  size_t len = sizeof epoch, mapped = 0, ml = sizeof mapped;
+  mallctl("epoch", &epoch, &len, &epoch, len);
+  return mallctl("stats.mapped", &mapped, &ml, NULL, 0) == 0 ? mapped : 0;
+}
+#endif
+static uint64_t glibc_reserved(void) { /* all arenas + mmapped chunks */
+  struct mallinfo2 mi = mallinfo2();
+  return (uint64_t)mi.arena + (uint64_t)mi.hblkhd;
+}
 void *__libc_malloc(size_t size); /* glibc's own, whoever owns malloc */
 void __libc_free(void *ptr);
 static void *(*mi_malloc_fn)(size_t);
@@ -97,17 +114,21 @@ static void nn_free(void *c, void *p) {
 static allocator_t allocs[MAX_ALLOCS];
 
 static void load_allocators(nnmem_allocator_t *nn) {
-  allocs[0] = (allocator_t){"nnmem", 1, nn_alloc, nn_free, nn};
-  allocs[1] = (allocator_t){"glibc", 1, glibc_alloc, glibc_free, NULL};
-  allocs[2] = (allocator_t){"jemalloc", je_mallocx && je_dallocx, je_alloc,
-                            je_free, NULL};
+  allocs[0] = (allocator_t){"nnmem", 1, nn_alloc, nn_free, nn, NULL};
+  allocs[1] =
+      (allocator_t){"glibc", 1, glibc_alloc, glibc_free, NULL, glibc_reserved};
+  allocs[2] = (allocator_t){
+      "jemalloc", je_mallocx && je_dallocx, je_alloc, je_free, NULL, NULL};
+#ifdef NNMEM_BENCH_JEMALLOC
+  allocs[2].reserved = je_reserved;
+#endif
   void *h = dlopen("libmimalloc.so.2", RTLD_NOW | RTLD_LOCAL);
   if (h) {
     mi_malloc_fn = (void *(*)(size_t))dlsym(h, "mi_malloc");
     mi_free_fn = (void (*)(void *))dlsym(h, "mi_free");
   }
-  allocs[3] = (allocator_t){"mimalloc", mi_malloc_fn && mi_free_fn, mi_alloc,
-                            mi_free_w, NULL};
+  allocs[3] = (allocator_t){
+      "mimalloc", mi_malloc_fn && mi_free_fn, mi_alloc, mi_free_w, NULL, NULL};
   for (int i = 0; i < MAX_ALLOCS; i++)
     if (!allocs[i].present)
       printf("note: %s not found (install lib%s-dev); skipped\n",
@@ -234,8 +255,22 @@ static int ev_cmp(const void *a, const void *b) {
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* Real-memory replay through a malloc; ns per operation. */
-static double malloc_replay(const allocator_t *al, const nnmem_problem_t *p) {
+/* Real-memory replay through a malloc; ns per operation. When the
+ * allocator reports its reservation, a second untimed pass samples it each
+ * time the live bytes reach a new maximum: *resv_out is the largest sample
+ * over the peak live bytes (0 when unknown). */
+static double malloc_pass(const allocator_t *al, const nnmem_problem_t *p,
+                          int sample, double *resv_out);
+static double malloc_replay(const allocator_t *al, const nnmem_problem_t *p,
+                            double *resv_out) {
+  double ns = malloc_pass(al, p, 0, resv_out);
+  *resv_out = 0;
+  if (al->reserved) (void)malloc_pass(al, p, 1, resv_out);
+  return ns;
+}
+
+static double malloc_pass(const allocator_t *al, const nnmem_problem_t *p,
+                          int sample, double *resv_out) {
   size_t n = nnmem_problem_count(p), k = 0;
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   event_t *ev = malloc(2 * n * sizeof *ev);
@@ -246,17 +281,26 @@ static double malloc_replay(const allocator_t *al, const nnmem_problem_t *p) {
     ev[k++] = (event_t){b[i].last, 0, (uint32_t)i};
   }
   qsort(ev, k, sizeof *ev, ev_cmp);
+  uint64_t live = 0, peak = 0, resv = 0;
   double t0 = now();
   for (size_t e = 0; e < k; e++) {
     uint32_t i = ev[e].index;
     if (ev[e].is_alloc) {
       addr[i] = al->alloc(al->ctx, b[i].size);
       if (addr[i]) *(volatile char *)addr[i] = 1;
+      live += b[i].size;
+      if (sample && live > peak) {
+        peak = live;
+        uint64_t r = al->reserved();
+        if (r > resv) resv = r;
+      }
     } else {
       al->release(al->ctx, addr[i]);
+      live -= b[i].size;
     }
   }
   double dt = now() - t0;
+  if (sample && peak) *resv_out = (double)resv / (double)peak;
   free(addr);
   free(ev);
   return k ? dt * 1e9 / (double)k : 0;
@@ -296,9 +340,11 @@ static void bench_trace(const char *path, const char *name, FILE *csv) {
              allocs[a].name, "-", "-", "skipped");
       continue;
     }
-    double ns = malloc_replay(&allocs[a], p);
-    printf("  %-12s %-10s %8s %8s %9.1f\n", name, allocs[a].name, "-", "-", ns);
-    fprintf(csv, "replay,%s,%s,%.2f,,\n", name, allocs[a].name, ns);
+    double resv = 0, ns = malloc_replay(&allocs[a], p, &resv);
+    char rs[32] = "-";
+    if (resv > 0) snprintf(rs, sizeof rs, "%.3fx", resv);
+    printf("  %-12s %-10s %9s %8s %9.1f\n", name, allocs[a].name, rs, "-", ns);
+    fprintf(csv, "replay,%s,%s,%.2f,%.4f,\n", name, allocs[a].name, ns, resv);
   }
   nnmem_csv_destroy(c);
 }
@@ -307,8 +353,10 @@ static void bench_traces(const char *data, FILE *csv) {
   static const char *names[] = {"resnet50", "tiny_bert", "bert_base",
                                 "pangu_2.6B", "iopddl_S_1"};
   printf(
-      "\n(b) tensor replay (nnmem pools on an unbacked simulated device; "
-      "mallocs on real memory, time only)\n");
+      "\n(b) tensor replay: nnmem pools on an unbacked simulated device; "
+      "mallocs on real memory, reserved sampled at each new live maximum "
+      "(glibc: mallinfo2 arena + mmapped; jemalloc: stats.mapped; '-': "
+      "not measured)\n");
   printf("  %-12s %-10s %9s %8s %9s\n", "trace", "pool", "resv/live", "frag",
          "ns/op");
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
