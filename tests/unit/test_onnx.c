@@ -525,6 +525,71 @@ static void test_opset_variants(void **state) {
   check_opset_variant(18);
 }
 
+/* A tour of other operator rules, each with hand-computed shapes. */
+static void test_more_ops(void **state) {
+  (void)state;
+  gb_t g = {{0}};
+  const int64_t x2[] = {4, 6}, cs[] = {2}, csv[] = {2, 8}, a3[] = {2, 3, 4},
+                b3[] = {2, 4, 5}, xt[] = {1, 2, 5, 5}, wt[] = {2, 3, 3, 3},
+                two[] = {2, 2}, k1[] = {1}, kv = 2, xr[] = {1, 3, 8, 8},
+                s4[] = {4}, sv[] = {1, 3, 16, 12}, xl[] = {7, 2, 5},
+                g3[] = {3, 4, 5}, i2[] = {2, 2}, iv[] = {0, 1, 2, 3},
+                v4[] = {4}, rv[] = {1, 10, 3};
+  g_input(&g, value_info("X2", FLOAT, 2, x2));
+  g_init(&g, tensor("crop", INT64, 1, cs, csv));
+  g_node(&g, node("CenterCropPad", "ccp", "X2,crop", "ccp", 0, NULL));
+  g_input(&g, value_info("A", FLOAT, 3, a3));
+  g_input(&g, value_info("B", FLOAT, 3, b3));
+  pb_t ea[] = {attr_str("equation", "bij,bjk->bik")};
+  g_node(&g, node("Einsum", "ein", "A,B", "ein", 1, ea));
+  g_input(&g, value_info("XT", FLOAT, 4, xt));
+  g_init(&g, tensor("WT", FLOAT, 4, wt, NULL));
+  pb_t ta[] = {attr_ints("strides", 2, two)};
+  g_node(&g, node("ConvTranspose", "ct", "XT,WT", "ct", 1, ta));
+  g_init(&g, tensor("K", INT64, 1, k1, &kv));
+  g_node(&g, node("TopK", "topk", "X2,K", "tv,ti", 0, NULL));
+  g_input(&g, value_info("XR", FLOAT, 4, xr));
+  g_init(&g, tensor("sizes", INT64, 1, s4, sv));
+  g_node(&g, node("Resize", "rs", "XR,,,sizes", "rs", 0, NULL));
+  g_input(&g, value_info("XL", FLOAT, 3, xl));
+  pb_t la[] = {attr_int("hidden_size", 4),
+               attr_str("direction", "bidirectional")};
+  g_node(&g, node("LSTM", "lstm", "XL,WT,WT", "ly,lh,lc", 2, la));
+  g_input(&g, value_info("G", FLOAT, 3, g3));
+  g_init(&g, tensor("gi", INT64, 2, i2, iv));
+  pb_t gaa[] = {attr_int("axis", 1)};
+  g_node(&g, node("Gather", "gather", "G,gi", "gat", 1, gaa));
+  g_input(&g, value_info("V", FLOAT, 1, v4));
+  g_node(&g, node("MatMul", "mv", "V,B", "mv", 0, NULL));
+  g_init(&g, tensor("r0", INT64, 0, NULL, &rv[0]));
+  g_init(&g, tensor("r1", INT64, 0, NULL, &rv[1]));
+  g_init(&g, tensor("r2", INT64, 0, NULL, &rv[2]));
+  g_node(&g, node("Range", "range", "r0,r1,r2", "range", 0, NULL));
+  pb_t to[] = {attr_int("to", FLOAT)};
+  g_node(&g, node("Cast", "cast", "range", "rangef", 1, to));
+  pb_t m = model(&g, 13, "");
+  nnmem_graph_t *gr = NULL;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = import(&m, NULL, &gr, NULL, &d);
+  if (st != NNMEM_OK) fail_msg("%s", d.message);
+  SHAPE(gr, "ccp", 2, 8);
+  SHAPE(gr, "ein", 2, 3, 5);
+  SHAPE(gr, "ct", 1, 3, 11, 11); /* 2 (5 - 1) + 3 */
+  SHAPE(gr, "tv", 4, 2);
+  assert_int_equal(tinfo(gr, "ti").dtype, NNMEM_DTYPE_INT64);
+  SHAPE(gr, "rs", 1, 3, 16, 12);
+  SHAPE(gr, "ly", 7, 2, 2, 4);
+  SHAPE(gr, "lh", 2, 2, 4);
+  SHAPE(gr, "gat", 3, 2, 2, 5);
+  SHAPE(gr, "mv", 2, 5); /* [4] x [2,4,5] */
+  SHAPE(gr, "range", 3); /* 1, 4, 7 */
+  assert_int_equal(tinfo(gr, "rangef").kind, NNMEM_TENSOR_CONSTANT);
+  assert_int_equal(tinfo(gr, "rangef").dtype, NNMEM_DTYPE_FLOAT32);
+  plan_ok(gr);
+  nnmem_graph_destroy(gr);
+  free(m.b);
+}
+
 /* ---- control flow
  * ----------------------------------------------------------*/
 
@@ -965,6 +1030,7 @@ int main(void) {
       cmocka_unit_test(test_reshape_broadcast),
       cmocka_unit_test(test_folding_chain),
       cmocka_unit_test(test_opset_variants),
+      cmocka_unit_test(test_more_ops),
       cmocka_unit_test(test_if),
       cmocka_unit_test(test_loop),
       cmocka_unit_test(test_scan),

@@ -4,9 +4,12 @@
  * test_data_set_0/input_N.pb and output_N.pb).
  *
  * For every model whose operators are all supported: bind the graph inputs'
- * shapes and types from input_N.pb, infer, and compare each graph output's
- * type and shape with output_N.pb (the reference result, not the shapes
- * the model declares). Prints pass/total per operator type and overall.
+ * shapes and types from input_N.pb (and the values of small inputs:
+ * integers up to 1,024 elements, floats up to 16, which in these tests
+ * carry shapes, axes, pads, k, scales), infer, and compare each graph
+ * output's type and shape with output_N.pb (the reference result). The
+ * shapes the model declares are never used for supported operators.
+ * Prints pass/total per operator type and overall.
  * Known failures (tests/conformance/known_failures.txt, "name reason")
  * are expected; the test fails only on a failure not in that list.
  * Exits 77 when the package is absent (NNMEM_ONNX_TESTDATA overrides the
@@ -83,8 +86,16 @@ static int read_all(const char *path, char **data, size_t *len) {
 typedef struct bound_inputs {
   nnmem_onnx_input_shape_t sh[64];
   int64_t dims[64][OX_HOOK_RANK];
+  char *pb[64]; /* the input_N.pb bytes (values of small inputs) */
+  size_t pb_len[64];
   size_t n;
 } bound_inputs_t;
+
+static void free_inputs(bound_inputs_t *b) {
+  for (size_t i = 0; i < b->n; i++)
+    free(b->pb[i]);
+  b->n = 0;
+}
 
 /* Binds input_N.pb shapes to the graph inputs in order. */
 static int bind_inputs(const char *dir, const ox_io_t *names,
@@ -99,8 +110,12 @@ static int bind_inputs(const char *dir, const ox_io_t *names,
     uint32_t rank = 0;
     nnmem_status_t st =
         nnmem__onnx_tensor_info(data, len, &elem, &rank, b->dims[i], NULL);
-    free(data);
-    if (st != NNMEM_OK) return 0;
+    if (st != NNMEM_OK) {
+      free(data);
+      return 0;
+    }
+    b->pb[i] = data;
+    b->pb_len[i] = len;
     b->sh[i].name = names->in_names[i];
     b->sh[i].rank = rank;
     b->sh[i].dims = b->dims[i];
@@ -179,8 +194,10 @@ static void run_one(const char *dir, const char *name, totals_t *t) {
   nnmem_diag_t diag = {{0}};
   char why[512] = "";
   int pass = 1;
+  b.n = 0;
   if (nnmem__onnx_input_names(data, len, &names, NULL) != NNMEM_OK ||
       names.non_tensor || !bind_inputs(dir, &names, &b)) {
+    free_inputs(&b);
     nnmem__onnx_io_free(&names);
     free(data);
     t->skipped++;
@@ -190,8 +207,9 @@ static void run_one(const char *dir, const char *name, totals_t *t) {
   nnmem_onnx_config_init(&cfg);
   cfg.input_shapes = b.sh;
   cfg.n_input_shapes = b.n;
-  nnmem_status_t st =
-      nnmem__onnx_infer_outputs(data, len, &cfg, &io, &rep, &diag);
+  nnmem_status_t st = nnmem__onnx_infer_outputs(
+      data, len, &cfg, (const void *const *)b.pb, b.pb_len, &io, &rep, &diag);
+  free_inputs(&b);
   free(data);
   if (st == NNMEM_OK && rep.n_unsupported) { /* not in the supported set */
     nnmem__onnx_io_free(&names);

@@ -22,9 +22,15 @@ typedef struct ox_io {
   char *out_names[64];
   int non_tensor; /* some graph input / output is a sequence, map, ... */
 } ox_io_t;
+/* `in_pb[i]` / `in_pb_len[i]` (nullable arrays aligned with
+ * cfg->input_shapes) are serialized TensorProtos whose values are bound to
+ * that input when small (integers up to 1,024 elements, floats up to 16),
+ * as ONNX's data propagation does for known inputs. Declared output shapes
+ * are never used for supported operators. */
 nnmem_status_t nnmem__onnx_infer_outputs(const void *data, size_t len,
                                          const nnmem_onnx_config_t *cfg,
-                                         ox_io_t *io,
+                                         const void *const *in_pb,
+                                         const size_t *in_pb_len, ox_io_t *io,
                                          nnmem_onnx_report_t *report,
                                          nnmem_diag_t *diag);
 /* Only the graph input names (no inference). */

@@ -292,13 +292,17 @@ static nnmem_status_t copy_outputs(ox_scope_t *s, ox_io_t *io) {
 
 nnmem_status_t nnmem__onnx_infer_outputs(const void *data, size_t len,
                                          const nnmem_onnx_config_t *cfg,
-                                         ox_io_t *io,
+                                         const void *const *in_pb,
+                                         const size_t *in_pb_len, ox_io_t *io,
                                          nnmem_onnx_report_t *report,
                                          nnmem_diag_t *diag) {
   ox_ctx_t c;
   memset(&c, 0, sizeof c);
+  c.in_pb = in_pb;
+  c.in_pb_len = in_pb_len;
   memset(io, 0, sizeof *io);
   c.file = "<model>";
+  c.no_decl_fallback = 1; /* measure inference, not the declarations */
   c.diag = diag;
   c.rep = report;
   memset(report, 0, sizeof *report);

@@ -336,7 +336,7 @@ static nnmem_status_t infer_node(ox_ctx_t *c, ox_scope_t *s, size_t i) {
     if (st != NNMEM_OK) return st;
     fold(s, i, op);
   }
-  for (size_t k = 0; k < n->n_out; k++) {
+  for (size_t k = 0; k < n->n_out && !(op && c->no_decl_fallback); k++) {
     ox_val_t *v = n->out[k];
     if (!v || (nnmem__onnx_known(v) && v->elem)) continue;
     nnmem_status_t st = nnmem__onnx_apply_decl(c, v);

@@ -139,6 +139,11 @@ typedef struct ox_ctx {
   nnmem_diag_t *diag;
   int64_t opset;
   int64_t ir_version;
+  int no_decl_fallback;     /* conformance: never use declared shapes of
+                               supported operators' outputs */
+  const void *const *in_pb; /* conformance: serialized TensorProto values of
+                               cfg.input_shapes[i] (NULL entries allowed) */
+  const size_t *in_pb_len;
 } ox_ctx_t;
 
 /* ---- onnx_wire.c: 1 when protobuf messages nest deeper than
@@ -224,8 +229,14 @@ nnmem_status_t nnmem__onnx_body_bytes(ox_ctx_t *c, ox_scope_t *s,
                                       uint64_t *out);
 
 /* ---- onnx_ops_util.c: helpers of the inference functions ---- */
-#define OX_IN(n, k) ((size_t)(k) < (n)->n_in ? (n)->in[k] : NULL)
-#define OX_OUT(n, k) ((size_t)(k) < (n)->n_out ? (n)->out[k] : NULL)
+/* Input / output k of a node, NULL when absent (functions, so arguments
+ * are evaluated once). */
+static inline ox_val_t *OX_IN(const ox_node_t *n, size_t k) {
+  return k < n->n_in ? n->in[k] : NULL;
+}
+static inline ox_val_t *OX_OUT(const ox_node_t *n, size_t k) {
+  return k < n->n_out ? n->out[k] : NULL;
+}
 /* Dim arithmetic: -1 (unknown) when an operand is negative or the result
  * overflows. */
 static inline int64_t nnmem__onnx_dmul(int64_t a, int64_t b) {

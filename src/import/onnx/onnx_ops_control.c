@@ -19,7 +19,10 @@
  * larger body. A Loop whose trip count is unknown or whose condition is not
  * constant is sized by its trip-count input (an upper bound, reported as
  * data-dependent); without a known trip count its scan outputs stay
- * unresolved. Complexity: the bodies' inference and planning.
+ * unresolved. Scan of opset 8 (batch-major, with sequence_lens) prepends
+ * the batch (and sequence) dims instead. Loop-carried state takes the
+ * body's type, with dims the body leaves unknown taken from the initial
+ * value. Complexity: the bodies' inference and planning.
  * Thread-safety: pure. */
 #include <string.h>
 
@@ -131,6 +134,41 @@ static void with_seq(ox_val_t *o, const ox_val_t *slice, int64_t len,
   nnmem__onnx_set_shape(o, r, dims);
 }
 
+/* A loop-carried state: the body's type, unknown dims taken from the
+ * initial value. */
+static void state_type(ox_val_t *o, const ox_val_t *body,
+                       const ox_val_t *init) {
+  if (!o) return;
+  nnmem__onnx_copy_type(o, body && body->rank >= 0 ? body : init);
+  if (!init || o->rank != init->rank) return;
+  if (!o->elem) o->elem = init->elem;
+  for (int32_t d = 0; d < o->rank; d++)
+    if (o->dims[d] < 0) o->dims[d] = init->dims[d];
+}
+
+/* `v` without its first `drop` dims into `out`; `pre` dims of `v` kept in
+ * front of `slice` give the op output (opset-8 Scan, batch-major). */
+static void drop_front(const ox_val_t *v, int32_t drop, ox_val_t *out) {
+  memset(out, 0, sizeof *out);
+  out->elem = v->elem;
+  out->rank = v->rank >= drop ? v->rank - drop : -1;
+  for (int32_t d = 0; d < out->rank; d++)
+    out->dims[d] = v->dims[d + drop];
+}
+
+static void add_front(ox_val_t *o, const ox_val_t *slice, const int64_t *pre,
+                      int32_t n_pre) {
+  if (!o || !slice) return;
+  o->elem = slice->elem;
+  if (slice->rank < 0 || slice->rank + n_pre > OX_MAX_RANK) return;
+  int64_t dims[OX_MAX_RANK];
+  for (int32_t d = 0; d < n_pre; d++)
+    dims[d] = pre[d];
+  for (int32_t d = 0; d < slice->rank; d++)
+    dims[n_pre + d] = slice->dims[d];
+  nnmem__onnx_set_shape(o, slice->rank + n_pre, dims);
+}
+
 static nnmem_status_t infer_loop(ox_ctx_t *c, ox_node_t *n) {
   const Onnx__GraphProto *g;
   nnmem_status_t st = nnmem__onnx_attr_graph(c, n, "body", &g);
@@ -153,13 +191,41 @@ static nnmem_status_t infer_loop(ox_ctx_t *c, ox_node_t *n) {
       ox_val_t *o = OX_OUT(n, k), *bo = body_out(&b, k + 1);
       if (!o) continue;
       if (k < n_state) {
-        nnmem__onnx_copy_type(o, bo && bo->rank >= 0 ? bo : n->in[k + 2]);
+        state_type(o, bo, n->in[k + 2]);
         continue;
       }
       with_seq(o, bo, trips, 0);
       if (OX_IN(n, 1) && !OX_IN(n, 1)->is_const)
         nnmem__onnx_mark_data_dep(c, n, o);
     }
+    n->workspace = b.bytes;
+  }
+  body_free(&b);
+  return st;
+}
+
+/* Scan of opset 8: inputs [sequence_lens], states, scan inputs, all with a
+ * leading batch axis; scan inputs are [batch, sequence, ...]. */
+static nnmem_status_t infer_scan8(ox_ctx_t *c, ox_node_t *n,
+                                  const Onnx__GraphProto *g, int64_t nsi) {
+  if (n->n_in < 1 + (size_t)nsi || n->n_in > 64) return NNMEM_OK;
+  size_t n_state = n->n_in - 1 - (size_t)nsi;
+  ox_val_t parts[64], *seed[64] = {0};
+  int64_t pre[2] = {-1, -1};
+  for (size_t i = 1; i < n->n_in; i++) {
+    ox_val_t *x = n->in[i];
+    if (!x) continue;
+    int scan = i > n_state;
+    drop_front(x, scan ? 2 : 1, &parts[i - 1]);
+    seed[i - 1] = &parts[i - 1];
+    if (x->rank >= 1) pre[0] = x->dims[0];
+    if (scan && x->rank >= 2) pre[1] = x->dims[1];
+  }
+  body_t b;
+  nnmem_status_t st = run_body(c, n, g, seed, n->n_in - 1, &b);
+  if (st == NNMEM_OK) {
+    for (size_t k = 0; k < n->n_out; k++)
+      add_front(OX_OUT(n, k), body_out(&b, k), pre, k < n_state ? 1 : 2);
     n->workspace = b.bytes;
   }
   body_free(&b);
@@ -179,9 +245,9 @@ static nnmem_status_t infer_scan(ox_ctx_t *c, ox_node_t *n) {
   if (st == NNMEM_OK)
     st = nnmem__onnx_attr_ints(c, n, "scan_output_axes", &out_ax, &n_out_ax);
   if (st != NNMEM_OK) return st;
-  if (!g || nsi < 0 || (size_t)nsi > n->n_in || n->opset < 9)
-    return g ? NNMEM_OK
-             : nnmem__onnx_node_error(c, n, NNMEM_ERR_PARSE, "needs a body");
+  if (!g) return nnmem__onnx_node_error(c, n, NNMEM_ERR_PARSE, "needs a body");
+  if (nsi < 0 || (size_t)nsi > n->n_in) return NNMEM_OK;
+  if (n->opset < 9) return infer_scan8(c, n, g, nsi);
   size_t n_state = n->n_in - (size_t)nsi;
   ox_val_t slices[32], *seed[64] = {0};
   int64_t seq = -1;
@@ -208,7 +274,7 @@ static nnmem_status_t infer_scan(ox_ctx_t *c, ox_node_t *n) {
     for (size_t k = 0; k < n->n_out; k++) {
       ox_val_t *o = OX_OUT(n, k), *bo = body_out(&b, k);
       if (k < n_state)
-        nnmem__onnx_copy_type(o, bo && bo->rank >= 0 ? bo : n->in[k]);
+        state_type(o, bo, n->in[k]);
       else
         with_seq(o, bo, seq, n_out_ax ? out_ax[(k - n_state) % n_out_ax] : 0);
     }

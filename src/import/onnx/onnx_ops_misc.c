@@ -1,7 +1,7 @@
 /* onnx_ops_misc.c - shape / dtype inference of the less common operators:
  * losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), Det, signal
- * processing (DFT, STFT, window generators, MelWeightMatrix) and
- * StringNormalizer.
+ * processing (DFT, STFT, window generators, MelWeightMatrix),
+ * StringNormalizer, CenterCropPad, AffineGrid and Col2Im.
  *
  * Rules (ONNX operator specification):
  *   1. losses: reduction "none" -> the target / label shape, else a scalar;
@@ -14,7 +14,9 @@
  *   5. windows: [size] with `output_datatype`; MelWeightMatrix:
  *      [dft_length / 2 + 1, num_mel_bins];
  *   6. StringNormalizer keeps the shape (an upper bound when stopwords may
- *      remove strings).
+ *      remove strings);
+ *   7. CenterCropPad, AffineGrid and Col2Im take their output dims from
+ *      their (folded) shape inputs.
  * Complexity O(rank) per node. Thread-safety: pure. */
 #include <string.h>
 
@@ -104,7 +106,66 @@ static nnmem_status_t infer_strnorm(ox_ctx_t *c, ox_node_t *n) {
   return NNMEM_OK;
 }
 
+/* CenterCropPad: the `axes` dims (all by default) take the shape input. */
+static nnmem_status_t infer_center_crop_pad(ox_ctx_t *c, ox_node_t *n) {
+  ox_val_t *x = OX_IN(n, 0), *sh = OX_IN(n, 1);
+  const int64_t *ax;
+  size_t nax;
+  nnmem_status_t st = nnmem__onnx_attr_ints(c, n, "axes", &ax, &nax);
+  if (st != NNMEM_OK || !x || x->rank < 0) return st;
+  size_t na = ax ? nax : (size_t)x->rank;
+  int64_t dims[OX_MAX_RANK];
+  memcpy(dims, x->dims, sizeof dims);
+  if (!sh || !sh->has_vals || sh->nvals != na) {
+    nnmem__onnx_set(OX_OUT(n, 0), x->elem, x->rank, NULL);
+    return NNMEM_OK;
+  }
+  for (size_t i = 0; i < na; i++) {
+    int32_t a;
+    if (!nnmem__onnx_axis(ax ? ax[i] : (int64_t)i, x->rank, &a))
+      return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID, "bad axes");
+    dims[a] = nnmem__onnx_int_at(sh, i);
+  }
+  nnmem__onnx_set(OX_OUT(n, 0), x->elem, x->rank, dims);
+  return NNMEM_OK;
+}
+
+/* AffineGrid: size [N, C, H, W] -> [N, H, W, 2] (3-D: [N, D, H, W, 3]). */
+static nnmem_status_t infer_affine_grid(ox_ctx_t *c, ox_node_t *n) {
+  ox_val_t *theta = OX_IN(n, 0), *size = OX_IN(n, 1);
+  if (!theta || !size || !size->has_vals || size->nvals < 4 || size->nvals > 5)
+    return NNMEM_OK;
+  int64_t dims[OX_MAX_RANK];
+  int32_t r = (int32_t)size->nvals;
+  dims[0] = nnmem__onnx_int_at(size, 0);
+  for (int32_t i = 2; i < r; i++)
+    dims[i - 1] = nnmem__onnx_int_at(size, (size_t)i);
+  dims[r - 1] = r - 2;
+  nnmem__onnx_set(OX_OUT(n, 0), theta->elem, r, dims);
+  return NNMEM_OK;
+}
+
+/* Col2Im: [N, C x prod(block), L] -> [N, C, image_shape...]. */
+static nnmem_status_t infer_col2im(ox_ctx_t *c, ox_node_t *n) {
+  ox_val_t *x = OX_IN(n, 0), *img = OX_IN(n, 1), *blk = OX_IN(n, 2);
+  if (!x || x->rank != 3 || !img || !img->has_vals || !blk || !blk->has_vals ||
+      img->nvals != blk->nvals || img->nvals + 2 > OX_MAX_RANK)
+    return NNMEM_OK;
+  int64_t dims[OX_MAX_RANK], prod = 1;
+  for (size_t i = 0; i < blk->nvals; i++)
+    prod = nnmem__onnx_dmul(prod, nnmem__onnx_int_at(blk, i));
+  dims[0] = x->dims[0];
+  dims[1] = prod > 0 && x->dims[1] >= 0 ? x->dims[1] / prod : -1;
+  for (size_t i = 0; i < img->nvals; i++)
+    dims[2 + i] = nnmem__onnx_int_at(img, i);
+  nnmem__onnx_set(OX_OUT(n, 0), x->elem, (int32_t)img->nvals + 2, dims);
+  return NNMEM_OK;
+}
+
 const ox_op_t nnmem__onnx_ops_misc[] = {
+    {"CenterCropPad", infer_center_crop_pad, 0},
+    {"AffineGrid", infer_affine_grid, 0},
+    {"Col2Im", infer_col2im, 0},
     {"NegativeLogLikelihoodLoss", infer_loss, 0},
     {"SoftmaxCrossEntropyLoss", infer_loss, 0},
     {"Det", infer_det, 0},

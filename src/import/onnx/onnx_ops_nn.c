@@ -293,7 +293,8 @@ static nnmem_status_t infer_einsum(ox_ctx_t *c, ox_node_t *n) {
     const char *end = p;
     while (*end && *end != ',' && (!arrow || end < arrow))
       end++;
-    ox_val_t *v = OX_IN(n, k++);
+    ox_val_t *v = OX_IN(n, k);
+    k++;
     if (!v || v->rank < 0) return NNMEM_OK;
     if (!einsum_term(&e, p, (size_t)(end - p), v))
       return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
@@ -609,6 +610,7 @@ static nnmem_status_t infer_max_unpool(ox_ctx_t *c, ox_node_t *n) {
 const ox_op_t nnmem__onnx_ops_nn[] = {
     {"Conv", infer_conv, 0},
     {"ConvInteger", infer_conv, 0},
+    {"DeformConv", infer_conv, 0},
     {"QLinearConv", infer_conv, 0},
     {"ConvTranspose", infer_conv_transpose, 0},
     {"MaxPool", infer_pool, 0},

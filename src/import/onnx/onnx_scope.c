@@ -197,14 +197,37 @@ nnmem_status_t nnmem__onnx_apply_decl(ox_ctx_t *c, ox_val_t *v) {
   return NNMEM_OK;
 }
 
-/* cfg->input_shapes override of a main-graph input. */
-static int apply_override(ox_ctx_t *c, ox_val_t *v) {
+/* Conformance hook: binds the values of a small input from its serialized
+ * TensorProto (the value stays an input, not a constant). */
+static nnmem_status_t bind_values(ox_ctx_t *c, size_t i, ox_val_t *v) {
+  if (!c->in_pb || !c->in_pb[i]) return NNMEM_OK;
+  Onnx__TensorProto *t = onnx__tensor_proto__unpack(
+      NULL, c->in_pb_len[i], (const uint8_t *)c->in_pb[i]);
+  if (!t) return NNMEM_OK;
+  size_t n = 1;
+  for (size_t k = 0; k < t->n_dims && n <= 4096; k++)
+    n *= t->n_dims && t->dims[k] >= 0 ? (size_t)t->dims[k] : 4097;
+  int32_t e = t->has_data_type ? t->data_type : 0;
+  nnmem_status_t st = NNMEM_OK;
+  if ((nnmem__onnx_is_int(e) && n <= 1024) ||
+      (nnmem__onnx_is_float(e) && n <= 16)) {
+    st = nnmem__onnx_load_tensor(c, t, v, v->name);
+    v->is_const = 0;
+  }
+  onnx__tensor_proto__free_unpacked(t, NULL);
+  return st;
+}
+
+/* cfg->input_shapes override of a main-graph input: 1 when applied. */
+static int apply_override(ox_ctx_t *c, ox_val_t *v, nnmem_status_t *st) {
+  *st = NNMEM_OK;
   for (size_t i = 0; i < c->cfg.n_input_shapes; i++) {
     const nnmem_onnx_input_shape_t *o = &c->cfg.input_shapes[i];
     if (!o->name || strcmp(o->name, v->name) != 0) continue;
     if (o->elem_type > 0) v->elem = o->elem_type;
     if (o->rank <= OX_MAX_RANK)
       nnmem__onnx_set_shape(v, (int32_t)o->rank, o->dims);
+    *st = bind_values(c, i, v);
     return 1;
   }
   return 0;
@@ -268,8 +291,12 @@ static nnmem_status_t add_inputs(ox_ctx_t *c, ox_scope_t *s) {
     if (!v) return NNMEM_ERR_NOMEM;
     v->is_input = 1;
     v->decl = vi;
-    if (s->depth == 0 && apply_override(c, v)) continue;
-    nnmem_status_t st = apply_decl(c, vi, v, s->depth == 0, s->depth == 0);
+    nnmem_status_t st;
+    if (s->depth == 0 && apply_override(c, v, &st)) {
+      if (st != NNMEM_OK) return st;
+      continue;
+    }
+    st = apply_decl(c, vi, v, s->depth == 0, s->depth == 0);
     if (st != NNMEM_OK) return st;
   }
   return NNMEM_OK;
