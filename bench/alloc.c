@@ -193,7 +193,27 @@ static void make_steps(uint32_t *slot, uint32_t *size, uint64_t seed) {
 }
 
 /* (a) and (c). */
+/* One round for one allocator: the ring on this thread (*t1, seconds),
+ * then on two new threads at once (*sp = throughput ratio 2 vs 1). */
+static void ring_round(const allocator_t *al, const uint32_t *slot,
+                       const uint32_t *size, double *t1, double *sp) {
+  ring_job_t j = {al, slot, size, 0};
+  ring_run(&j);
+  *t1 = j.seconds;
+  ring_job_t j2[2] = {{al, slot, size, 0}, {al, slot + STEPS, size + STEPS, 0}};
+  pthread_t th[2];
+  for (int t = 0; t < 2; t++)
+    pthread_create(&th[t], NULL, ring_run, &j2[t]);
+  for (int t = 0; t < 2; t++)
+    pthread_join(th[t], NULL);
+  double wall = j2[0].seconds > j2[1].seconds ? j2[0].seconds : j2[1].seconds;
+  *sp = 2.0 * *t1 / wall; /* throughput(2 threads) / throughput(1) */
+}
+
+/* (a) and (c). Rounds are interleaved across allocators (round r of every
+ * allocator before round r + 1) so that background load hits all alike. */
 static void bench_ring(int repeat, FILE *csv) {
+  static double t1[MAX_ALLOCS][MAX_REPEAT], sp[MAX_ALLOCS][MAX_REPEAT];
   uint32_t *slot = malloc(STEPS * sizeof *slot * 2);
   uint32_t *size = malloc(STEPS * sizeof *size * 2);
   make_steps(slot, size, 88172645463325252ULL);
@@ -201,8 +221,13 @@ static void bench_ring(int repeat, FILE *csv) {
   double one[MAX_ALLOCS] = {0}, scale[MAX_ALLOCS] = {0};
   printf(
       "\n(a) ring: %d live blocks, random replacement, 16 B - 4 KiB, "
-      "%d steps, median of %d\n",
+      "%d steps, median of %d\n(c) 2 threads: each its own ring at once, "
+      "throughput over 1 thread\n",
       RING, STEPS, repeat);
+  for (int r = 0; r < repeat; r++)
+    for (int a = 0; a < MAX_ALLOCS; a++)
+      if (allocs[a].present)
+        ring_round(&allocs[a], slot, size, &t1[a][r], &sp[a][r]);
   printf("%-10s %12s %12s %14s\n", "allocator", "ns/step", "ns/call",
          "2 threads");
   for (int a = 0; a < MAX_ALLOCS; a++) {
@@ -210,26 +235,8 @@ static void bench_ring(int repeat, FILE *csv) {
       printf("%-10s %12s\n", allocs[a].name, "absent");
       continue;
     }
-    double t1[MAX_REPEAT], sp[MAX_REPEAT];
-    for (int r = 0; r < repeat; r++) {
-      ring_job_t j = {&allocs[a], slot, size, 0};
-      ring_run(&j);
-      t1[r] = j.seconds;
-      ring_job_t j2[2] = {{&allocs[a], slot, size, 0},
-                          {&allocs[a], slot + STEPS, size + STEPS, 0}};
-      pthread_t th[2];
-      double w0 = now();
-      for (int t = 0; t < 2; t++)
-        pthread_create(&th[t], NULL, ring_run, &j2[t]);
-      for (int t = 0; t < 2; t++)
-        pthread_join(th[t], NULL);
-      double wall =
-          j2[0].seconds > j2[1].seconds ? j2[0].seconds : j2[1].seconds;
-      (void)w0;
-      sp[r] = 2.0 * t1[r] / wall; /* throughput(2 threads) / throughput(1) */
-    }
-    one[a] = median(t1, repeat) * 1e9 / STEPS;
-    scale[a] = median(sp, repeat);
+    one[a] = median(t1[a], repeat) * 1e9 / STEPS;
+    scale[a] = median(sp[a], repeat);
     printf("%-10s %12.1f %12.1f %13.2fx\n", allocs[a].name, one[a], one[a] / 2,
            scale[a]);
     fprintf(csv, "ring,%s,,%.2f,%.3f\n", allocs[a].name, one[a], scale[a]);
