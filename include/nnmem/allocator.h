@@ -59,7 +59,11 @@ nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr);
 /* Returns the calling thread's cached free pages to the shared pool. */
 void nnmem_allocator_thread_flush(nnmem_allocator_t *a);
 
-/* Aggregated statistics (thread caches + shared pool). */
+/* Aggregated statistics (thread caches + shared pool). requested_bytes
+ * counts small blocks by their class size; allocated/reserved_bytes count
+ * the thread caches' 64 KiB pages as shared-pool blocks; cache_misses are
+ * trips to the shared pool for a new page; misuse_count counts rejected
+ * frees. Takes the allocator's mutex briefly. */
 nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out);
 
 #ifdef __cplusplus

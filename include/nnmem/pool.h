@@ -8,7 +8,8 @@
  * best-fit    smallest fitting free block, ordered tree   O(log n)
  * first-fit   lowest-address fitting block, ordered tree  O(log n)
  * buddy       power-of-two orders, buddy coalescing       O(log range)
- * slab        size classes, one bitmap-free stack a slab  O(1)
+ * slab        size classes, a stack of free slot indices  O(1)
+ *             per slab; larger sizes get their own region
  * fixed       one block size, LIFO free list, grows by    O(1)
  *             chunks when free blocks drop below a mark
  *
