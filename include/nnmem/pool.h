@@ -101,7 +101,8 @@ nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
  * free, a foreign or interior pointer, a misaligned pointer. */
 nnmem_status_t nnmem_pool_free(nnmem_pool_t *pool, void *ptr);
 
-/* Block size actually reserved for a live block. */
+/* Bytes a live block may use: its request rounded up to the pool granule
+ * (the block itself may be larger). NNMEM_ERR_INVALID for other pointers. */
 nnmem_status_t nnmem_pool_usable_size(nnmem_pool_t *pool, const void *ptr,
                                       uint64_t *size_out);
 

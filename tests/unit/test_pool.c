@@ -142,6 +142,7 @@ static void test_split_threshold(void **state) {
   uint64_t u;
   assert_ok(nnmem_pool_alloc(p, 3800, 0, &a)); /* rest 256 < 512: no split */
   assert_ok(nnmem_pool_usable_size(p, a, &u));
+  assert_int_equal(u, 3840); /* 3800 rounded to the 256 B granule */
   nnmem_stats_t s;
   assert_ok(nnmem_pool_stats(p, &s));
   assert_int_equal(s.allocated_bytes, 4096);
