@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "import/onnx/onnx_hooks.h"
 #include "testutil.h"
 
 typedef struct expected {
@@ -80,6 +81,15 @@ static void check_model(const char *dir, const expected_t *e) {
     fail_msg("%s: height %llu > 1.01 x bound %llu", e->file,
              (unsigned long long)prof.arena_height,
              (unsigned long long)prof.arena_lower_bound);
+  char *data = NULL, first[300];
+  size_t len = 0, checked = 0, bad = 0;
+  assert_ok(nnmem_file_read(path, &data, &len, NULL));
+  assert_ok(nnmem__onnx_check_decls(data, len, NULL, &checked, &bad, first,
+                                    sizeof first, NULL));
+  free(data);
+  if (bad)
+    fail_msg("%s: %zu of %zu declared shapes disagree, first %s", e->file, bad,
+             checked, first);
   sums_t s = sum_kinds(g);
   if (e->ref_naive) {
     uint64_t mine = s.naive_act + s.inputs + e->adjust;
@@ -87,12 +97,13 @@ static void check_model(const char *dir, const expected_t *e) {
       fail_msg("%s: activations + inputs %llu, REFERENCE.md %llu", e->file,
                (unsigned long long)mine, (unsigned long long)e->ref_naive);
   }
-  printf(
-      "| %s | %zu | %llu | %llu | %llu | %llu | %.1f%% | %.3f s |\n", e->file,
-      nnmem_graph_tensor_count(g), (unsigned long long)prof.naive_arena,
-      (unsigned long long)prof.arena_height,
-      (unsigned long long)prof.arena_lower_bound,
-      (unsigned long long)prof.weight_memory, 100.0 * prof.reuse_ratio, secs);
+  printf("| %s | %zu | %zu | %llu | %llu | %llu | %llu | %.1f%% | %.3f s |\n",
+         e->file, nnmem_graph_tensor_count(g), checked,
+         (unsigned long long)prof.naive_arena,
+         (unsigned long long)prof.arena_height,
+         (unsigned long long)prof.arena_lower_bound,
+         (unsigned long long)prof.weight_memory, 100.0 * prof.reuse_ratio,
+         secs);
   if (strstr(e->file, "keras2onnx") && secs > 0.5)
     printf(
         "  note: BERT import + plan took %.3f s (target 0.5 s, "
@@ -107,8 +118,9 @@ static void test_every_model(void **state) {
   (void)state;
   const char *dir = tu_data_dir();
   printf(
-      "| model | tensors | naive arena B | planned arena B | lower bound "
-      "B | weights B | reuse | import+plan |\n");
+      "| model | tensors | declared shapes agreeing | naive arena B | "
+      "planned arena B | lower bound B | weights B | reuse | import+plan "
+      "|\n");
   for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
     check_model(dir, &models[i]);
 }

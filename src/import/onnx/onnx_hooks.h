@@ -37,6 +37,15 @@ nnmem_status_t nnmem__onnx_infer_outputs(const void *data, size_t len,
 nnmem_status_t nnmem__onnx_input_names(const void *data, size_t len,
                                        ox_io_t *io, nnmem_diag_t *diag);
 void nnmem__onnx_io_free(ox_io_t *io);
+/* Infers the main graph (no declared-shape fallback) and compares every
+ * value that has a declared type (value_info, graph outputs) with the
+ * inferred one: *checked values compared, *mismatched that disagree, the
+ * first disagreement described in `first`. */
+nnmem_status_t nnmem__onnx_check_decls(const void *data, size_t len,
+                                       const nnmem_onnx_config_t *cfg,
+                                       size_t *checked, size_t *mismatched,
+                                       char *first, size_t cap,
+                                       nnmem_diag_t *diag);
 /* The type and shape of a serialized TensorProto. */
 nnmem_status_t nnmem__onnx_tensor_info(const void *data, size_t len,
                                        int32_t *elem, uint32_t *rank,

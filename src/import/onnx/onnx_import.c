@@ -332,3 +332,51 @@ nnmem_status_t nnmem__onnx_infer_outputs(const void *data, size_t len,
   if (st != NNMEM_OK) nnmem__onnx_io_free(io);
   return st;
 }
+
+nnmem_status_t nnmem__onnx_check_decls(const void *data, size_t len,
+                                       const nnmem_onnx_config_t *cfg,
+                                       size_t *checked, size_t *mismatched,
+                                       char *first, size_t cap,
+                                       nnmem_diag_t *diag) {
+  ox_ctx_t c;
+  nnmem_onnx_report_t rep;
+  memset(&c, 0, sizeof c);
+  memset(&rep, 0, sizeof rep);
+  c.file = "<model>";
+  c.no_decl_fallback = 1;
+  c.diag = diag;
+  c.rep = &rep;
+  *checked = *mismatched = 0;
+  if (cap) first[0] = 0;
+  if (cfg)
+    c.cfg = *cfg;
+  else
+    nnmem_onnx_config_init(&c.cfg);
+  nnmem_status_t st = check_config(&c);
+  if (st != NNMEM_OK) return st;
+  Onnx__ModelProto *m =
+      nnmem__onnx_wire_too_deep(data, len)
+          ? NULL
+          : onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
+  if (!m || !m->graph) {
+    if (m) onnx__model_proto__free_unpacked(m, NULL);
+    return nnmem__diag(diag, NNMEM_ERR_PARSE, "not an ONNX model");
+  }
+  c.model = m;
+  find_opset(&c, m);
+  ox_scope_t *s = NULL;
+  st = nnmem__onnx_scope_build(&c, NULL, m->graph, 0, &s);
+  if (st == NNMEM_OK) st = nnmem__onnx_scope_infer(&c, s);
+  for (size_t i = 0; st == NNMEM_OK && i < s->n_vals; i++) {
+    const ox_val_t *v = &s->vals[i];
+    if (!v->decl || v->is_input || v->is_init) continue;
+    (*checked)++;
+    char why[256];
+    if (!nnmem__onnx_decl_mismatch(&c, v, why, sizeof why)) continue;
+    if (*mismatched == 0 && cap) snprintf(first, cap, "%s", why);
+    (*mismatched)++;
+  }
+  nnmem__onnx_scope_free(s);
+  onnx__model_proto__free_unpacked(m, NULL);
+  return st;
+}

@@ -214,6 +214,10 @@ nnmem_status_t nnmem__onnx_topo_order(ox_ctx_t *c, ox_scope_t *s);
 nnmem_status_t nnmem__onnx_scope_infer(ox_ctx_t *c, ox_scope_t *s);
 /* Applies the declared type (value_info / output) to unknown parts of v. */
 nnmem_status_t nnmem__onnx_apply_decl(ox_ctx_t *c, ox_val_t *v);
+/* 1 when v's declared type contradicts the inferred one (symbolic or
+ * unknown dims are not compared); the reason goes to why. */
+int nnmem__onnx_decl_mismatch(ox_ctx_t *c, const ox_val_t *v, char *why,
+                              size_t cap);
 ox_val_t *nnmem__onnx_scope_find(ox_scope_t *s, const char *name);
 /* Marks data-dependent outputs (adds to the report). */
 void nnmem__onnx_mark_data_dep(ox_ctx_t *c, const ox_node_t *n, ox_val_t *v);

@@ -197,6 +197,30 @@ nnmem_status_t nnmem__onnx_apply_decl(ox_ctx_t *c, ox_val_t *v) {
   return NNMEM_OK;
 }
 
+int nnmem__onnx_decl_mismatch(ox_ctx_t *c, const ox_val_t *v, char *why,
+                              size_t cap) {
+  ox_val_t t;
+  memset(&t, 0, sizeof t);
+  t.name = v->name;
+  t.rank = -1;
+  if (!v->decl || apply_decl(c, v->decl, &t, 0, 0) != NNMEM_OK) return 0;
+  int bad = (t.elem && v->elem && t.elem != v->elem) ||
+            (t.rank >= 0 && v->rank >= 0 && t.rank != v->rank);
+  for (int32_t i = 0; !bad && t.rank == v->rank && i < t.rank; i++)
+    bad = t.dims[i] >= 0 && v->dims[i] >= 0 && t.dims[i] != v->dims[i];
+  if (bad)
+    snprintf(why, cap,
+             "'%s': inferred %s rank %d [%lld,%lld,...], declared "
+             "%s rank %d [%lld,%lld,...]",
+             v->name, nnmem__onnx_type_name(v->elem), (int)v->rank,
+             (long long)(v->rank > 0 ? v->dims[0] : 0),
+             (long long)(v->rank > 1 ? v->dims[1] : 0),
+             nnmem__onnx_type_name(t.elem), (int)t.rank,
+             (long long)(t.rank > 0 ? t.dims[0] : 0),
+             (long long)(t.rank > 1 ? t.dims[1] : 0));
+  return bad;
+}
+
 /* Conformance hook: binds the values of a small input from its serialized
  * TensorProto (the value stays an input, not a constant). */
 static nnmem_status_t bind_values(ox_ctx_t *c, size_t i, ox_val_t *v) {
