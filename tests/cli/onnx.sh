@@ -28,6 +28,56 @@ out_has "Usage: nnmem inspect"
 expect_rc 0 plan --help
 out_has "--dim NAME=VALUE"
 
+# ---- a model written here (needs python3): an unsupported operator ----
+# X[3,5] -> FancyOp -> F -> Relu -> Y; F has no declared shape, so it and Y
+# stay unresolved: reported, and --strict fails.
+if have_python; then
+  python3 - "$T/fancy.onnx" <<'PY'
+import struct, sys
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        out += bytes([b | (0x80 if v else 0)])
+        if not v:
+            return out
+def field(num, wire, payload):
+    key = varint(num << 3 | wire)
+    if wire == 0:
+        return key + varint(payload)
+    return key + varint(len(payload)) + payload
+def s(num, text):
+    return field(num, 2, text.encode())
+def value_info(name, dims):
+    shape = b"".join(field(1, 2, field(1, 0, d)) for d in dims)
+    tensor = field(1, 0, 1) + field(2, 2, shape)
+    return s(1, name) + field(2, 2, field(1, 2, tensor))
+def node(op, name, ins, outs):
+    return b"".join(s(1, i) for i in ins) + b"".join(s(2, o) for o in outs) \
+        + s(3, name) + s(4, op)
+graph = field(1, 2, node("FancyOp", "fancy", ["X"], ["F"])) \
+    + field(1, 2, node("Relu", "relu", ["F"], ["Y"])) + s(2, "g") \
+    + field(11, 2, value_info("X", [3, 5])) \
+    + field(12, 2, s(1, "Y"))
+model = field(1, 0, 8) + field(8, 2, s(1, "") + field(2, 0, 13)) + field(7, 2, graph)
+open(sys.argv[1], "wb").write(model)
+PY
+  expect_rc 0 plan "$T/fancy.onnx"
+  out_has "unsupported    fancy (FancyOp)"
+  out_has "unresolved tensors 2"
+  expect_rc 0 plan "$T/fancy.onnx" --json
+  py 'import json,sys
+d = json.load(open(sys.argv[1]))
+assert d["unresolved_tensors"] == 2
+assert d["onnx"]["unsupported"] == [{"node": "fancy", "op_type": "FancyOp"}]' "$T/stdout"
+  expect_error plan "$T/fancy.onnx" --strict --out "$T/should-not-exist.csv"
+  err_has "'F'"
+  err_has "strict"
+  expect_rc 0 inspect "$T/fancy.onnx"
+  out_matches "^X +input +float32 +\[3,5\] +60"
+fi
+
 M="${NNMEM_DATA_DIR:-}/models"
 [ -n "${NNMEM_DATA_DIR:-}" ] && [ -d "$M" ] || { [ "$FAILURES" -eq 0 ] && skip "no models at '$M' (usage checks passed)"; finish; }
 
