@@ -11,7 +11,10 @@
  * If / Loop / Scan: the body is inferred and planned; its planned height is
  * the op's workspace and values captured from the outer scope are op inputs.
  *
- * Symbolic dims: bound by cfg->dims (NAME=VALUE); unbound ones default to
+ * Symbolic dims: bound by cfg->dims (NAME=VALUE); a binding named "batch"
+ * ("sequence") also binds every batch-like (sequence-like) dim that has no
+ * binding of its own, so `--dim batch=8` works whatever the exporter named
+ * the dim; unbound ones default to
  * cfg->default_batch (1) when batch-like (the name contains "batch", or is
  * "N", or starts with "unk__"), to cfg->default_sequence (128) when
  * sequence-like (contains "seq", "len", "time", "token" or "step"), and to 1

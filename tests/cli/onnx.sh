@@ -117,6 +117,18 @@ py 'import json,sys
 d = json.load(open(sys.argv[1]))
 t = {x["name"]: x for x in d["tensors"]}
 assert t["input_ids"]["shape"] == [8, 256], t["input_ids"]' "$T/stdout"
+# the class names bind every batch-like / sequence-like dim
+expect_rc 0 inspect "$B" --dim batch=8 --dim sequence=256 --json
+py 'import json,sys
+d = json.load(open(sys.argv[1]))
+t = {x["name"]: x for x in d["tensors"]}
+assert t["input_ids"]["shape"] == [8, 256], t["input_ids"]' "$T/stdout"
+# an exact name wins over the class name
+expect_rc 0 inspect "$B" --dim batch=8 --dim batch_size=2 --json
+py 'import json,sys
+d = json.load(open(sys.argv[1]))
+t = {x["name"]: x for x in d["tensors"]}
+assert t["input_ids"]["shape"] == [2, 128], t["input_ids"]' "$T/stdout"
 expect_rc 0 plan "$B" --json
 json_valid "$T/stdout"
 py 'import json,sys; assert json.load(open(sys.argv[1]))["unresolved_tensors"] == 0' "$T/stdout"

@@ -120,18 +120,31 @@ static void note_default(ox_ctx_t *c, const char *param, const char *cls,
   r->n_defaults++;
 }
 
-int64_t nnmem__onnx_bind_dim(ox_ctx_t *c, const char *param) {
+/* The binding named exactly `name`, or NULL. */
+static const nnmem_onnx_dim_t *find_binding(const ox_ctx_t *c,
+                                            const char *name) {
   for (size_t i = 0; i < c->cfg.n_dims; i++)
-    if (c->cfg.dims[i].name && strcmp(c->cfg.dims[i].name, param) == 0)
-      return c->cfg.dims[i].value;
+    if (c->cfg.dims[i].name && strcmp(c->cfg.dims[i].name, name) == 0)
+      return &c->cfg.dims[i];
+  return NULL;
+}
+
+/* Value of symbolic dim `param`: an exact binding; else, for a batch-like
+ * (sequence-like) name, a binding of the class name "batch" ("sequence");
+ * else the class default, noted in the report. */
+int64_t nnmem__onnx_bind_dim(ox_ctx_t *c, const char *param) {
+  const nnmem_onnx_dim_t *d = find_binding(c, param);
+  if (d) return d->value;
   if (name_has(param, "batch") || strcmp(param, "N") == 0 ||
       strncmp(param, "unk__", 5) == 0) {
+    if ((d = find_binding(c, "batch")) != NULL) return d->value;
     note_default(c, param, "batch", c->cfg.default_batch);
     return c->cfg.default_batch;
   }
   if (name_has(param, "seq") || name_has(param, "len") ||
       name_has(param, "time") || name_has(param, "token") ||
       name_has(param, "step")) {
+    if ((d = find_binding(c, "sequence")) != NULL) return d->value;
     note_default(c, param, "sequence", c->cfg.default_sequence);
     return c->cfg.default_sequence;
   }
