@@ -248,7 +248,7 @@ const ox_op_t nnmem__onnx_ops_elem[] = {
     {"ScatterElements", infer_unary, 0},
     {"ScatterND", infer_unary, 0},
     {"PRelu", infer_binary, OX_INPLACE},
-    {"BatchNormalization", infer_batchnorm, 0},
+    {"BatchNormalization", infer_batchnorm, OX_INPLACE}, /* per element */
     {"LayerNormalization", infer_layernorm, 0},
     {"IsNaN", infer_unary_bool, 0},
     {"IsInf", infer_unary_bool, 0},
