@@ -7,7 +7,8 @@
  * WEIGHT / CONSTANT tensors (the nodes computing them are not ops); graph
  * inputs are INPUT, graph outputs OUTPUT, everything else ACTIVATION.
  * Reshape, Flatten, Squeeze, Unsqueeze, Identity and Dropout are views;
- * unary elementwise ops and same-shape binary ops are in-place candidates.
+ * unary elementwise ops, BatchNormalization and same-shape binary ops are
+ * in-place candidates.
  * If / Loop / Scan: the body is inferred and planned; its planned height is
  * the op's workspace and values captured from the outer scope are op inputs.
  *
