@@ -33,12 +33,14 @@
  * At thread exit (key destructor) the cache drains its remote stack, gives
  * empty pages back and is parked for adoption; pages never change owner.
  * Invariants: a page's used count = blocks handed out - blocks returned to
- * its free list; a page with a free or uncarved block is on avail[cls]
- * (exhausted pages leave it lazily, on the next miss); pages with used 0
- * number empty[cls]; the registry byte of a page is 1 iff the page is a small
- * page. Complexity: O(1) per operation (plus the pool on misses / large sizes).
- * Thread-safety: every call may come from any thread; counters are relaxed
- * atomics written by their owner; destroy must run alone. */
+ * its free list; a page on avail[cls] may have a free or uncarved block
+ * (exhausted pages leave it lazily, on the next miss); a page off it rejoins
+ * once relink = max(1, cap / 8) blocks are free, so every page with
+ * used == 0 is on it; pages with used 0 number empty[cls]; the registry byte of
+ * a page is 1 iff the page is a small page. Complexity: O(1) per operation
+ * (plus the pool on misses / large sizes). Thread-safety: every call may come
+ * from any thread; counters are relaxed atomics written by their owner; destroy
+ * must run alone. */
 #define _DEFAULT_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -60,9 +62,11 @@
 typedef struct tcache tcache_t;
 
 typedef struct page {
-  uint32_t magic, cls, bsize, used;
+  uint32_t magic, cls, bsize, used, cap;
   uint32_t recip;    /* ceil(2^32 / bsize): exact offset / bsize for offsets
                         < 2^16 without a division */
+  uint32_t relink;   /* a page off the avail stack rejoins it once this
+                        many blocks are free (hysteresis: max(1, cap / 8)) */
   void *free;        /* local free list (owner only) */
   char *bump, *end;  /* next never-carved block */
   tcache_t *owner;   /* set before the page is published; never changes */
@@ -202,8 +206,10 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->bsize = class_size[cls];
   pg->recip = (uint32_t)(((1ULL << 32) + pg->bsize - 1) / pg->bsize);
   pg->bump = (char *)mem + PAGE_HDR;
-  pg->end =
-      (char *)mem + PAGE_HDR + (PAGE_SIZE - PAGE_HDR) / pg->bsize * pg->bsize;
+  uint32_t cap = (PAGE_SIZE - PAGE_HDR) / pg->bsize;
+  pg->end = (char *)mem + PAGE_HDR + (size_t)cap * pg->bsize;
+  pg->relink = cap / 8 ? cap / 8 : 1;
+  pg->cap = cap;
   pg->owner = tc;
   atomic_store_explicit(s, 1, memory_order_release);
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
@@ -227,7 +233,8 @@ static void local_free(tcache_t *tc, page_t *pg, void *blk) {
   if (nnmem__debug) memset(blk, 0x55, pg->bsize);
   *(void **)blk = pg->free;
   pg->free = blk;
-  if (!pg->in_avail) avail_push(tc, pg);
+  if (!pg->in_avail && pg->cap - pg->used + 1 >= pg->relink)
+    avail_push(tc, pg); /* with a few free blocks, not just this one */
   if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY)
     page_release(tc, pg); /* a class keeps a few empty pages */
 }
