@@ -1,9 +1,12 @@
 /* allocator.c - the general-purpose front: per-thread caches of small
- * blocks in front of one shared tiered pool on a (host) backend.
+ * blocks in front of shared pools on a (host) backend.
  *
- *   thread A tcache                      shared tiered pool (mutex)
- *   avail[cls] -> page <-> page          pages of 64 KiB (aligned 64 KiB)
- *   remote: MPSC stack <- frees by B     large blocks (> 8 KiB / aligned)
+ *   thread A tcache                      shared page pool (fixed, mutex):
+ *   avail[cls] -> page -> page           64 KiB pages aligned to 64 KiB,
+ *   remote: MPSC stack <- frees by B     kept until destroy (no munmap /
+ *                                        TLB shootdowns while threads run)
+ *                                        shared tiered pool (mutex): large
+ *                                        blocks (> 8 KiB or aligned > 16)
  *
  *   page (64 KiB, header in the first 128 bytes):
  *   +--------+-------+-------+-----+-------------------+
@@ -26,12 +29,12 @@
  * Steps of nnmem_free(p): 1. the registry says whether p's 64 KiB page is a
  * small page (two acquire loads); 2. if the page belongs to the calling
  * thread's cache, push p on the page's free list (a page that empties is
- * returned to the pool unless it is the class's last); 3. otherwise push p
- * on the owner cache's remote stack with a CAS (lock-free multi-producer,
- * the owner takes the whole stack with one exchange: no ABA); 4. other
- * pointers go to the shared pool, which rejects foreign ones (misuse).
- * At thread exit (key destructor) the cache drains its remote stack, gives
- * empty pages back and is parked for adoption; pages never change owner.
+ * returned to the page pool when its class already keeps two empty ones); 3.
+ * otherwise push p on the owner cache's remote stack with a CAS (lock-free
+ * multi-producer, the owner takes the whole stack with one exchange: no
+ * ABA); 4. other pointers go to the shared pool, which rejects foreign ones
+ * (misuse). At thread exit (key destructor) the cache drains its remote stack,
+ * gives empty pages back and is parked for adoption; pages never change owner.
  * Invariants: a page's used count = blocks handed out - blocks returned to
  * its free list; a page on avail[cls] may have a free or uncarved block
  * (exhausted pages leave it lazily, on the next miss); a page off it rejoins
@@ -92,7 +95,8 @@ struct tcache {
 struct nnmem_allocator {
   uint64_t id;
   nnmem_backend_t *backend, *owned_backend;
-  nnmem_pool_t *pool;
+  nnmem_pool_t *pool;       /* large blocks */
+  nnmem_pool_t *pages_pool; /* 64 KiB pages of the thread caches */
   int no_cache;
   pthread_key_t key;
   pthread_mutex_t lock; /* tcache list, registry leaves */
@@ -192,11 +196,11 @@ static void avail_unlink(tcache_t *tc, page_t *pg) { /* O(pages), rare */
 static page_t *page_new(tcache_t *tc, unsigned cls) {
   nnmem_allocator_t *a = tc->a;
   void *mem = NULL;
-  if (nnmem_pool_alloc(a->pool, PAGE_SIZE, PAGE_SIZE, &mem) != NNMEM_OK)
+  if (nnmem_pool_alloc(a->pages_pool, PAGE_SIZE, PAGE_SIZE, &mem) != NNMEM_OK)
     return NULL;
   _Atomic uint8_t *s = reg_slot(a, (uintptr_t)mem, 1);
   if (!s) {
-    (void)nnmem_pool_free(a->pool, mem);
+    (void)nnmem_pool_free(a->pages_pool, mem);
     return NULL;
   }
   page_t *pg = mem;
@@ -225,7 +229,7 @@ static void page_release(tcache_t *tc, page_t *pg) {
   atomic_store_explicit(reg_slot(a, (uintptr_t)pg, 0), 0, memory_order_release);
   pg->magic = 0;
   atomic_fetch_sub_explicit(&a->pages, 1, memory_order_relaxed);
-  (void)nnmem_pool_free(a->pool, pg);
+  (void)nnmem_pool_free(a->pages_pool, pg);
 }
 
 /* Returns a block to its page (owner thread only). */
@@ -452,9 +456,18 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   pc.alignment = 16;
   if (st == NNMEM_OK)
     st = nnmem_pool_create(NNMEM_POOL_TIERED, &pc, a->backend, &a->pool, NULL);
+  nnmem_pool_config_init(&pc); /* pages: fixed blocks, kept until destroy */
+  pc.name = "allocator-pages";
+  pc.block_size = pc.alignment = PAGE_SIZE;
+  pc.chunk_size = 16 * PAGE_SIZE;
+  pc.thread_safe = 1;
+  if (st == NNMEM_OK)
+    st = nnmem_pool_create(NNMEM_POOL_FIXED, &pc, a->backend, &a->pages_pool,
+                           NULL);
   if (st == NNMEM_OK && pthread_key_create(&a->key, cache_exit) != 0)
     st = NNMEM_ERR_NOMEM;
   if (st != NNMEM_OK) {
+    nnmem_pool_destroy(a->pages_pool);
     nnmem_pool_destroy(a->pool);
     nnmem_backend_destroy(a->owned_backend);
     free(a);
@@ -474,7 +487,8 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a) {
     a->caches = t->next_all;
     free(t);
   }
-  nnmem_pool_destroy(a->pool); /* every page and large block */
+  nnmem_pool_destroy(a->pool);       /* every large block */
+  nnmem_pool_destroy(a->pages_pool); /* every page */
   for (size_t i = 0; i < (1u << 16); i++)
     free((void *)atomic_load_explicit(&a->reg[i], memory_order_relaxed));
   nnmem_backend_destroy(a->owned_backend);
@@ -488,10 +502,11 @@ static uint64_t ld(_Atomic uint64_t *v) {
 
 nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
   if (!a || !out) return NNMEM_ERR_INVALID;
+  nnmem_stats_t pg;
   nnmem_status_t st = nnmem_pool_stats(a->pool, out);
+  if (st == NNMEM_OK) st = nnmem_pool_stats(a->pages_pool, &pg);
   if (st != NNMEM_OK) return st;
-  uint64_t page_bytes = ld(&a->pages) * PAGE_SIZE, allocs = 0, frees = 0;
-  uint64_t out_b = 0, in_b = 0;
+  uint64_t allocs = 0, frees = 0, out_b = 0, in_b = 0;
   alock(a);
   for (tcache_t *t = a->caches; t; t = t->next_all) {
     uint64_t miss = ld(&t->st.misses), n = 0;
@@ -507,15 +522,27 @@ nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
     out->cache_hits += n - miss;
   }
   pthread_mutex_unlock(&a->lock);
-  /* pages count as pool blocks; report the small blocks inside them */
-  uint64_t small_live = out_b - in_b, pages = ld(&a->pages);
-  out->alloc_count += allocs; /* page requests count as pool allocations */
+  /* large blocks + small blocks; pages count as allocated and reserved */
+  out->alloc_count += allocs;
   out->free_count += frees;
-  out->live_count = out->live_count - pages + (allocs - frees);
-  out->requested_bytes = out->requested_bytes - page_bytes + small_live;
+  out->live_count += allocs - frees;
+  out->requested_bytes += out_b - in_b;
+  out->allocated_bytes += pg.allocated_bytes;
+  out->allocated_bytes_peak += pg.allocated_bytes_peak;
+  out->reserved_bytes += pg.reserved_bytes;
+  out->reserved_bytes_peak += pg.reserved_bytes_peak; /* sum of peaks */
+  out->backend_allocs += pg.backend_allocs;
+  out->backend_frees += pg.backend_frees;
+  out->failed_count += pg.failed_count;
+  out->free_bytes += pg.free_bytes;
+  if (pg.largest_free > out->largest_free) out->largest_free = pg.largest_free;
+  out->fragmentation = out->free_bytes
+                           ? (double)(out->free_bytes - out->largest_free) /
+                                 (double)out->free_bytes
+                           : 0.0;
   out->misuse_count += ld(&a->misuse);
-  out->lock_acquisitions += ld(&a->lock_acq);
-  out->lock_contended += ld(&a->lock_cont);
+  out->lock_acquisitions += ld(&a->lock_acq) + pg.lock_acquisitions;
+  out->lock_contended += ld(&a->lock_cont) + pg.lock_contended;
   snprintf(out->name, sizeof out->name, "allocator");
   return NNMEM_OK;
 }
