@@ -80,12 +80,17 @@ typedef struct nnmem_pool nnmem_pool_t;
 
 /* Creates a pool of `kind` on `backend` (not owned; must outlive the pool).
  * `cfg` may be NULL (fixed needs cfg->block_size). NNMEM_ERR_INVALID for a
- * bad config (diag says which field), NNMEM_ERR_NOMEM. Reserves nothing
- * until the first allocation. */
+ * bad config, NNMEM_ERR_NOMEM. Reserves nothing until the first
+ * allocation. */
 nnmem_status_t nnmem_pool_create(nnmem_pool_kind_t kind,
                                  const nnmem_pool_config_t *cfg,
-                                 nnmem_backend_t *backend, nnmem_pool_t **out,
-                                 nnmem_diag_t *diag);
+                                 nnmem_backend_t *backend, nnmem_pool_t **out);
+
+/* The same; `diag` (nullable) names the bad config field. */
+nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
+                                      const nnmem_pool_config_t *cfg,
+                                      nnmem_backend_t *backend,
+                                      nnmem_pool_t **out, nnmem_diag_t *diag);
 
 /* Releases every region to the backend and frees the pool. NULL: no-op. */
 void nnmem_pool_destroy(nnmem_pool_t *pool);

@@ -455,15 +455,14 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   pc.thread_safe = 1;
   pc.alignment = 16;
   if (st == NNMEM_OK)
-    st = nnmem_pool_create(NNMEM_POOL_TIERED, &pc, a->backend, &a->pool, NULL);
+    st = nnmem_pool_create(NNMEM_POOL_TIERED, &pc, a->backend, &a->pool);
   nnmem_pool_config_init(&pc); /* pages: fixed blocks, kept until destroy */
   pc.name = "allocator-pages";
   pc.block_size = pc.alignment = PAGE_SIZE;
   pc.chunk_size = 16 * PAGE_SIZE;
   pc.thread_safe = 1;
   if (st == NNMEM_OK)
-    st = nnmem_pool_create(NNMEM_POOL_FIXED, &pc, a->backend, &a->pages_pool,
-                           NULL);
+    st = nnmem_pool_create(NNMEM_POOL_FIXED, &pc, a->backend, &a->pages_pool);
   if (st == NNMEM_OK && pthread_key_create(&a->key, cache_exit) != 0)
     st = NNMEM_ERR_NOMEM;
   if (st != NNMEM_OK) {

@@ -152,8 +152,14 @@ static nnmem_status_t make_impl(nnmem_pool_kind_t kind,
 
 nnmem_status_t nnmem_pool_create(nnmem_pool_kind_t kind,
                                  const nnmem_pool_config_t *cfg,
-                                 nnmem_backend_t *backend, nnmem_pool_t **out,
-                                 nnmem_diag_t *diag) {
+                                 nnmem_backend_t *backend, nnmem_pool_t **out) {
+  return nnmem_pool_create_diag(kind, cfg, backend, out, NULL);
+}
+
+nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
+                                      const nnmem_pool_config_t *cfg,
+                                      nnmem_backend_t *backend,
+                                      nnmem_pool_t **out, nnmem_diag_t *diag) {
   static unsigned counter[NNMEM_POOL_KIND_COUNT_];
   if (!out) return NNMEM_ERR_INVALID;
   *out = NULL;

@@ -96,7 +96,7 @@ static nnmem_status_t one_pass(pass_t *ps, nnmem_pool_kind_t kind,
   nnmem_backend_t *dev = NULL;
   nnmem_pool_t *pool = NULL;
   nnmem_status_t s = nnmem_backend_sim_create(&sc, &dev);
-  if (s == NNMEM_OK) s = nnmem_pool_create(kind, cfg, dev, &pool, diag);
+  if (s == NNMEM_OK) s = nnmem_pool_create_diag(kind, cfg, dev, &pool, diag);
   if (s == NNMEM_OK) {
     memset(ps->addr, 0, nnmem_problem_count(ps->problem) * sizeof(void *));
     s = run_pass(ps, pool, diag);

@@ -47,7 +47,7 @@ static nnmem_pool_t *make_pool(nnmem_pool_kind_t k, nnmem_backend_t *b,
   if (k == NNMEM_POOL_SLAB) c.small_max = 16 << 10;
   nnmem_pool_t *p = NULL;
   nnmem_diag_t d;
-  assert_ok(nnmem_pool_create(k, &c, b, &p, &d));
+  assert_ok(nnmem_pool_create_diag(k, &c, b, &p, &d));
   return p;
 }
 
@@ -137,7 +137,7 @@ static void test_split_threshold(void **state) {
   c.chunk_size = 4096;
   c.split_threshold = 512;
   nnmem_pool_t *p = NULL;
-  assert_ok(nnmem_pool_create(NNMEM_POOL_TLSF, &c, b, &p, NULL));
+  assert_ok(nnmem_pool_create(NNMEM_POOL_TLSF, &c, b, &p));
   void *a;
   uint64_t u;
   assert_ok(nnmem_pool_alloc(p, 3800, 0, &a)); /* rest 256 < 512: no split */
@@ -185,7 +185,7 @@ static void test_fixed_watermark(void **state) {
   c.chunk_size = 4 * 64;
   c.low_watermark = 2;
   nnmem_pool_t *p = NULL;
-  assert_ok(nnmem_pool_create(NNMEM_POOL_FIXED, &c, b, &p, NULL));
+  assert_ok(nnmem_pool_create(NNMEM_POOL_FIXED, &c, b, &p));
   void *a[3], *big;
   for (int i = 0; i < 3; i++)
     assert_ok(nnmem_pool_alloc(p, 64, 0, &a[i]));
@@ -204,7 +204,7 @@ static void test_fixed_watermark(void **state) {
   nnmem_pool_destroy(p);
   c.block_size = 0;
   nnmem_diag_t d;
-  assert_int_equal(nnmem_pool_create(NNMEM_POOL_FIXED, &c, b, &p, &d),
+  assert_int_equal(nnmem_pool_create_diag(NNMEM_POOL_FIXED, &c, b, &p, &d),
                    NNMEM_ERR_INVALID);
   assert_non_null(strstr(d.message, "block_size"));
   nnmem_backend_destroy(b);
@@ -381,7 +381,7 @@ static void test_capacity_and_thread_safe(void **state) {
   c.name = "cap0";
   c.latency_sample = 1;
   nnmem_pool_t *p = NULL;
-  assert_ok(nnmem_pool_create(NNMEM_POOL_TLSF, &c, b, &p, NULL));
+  assert_ok(nnmem_pool_create(NNMEM_POOL_TLSF, &c, b, &p));
   void *a, *x, *y;
   assert_ok(nnmem_pool_alloc(p, 4096, 0, &a));
   assert_ok(nnmem_pool_alloc(p, 4096, 0, &x));
