@@ -113,7 +113,9 @@ static uint8_t class_of[SMALL_MAX / 16 + 1]; /* by (size + 15) / 16 */
 static pthread_once_t class_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t next_id = 1;
 
-static _Thread_local struct {
+/* initial-exec: one %fs-relative load even in the shared library (24
+ * bytes of static TLS, within glibc's reserve should it be dlopen'ed). */
+static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
   nnmem_allocator_t *a;
   uint64_t id;
   tcache_t *tc;
@@ -365,22 +367,29 @@ static inline void *small_alloc(nnmem_allocator_t *a, size_t size) {
   return b;
 }
 
-void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
-  if (a && size - 1 < SMALL_MAX && !a->no_cache) return small_alloc(a, size);
-  return nnmem_alloc_aligned(a, size, 16);
-}
-
-void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align) {
-  if (!a || size == 0 || (align & (align - 1))) return NULL;
-  if (size <= SMALL_MAX && align <= 16 && !a->no_cache)
-    return small_alloc(a, size);
+static void *large_alloc(nnmem_allocator_t *a, size_t size, size_t align) {
   void *p = NULL;
   if (nnmem_pool_alloc(a->pool, size, align < 16 ? 16 : align, &p) != NNMEM_OK)
     return NULL;
   return p;
 }
 
-nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
+void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
+  if (!a || size == 0) return NULL;
+  if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
+  return large_alloc(a, size, 16);
+}
+
+void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align) {
+  if (!a || size == 0 || (align & (align - 1))) return NULL;
+  if (size <= SMALL_MAX && align <= 16 && !a->no_cache)
+    return small_alloc(a, size);
+  return large_alloc(a, size, align);
+}
+
+/* Shared by nnmem_free and nnmem_allocator_free (a static function: no
+ * PLT call between the two in the shared library). */
+static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   if (!a) return NNMEM_ERR_INVALID;
   if (!ptr) return NNMEM_OK;
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
@@ -412,8 +421,12 @@ nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
   return NNMEM_OK;
 }
 
+nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
+  return allocator_free(a, ptr);
+}
+
 void nnmem_free(nnmem_allocator_t *a, void *ptr) {
-  (void)nnmem_allocator_free(a, ptr);
+  (void)allocator_free(a, ptr);
 }
 
 void nnmem_allocator_thread_flush(nnmem_allocator_t *a) {
