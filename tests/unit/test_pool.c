@@ -129,6 +129,41 @@ static void test_tiered_routing(void **state) {
   nnmem_backend_destroy(b);
 }
 
+/* Chunk 8192, granule 256: a 2048 | b 256 | c 1024 | d 256 | free tail;
+ * after freeing a and c, a 1024 B request goes to c's hole (offset 2304)
+ * under best fit and TLSF (exact list) and to a's hole (offset 0) under
+ * first fit. */
+static void test_fit_policies(void **state) {
+  (void)state;
+  const nnmem_pool_kind_t k[3] = {NNMEM_POOL_BEST_FIT, NNMEM_POOL_TLSF,
+                                  NNMEM_POOL_FIRST_FIT};
+  const uintptr_t want[3] = {2304, 2304, 0};
+  for (int i = 0; i < 3; i++) {
+    nnmem_backend_t *b = sim(0, 256);
+    nnmem_pool_t *p = make_pool(k[i], b, 8192);
+    void *a, *bb, *c, *d, *x;
+    assert_ok(nnmem_pool_alloc(p, 2048, 0, &a));
+    assert_ok(nnmem_pool_alloc(p, 256, 0, &bb));
+    assert_ok(nnmem_pool_alloc(p, 1024, 0, &c));
+    assert_ok(nnmem_pool_alloc(p, 256, 0, &d));
+    assert_int_equal((uintptr_t)d - (uintptr_t)a, 3328);
+    assert_ok(nnmem_pool_free(p, a));
+    assert_ok(nnmem_pool_free(p, c));
+    assert_ok(nnmem_pool_alloc(p, 1000, 0, &x));
+    if ((uintptr_t)x - (uintptr_t)a != want[i])
+      fail_msg("%s placed at offset %lu, want %lu", nnmem_pool_kind_name(k[i]),
+               (unsigned long)((uintptr_t)x - (uintptr_t)a),
+               (unsigned long)want[i]);
+    check(p, 0, i);
+    nnmem_stats_t st;
+    assert_ok(nnmem_pool_stats(p, &st));
+    assert_int_equal(st.free_bytes, 8192 - 256 - 256 - 1024);
+    assert_int_equal(st.largest_free, 4608); /* the tail [3584, 8192) */
+    nnmem_pool_destroy(p);
+    nnmem_backend_destroy(b);
+  }
+}
+
 static void test_split_threshold(void **state) {
   (void)state;
   nnmem_backend_t *b = sim(0, 256);
@@ -492,6 +527,7 @@ int main(void) {
       cmocka_unit_test(test_kind_names),
       cmocka_unit_test(test_tlsf_layout),
       cmocka_unit_test(test_tiered_routing),
+      cmocka_unit_test(test_fit_policies),
       cmocka_unit_test(test_split_threshold),
       cmocka_unit_test(test_buddy_layout),
       cmocka_unit_test(test_fixed_watermark),
