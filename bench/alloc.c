@@ -17,9 +17,10 @@
  *   3. (b) tensor replay: every trace of DIR/dsa/traces through every nnmem
  *      pool kind on an unbacked simulated device (peak reserved / peak live,
  *      fragmentation, ns per operation), and through nnmem's allocator
- *      front and each malloc on real memory (reserved sampled at each new live
- * maximum where the malloc reports it; traces whose live bytes pass half of
- * this machine's memory are skipped for them);
+ *      front and each malloc on real memory (reserved sampled at each new
+ *      live maximum where the allocator reports it; traces whose live bytes
+ *      pass half of this machine's memory are skipped for them); ns/op are
+ *      medians of min(--repeat, 5) replays;
  *   4. (c) the ring on two threads (each its own ring) against one thread:
  *      throughput ratio, median of runs;
  *   5. ratios against every alternative; every row also goes to OUT.csv
@@ -319,7 +320,24 @@ static double malloc_pass(const allocator_t *al, const nnmem_problem_t *p,
   return k ? dt * 1e9 / (double)k : 0;
 }
 
-static void bench_trace(const char *path, const char *name, FILE *csv) {
+/* Median ns/op of `repeat` replays of pool `k` (the other figures do not
+ * change between runs: the replay is deterministic). */
+static nnmem_status_t pool_replay_median(const nnmem_problem_t *p,
+                                         nnmem_pool_kind_t k, int repeat,
+                                         nnmem_replay_result_t *r,
+                                         nnmem_diag_t *d) {
+  double ns[MAX_REPEAT];
+  for (int i = 0; i < repeat; i++) {
+    nnmem_status_t st = nnmem_pool_replay(p, k, NULL, 256, r, d);
+    if (st != NNMEM_OK) return st;
+    ns[i] = r->ns_per_op;
+  }
+  r->ns_per_op = median(ns, repeat);
+  return NNMEM_OK;
+}
+
+static void bench_trace(const char *path, const char *name, int repeat,
+                        FILE *csv) {
   nnmem_csv_t *c = NULL;
   nnmem_diag_t d;
   if (nnmem_csv_read_file(path, &c, &d) != NNMEM_OK) {
@@ -330,7 +348,7 @@ static void bench_trace(const char *path, const char *name, FILE *csv) {
   uint64_t live = 0;
   for (int k = NNMEM_POOL_TIERED; k <= NNMEM_POOL_SLAB; k++) {
     nnmem_replay_result_t r;
-    if (nnmem_pool_replay(p, (nnmem_pool_kind_t)k, NULL, 256, &r, &d) !=
+    if (pool_replay_median(p, (nnmem_pool_kind_t)k, repeat, &r, &d) !=
         NNMEM_OK) {
       printf("  %-12s %-10s failed: %s\n", name,
              nnmem_pool_kind_name((nnmem_pool_kind_t)k), d.message);
@@ -353,7 +371,10 @@ static void bench_trace(const char *path, const char *name, FILE *csv) {
              allocs[a].name, "-", "-", "skipped");
       continue;
     }
-    double resv = 0, ns = malloc_replay(&allocs[a], p, &resv);
+    double resv = 0, t[MAX_REPEAT];
+    for (int i = 0; i < repeat; i++)
+      t[i] = malloc_replay(&allocs[a], p, &resv);
+    double ns = median(t, repeat);
     char rs[32] = "-";
     if (resv > 0) snprintf(rs, sizeof rs, "%.3fx", resv);
     printf("  %-12s %-10s %9s %8s %9.1f\n", name, allocs[a].name, rs, "-", ns);
@@ -362,7 +383,7 @@ static void bench_trace(const char *path, const char *name, FILE *csv) {
   nnmem_csv_destroy(c);
 }
 
-static void bench_traces(const char *data, FILE *csv) {
+static void bench_traces(const char *data, int repeat, FILE *csv) {
   static const char *names[] = {"resnet50", "tiny_bert", "bert_base",
                                 "pangu_2.6B", "iopddl_S_1"};
   printf(
@@ -379,7 +400,7 @@ static void bench_traces(const char *data, FILE *csv) {
       printf("  %s: absent (%s); skipped\n", names[i], path);
       continue;
     }
-    bench_trace(path, names[i], csv);
+    bench_trace(path, names[i], repeat, csv);
   }
 }
 
@@ -415,7 +436,7 @@ int main(int argc, char **argv) {
           "fragmentation\n");
   load_allocators(nn);
   bench_ring(repeat, csv);
-  bench_traces(data, csv);
+  bench_traces(data, repeat < 5 ? repeat : 5, csv);
   fclose(csv);
   printf("\nrows written to %s\n", csv_path);
   nnmem_allocator_destroy(nn);
