@@ -60,33 +60,14 @@ static void assert_buf(const nnmem_problem_t *p, size_t i, const char *id,
   assert_int_equal(b->align, align);
 }
 
-static char tmpdir[64];
-
 static int make_tmpdir(void **state) {
   (void)state;
-  strcpy(tmpdir, "/tmp/nnmem_test_csv_XXXXXX");
-  return mkdtemp(tmpdir) ? 0 : -1;
+  return tu_tmpdir_create("test_csv");
 }
 
 static int remove_tmpdir(void **state) {
   (void)state;
-  DIR *d = opendir(tmpdir);
-  if (!d) return 0;
-  char path[512];
-  for (struct dirent *e; (e = readdir(d));) {
-    if (e->d_name[0] == '.') continue;
-    snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
-    unlink(path);
-  }
-  closedir(d);
-  rmdir(tmpdir);
-  return 0;
-}
-
-static const char *tmp_path(const char *name) {
-  static char path[512];
-  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-  return path;
+  return tu_tmpdir_remove();
 }
 
 static char *slurp(const char *path) {
@@ -94,17 +75,6 @@ static char *slurp(const char *path) {
   size_t len = 0;
   assert_ok(nnmem_file_read(path, &data, &len, NULL));
   return data;
-}
-
-/* Number of entries in tmpdir (besides . and ..). */
-static int count_files(void) {
-  DIR *d = opendir(tmpdir);
-  assert_non_null(d);
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d));)
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n;
 }
 
 /* ---- formats ----------------------------------------------------------------
@@ -337,15 +307,15 @@ static void test_read_file_errors(void **state) {
   (void)state;
   nnmem_csv_t *csv = NULL;
   nnmem_diag_t diag = {{0}};
-  assert_int_equal(nnmem_csv_read_file(tmp_path("missing.csv"), &csv, &diag),
+  assert_int_equal(nnmem_csv_read_file(tu_tmp_path("missing.csv"), &csv, &diag),
                    NNMEM_ERR_IO);
   assert_non_null(strstr(diag.message, "missing.csv"));
   assert_null(csv);
   /* a directory is not a file */
-  assert_int_equal(nnmem_csv_read_file(tmpdir, &csv, &diag), NNMEM_ERR_IO);
-  assert_non_null(strstr(diag.message, tmpdir));
+  assert_int_equal(nnmem_csv_read_file(tu_tmpdir(), &csv, &diag), NNMEM_ERR_IO);
+  assert_non_null(strstr(diag.message, tu_tmpdir()));
   /* a file's errors carry its path */
-  const char *path = tmp_path("bad.csv");
+  const char *path = tu_tmp_path("bad.csv");
   const char *text = "id,lower,upper,size\na,0,1,4\nb,0,1\n";
   assert_ok(nnmem_file_write_atomic(path, text, strlen(text), NULL));
   assert_int_equal(nnmem_csv_read_file(path, &csv, &diag), NNMEM_ERR_PARSE);
@@ -379,7 +349,7 @@ static void test_solution_round_trip(void **state) {
   const nnmem_problem_t *p = nnmem_csv_problem(csv);
   nnmem_plan_t *plan = tu_plan_verified(p, NULL);
   assert_int_equal(nnmem_plan_height(plan), 12); /* the optimum */
-  const char *path = tmp_path("sol.csv");
+  const char *path = tu_tmp_path("sol.csv");
   assert_ok(
       nnmem_csv_write_solution(csv, nnmem_plan_offsets(plan), path, NULL));
   nnmem_csv_t *back = NULL;
@@ -411,7 +381,7 @@ static void test_solution_keeps_columns(void **state) {
       "\"x,y\",4, a ,0,2,999,t1\r\n"
       "plain,8,b,1,3,7,t2");
   uint64_t offs[2] = {16, 0};
-  const char *path = tmp_path("keep.csv");
+  const char *path = tu_tmp_path("keep.csv");
   assert_ok(nnmem_csv_write_solution(csv, offs, path, NULL));
   char *text = slurp(path);
   assert_string_equal(text,
@@ -435,7 +405,7 @@ static void test_legacy_round_trip(void **state) {
   nnmem_plan_t *plan = tu_plan_verified(p, NULL);
   /* 0 [0,3) and 1 [3,6) can share; 2 [1,5) overlaps both: height 48 */
   assert_int_equal(nnmem_plan_height(plan), 48);
-  const char *path = tmp_path("legacy.csv");
+  const char *path = tu_tmp_path("legacy.csv");
   assert_ok(
       nnmem_csv_write_solution(csv, nnmem_plan_offsets(plan), path, NULL));
   char *text = slurp(path);
@@ -461,7 +431,7 @@ static void test_problem_write_csv(void **state) {
   assert_ok(nnmem_problem_add(p, "a,\"b\"", 50, 1, 1, 3, NULL));
   assert_ok(nnmem_problem_add(p, NULL, 25, 8, 2, 4, NULL));
   nnmem_plan_t *plan = tu_plan_verified(p, NULL);
-  const char *path = tmp_path("prob.csv");
+  const char *path = tu_tmp_path("prob.csv");
   assert_ok(nnmem_problem_write_csv(p, nnmem_plan_offsets(plan), path, NULL));
   char *text = slurp(path);
   assert_true(strncmp(text,
@@ -495,10 +465,10 @@ static void test_atomic_write_failures(void **state) {
   nnmem_csv_t *csv = parse_ok(example12);
   uint64_t offs[5] = {0, 0, 4, 0, 8};
   nnmem_diag_t diag = {{0}};
-  int before = count_files();
+  int before = tu_tmpdir_count();
   /* a directory that does not exist: clean failure, nothing created */
   char path[600];
-  snprintf(path, sizeof path, "%s/no/such/dir/out.csv", tmpdir);
+  snprintf(path, sizeof path, "%s/no/such/dir/out.csv", tu_tmpdir());
   assert_int_equal(nnmem_csv_write_solution(csv, offs, path, &diag),
                    NNMEM_ERR_IO);
   assert_non_null(strstr(diag.message, "out.csv"));
@@ -508,21 +478,21 @@ static void test_atomic_write_failures(void **state) {
       nnmem_problem_write_csv(nnmem_csv_problem(csv), offs, path, &diag),
       NNMEM_ERR_IO);
   /* the target is a directory: rename fails, the temporary is removed */
-  const char *dir = tmp_path("adir");
+  const char *dir = tu_tmp_path("adir");
   assert_int_equal(mkdir(dir, 0755), 0);
   assert_int_equal(nnmem_csv_write_solution(csv, offs, dir, &diag),
                    NNMEM_ERR_IO);
-  assert_int_equal(count_files(), before + 1); /* only adir */
+  assert_int_equal(tu_tmpdir_count(), before + 1); /* only adir */
   rmdir(dir);
   /* an existing file is replaced whole */
-  const char *target = tmp_path("old.csv");
+  const char *target = tu_tmp_path("old.csv");
   assert_ok(nnmem_file_write_atomic(target, "old contents\n", 13, NULL));
   assert_ok(nnmem_csv_write_solution(csv, offs, target, NULL));
   char *text = slurp(target);
   assert_true(strncmp(text, "id,lower,upper,size,offset\nb1,0,3,4,0\n", 38) ==
               0);
   free(text);
-  assert_int_equal(count_files(), before + 1); /* no temporary left */
+  assert_int_equal(tu_tmpdir_count(), before + 1); /* no temporary left */
   unlink(target);
   nnmem_csv_destroy(csv);
 }
@@ -560,7 +530,7 @@ static void test_mutations(void **state) {
   const uint64_t seed0 = 20240611;
   uint64_t seed = seed0;
   char text[sizeof base];
-  const char *path = tmp_path("mut.csv");
+  const char *path = tu_tmp_path("mut.csv");
   for (int iter = 0; iter < 3000; iter++) {
     memcpy(text, base, sizeof base);
     size_t len = sizeof base - 1;
@@ -611,7 +581,7 @@ static void test_null_arguments(void **state) {
   assert_null(nnmem_csv_offsets(NULL));
   nnmem_csv_destroy(NULL);
   csv = parse_ok(example12);
-  assert_int_equal(nnmem_csv_write_solution(csv, NULL, tmp_path("x"), NULL),
+  assert_int_equal(nnmem_csv_write_solution(csv, NULL, tu_tmp_path("x"), NULL),
                    NNMEM_ERR_INVALID);
   nnmem_csv_destroy(csv);
 }

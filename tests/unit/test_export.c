@@ -10,43 +10,14 @@
 
 #include "testutil.h"
 
-static char tmpdir[64];
-
 static int setup(void **state) {
   (void)state;
-  strcpy(tmpdir, "/tmp/nnmem_test_export_XXXXXX");
-  return mkdtemp(tmpdir) ? 0 : -1;
+  return tu_tmpdir_create("test_export");
 }
 
 static int teardown(void **state) {
   (void)state;
-  DIR *d = opendir(tmpdir);
-  if (!d) return 0;
-  char path[512];
-  for (struct dirent *e; (e = readdir(d));) {
-    if (e->d_name[0] == '.') continue;
-    snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
-    unlink(path);
-  }
-  closedir(d);
-  rmdir(tmpdir);
-  return 0;
-}
-
-static const char *tmp_path(const char *name) {
-  static char path[512];
-  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-  return path;
-}
-
-static int count_files(void) {
-  DIR *d = opendir(tmpdir);
-  assert_non_null(d);
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d));)
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n;
+  return tu_tmpdir_remove();
 }
 
 static cJSON *read_json(const char *path) {
@@ -116,7 +87,7 @@ static void test_plan_json_tiny(void **state) {
   /* A [0,1) 1 KiB, B [0,3) 1 KiB, C [1,3) 512, D [2,3) 256: the peak is
    * step 0 (A + B = 2048) and C, D fit where A was */
   assert_int_equal(nnmem_plan_height(r.plan), 2048);
-  const char *path = tmp_path("tiny_plan.json");
+  const char *path = tu_tmp_path("tiny_plan.json");
   assert_ok(nnmem_plan_write_json(r.g, r.l, r.plan, 0, path, NULL));
   cJSON *doc = read_json(path);
   assert_string_equal(str(doc, "model"), "tiny");
@@ -155,7 +126,7 @@ static void test_plan_json_tiny(void **state) {
 static void test_plan_json_cnn(void **state) {
   (void)state;
   planned_t r = plan_example("small_cnn.json", 64);
-  const char *path = tmp_path("cnn_plan.json");
+  const char *path = tu_tmp_path("cnn_plan.json");
   assert_ok(nnmem_plan_write_json(r.g, r.l, r.plan, 64, path, NULL));
   cJSON *doc = read_json(path);
   assert_string_equal(str(doc, "model"), "small_cnn");
@@ -203,21 +174,21 @@ static void test_plan_json_errors(void **state) {
   planned_t r = plan_example("tiny.json", 0);
   planned_t other = plan_example("small_cnn.json", 0);
   nnmem_diag_t diag = {{0}};
-  int before = count_files();
+  int before = tu_tmpdir_count();
   /* a plan of another problem */
-  assert_int_equal(
-      nnmem_plan_write_json(r.g, r.l, other.plan, 0, tmp_path("x.json"), &diag),
-      NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_plan_write_json(r.g, r.l, other.plan, 0,
+                                         tu_tmp_path("x.json"), &diag),
+                   NNMEM_ERR_INVALID);
   assert_non_null(strstr(diag.message, "x.json"));
   /* an unwritable place: nothing is left behind */
   char path[600];
-  snprintf(path, sizeof path, "%s/missing/dir/plan.json", tmpdir);
+  snprintf(path, sizeof path, "%s/missing/dir/plan.json", tu_tmpdir());
   assert_int_equal(nnmem_plan_write_json(r.g, r.l, r.plan, 0, path, &diag),
                    NNMEM_ERR_IO);
   assert_non_null(strstr(diag.message, "plan.json"));
   struct stat sb;
   assert_int_not_equal(stat(path, &sb), 0);
-  assert_int_equal(count_files(), before);
+  assert_int_equal(tu_tmpdir_count(), before);
   assert_int_equal(nnmem_plan_write_json(NULL, r.l, r.plan, 0, path, NULL),
                    NNMEM_ERR_INVALID);
   planned_free(&other);
@@ -300,7 +271,7 @@ static void test_profile_write(void **state) {
   planned_t r = plan_example("tiny.json", 0);
   nnmem_profile_t p;
   assert_ok(nnmem_profile_compute(r.g, r.l, r.plan, 0, &p));
-  const char *path = tmp_path("memory_profile.json");
+  const char *path = tu_tmp_path("memory_profile.json");
   assert_ok(nnmem_profile_write_json(&p, "tiny", path, NULL));
   cJSON *doc = read_json(path);
   assert_string_equal(str(doc, "model"), "tiny");
@@ -315,14 +286,14 @@ static void test_profile_write(void **state) {
               num(doc, "reuse_ratio") < 0.2728); /* 1 - 2048 / 2816 */
   cJSON_Delete(doc);
   /* failure: no file, no temporary */
-  int before = count_files();
+  int before = tu_tmpdir_count();
   char bad[600];
-  snprintf(bad, sizeof bad, "%s/nope/memory_profile.json", tmpdir);
+  snprintf(bad, sizeof bad, "%s/nope/memory_profile.json", tu_tmpdir());
   nnmem_diag_t diag = {{0}};
   assert_int_equal(nnmem_profile_write_json(&p, NULL, bad, &diag),
                    NNMEM_ERR_IO);
   assert_non_null(strstr(diag.message, "memory_profile.json"));
-  assert_int_equal(count_files(), before);
+  assert_int_equal(tu_tmpdir_count(), before);
   planned_free(&r);
 }
 

@@ -1,15 +1,20 @@
 /* testutil.c - helpers shared by the unit tests. */
 #include "testutil.h"
 
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 nnmem_plan_t *tu_plan_verified(const nnmem_problem_t *p,
                                const nnmem_planner_config_t *cfg) {
   nnmem_plan_t *plan = NULL;
   nnmem_diag_t diag = {{0}};
   nnmem_status_t st = nnmem_plan_create(p, cfg, &plan, &diag);
-  if (st != NNMEM_OK) fail_msg("plan: %s: %s", nnmem_status_name(st), diag.message);
+  if (st != NNMEM_OK)
+    fail_msg("plan: %s: %s", nnmem_status_name(st), diag.message);
   nnmem_verify_report_t rep;
   uint64_t align = cfg ? cfg->alignment : 0;
   uint64_t cap = cfg ? cfg->capacity : 0;
@@ -33,4 +38,45 @@ uint64_t tu_rand(uint64_t *s) {
   x ^= x >> 27;
   *s = x;
   return x * 0x2545F4914F6CDD1DULL;
+}
+
+static char tmpdir[128];
+
+int tu_tmpdir_create(const char *name) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/nnmem_%s_XXXXXX", name);
+  return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+int tu_tmpdir_remove(void) {
+  DIR *d = opendir(tmpdir);
+  if (!d) return 0;
+  char path[512];
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
+    unlink(path);
+  }
+  closedir(d);
+  rmdir(tmpdir);
+  return 0;
+}
+
+const char *tu_tmpdir(void) {
+  return tmpdir;
+}
+
+const char *tu_tmp_path(const char *file) {
+  static char path[512];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, file);
+  return path;
+}
+
+int tu_tmpdir_count(void) {
+  DIR *d = opendir(tmpdir);
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
 }

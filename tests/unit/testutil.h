@@ -11,9 +11,9 @@
 #include "nnmem/nnmem.h"
 
 /* Asserts a status is NNMEM_OK, printing its name otherwise. */
-#define assert_ok(expr)                                                     \
-  do {                                                                      \
-    nnmem_status_t st_ = (expr);                                            \
+#define assert_ok(expr)                                                       \
+  do {                                                                        \
+    nnmem_status_t st_ = (expr);                                              \
     if (st_ != NNMEM_OK) fail_msg("%s -> %s", #expr, nnmem_status_name(st_)); \
   } while (0)
 
@@ -24,6 +24,17 @@ nnmem_plan_t *tu_plan_verified(const nnmem_problem_t *p,
 
 /* The shared data folder ($NNMEM_DATA_DIR) or NULL when absent. */
 const char *tu_data_dir(void);
+
+/* A scratch directory for one test program: tu_tmpdir_create makes
+ * /tmp/nnmem_<name>_XXXXXX (cmocka group setup signature: pass it through
+ * a wrapper), tu_tmpdir_remove deletes it and the files in it,
+ * tu_tmp_path names a file inside it (static buffer), tu_tmpdir_count
+ * counts its entries. */
+int tu_tmpdir_create(const char *name);
+int tu_tmpdir_remove(void);
+const char *tu_tmpdir(void);
+const char *tu_tmp_path(const char *file);
+int tu_tmpdir_count(void);
 
 /* Deterministic PRNG (xorshift64*). */
 uint64_t tu_rand(uint64_t *state);
