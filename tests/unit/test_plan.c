@@ -388,6 +388,23 @@ static void test_auto_is_best(void **state) {
   }
 }
 
+/* A spent time limit stops auto after its first strategy (still a valid
+ * plan); without a limit auto may pick another. */
+static void test_time_limit(void **state) {
+  (void)state;
+  uint64_t rng = 4242;
+  nnmem_problem_t *p = random_problem(&rng, 300, 80, 10000);
+  nnmem_planner_config_t cfg;
+  nnmem_planner_config_init(&cfg);
+  cfg.time_limit_s = 1e-12;
+  nnmem_plan_t *pl = tu_plan_verified(p, &cfg);
+  assert_int_equal(nnmem_plan_strategy(pl), NNMEM_STRATEGY_GREEDY_CLASS);
+  uint64_t limited = nnmem_plan_height(pl);
+  nnmem_plan_destroy(pl);
+  assert_true(height_of(p, NNMEM_STRATEGY_AUTO, 1) <= limited);
+  nnmem_problem_destroy(p);
+}
+
 static void test_from_offsets(void **state) {
   (void)state;
   static const uint64_t rows[][3] = {{0, 3, 4}, {3, 9, 4}};
@@ -439,6 +456,7 @@ int main(void) {
       cmocka_unit_test(test_verify_vs_oracle),
       cmocka_unit_test(test_random_problems),
       cmocka_unit_test(test_auto_is_best),
+      cmocka_unit_test(test_time_limit),
       cmocka_unit_test(test_from_offsets),
       cmocka_unit_test(test_misuse),
   };
