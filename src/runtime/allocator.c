@@ -389,29 +389,44 @@ void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align) {
 
 /* Shared by nnmem_free and nnmem_allocator_free (a static function: no
  * PLT call between the two in the shared library). */
+static nnmem_status_t misuse(nnmem_allocator_t *a) {
+  atomic_fetch_add_explicit(&a->misuse, 1, memory_order_relaxed);
+  return NNMEM_ERR_INVALID;
+}
+
+/* Owner-thread checks of a block about to return to its page: never carved
+ * (at or past the bump pointer), or the page has no block out (used == 0:
+ * a double free, caught in every build); debug builds also walk the free
+ * list. Another thread's double free cannot be seen without a race. */
+static int local_misuse(const page_t *pg, const void *ptr) {
+  if ((const char *)ptr >= pg->bump || pg->used == 0) return 1;
+  if (nnmem__debug)
+    for (void *f = pg->free; f; f = *(void **)f)
+      if (f == ptr) return 1;
+  return 0;
+}
+
+/* Shared by nnmem_free and nnmem_allocator_free (a static function: no
+ * PLT call between the two in the shared library). */
 static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   if (!a) return NNMEM_ERR_INVALID;
   if (!ptr) return NNMEM_OK;
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (!pg) return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
   uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR;
-  if (((off * pg->recip) >> 32) * pg->bsize != off) {
-    atomic_fetch_add_explicit(&a->misuse, 1, memory_order_relaxed);
-    return NNMEM_ERR_INVALID; /* interior pointer */
-  }
+  /* cap and bsize never change once the page is published: no race */
+  if (off >= (uint64_t)pg->cap * pg->bsize ||
+      ((off * pg->recip) >> 32) * pg->bsize != off)
+    return misuse(a); /* interior pointer, or in the page's unused tail */
   tcache_t *tc = cache_get(a);
   if (!tc) return NNMEM_ERR_NOMEM;
-  bump(&tc->st.frees[pg->cls], 1);
   if (pg->owner == tc) {
-    if (nnmem__debug)
-      for (void *f = pg->free; f; f = *(void **)f)
-        if (f == ptr) {
-          atomic_fetch_add_explicit(&a->misuse, 1, memory_order_relaxed);
-          return NNMEM_ERR_INVALID; /* double free (debug builds) */
-        }
+    if (local_misuse(pg, ptr)) return misuse(a);
+    bump(&tc->st.frees[pg->cls], 1);
     local_free(tc, pg, ptr);
     return NNMEM_OK;
   }
+  bump(&tc->st.frees[pg->cls], 1);
   tcache_t *owner = pg->owner;
   void *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
   do {

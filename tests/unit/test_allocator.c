@@ -66,6 +66,39 @@ static void test_small_blocks(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* Pointers that are block-aligned inside a small page but were never handed
+ * out (the page's tail past its last block, blocks not carved yet) and a
+ * second free of a page's only block: each a status, counted, and the
+ * allocator still works (release builds included). */
+static void test_small_page_misuse(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  char *x = nnmem_alloc(a, 48); /* class 48: first block at page + 128 */
+  assert_non_null(x);
+  char *page = (char *)((uintptr_t)x & ~(uintptr_t)0xFFFF);
+  assert_ptr_equal(x, page + 128);
+  /* (65536 - 128) / 48 = 1362 blocks end at 128 + 1362 * 48 = 65504 */
+  assert_int_equal(nnmem_allocator_free(a, page + 65504), NNMEM_ERR_INVALID);
+  /* 64 blocks are carved at a time: block 100 was never handed out */
+  assert_int_equal(nnmem_allocator_free(a, page + 128 + 100 * 48),
+                   NNMEM_ERR_INVALID);
+  assert_ok(nnmem_allocator_free(a, x));
+  assert_int_equal(nnmem_allocator_free(a, x), NNMEM_ERR_INVALID);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 3);
+  assert_int_equal(st.alloc_count, 1);
+  assert_int_equal(st.free_count, 1); /* rejected frees are not counted */
+  assert_int_equal(st.live_count, 0);
+  char *y = nnmem_alloc(a, 48), *z = nnmem_alloc(a, 48);
+  assert_ptr_equal(y, x); /* the free list is intact: no cycle */
+  assert_ptr_equal(z, x + 48);
+  nnmem_free(a, y);
+  nnmem_free(a, z);
+  nnmem_allocator_destroy(a);
+}
+
 static void test_unbacked_refused(void **state) {
   (void)state;
   nnmem_backend_t *b = NULL;
@@ -229,6 +262,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_usage_example),
       cmocka_unit_test(test_small_blocks),
+      cmocka_unit_test(test_small_page_misuse),
       cmocka_unit_test(test_unbacked_refused),
       cmocka_unit_test(test_random),
       cmocka_unit_test(test_cross_thread),
