@@ -5,9 +5,14 @@
  * required functions) and the arguments (size > 0, power-of-two align);
  * 2. call the table; 3. for optional functions that are absent, fall back to
  * memcpy/memset on backed host memory or return NNMEM_ERR_UNSUPPORTED.
+ * Also the mem_info and destroy shared by host.c and mmap.c.
  * Complexity: O(1) plus the backend's cost. Thread-safety: as the backend. */
+#define _DEFAULT_SOURCE
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "backend/backend_internal.h"
 #include "nnmem/backend.h"
 
 static int table_ok(const nnmem_backend_t *b) {
@@ -57,4 +62,20 @@ nnmem_status_t nnmem_backend_memset(nnmem_backend_t *b, void *dst, int value,
 
 void nnmem_backend_destroy(nnmem_backend_t *b) {
   if (b && b->destroy) b->destroy(b->ctx);
+}
+
+nnmem_status_t nnmem__backend_host_mem_info(void *ctx, uint64_t *free_bytes,
+                                            uint64_t *total_bytes) {
+  (void)ctx;
+  long page = sysconf(_SC_PAGESIZE);
+  long total = sysconf(_SC_PHYS_PAGES);
+  long avail = sysconf(_SC_AVPHYS_PAGES);
+  if (page <= 0 || total <= 0) return NNMEM_ERR_UNSUPPORTED;
+  *total_bytes = (uint64_t)total * (uint64_t)page;
+  *free_bytes = avail > 0 ? (uint64_t)avail * (uint64_t)page : 0;
+  return NNMEM_OK;
+}
+
+void nnmem__backend_free_ctx(void *ctx) {
+  free(ctx);
 }

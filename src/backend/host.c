@@ -8,8 +8,8 @@
 #define _DEFAULT_SOURCE
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "backend/backend_internal.h"
 #include "nnmem/backend.h"
 
 typedef struct host_backend {
@@ -35,22 +35,6 @@ static nnmem_status_t host_free(void *ctx, void *ptr, uint64_t size) {
   return NNMEM_OK;
 }
 
-static nnmem_status_t host_mem_info(void *ctx, uint64_t *free_bytes,
-                                    uint64_t *total_bytes) {
-  (void)ctx;
-  long page = sysconf(_SC_PAGESIZE);
-  long total = sysconf(_SC_PHYS_PAGES);
-  long avail = sysconf(_SC_AVPHYS_PAGES);
-  if (page <= 0 || total <= 0) return NNMEM_ERR_UNSUPPORTED;
-  *total_bytes = (uint64_t)total * (uint64_t)page;
-  *free_bytes = avail > 0 ? (uint64_t)avail * (uint64_t)page : 0;
-  return NNMEM_OK;
-}
-
-static void host_destroy(void *ctx) {
-  free(ctx);
-}
-
 nnmem_status_t nnmem_backend_host_create(nnmem_backend_t **out) {
   if (!out) return NNMEM_ERR_INVALID;
   *out = NULL;
@@ -65,8 +49,8 @@ nnmem_status_t nnmem_backend_host_create(nnmem_backend_t **out) {
   t->alignment = 16;
   t->alloc = host_alloc;
   t->free = host_free;
-  t->mem_info = host_mem_info;
-  t->destroy = host_destroy;
+  t->mem_info = nnmem__backend_host_mem_info;
+  t->destroy = nnmem__backend_free_ctx;
   *out = t;
   return NNMEM_OK;
 }

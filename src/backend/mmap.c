@@ -2,11 +2,14 @@
  *
  * Steps of alloc:
  *   1. round the size up to the page size (2 MiB when huge pages are on);
- *   2. huge pages: try mmap(MAP_HUGETLB); when the kernel has no huge page
- *      pool it fails and we map normal pages and advise MADV_HUGEPAGE
- *      (transparent huge pages); the advice failing is not an error;
- *   3. alignments above the page size: map size + align, then unmap the
- *      unaligned head and the tail (munmap of parts is allowed);
+ *   2. huge pages and alignment <= 2 MiB: try mmap(MAP_HUGETLB) (2 MiB
+ *      aligned); when the kernel has no huge page pool it fails (once: the
+ *      flag skips it afterwards) and we map normal pages aligned to 2 MiB
+ *      and advise MADV_HUGEPAGE (transparent huge pages need aligned
+ *      regions); the advice failing is not an error;
+ *   3. alignments above the page size (or 2 MiB with huge pages): map
+ *      size + align, then unmap the unaligned head and the tail (munmap of
+ *      parts is allowed);
  *   4. free unmaps the rounded size (recomputed from the size given).
  * Invariants: a region is aligned to max(page, align) and its length is the
  * rounded size, so free can unmap exactly what was mapped.
@@ -19,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "backend/backend_internal.h"
 #include "nnmem/backend.h"
 
 #define HUGE_PAGE (2u << 20)
@@ -41,47 +45,48 @@ static void *map_plain(uint64_t len) {
   return p == MAP_FAILED ? NULL : p;
 }
 
-static void *map_huge(mmap_backend_t *m, uint64_t len) {
-#ifdef MAP_HUGETLB
-  if (!atomic_load_explicit(&m->hugetlb_failed, memory_order_relaxed)) {
-    void *p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
-    if (p != MAP_FAILED) return p;
-    atomic_store_explicit(&m->hugetlb_failed, 1, memory_order_relaxed);
-  }
-#endif
-  void *p = map_plain(len);
-#ifdef MADV_HUGEPAGE
-  if (p) (void)madvise(p, (size_t)len, MADV_HUGEPAGE);
-#endif
-  return p;
-}
-
-static nnmem_status_t mmap_alloc(void *ctx, uint64_t size, uint64_t align,
-                                 void **out) {
-  mmap_backend_t *m = ctx;
-  if (size > (uint64_t)SIZE_MAX / 4) return NNMEM_ERR_NOMEM;
-  uint64_t len = region_len(m, size);
-  uint64_t g = m->huge ? HUGE_PAGE : m->page;
-  if (align <= g) {
-    void *p = m->huge ? map_huge(m, len) : map_plain(len);
-    if (!p) return NNMEM_ERR_NOMEM;
-    *out = p;
-    return NNMEM_OK;
-  }
-  if (align > (uint64_t)SIZE_MAX / 4) return NNMEM_ERR_NOMEM;
+/* Maps len bytes aligned to align (> page): map len + align, then unmap
+ * the unaligned head and the tail. */
+static void *map_aligned(uint64_t len, uint64_t align) {
   uint64_t span = len + align;
   char *raw = map_plain(span);
-  if (!raw) return NNMEM_ERR_NOMEM;
+  if (!raw) return NULL;
   uintptr_t a =
       ((uintptr_t)raw + (uintptr_t)align - 1) & ~(uintptr_t)(align - 1);
   uint64_t head = a - (uintptr_t)raw, tail = span - head - len;
   if (head) munmap(raw, (size_t)head);
   if (tail) munmap((char *)a + len, (size_t)tail);
-#ifdef MADV_HUGEPAGE
-  if (m->huge) (void)madvise((void *)a, (size_t)len, MADV_HUGEPAGE);
+  return (void *)a;
+}
+
+static nnmem_status_t mmap_alloc(void *ctx, uint64_t size, uint64_t align,
+                                 void **out) {
+  mmap_backend_t *m = ctx;
+  if (size > (uint64_t)SIZE_MAX / 4 || align > (uint64_t)SIZE_MAX / 4)
+    return NNMEM_ERR_NOMEM;
+  uint64_t len = region_len(m, size);
+  void *p = NULL;
+#ifdef MAP_HUGETLB /* hugetlb regions are 2 MiB aligned */
+  if (m->huge && align <= HUGE_PAGE &&
+      !atomic_load_explicit(&m->hugetlb_failed, memory_order_relaxed)) {
+    p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    if (p == MAP_FAILED) {
+      p = NULL;
+      atomic_store_explicit(&m->hugetlb_failed, 1, memory_order_relaxed);
+    }
+  }
 #endif
-  *out = (void *)a;
+  if (!p) { /* transparent huge pages need 2 MiB-aligned regions too */
+    uint64_t g = m->huge ? HUGE_PAGE : m->page;
+    if (align < g) align = g;
+    p = align <= m->page ? map_plain(len) : map_aligned(len, align);
+#ifdef MADV_HUGEPAGE
+    if (p && m->huge) (void)madvise(p, (size_t)len, MADV_HUGEPAGE);
+#endif
+  }
+  if (!p) return NNMEM_ERR_NOMEM;
+  *out = p;
   return NNMEM_OK;
 }
 
@@ -89,22 +94,6 @@ static nnmem_status_t mmap_free(void *ctx, void *ptr, uint64_t size) {
   mmap_backend_t *m = ctx;
   if (munmap(ptr, (size_t)region_len(m, size)) != 0) return NNMEM_ERR_INVALID;
   return NNMEM_OK;
-}
-
-static nnmem_status_t mmap_mem_info(void *ctx, uint64_t *free_bytes,
-                                    uint64_t *total_bytes) {
-  (void)ctx;
-  long page = sysconf(_SC_PAGESIZE);
-  long total = sysconf(_SC_PHYS_PAGES);
-  long avail = sysconf(_SC_AVPHYS_PAGES);
-  if (page <= 0 || total <= 0) return NNMEM_ERR_UNSUPPORTED;
-  *total_bytes = (uint64_t)total * (uint64_t)page;
-  *free_bytes = avail > 0 ? (uint64_t)avail * (uint64_t)page : 0;
-  return NNMEM_OK;
-}
-
-static void mmap_destroy(void *ctx) {
-  free(ctx);
 }
 
 nnmem_status_t nnmem_backend_mmap_create(const nnmem_mmap_config_t *cfg,
@@ -125,8 +114,8 @@ nnmem_status_t nnmem_backend_mmap_create(const nnmem_mmap_config_t *cfg,
   t->alignment = m->page;
   t->alloc = mmap_alloc;
   t->free = mmap_free;
-  t->mem_info = mmap_mem_info;
-  t->destroy = mmap_destroy;
+  t->mem_info = nnmem__backend_host_mem_info;
+  t->destroy = nnmem__backend_free_ctx;
   *out = t;
   return NNMEM_OK;
 }

@@ -48,6 +48,20 @@ static void test_mmap(void **state) {
     memset(q, 2, 5000);
     assert_ok(nnmem_backend_free(b, p, 3 << 20));
     assert_ok(nnmem_backend_free(b, q, 5000));
+    /* alignments between the page and 2 MiB hold on the fallback to normal
+     * pages too (it used to map at page alignment only) */
+    void *r[8];
+    for (int i = 0; i < 8; i++) {
+      assert_ok(
+          nnmem_backend_alloc(b, 4096 + (uint64_t)i * 8192, 1 << 20, &r[i]));
+      assert_int_equal((uintptr_t)r[i] % (1 << 20), 0);
+      memset(r[i], 3, 4096);
+    }
+    for (int i = 0; i < 8; i++)
+      assert_ok(nnmem_backend_free(b, r[i], 4096 + (uint64_t)i * 8192));
+    uint64_t fr = 0, tot = 0;
+    assert_ok(nnmem_backend_mem_info(b, &fr, &tot));
+    assert_true(tot > 0 && fr <= tot);
     nnmem_backend_destroy(b);
   }
 }

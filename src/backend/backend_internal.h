@@ -1,0 +1,16 @@
+/* backend_internal.h - helpers shared by the host-memory backends (host.c,
+ * mmap.c), defined in backend.c. Thread-safety: both are thread-safe. */
+#ifndef NNMEM_BACKEND_INTERNAL_H
+#define NNMEM_BACKEND_INTERNAL_H
+
+#include "nnmem/backend.h"
+
+/* mem_info for host memory: total = physical memory, free = available
+ * physical pages (sysconf); NNMEM_ERR_UNSUPPORTED when sysconf cannot tell.
+ * `ctx` is ignored. */
+nnmem_status_t nnmem__backend_host_mem_info(void *ctx, uint64_t *free_bytes,
+                                            uint64_t *total_bytes);
+/* destroy for a backend whose whole state is one malloc'ed block: free(ctx). */
+void nnmem__backend_free_ctx(void *ctx);
+
+#endif /* NNMEM_BACKEND_INTERNAL_H */
