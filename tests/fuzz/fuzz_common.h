@@ -1,0 +1,70 @@
+/* fuzz_common.h - shared by the fuzz harnesses in tests/fuzz/: the libFuzzer
+ * entry point signature and the checks run on whatever a reader accepts.
+ *
+ * A harness hands a parsed problem to fuzz_plan_and_verify, which plans it
+ * with every strategy and runs the independent verifier on each plan; a
+ * plan the verifier rejects aborts (a finding). Errors from the planner
+ * (overflow, invalid sizes) are fine: only crashes, sanitizer reports and
+ * invalid plans are findings. Not thread-safe (libFuzzer runs one input at a
+ * time). */
+#ifndef NNMEM_FUZZ_COMMON_H
+#define NNMEM_FUZZ_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "nnmem/nnmem.h"
+
+/* Inputs larger than this are skipped: they only slow the fuzzer down. */
+#define FUZZ_MAX_INPUT (64u * 1024u)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Aborts with a message: the harness found a broken invariant. */
+static inline void fuzz_fail(const char *what, const nnmem_diag_t *diag) {
+  fprintf(stderr, "fuzz finding: %s: %s\n", what, diag ? diag->message : "");
+  abort();
+}
+
+/* Plans `p` with each strategy (and alignment `align`) and verifies every
+ * plan that the planner returns. */
+static inline void fuzz_plan_and_verify(const nnmem_problem_t *p,
+                                        uint64_t align) {
+  for (int s = 0; s < (int)NNMEM_STRATEGY_COUNT_; s++) {
+    nnmem_planner_config_t cfg;
+    nnmem_planner_config_init(&cfg);
+    cfg.strategy = (nnmem_strategy_t)s;
+    cfg.alignment = align;
+    nnmem_plan_t *plan = NULL;
+    nnmem_diag_t diag = {0};
+    if (nnmem_plan_create(p, &cfg, &plan, &diag) != NNMEM_OK) continue;
+    if (nnmem_plan_count(plan) != nnmem_problem_count(p))
+      fuzz_fail("plan count differs from the problem's", NULL);
+    nnmem_verify_report_t rep;
+    nnmem_status_t st =
+        nnmem_plan_verify(p, nnmem_plan_offsets(plan), align, 0, &rep, &diag);
+    if (st != NNMEM_OK || !rep.valid) fuzz_fail("plan fails verify", &diag);
+    if (rep.height != nnmem_plan_height(plan))
+      fuzz_fail("verified height differs from the plan's", NULL);
+    nnmem_plan_destroy(plan);
+  }
+}
+
+/* Liveness of `g`, then plan + verify of its problem, with and without
+ * reuse of views / in-place. */
+static inline void fuzz_graph_plan(const nnmem_graph_t *g) {
+  for (int no_reuse = 0; no_reuse <= 1; no_reuse++) {
+    nnmem_liveness_config_t lc;
+    nnmem_liveness_config_init(&lc);
+    lc.no_reuse = no_reuse;
+    nnmem_liveness_t *l = NULL;
+    nnmem_diag_t diag = {0};
+    if (nnmem_liveness_analyze(g, &lc, &l, &diag) != NNMEM_OK) continue;
+    fuzz_plan_and_verify(nnmem_liveness_problem(l), 64);
+    nnmem_liveness_destroy(l);
+  }
+}
+
+#endif

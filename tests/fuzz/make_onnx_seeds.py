@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Writes the ONNX seed corpus of tests/fuzz/corpus/onnx/ (small models
+encoded by hand in the protobuf wire format; no onnx package needed).
+
+Run from the repository root: python3 tests/fuzz/make_onnx_seeds.py
+"""
+import os
+import struct
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "onnx")
+FLOAT, INT64 = 1, 7
+A_FLOAT, A_INT, A_STRING, A_TENSOR, A_GRAPH, A_INTS = 1, 2, 3, 4, 5, 7
+
+
+def varint(v):
+    v &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def f_int(field, v):
+    return varint(field << 3) + varint(v)
+
+
+def f_bytes(field, data):
+    if isinstance(data, str):
+        data = data.encode()
+    return varint((field << 3) | 2) + varint(len(data)) + data
+
+
+def f_float(field, v):
+    return varint((field << 3) | 5) + struct.pack("<f", v)
+
+
+def shape(dims):
+    out = b""
+    for d in dims:
+        if isinstance(d, str):
+            out += f_bytes(1, f_bytes(2, d))
+        else:
+            out += f_bytes(1, f_int(1, d))
+    return out
+
+
+def value_info(name, elem, dims):
+    tensor_type = f_int(1, elem)
+    if dims is not None:
+        tensor_type += f_bytes(2, shape(dims))
+    return f_bytes(1, name) + f_bytes(2, f_bytes(1, tensor_type))
+
+
+def tensor(name, elem, dims, ints=None, floats=None):
+    out = b"".join(f_int(1, d) for d in dims) + f_int(2, elem)
+    for v in ints or []:
+        out += f_int(7, v)
+    for v in floats or []:
+        out += f_float(4, v)
+    return out + f_bytes(8, name)
+
+
+def attr_int(name, v):
+    return f_bytes(1, name) + f_int(3, v) + f_int(20, A_INT)
+
+
+def attr_ints(name, vs):
+    return f_bytes(1, name) + b"".join(f_int(8, v) for v in vs) + f_int(20, A_INTS)
+
+
+def attr_float(name, v):
+    return f_bytes(1, name) + f_float(2, v) + f_int(20, A_FLOAT)
+
+
+def attr_tensor(name, t):
+    return f_bytes(1, name) + f_bytes(5, t) + f_int(20, A_TENSOR)
+
+
+def attr_graph(name, g):
+    return f_bytes(1, name) + f_bytes(6, g) + f_int(20, A_GRAPH)
+
+
+def node(op, name, ins, outs, attrs=()):
+    out = b"".join(f_bytes(1, i) for i in ins)
+    out += b"".join(f_bytes(2, o) for o in outs)
+    out += f_bytes(3, name) + f_bytes(4, op)
+    return out + b"".join(f_bytes(5, a) for a in attrs)
+
+
+def graph(name, nodes, inputs, outputs, inits=(), vinfo=()):
+    out = b"".join(f_bytes(1, n) for n in nodes) + f_bytes(2, name)
+    out += b"".join(f_bytes(5, t) for t in inits)
+    out += b"".join(f_bytes(11, v) for v in inputs)
+    out += b"".join(f_bytes(12, v) for v in outputs)
+    return out + b"".join(f_bytes(13, v) for v in vinfo)
+
+
+def model(g, opset=13):
+    return (f_int(1, 8) + f_bytes(2, "fuzzseed") + f_bytes(7, g) +
+            f_bytes(8, f_bytes(1, "") + f_int(2, opset)))
+
+
+def cnn():
+    w = tensor("w", FLOAT, [4, 3, 3, 3])
+    nodes = [
+        node("Conv", "conv", ["x", "w"], ["c"],
+             [attr_ints("pads", [1, 1, 1, 1]), attr_ints("strides", [2, 2])]),
+        node("Relu", "relu", ["c"], ["r"]),
+        node("MaxPool", "pool", ["r"], ["p"],
+             [attr_ints("kernel_shape", [2, 2]), attr_ints("strides", [2, 2])]),
+        node("Flatten", "flat", ["p"], ["f"], [attr_int("axis", 1)]),
+        node("Softmax", "sm", ["f"], ["y"], [attr_int("axis", 1)]),
+    ]
+    return model(graph("cnn", nodes, [value_info("x", FLOAT, ["batch", 3, 8, 8])],
+                       [value_info("y", FLOAT, None)], [w]))
+
+
+def shape_chain():
+    nodes = [
+        node("Shape", "shape", ["x"], ["s"]),
+        node("Gather", "g0", ["s", "i0"], ["d0"], [attr_int("axis", 0)]),
+        node("Unsqueeze", "u0", ["d0", "ax"], ["d0u"]),
+        node("Concat", "cat", ["d0u", "m1"], ["target"], [attr_int("axis", 0)]),
+        node("Reshape", "reshape", ["x", "target"], ["r"]),
+        node("MatMul", "mm", ["r", "w"], ["m"]),
+        node("Add", "add", ["m", "b"], ["y"]),
+    ]
+    inits = [tensor("i0", INT64, [], ints=[0]), tensor("ax", INT64, [1], ints=[0]),
+             tensor("m1", INT64, [1], ints=[-1]), tensor("w", FLOAT, [24, 5]),
+             tensor("b", FLOAT, [5])]
+    return model(graph("chain", nodes, [value_info("x", FLOAT, ["N", 2, 3, 4])],
+                       [value_info("y", FLOAT, None)], inits))
+
+
+def control():
+    then_g = graph("then", [node("Relu", "tr", ["x"], ["t"])], [],
+                   [value_info("t", FLOAT, None)])
+    else_g = graph("else", [node("Neg", "en", ["x"], ["e"])], [],
+                   [value_info("e", FLOAT, None)])
+    body = graph("body", [node("Add", "ba", ["v", "x"], ["v2"]),
+                          node("Identity", "bc", ["cond"], ["cond2"])],
+                 [value_info("it", INT64, []), value_info("cond", 9, []),
+                  value_info("v", FLOAT, None)],
+                 [value_info("cond2", 9, []), value_info("v2", FLOAT, None)])
+    nodes = [
+        node("ReduceSum", "rs", ["x"], ["s"], [attr_int("keepdims", 0)]),
+        node("Greater", "gt", ["s", "zero"], ["c"]),
+        node("If", "if", ["c"], ["y"],
+             [attr_graph("then_branch", then_g), attr_graph("else_branch", else_g)]),
+        node("Loop", "loop", ["trip", "", "y"], ["z"], [attr_graph("body", body)]),
+    ]
+    inits = [tensor("zero", FLOAT, [], floats=[0.0]),
+             tensor("trip", INT64, [], ints=[3])]
+    return model(graph("ctl", nodes, [value_info("x", FLOAT, [2, "seq"])],
+                       [value_info("z", FLOAT, None)], inits))
+
+
+def misc():
+    nodes = [
+        node("Constant", "k", [], ["shp"],
+             [attr_tensor("value", tensor("", INT64, [3], ints=[2, 1, 4]))]),
+        node("Expand", "ex", ["x", "shp"], ["e"]),
+        node("Transpose", "tp", ["e"], ["t"], [attr_ints("perm", [2, 0, 1])]),
+        node("Slice", "sl", ["t", "st", "en", "ax"], ["s"]),
+        node("Split", "sp", ["s"], ["a", "b"], [attr_int("axis", 2)]),
+        node("Concat", "cc", ["b", "a"], ["c"], [attr_int("axis", 2)]),
+        node("LayerNormalization", "ln", ["c", "g", "bb"], ["y"],
+             [attr_int("axis", -1), attr_float("epsilon", 1e-5)]),
+        node("TopK", "tk", ["y", "k"], ["tv", "ti"], [attr_int("axis", -1)]),
+        node("NonZero", "nz", ["ti"], ["nzo"]),
+    ]
+    inits = [tensor("st", INT64, [1], ints=[1]), tensor("en", INT64, [1], ints=[4]),
+             tensor("ax", INT64, [1], ints=[0]), tensor("g", FLOAT, [2]),
+             tensor("bb", FLOAT, [2]), tensor("k", INT64, [1], ints=[1])]
+    return model(graph("misc", nodes, [value_info("x", FLOAT, [1, 3, 1])],
+                       [value_info("tv", FLOAT, None), value_info("nzo", INT64, None)],
+                       inits), opset=17)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    for name, data in [("cnn.onnx", cnn()), ("shape_chain.onnx", shape_chain()),
+                       ("control.onnx", control()), ("misc.onnx", misc())]:
+        with open(os.path.join(OUT, name), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()
