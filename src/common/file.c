@@ -12,12 +12,19 @@
  *   3. rename it over the target (atomic on POSIX file systems).
  *   On any failure the temporary file is closed and unlinked: the target is
  *   either the old file or the complete new one, never a partial file.
- *   A symbolic link at the target is replaced by the new file, not followed.
+ *   A symbolic link is followed: the file it names is replaced (the
+ *   temporary goes next to that file) and the link stays. A target that
+ *   exists and is not a regular file once links are followed (a device such as
+ * /dev/null or /dev/stdout, a FIFO) cannot be replaced atomically: it is opened
+ * and written in place, so the device stays and a write error (ENOSPC on
+ * /dev/full) is reported. A directory is an error.
  *
  * Complexity: O(file size). Thread-safety: each call is independent. */
+#define _DEFAULT_SOURCE /* realpath */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -86,43 +93,81 @@ static int fill_temp(int fd, const char *path, const void *data, size_t len) {
   return 0;
 }
 
-nnmem_status_t nnmem_file_write_atomic(const char *path, const void *data,
-                                       size_t len, nnmem_diag_t *diag) {
-  if (!path || !*path || (!data && len))
-    return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "nnmem_file_write_atomic: NULL argument");
+/* Writes to an existing non-regular target (device, FIFO) in place. */
+static nnmem_status_t write_special(const char *path, const void *data,
+                                    size_t len, nnmem_diag_t *diag) {
+  int fd = open(path, O_WRONLY | O_TRUNC | O_NOCTTY);
+  if (fd < 0)
+    return nnmem__diag(diag, NNMEM_ERR_IO, "%s: cannot open for writing: %s",
+                       path, strerror(errno));
+  int failed = write_all(fd, data, len) != 0;
+  int e = errno;
+  if (close(fd) != 0 && !failed) {
+    failed = 1;
+    e = errno;
+  }
+  if (failed)
+    return nnmem__diag(diag, NNMEM_ERR_IO, "%s: cannot write: %s", path,
+                       strerror(e));
+  return NNMEM_OK;
+}
+
+/* Steps 1-3 for a regular (or new) file at `target`; messages name `shown`,
+ * the path the caller gave. */
+static nnmem_status_t replace_file(const char *target, const char *shown,
+                                   const void *data, size_t len,
+                                   nnmem_diag_t *diag) {
   static const char suffix[] = ".tmp-XXXXXX";
-  size_t n = strlen(path);
+  size_t n = strlen(target);
   char *tmp = malloc(n + sizeof suffix);
   if (!tmp)
-    return nnmem__diag(diag, NNMEM_ERR_NOMEM, "%s: out of memory", path);
-  memcpy(tmp, path, n);
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM, "%s: out of memory", shown);
+  memcpy(tmp, target, n);
   memcpy(tmp + n, suffix, sizeof suffix);
   int fd = mkstemp(tmp);
   if (fd < 0) {
     int e = errno;
     free(tmp);
     return nnmem__diag(diag, NNMEM_ERR_IO, "%s: cannot create a file there: %s",
-                       path, strerror(e));
+                       shown, strerror(e));
   }
   const char *what = "cannot write";
-  int failed = fill_temp(fd, path, data, len) != 0;
+  int failed = fill_temp(fd, target, data, len) != 0;
   int e = errno;
   if (close(fd) != 0 && !failed) {
     failed = 1;
     e = errno;
   }
-  if (!failed && rename(tmp, path) != 0) {
+  if (!failed && rename(tmp, target) != 0) {
     failed = 1;
     e = errno;
     what = "cannot rename the temporary file into place";
   }
-  if (failed) {
-    unlink(tmp);
-    free(tmp);
-    return nnmem__diag(diag, NNMEM_ERR_IO, "%s: %s: %s", path, what,
-                       strerror(e));
-  }
+  if (failed) unlink(tmp);
   free(tmp);
+  if (failed)
+    return nnmem__diag(diag, NNMEM_ERR_IO, "%s: %s: %s", shown, what,
+                       strerror(e));
   return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_file_write_atomic(const char *path, const void *data,
+                                       size_t len, nnmem_diag_t *diag) {
+  if (!path || !*path || (!data && len))
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_file_write_atomic: NULL argument");
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    if (S_ISDIR(sb.st_mode))
+      return nnmem__diag(diag, NNMEM_ERR_IO, "%s: is a directory", path);
+    return write_special(path, data, len, diag);
+  }
+  /* a link is followed: the file it names is replaced, the link stays */
+  char *resolved = NULL;
+  if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+    resolved = realpath(path, NULL);
+  nnmem_status_t st =
+      replace_file(resolved ? resolved : path, path, data, len, diag);
+  free(resolved);
+  return st;
 }

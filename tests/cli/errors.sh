@@ -110,4 +110,28 @@ expect_error plan "$T/ok.csv" --out "$T/should-not-exist.csv" \
   --profile "$T/nodir/p.json"
 no_file "$T/should-not-exist.csv"
 
+# Outputs that are devices are written in place (never replaced by a
+# regular file); a full device is an error, and so is a report that cannot
+# be written to standard output.
+if [ -c /dev/full ]; then
+  ln -s /dev/full "$T/full.json"
+  expect_error plan "$T/ok.csv" --profile "$T/full.json"
+  err_has "full.json"
+  [ -L "$T/full.json" ] || fail "the link to /dev/full was replaced"
+  LAST_CMD="nnmem plan ok.csv >/dev/full"
+  "$NNMEM_BIN" plan "$T/ok.csv" >/dev/full 2>"$T/stderr"
+  RC=$?
+  [ "$RC" -eq 1 ] || fail "expected exit 1 when stdout is full"
+  err_has "standard output"
+fi
+ln -s /dev/stdout "$T/stdout-link.json"
+LAST_CMD="nnmem plan ok.csv -q --profile stdout-link.json | cat"
+"$NNMEM_BIN" plan "$T/ok.csv" -q --profile "$T/stdout-link.json" 2>"$T/stderr" |
+  cat >"$T/piped"
+grep -qF '"peak_memory": 4' "$T/piped" || fail "profile not written to the pipe"
+[ -L "$T/stdout-link.json" ] || fail "the link to /dev/stdout was replaced"
+mkdir "$T/outdir.json"
+expect_error plan "$T/ok.csv" --profile "$T/outdir.json"
+err_has "outdir.json: is a directory"
+
 finish

@@ -497,6 +497,52 @@ static void test_atomic_write_failures(void **state) {
   nnmem_csv_destroy(csv);
 }
 
+/* A target that is a device once links are followed is written in place:
+ * the link and the device stay, and a full device is an error. */
+static void test_atomic_write_devices(void **state) {
+  (void)state;
+  struct stat sb;
+  nnmem_diag_t diag = {0};
+  char full[600], null[600], real[600], link[600];
+  snprintf(full, sizeof full, "%s", tu_tmp_path("full.json"));
+  snprintf(null, sizeof null, "%s", tu_tmp_path("null.json"));
+  snprintf(real, sizeof real, "%s", tu_tmp_path("real.json"));
+  snprintf(link, sizeof link, "%s", tu_tmp_path("link.json"));
+  if (stat("/dev/full", &sb) == 0 && S_ISCHR(sb.st_mode)) {
+    assert_int_equal(symlink("/dev/full", full), 0);
+    assert_int_equal(nnmem_file_write_atomic(full, "{}\n", 3, &diag),
+                     NNMEM_ERR_IO);
+    assert_non_null(strstr(diag.message, "full.json"));
+    assert_int_equal(lstat(full, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    unlink(full);
+  }
+  if (stat("/dev/null", &sb) == 0 && S_ISCHR(sb.st_mode)) {
+    assert_int_equal(symlink("/dev/null", null), 0);
+    assert_ok(nnmem_file_write_atomic(null, "{}\n", 3, NULL));
+    assert_int_equal(lstat(null, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    unlink(null);
+  }
+  /* a link to a regular file: the file is replaced, the link stays */
+  assert_ok(nnmem_file_write_atomic(real, "old\n", 4, NULL));
+  assert_int_equal(symlink(real, link), 0);
+  assert_ok(nnmem_file_write_atomic(link, "new\n", 4, NULL));
+  assert_int_equal(lstat(link, &sb), 0);
+  assert_true(S_ISLNK(sb.st_mode));
+  char *text = slurp(real);
+  assert_string_equal(text, "new\n");
+  free(text);
+  unlink(link);
+  unlink(real);
+  const char *dir = tu_tmp_path("outdir.json");
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_int_equal(nnmem_file_write_atomic(dir, "{}\n", 3, &diag),
+                   NNMEM_ERR_IO);
+  assert_non_null(strstr(diag.message, "is a directory"));
+  rmdir(dir);
+}
+
 static void test_large_generated(void **state) {
   (void)state;
   /* 30000 rows with numeric ids: linear parse, ids hashed */
@@ -609,6 +655,7 @@ int main(void) {
       cmocka_unit_test(test_legacy_round_trip),
       cmocka_unit_test(test_problem_write_csv),
       cmocka_unit_test(test_atomic_write_failures),
+      cmocka_unit_test(test_atomic_write_devices),
       cmocka_unit_test(test_large_generated),
       cmocka_unit_test(test_mutations),
       cmocka_unit_test(test_null_arguments),

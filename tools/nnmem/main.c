@@ -5,8 +5,11 @@
  * -> help on stdout, exit 0; 3. --version / -V -> version, exit 0;
  * 4. "plan" / "verify" / "replay" / "inspect" -> the command with the
  *    remaining arguments;
- * 5. anything else -> "unknown command", exit 1.
+ * 5. anything else -> "unknown command", exit 1;
+ * 6. stdout is flushed at the end: a failed write (a full disk, a closed
+ *    pipe, /dev/full) is reported and turns a success into exit 1.
  * Thread-safety: single-threaded program. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -60,7 +63,17 @@ static void print_help(FILE *f) {
       f);
 }
 
-int main(int argc, char **argv) {
+/* Flushes stdout; a report that could not be written is an error. */
+static int checked_exit(int rc) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "nnmem: cannot write to standard output: %s\n",
+            strerror(errno));
+    if (rc == CLI_EXIT_OK) rc = CLI_EXIT_INVALID;
+  }
+  return rc;
+}
+
+static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     fputs(
         "Usage: nnmem <command> [options]   (commands: plan, verify, replay)\n"
@@ -88,4 +101,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "nnmem: unknown command '%s'\n", cmd);
   fputs("Try 'nnmem --help' for more information.\n", stderr);
   return CLI_EXIT_INVALID;
+}
+
+int main(int argc, char **argv) {
+  return checked_exit(dispatch(argc, argv));
 }
