@@ -549,11 +549,15 @@ nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
     out->cache_hits += n - miss;
   }
   pthread_mutex_unlock(&a->lock);
-  /* large blocks + small blocks; pages count as allocated and reserved */
+  /* large blocks + small blocks; pages count as allocated and reserved.
+   * Counters of different caches are read at different instants: while
+   * threads run, a free counted by one cache can be seen before the
+   * allocation another cache counted, so the differences are clamped at 0
+   * rather than wrapping around. */
   out->alloc_count += allocs;
   out->free_count += frees;
-  out->live_count += allocs - frees;
-  out->requested_bytes += out_b - in_b;
+  out->live_count += allocs > frees ? allocs - frees : 0;
+  out->requested_bytes += out_b > in_b ? out_b - in_b : 0;
   out->allocated_bytes += pg.allocated_bytes;
   out->allocated_bytes_peak += pg.allocated_bytes_peak;
   out->reserved_bytes += pg.reserved_bytes;

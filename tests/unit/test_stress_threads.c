@@ -3,6 +3,9 @@
  * threads to free (cross-thread frees). Every block is filled with a
  * pattern derived from its address and checked before it is freed, so any
  * overlap between live blocks is caught. Bounded: about 1.5 s of work.
+ * A second test runs overlapping generations of short-lived threads whose
+ * blocks outlive them (frees racing with thread exit and cache adoption)
+ * while a monitor thread reads the statistics.
  * Label `stress`; `make test` also runs it under ThreadSanitizer. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -135,7 +138,100 @@ static void test_threads(void **state) {
   nnmem_allocator_destroy(g_alloc);
 }
 
+/* Short-lived threads in overlapping generations: each frees blocks that
+ * earlier threads (often exited: their caches parked or adopted by a new
+ * thread) left in a shared box, allocates blocks it leaves there, and
+ * exits. A monitor reads the statistics meanwhile: counters of different
+ * caches are read at different instants, yet live_count must never wrap
+ * below zero. */
+enum { GENS = 12, GEN_THREADS = 3, ORPHANS = 512, GEN_STEPS = 4000 };
+static struct {
+  pthread_mutex_t lock;
+  void *blk[ORPHANS];
+  size_t size[ORPHANS];
+} g_orph = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}};
+static atomic_int g_done;
+
+static void *short_lived(void *arg) {
+  uint64_t rng = 0xABCDEF01ULL + (uint64_t)(intptr_t)arg * 7919;
+  for (int s = 0; s < GEN_STEPS; s++) {
+    int k = (int)(tu_rand(&rng) % ORPHANS);
+    pthread_mutex_lock(&g_orph.lock);
+    void *p = g_orph.blk[k];
+    size_t n = g_orph.size[k];
+    g_orph.blk[k] = NULL;
+    pthread_mutex_unlock(&g_orph.lock);
+    if (p) check_and_free(p, n); /* often a block of an exited thread */
+    n = 1 + tu_rand(&rng) % 4096;
+    if (!(p = nnmem_alloc(g_alloc, n))) {
+      atomic_fetch_add(&g_bad, 1);
+      continue;
+    }
+    fill(p, n);
+    pthread_mutex_lock(&g_orph.lock);
+    int put = !g_orph.blk[k];
+    if (put) {
+      g_orph.blk[k] = p;
+      g_orph.size[k] = n;
+    }
+    pthread_mutex_unlock(&g_orph.lock);
+    if (!put) check_and_free(p, n);
+  }
+  return NULL; /* leaves its blocks in the box */
+}
+
+static atomic_int g_wrapped;
+
+/* A snapshot may over- or under-count the blocks in flight (caches are read
+ * one after the other), but never by 2^40: that is a counter wrapped below
+ * zero. */
+static void *monitor(void *arg) {
+  (void)arg;
+  while (!atomic_load(&g_done)) {
+    nnmem_stats_t st;
+    if (nnmem_allocator_stats(g_alloc, &st) != NNMEM_OK ||
+        st.live_count > (uint64_t)1 << 40 ||
+        st.requested_bytes > (uint64_t)1 << 40)
+      atomic_fetch_add(&g_wrapped, 1);
+  }
+  return NULL;
+}
+
+static void test_thread_generations(void **state) {
+  (void)state;
+  atomic_store(&g_bad, 0);
+  atomic_store(&g_done, 0);
+  assert_ok(nnmem_allocator_create(NULL, &g_alloc));
+  pthread_t mon, th[2][GEN_THREADS];
+  assert_int_equal(pthread_create(&mon, NULL, monitor, NULL), 0);
+  for (int g = 0; g <= GENS; g++) { /* generation g starts, g - 1 ends */
+    if (g < GENS)
+      for (int t = 0; t < GEN_THREADS; t++)
+        assert_int_equal(pthread_create(&th[g % 2][t], NULL, short_lived,
+                                        (void *)(intptr_t)(g * 16 + t)),
+                         0);
+    if (g > 0)
+      for (int t = 0; t < GEN_THREADS; t++)
+        pthread_join(th[(g - 1) % 2][t], NULL);
+  }
+  atomic_store(&g_done, 1);
+  pthread_join(mon, NULL);
+  for (int k = 0; k < ORPHANS; k++)
+    if (g_orph.blk[k]) check_and_free(g_orph.blk[k], g_orph.size[k]);
+  if (atomic_load(&g_bad)) fail_msg("%d corrupted blocks", atomic_load(&g_bad));
+  if (atomic_load(&g_wrapped))
+    fail_msg("%d statistics snapshots wrapped below zero",
+             atomic_load(&g_wrapped));
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(g_alloc, &st));
+  assert_int_equal(st.live_count, 0);
+  assert_int_equal(st.requested_bytes, 0);
+  assert_int_equal(st.misuse_count, 0);
+  nnmem_allocator_destroy(g_alloc);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads),
+                                     cmocka_unit_test(test_thread_generations)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
