@@ -75,20 +75,25 @@ static nnmem_status_t check_keys(jctx_t *c, const cJSON *obj,
                                  const char *const *allowed) {
   char unknown[256] = "", list[256] = "";
   int n_unknown = 0;
+  unsigned char seen[32] = {0}; /* every allowed list is shorter */
   for (size_t i = 0; allowed[i]; i++)
     snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
              i ? ", " : "", allowed[i]);
+  /* linear in the keys: only an allowed key can be a reportable duplicate
+   * (a repeated unknown key is reported as unknown) */
   for (const cJSON *k = obj->child; k; k = k->next) {
-    for (const cJSON *p = obj->child; p != k; p = p->next)
-      if (strcmp(p->string, k->string) == 0)
-        return jerr(c, NNMEM_ERR_PARSE, "key '%s' appears twice", k->string);
     size_t i = 0;
     while (allowed[i] && strcmp(allowed[i], k->string) != 0)
       i++;
+    if (allowed[i] && i < sizeof seen && seen[i]++)
+      return jerr(c, NNMEM_ERR_PARSE, "key '%s' appears twice", k->string);
     if (allowed[i]) continue;
     size_t used = strlen(unknown);
-    snprintf(unknown + used, sizeof unknown - used, "%s'%s'",
-             n_unknown ? ", " : "", k->string);
+    if (n_unknown < 4)
+      snprintf(unknown + used, sizeof unknown - used, "%s'%s'",
+               n_unknown ? ", " : "", k->string);
+    else if (n_unknown == 4)
+      snprintf(unknown + used, sizeof unknown - used, ", ...");
     n_unknown++;
   }
   if (!n_unknown) return NNMEM_OK;
@@ -360,6 +365,28 @@ static int is_word(char ch) {
          ch == '+';
 }
 
+/* Open brackets before `pos`, outside strings: tells cJSON's nesting limit
+ * apart from other syntax errors. */
+static size_t depth_at(const char *s, size_t pos) {
+  size_t depth = 0;
+  int in_str = 0;
+  for (size_t i = 0; i < pos; i++) {
+    if (in_str) {
+      if (s[i] == '\\' && i + 1 < pos)
+        i++;
+      else if (s[i] == '"')
+        in_str = 0;
+    } else if (s[i] == '"') {
+      in_str = 1;
+    } else if (s[i] == '[' || s[i] == '{') {
+      depth++;
+    } else if ((s[i] == ']' || s[i] == '}') && depth) {
+      depth--;
+    }
+  }
+  return depth;
+}
+
 /* Step 1: encoding and syntax. */
 static nnmem_status_t parse_text(jctx_t *c, const char *data, size_t len,
                                  cJSON **root) {
@@ -387,6 +414,13 @@ static nnmem_status_t parse_text(jctx_t *c, const char *data, size_t len,
   while (pos > 0 && pos < len && is_word(copy[pos]) && is_word(copy[pos - 1]))
     pos--; /* cJSON may stop inside a bare word: show all of it */
   nnmem__text_position(copy, len, pos, &line, &col);
+  if (pos < len && depth_at(copy, pos) >= CJSON_NESTING_LIMIT) {
+    free(copy);
+    return nnmem__diag(c->diag, NNMEM_ERR_PARSE,
+                       "%s:%zu:%zu: not valid JSON: nested more than %d "
+                       "levels deep",
+                       c->file, line, col, CJSON_NESTING_LIMIT);
+  }
   size_t show = 0;
   while (pos + show < len && show < 24 && copy[pos + show] != '\n' &&
          copy[pos + show] != '\r')

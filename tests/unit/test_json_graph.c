@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -246,6 +247,43 @@ static void test_err_top_level(void **state) {
       NNMEM_ERR_PARSE, "key 'ops' appears twice");
 }
 
+/* 200000 unknown keys: the key check is linear (it was quadratic, minutes)
+ * and the message lists the first few, not all of them. */
+static void test_err_many_keys(void **state) {
+  (void)state;
+  const size_t n = 200000;
+  char *text = malloc(n * 16 + 64);
+  assert_non_null(text);
+  size_t len = (size_t)sprintf(text, "{\"format_version\": 1");
+  for (size_t i = 0; i < n; i++)
+    len += (size_t)sprintf(text + len, ", \"k%zu\": 0", i);
+  len += (size_t)sprintf(text + len, "}");
+  nnmem_graph_t *g = NULL;
+  nnmem_diag_t diag = {{0}};
+  clock_t t0 = clock();
+  assert_int_equal(nnmem_graph_parse_json(text, len, "g.json", &g, &diag),
+                   NNMEM_ERR_PARSE);
+  double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+  if (secs > 5.0) fail_msg("200000 keys took %.1f s", secs);
+  assert_non_null(strstr(diag.message,
+                         "unknown top-level keys 'k0', 'k1', 'k2', 'k3', ..."));
+  free(text);
+}
+
+/* Deep nesting stops at cJSON's limit with a message that says so. */
+static void test_err_deep_nesting(void **state) {
+  (void)state;
+  const size_t n = 100000;
+  char *text = malloc(2 * n + 1);
+  assert_non_null(text);
+  memset(text, '[', n);
+  memset(text + n, ']', n);
+  text[2 * n] = '\0';
+  expect_err_f(text, NNMEM_ERR_PARSE, "g.json:1:", "nested more than",
+               "levels deep", (const char *)NULL);
+  free(text);
+}
+
 static void test_err_tensors(void **state) {
   (void)state;
   expect_err(doc("{\"kind\": \"input\", \"bytes\": 4}", ""), NNMEM_ERR_PARSE,
@@ -470,6 +508,8 @@ int main(void) {
       cmocka_unit_test(test_err_tensors),
       cmocka_unit_test(test_err_ops),
       cmocka_unit_test(test_err_graph_check),
+      cmocka_unit_test(test_err_many_keys),
+      cmocka_unit_test(test_err_deep_nesting),
       cmocka_unit_test(test_mutations),
       cmocka_unit_test(test_read_file),
   };
