@@ -13,9 +13,16 @@
  * is flushed when the thread exits. Larger requests go to the shared pool
  * under a short mutex whose contention is counted.
  *
+ * Limits: the 64 KiB pages of the thread caches stay with the allocator
+ * (reused, not given back to the backend) until nnmem_allocator_destroy; a
+ * cache of an exited thread is parked with its partly used pages until a
+ * new thread adopts it. Complexity: O(1) per call on the cached path, the
+ * shared pool's on the others.
+ *
  * Thread-safety: every function may be called from any thread, except
  * nnmem_allocator_destroy, which must not run concurrently with any other
- * use of the same allocator. */
+ * use of the same allocator. A block may be freed by any thread, not only
+ * the one that allocated it. */
 #ifndef NNMEM_ALLOCATOR_H
 #define NNMEM_ALLOCATOR_H
 
@@ -48,22 +55,38 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a);
 
 /* NULL for size 0 or on failure; 16-byte aligned. */
 void *nnmem_alloc(nnmem_allocator_t *a, size_t size);
-/* NULL when `align` is not a power of two or on failure. */
+/* NULL when `align` is not a power of two (0 means 16) or over 2^56, or on
+ * failure. */
 void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align);
 /* NULL is a no-op; a pointer the allocator does not own is ignored and
- * counted (misuse_count). */
+ * counted (misuse_count). Detected in every build: a foreign pointer, an
+ * interior or misaligned pointer, a block-aligned pointer past a small
+ * page's last block or (freed on the thread owning the page) into its
+ * never-used part, a second free of a large block, a second free on the
+ * owner thread of a page's last block out. Debug builds
+ * (NNMEM_DEBUG) also catch any second free of a small block on the thread
+ * that owns its page (a walk of the page's free list). Not detected: a
+ * second free of a small block by a thread other than its page's owner
+ * (that would cost the fast path a lock or an atomic read-modify-write). */
 void nnmem_free(nnmem_allocator_t *a, void *ptr);
-/* The same with a status: NNMEM_ERR_INVALID for a foreign pointer. */
+/* The same with a status: NNMEM_ERR_INVALID for a detected misuse (nothing
+ * changes), NNMEM_ERR_NOMEM when the calling thread has no cache and none
+ * can be made. */
 nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr);
 
-/* Returns the calling thread's cached free pages to the shared pool. */
+/* Returns the calling thread's empty pages to the shared page pool (after
+ * taking in the blocks other threads freed to it); other threads' caches
+ * are untouched. */
 void nnmem_allocator_thread_flush(nnmem_allocator_t *a);
 
 /* Aggregated statistics (thread caches + shared pool). requested_bytes
  * counts small blocks by their class size; allocated/reserved_bytes count
  * the thread caches' 64 KiB pages as shared-pool blocks; cache_misses are
  * trips to the shared pool for a new page; misuse_count counts rejected
- * frees. Takes the allocator's mutex briefly. */
+ * frees. Takes the allocator's mutex briefly. While other threads run it
+ * is a snapshot of counters read one cache after the other, not of one
+ * instant: the live count and bytes may be off by the operations in
+ * flight (never below 0). */
 nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out);
 
 #ifdef __cplusplus

@@ -27,8 +27,12 @@
  *      the shared pool under its mutex and mark it in the page registry;
  *   4. larger sizes or alignments > 16 go to the shared pool.
  * Steps of nnmem_free(p): 1. the registry says whether p's 64 KiB page is a
- * small page (two acquire loads); 2. if the page belongs to the calling
- * thread's cache, push p on the page's free list (a page that empties is
+ * small page (two acquire loads); p must sit on a block boundary below the
+ * page's last block (misuse otherwise: interior pointer, page tail); 2. if
+ * the page belongs to the calling thread's cache and p is below the bump
+ * pointer and the page has a block out (misuse otherwise: never handed
+ * out, double free; debug builds also walk the free list), push
+ * p on the page's free list (a page that empties is
  * returned to the page pool when its class already keeps two empty ones); 3.
  * otherwise push p on the owner cache's remote stack with a CAS (lock-free
  * multi-producer, the owner takes the whole stack with one exchange: no
