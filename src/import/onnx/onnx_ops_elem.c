@@ -114,10 +114,16 @@ static nnmem_status_t infer_cast(ox_ctx_t *c, ox_node_t *n) {
     return nnmem__onnx_node_error(c, n, NNMEM_ERR_PARSE,
                                   "attribute 'to' is %lld, not a data type",
                                   (long long)to);
-  ox_val_t *x = OX_IN(n, 0);
+  ox_val_t *x = OX_IN(n, 0), *y = OX_OUT(n, 0);
   if (!x) return NNMEM_OK;
-  nnmem__onnx_set(OX_OUT(n, 0), (int32_t)to, x->rank, x->dims);
-  return try_fold(n, 1);
+  nnmem__onnx_set(y, (int32_t)to, x->rank, x->dims);
+  st = try_fold(n, 1);
+  if (st != NNMEM_OK || to != OX_BOOL || !y || !y->has_vals || !y->iv ||
+      y->nvals != x->nvals)
+    return st;
+  for (size_t i = 0; i < y->nvals; i++) /* bool: nonzero -> 1 (0.5 too) */
+    y->iv[i] = nnmem__onnx_float_at(x, i) != 0;
+  return NNMEM_OK;
 }
 
 static nnmem_status_t infer_castlike(ox_ctx_t *c, ox_node_t *n) {

@@ -48,15 +48,27 @@ static nnmem_status_t infer_det(ox_ctx_t *c, ox_node_t *n) {
   return NNMEM_OK;
 }
 
+/* DFT: the axis is an attribute (opset 17, default 1) or input 2 (opset
+ * 20, default -2); negative axes count from the back of the whole input
+ * (range [-r, -2] U [0, r - 2]: the last dim holds real / imaginary). */
 static nnmem_status_t infer_dft(ox_ctx_t *c, ox_node_t *n) {
   ox_val_t *x = OX_IN(n, 0);
   int64_t axis, onesided;
   nnmem_status_t st = nnmem__onnx_attr_int(c, n, "axis", 1, &axis);
   if (st == NNMEM_OK) st = nnmem__onnx_attr_int(c, n, "onesided", 0, &onesided);
   if (st != NNMEM_OK || !x || x->rank < 2) return st;
+  if (n->opset >= 20) {
+    axis = OX_IN(n, 2) ? scalar_of(n, 2) : -2;
+    if (OX_IN(n, 2) && !(OX_IN(n, 2)->has_vals)) {
+      nnmem__onnx_set(OX_OUT(n, 0), x->elem, x->rank, NULL);
+      return NNMEM_OK; /* axis known only at run time */
+    }
+  }
   int32_t a;
-  if (!nnmem__onnx_axis(axis, x->rank - 1, &a))
-    return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID, "bad axis");
+  if (!nnmem__onnx_axis(axis, x->rank, &a) || a > x->rank - 2)
+    return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                  "axis %lld is out of range for rank %d",
+                                  (long long)axis, (int)x->rank);
   int64_t dims[OX_MAX_RANK], len = OX_IN(n, 1) ? scalar_of(n, 1) : x->dims[a];
   memcpy(dims, x->dims, sizeof dims);
   dims[a] = len < 0 ? -1 : onesided ? len / 2 + 1 : len;

@@ -50,24 +50,33 @@ static int64_t at(const int64_t *a, size_t n, size_t i, int64_t def) {
   return i < n ? a[i] : def;
 }
 
-/* Spatial output size of axis i (input x, kernel k). */
+#define WIN_UNKNOWN (-1) /* input or kernel size unknown */
+#define WIN_RANGE (-2)   /* strides / dilations / pads out of range */
+#define WIN_EMPTY (-3)   /* the kernel is larger than the padded input */
+
+/* Spatial output size of axis i (input x, kernel k), or a WIN_* code. */
 static int64_t window_out(const window_t *w, size_t i, size_t nsp, int64_t x,
                           int64_t k) {
   int64_t s = at(w->s, w->ns, i, 1), d = at(w->d, w->nd, i, 1);
   const int64_t lim = (int64_t)1 << 30;
-  if (x < 0 || k < 0 || s <= 0 || d <= 0 || x > lim || k > lim || s > lim ||
-      d > lim)
-    return -1;
+  if (s <= 0 || d <= 0 || s > lim || d > lim) return WIN_RANGE;
+  if (x < 0 || k < 0 || x > lim || k > lim) return WIN_UNKNOWN;
   int64_t e = (k - 1) * d + 1;
   if (strncmp(w->pad, "SAME", 4) == 0) return (x + s - 1) / s;
-  int64_t pads = 0;
-  if (strcmp(w->pad, "VALID") != 0)
-    pads = at(w->p, w->np, i, 0) + at(w->p, w->np, i + nsp, 0);
-  if (pads < -lim || pads > lim) return -1;
-  int64_t span = x + pads - e;
-  if (span < 0) return -1;
-  if (w->ceil_mode) return (span + s - 1) / s + 1;
-  return span / s + 1;
+  int64_t pb = 0, pe = 0;
+  if (strcmp(w->pad, "VALID") != 0) {
+    pb = at(w->p, w->np, i, 0);
+    pe = at(w->p, w->np, i + nsp, 0);
+  }
+  if (pb < 0 || pe < 0 || pb > lim || pe > lim) return WIN_RANGE;
+  int64_t span = x + pb + pe - e;
+  if (span < 0) return WIN_EMPTY;
+  if (!w->ceil_mode) return span / s + 1;
+  /* ceil mode: the last window must start inside the input or the
+   * leading padding (ONNX reference, PyTorch) */
+  int64_t out = (span + s - 1) / s + 1;
+  if ((out - 1) * s >= x + pb) out--;
+  return out;
 }
 
 static nnmem_status_t bad_shape(ox_ctx_t *c, ox_node_t *n, const char *what) {
@@ -93,8 +102,13 @@ static nnmem_status_t conv_common(ox_ctx_t *c, ox_node_t *n, int32_t elem,
   for (size_t i = 0; i < nsp; i++) {
     int64_t k = w.nk ? at(w.k, w.nk, i, -1) : wk ? wk[i] : -1;
     dims[2 + i] = window_out(&w, i, nsp, x->dims[2 + i], k);
-    if (dims[2 + i] == 0 && x->dims[2 + i] > 0)
-      return bad_shape(c, n, "the kernel is larger than the padded input");
+    /* a kernel larger than the padded input (often a symbolic dim bound
+     * to a default) leaves the size unknown rather than failing */
+    if (dims[2 + i] == WIN_EMPTY) dims[2 + i] = -1;
+    if (dims[2 + i] == WIN_RANGE)
+      return bad_shape(c, n,
+                       "strides, dilations or pads out of range (pads in "
+                       "[0, 2^30], strides and dilations in [1, 2^30])");
   }
   nnmem__onnx_set(y, elem, x->rank, dims);
   return NNMEM_OK;
@@ -111,7 +125,8 @@ static nnmem_status_t infer_conv(ox_ctx_t *c, ox_node_t *n) {
     elem = yzp ? yzp->elem : x ? x->elem : 0;
   }
   int64_t ch = wt && wt->rank >= 1 ? wt->dims[0] : -1;
-  const int64_t *wk = wt && wt->rank >= 2 ? &wt->dims[2] : NULL;
+  const int64_t *wk =
+      wt && x && wt->rank >= 2 && wt->rank == x->rank ? &wt->dims[2] : NULL;
   return conv_common(c, n, elem, ch, wk);
 }
 
@@ -154,12 +169,14 @@ static nnmem_status_t infer_conv_transpose(ox_ctx_t *c, ox_node_t *n) {
   dims[1] = nnmem__onnx_dmul(wt->dims[1], group);
   for (size_t i = 0; i < nsp; i++) {
     int64_t xi = x->dims[2 + i], s = at(w.s, w.ns, i, 1);
-    int64_t k = w.nk ? at(w.k, w.nk, i, -1) : wt->dims[2 + i];
+    int64_t k = w.nk                  ? at(w.k, w.nk, i, -1)
+                : wt->rank == x->rank ? wt->dims[2 + i]
+                                      : -1;
     int64_t d = at(w.d, w.nd, i, 1), big = (int64_t)1 << 30;
-    if (xi > big || s < 1 || s > big || d < 1 || d > big || k > big) {
-      dims[2 + i] = nos ? at(os, nos, nos > nsp ? i + 2 : i, -1) : -1;
-      continue;
-    }
+    if (xi > big || s < 1 || s > big || d < 1 || d > big || k > big || k < -1)
+      return bad_shape(c, n,
+                       "strides, dilations or sizes out of range (in "
+                       "[1, 2^30])");
     int64_t e = (k - 1) * d + 1;
     if (nos)
       dims[2 + i] = at(os, nos, nos > nsp ? i + 2 : i, -1);
@@ -247,7 +264,9 @@ static int einsum_term(einsum_t *e, const char *t, size_t len,
                        const ox_val_t *v) {
   int32_t labels = 0, has_ell = 0;
   for (size_t i = 0; i < len; i++) {
-    if (t[i] == '.') {
+    if (t[i] == '.') { /* one "..." per term */
+      if (has_ell || i + 2 >= len || t[i + 1] != '.' || t[i + 2] != '.')
+        return 0;
       has_ell = 1;
       i += 2;
     } else if (t[i] != ' ') {
@@ -423,6 +442,10 @@ static nnmem_status_t infer_topk(ox_ctx_t *c, ox_node_t *n) {
   size_t nk;
   if (OX_IN(n, 1)) k = nnmem__onnx_ints_of(n, 1, &kv, &nk) && nk ? kv[0] : -1;
   int dep = k < 0;
+  if (!dep && x->dims[a] >= 0 && k > x->dims[a])
+    return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                  "k = %lld is larger than axis %d (%lld)",
+                                  (long long)k, (int)a, (long long)x->dims[a]);
   int64_t dims[OX_MAX_RANK];
   memcpy(dims, x->dims, sizeof dims);
   dims[a] = dep ? x->dims[a] : k;
@@ -511,6 +534,10 @@ static nnmem_status_t infer_depth_space(ox_ctx_t *c, ox_node_t *n) {
     if (d[i] < 0) continue;
     int shrink = (i == 1) == to_space;
     int64_t f = i == 1 ? b * b : b;
+    if (shrink && d[i] % f)
+      return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                    "dim %d (%lld) is not a multiple of %lld",
+                                    i, (long long)d[i], (long long)f);
     d[i] = shrink ? d[i] / f : nnmem__onnx_dmul(d[i], f);
   }
   nnmem__onnx_set(OX_OUT(n, 0), x->elem, 4, d);
@@ -596,12 +623,14 @@ static nnmem_status_t infer_max_unpool(ox_ctx_t *c, ox_node_t *n) {
     size_t nsp = (size_t)x->rank - 2;
     d[0] = x->dims[0];
     d[1] = x->dims[1];
-    for (size_t i = 0; i < nsp; i++)
-      d[2 + i] = x->dims[2 + i] < 0
-                     ? -1
-                     : (x->dims[2 + i] - 1) * at(w.s, w.ns, i, 1) +
-                           at(w.k, w.nk, i, 1) - at(w.p, w.np, i, 0) -
-                           at(w.p, w.np, i + nsp, 0);
+    for (size_t i = 0; i < nsp; i++) {
+      __int128 v = (__int128)(x->dims[2 + i] - 1) * at(w.s, w.ns, i, 1) +
+                   at(w.k, w.nk, i, 1) - at(w.p, w.np, i, 0) -
+                   at(w.p, w.np, i + nsp, 0);
+      if (x->dims[2 + i] >= 0 && (v < 0 || v > INT64_MAX))
+        return bad_shape(c, n, "output size out of range");
+      d[2 + i] = x->dims[2 + i] < 0 ? -1 : (int64_t)v;
+    }
   }
   nnmem__onnx_set(OX_OUT(n, 0), x->elem, x->rank, d);
   return NNMEM_OK;

@@ -106,6 +106,11 @@ static nnmem_status_t infer_reshape(ox_ctx_t *c, ox_node_t *n) {
       return bad(c, n, "input size is not divisible by the target shape");
   }
   nnmem__onnx_set(y, x->elem, (int32_t)ns, dims);
+  int64_t nx = nnmem__onnx_numel(x), ny = nnmem__onnx_numel(y);
+  if (nx >= 0 && ny >= 0 && nx != ny)
+    return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                  "reshapes %lld elements into %lld",
+                                  (long long)nx, (long long)ny);
   return carry_vals(x, y);
 }
 
@@ -282,6 +287,23 @@ static nnmem_status_t infer_concat(ox_ctx_t *c, ox_node_t *n) {
   return r == 1 ? concat_vals(n, y) : NNMEM_OK;
 }
 
+/* Split sizes must be >= 0 and add up to the axis length (when known). */
+static nnmem_status_t check_split(ox_ctx_t *c, ox_node_t *n, const int64_t *sp,
+                                  size_t nsp, int64_t total) {
+  int64_t sum = 0;
+  for (size_t k = 0; k < nsp; k++) {
+    if (sp[k] < 0) return bad(c, n, "split has a negative size");
+    sum = nnmem__onnx_dadd(sum, sp[k]);
+    if (sum < 0) return bad(c, n, "split sizes overflow");
+  }
+  if (total >= 0 && sum != total)
+    return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                  "split sizes add up to %lld, the axis has "
+                                  "%lld",
+                                  (long long)sum, (long long)total);
+  return NNMEM_OK;
+}
+
 static nnmem_status_t infer_split(ox_ctx_t *c, ox_node_t *n) {
   ox_val_t *x = OX_IN(n, 0);
   nnmem_status_t st;
@@ -299,6 +321,7 @@ static nnmem_status_t infer_split(ox_ctx_t *c, ox_node_t *n) {
     return bad(c, n, "axis out of range");
   if (sp && nsp != n->n_out) return bad(c, n, "split has the wrong length");
   int64_t total = x->dims[a], base = 0, no = (int64_t)n->n_out;
+  if (sp && (st = check_split(c, n, sp, nsp, total)) != NNMEM_OK) return st;
   for (size_t k = 0; k < n->n_out; k++) {
     int64_t dims[OX_MAX_RANK], len;
     memcpy(dims, x->dims, sizeof dims);
@@ -476,7 +499,11 @@ static nnmem_status_t infer_gather_nd(ox_ctx_t *c, ox_node_t *n) {
   A_INT("batch_dims", 0, b);
   if (!x || !idx || x->rank < 0 || idx->rank < 1) return NNMEM_OK;
   int64_t last = idx->dims[idx->rank - 1];
+  if (b < 0 || b >= idx->rank || b > x->rank)
+    return bad(c, n, "batch_dims out of range");
   if (last < 0) return NNMEM_OK;
+  if (last > x->rank - b)
+    return bad(c, n, "indices' last dim is larger than the data rank");
   int64_t dims[OX_MAX_RANK];
   int32_t r = 0;
   for (int32_t d = 0; d < idx->rank - 1; d++)
@@ -507,13 +534,12 @@ static nnmem_status_t infer_pad(ox_ctx_t *c, ox_node_t *n) {
     int32_t a;
     if (!nnmem__onnx_axis(ax ? ax[i] : (int64_t)i, x->rank, &a))
       return bad(c, n, "axis out of range");
-    if (dims[a] >= 0) {
-      int64_t grow;
-      if (__builtin_add_overflow(p[i], p[i + na], &grow) ||
-          __builtin_add_overflow(dims[a], grow, &dims[a]))
-        return bad(c, n, "pads overflow");
-    }
-    if (dims[a] < -1) return bad(c, n, "pads make a dim negative");
+    if (dims[a] < 0) continue; /* unknown stays unknown */
+    int64_t grow;
+    if (__builtin_add_overflow(p[i], p[i + na], &grow) ||
+        __builtin_add_overflow(dims[a], grow, &dims[a]))
+      return bad(c, n, "pads overflow");
+    if (dims[a] < 0) return bad(c, n, "pads make a dim negative");
   }
   nnmem__onnx_set(y, x->elem, x->rank, dims);
   return NNMEM_OK;

@@ -1,0 +1,272 @@
+/* test_onnx_checks.c - ONNX shape inference checked against the operator
+ * specification on edge cases found in review: split sizes, GatherND
+ * batch_dims, negative pads, pooling ceil mode, out-of-range window
+ * attributes, ConvTranspose / MaxUnpool overflow, Einsum ellipses, TopK k,
+ * DepthToSpace divisibility, Reshape element counts, DFT negative axes and
+ * Cast to bool folding. Each bad case fails with INVALID, a message naming
+ * the node, no graph and no leak (ASan). Expected shapes are computed by
+ * hand from the ONNX operator documents. */
+#include <stdint.h>
+
+#include "test_onnx_pb.h"
+
+/* A model with input X (float, shape xd), initializers `inits`, and one
+ * node; the node's outputs are the graph outputs (declared untyped). */
+static pb_t one_node(int64_t opset, int rank, const int64_t *xd, pb_t nd,
+                     int n_init, pb_t *inits, const char *outs) {
+  gb_t g = {{0}};
+  g_input(&g, value_info("X", FLOAT, rank, xd));
+  for (int i = 0; i < n_init; i++)
+    g_init(&g, inits[i]);
+  g_node(&g, nd);
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", outs);
+  for (char *s = strtok(buf, ","); s; s = strtok(NULL, ","))
+    g_output(&g, value_info(s, FLOAT, -1, NULL));
+  return model(&g, opset, "");
+}
+
+/* Imports `m` (freed), which must succeed; returns the graph. */
+static nnmem_graph_t *import_ok(pb_t *m) {
+  nnmem_graph_t *g = NULL;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = import(m, NULL, &g, NULL, &d);
+  free(m->b);
+  if (st != NNMEM_OK) fail_msg("import: %s", d.message);
+  plan_ok(g);
+  return g;
+}
+
+static void test_split_sizes(void **state) {
+  (void)state;
+  const int64_t xd[] = {4}, big[] = {2, INT64_MAX}, few[] = {1, 1},
+                ok[] = {1, 3};
+  pb_t a = attr_ints("split", 2, big);
+  pb_t m = one_node(11, 1, xd, node("Split", "sp", "X", "A,B", 1, &a), 0, NULL,
+                    "A,B");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'sp'");
+  a = attr_ints("split", 2, few);
+  m = one_node(11, 1, xd, node("Split", "sp", "X", "A,B", 1, &a), 0, NULL,
+               "A,B");
+  expect_fail(&m, NNMEM_ERR_INVALID, "add up to 2, the axis has 4");
+  a = attr_ints("split", 2, ok);
+  m = one_node(11, 1, xd, node("Split", "sp", "X", "A,B", 1, &a), 0, NULL,
+               "A,B");
+  nnmem_graph_t *g = import_ok(&m);
+  SHAPE(g, "A", 1);
+  SHAPE(g, "B", 3);
+  nnmem_graph_destroy(g);
+  /* constant input: the values are split too, even with a huge size */
+  gb_t gg = {{0}};
+  const int64_t vals[] = {1, 2, 3, 4};
+  g_init(&gg, tensor("C", INT64, 1, xd, vals));
+  a = attr_ints("split", 2, big);
+  g_node(&gg, node("Split", "csp", "C", "A,B", 1, &a));
+  g_output(&gg, value_info("A", INT64, -1, NULL));
+  m = model(&gg, 11, "");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'csp'");
+}
+
+static void test_gather_nd(void **state) {
+  (void)state;
+  const int64_t xd[] = {2, 3}, id[] = {2, 1}, iv[] = {1, 0}, id3[] = {1, 3},
+                iv3[] = {0, 0, 0};
+  pb_t a = attr_int("batch_dims", -1);
+  pb_t t = tensor("I", INT64, 2, id, iv);
+  pb_t m = one_node(13, 2, xd, node("GatherND", "gnd", "X,I", "Y", 1, &a), 1,
+                    &t, "Y");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'gnd'");
+  t = tensor("I", INT64, 2, id3, iv3);
+  m = one_node(13, 2, xd, node("GatherND", "gnd", "X,I", "Y", 0, NULL), 1, &t,
+               "Y");
+  expect_fail(&m, NNMEM_ERR_INVALID, "larger than the data rank");
+  t = tensor("I", INT64, 2, id, iv);
+  m = one_node(13, 2, xd, node("GatherND", "gnd", "X,I", "Y", 0, NULL), 1, &t,
+               "Y");
+  nnmem_graph_t *g = import_ok(&m);
+  SHAPE(g, "Y", 2, 3); /* indices[:-1] + data[1:] */
+  nnmem_graph_destroy(g);
+}
+
+static void test_pad(void **state) {
+  (void)state;
+  const int64_t xd[] = {3}, neg[] = {-2, -2}, grow[] = {1, 2};
+  pb_t a = attr_ints("pads", 2, neg);
+  pb_t m =
+      one_node(2, 1, xd, node("Pad", "pad", "X", "Y", 1, &a), 0, NULL, "Y");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'pad'"); /* 3 - 4 = -1 */
+  a = attr_ints("pads", 2, grow);
+  m = one_node(2, 1, xd, node("Pad", "pad", "X", "Y", 1, &a), 0, NULL, "Y");
+  nnmem_graph_t *g = import_ok(&m);
+  SHAPE(g, "Y", 6);
+  nnmem_graph_destroy(g);
+}
+
+static pb_t pool(int64_t x, int64_t k, int64_t s, int64_t p, int ceil) {
+  const int64_t xd[] = {1, 1, x}, kk[] = {k}, ss[] = {s}, pp[] = {p, p};
+  pb_t a[4] = {attr_ints("kernel_shape", 1, kk), attr_ints("strides", 1, ss),
+               attr_ints("pads", 2, pp), attr_int("ceil_mode", ceil)};
+  return one_node(13, 3, xd, node("MaxPool", "mp", "X", "Y", 4, a), 0, NULL,
+                  "Y");
+}
+
+static void test_pool_ceil(void **state) {
+  (void)state;
+  /* {x, k, s, pad, ceil_mode, expected}: floor((x + 2p - k) / s) + 1, or
+   * ceil, minus a last window starting in the right padding */
+  static const int64_t cases[][6] = {{6, 3, 2, 0, 0, 2}, {6, 3, 2, 0, 1, 3},
+                                     {5, 2, 2, 1, 0, 3}, {5, 2, 2, 1, 1, 3},
+                                     {4, 3, 2, 0, 1, 2}, {7, 2, 3, 0, 1, 3}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int64_t *c = cases[i];
+    pb_t m = pool(c[0], c[1], c[2], c[3], (int)c[4]);
+    nnmem_graph_t *g = import_ok(&m);
+    nnmem_tensor_info_t t = tinfo(g, "Y");
+    if (t.shape[2] != c[5])
+      fail_msg("case %zu: %lld, want %lld", i, (long long)t.shape[2],
+               (long long)c[5]);
+    nnmem_graph_destroy(g);
+  }
+  /* a kernel larger than the padded input: unknown (strict mode fails) */
+  pb_t m = pool(2, 3, 1, 0, 0);
+  nnmem_onnx_config_t cfg;
+  nnmem_onnx_config_init(&cfg);
+  cfg.strict = 1;
+  nnmem_graph_t *g = NULL;
+  nnmem_diag_t d = {{0}};
+  assert_int_equal(import(&m, &cfg, &g, NULL, &d), NNMEM_ERR_UNSUPPORTED);
+  assert_null(g);
+  assert_non_null(strstr(d.message, "'Y'"));
+  free(m.b);
+  m = pool(8, 2, 0, 0, 0);
+  expect_fail(&m, NNMEM_ERR_INVALID, "'mp'"); /* stride 0 */
+  m = pool(8, 2, 1, INT64_MAX, 0);
+  expect_fail(&m, NNMEM_ERR_INVALID, "out of range");
+  m = pool(8, 2, 1, -1, 0);
+  expect_fail(&m, NNMEM_ERR_INVALID, "out of range");
+}
+
+static void test_conv_transpose_and_unpool(void **state) {
+  (void)state;
+  const int64_t xd[] = {1, 2, 5}, wd[] = {2, 3, 3}, kmin[] = {INT64_MIN},
+                s2[] = {2}, k3[] = {3}, p0[] = {0, 0};
+  pb_t a = attr_ints("kernel_shape", 1, kmin);
+  pb_t t = tensor("W", FLOAT, 3, wd, NULL);
+  pb_t m = one_node(13, 3, xd, node("ConvTranspose", "ct", "X,W", "Y", 1, &a),
+                    1, &t, "Y");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'ct'");
+  pb_t b[2] = {attr_ints("strides", 1, s2), attr_ints("pads", 2, p0)};
+  t = tensor("W", FLOAT, 3, wd, NULL);
+  m = one_node(13, 3, xd, node("ConvTranspose", "ct", "X,W", "Y", 2, b), 1, &t,
+               "Y");
+  nnmem_graph_t *g = import_ok(&m);
+  SHAPE(g, "Y", 1, 3, 11); /* 2 (5 - 1) + 3 - 0 - 0 */
+  nnmem_graph_destroy(g);
+  /* MaxUnpool: (x - 1) s + k - pads, overflowing */
+  const int64_t big[] = {1, 1, (int64_t)1 << 40}, sbig[] = {(int64_t)1 << 30};
+  pb_t u[2] = {attr_ints("kernel_shape", 1, k3), attr_ints("strides", 1, sbig)};
+  gb_t gg = {{0}};
+  g_input(&gg, value_info("X", FLOAT, 3, big));
+  g_input(&gg, value_info("I", INT64, 3, big));
+  g_node(&gg, node("MaxUnpool", "unpool", "X,I", "Y", 2, u));
+  g_output(&gg, value_info("Y", FLOAT, -1, NULL));
+  m = model(&gg, 11, "");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'unpool'");
+}
+
+static void test_einsum_ellipsis(void **state) {
+  (void)state;
+  const int64_t xd[] = {2, 3, 4};
+  pb_t a = attr_str("equation", "...i...->i");
+  pb_t m =
+      one_node(12, 3, xd, node("Einsum", "es", "X", "Y", 1, &a), 0, NULL, "Y");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'es'");
+  a = attr_str("equation", "..i->i");
+  m = one_node(12, 3, xd, node("Einsum", "es", "X", "Y", 1, &a), 0, NULL, "Y");
+  expect_fail(&m, NNMEM_ERR_INVALID, "does not match");
+  a = attr_str("equation", "...ij->...ji");
+  m = one_node(12, 3, xd, node("Einsum", "es", "X", "Y", 1, &a), 0, NULL, "Y");
+  nnmem_graph_t *g = import_ok(&m);
+  SHAPE(g, "Y", 2, 4, 3);
+  nnmem_graph_destroy(g);
+}
+
+static void test_topk_depth_reshape(void **state) {
+  (void)state;
+  const int64_t xd[] = {1, 5}, one[] = {1}, seven[] = {7}, three[] = {3};
+  pb_t t = tensor("K", INT64, 1, one, seven);
+  pb_t m = one_node(11, 2, xd, node("TopK", "topk", "X,K", "V,I", 0, NULL), 1,
+                    &t, "V,I");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'topk'");
+  t = tensor("K", INT64, 1, one, three);
+  m = one_node(11, 2, xd, node("TopK", "topk", "X,K", "V,I", 0, NULL), 1, &t,
+               "V,I");
+  nnmem_graph_t *g = import_ok(&m);
+  SHAPE(g, "V", 1, 3);
+  nnmem_graph_destroy(g);
+  const int64_t cd[] = {1, 3, 2, 2}, c8[] = {1, 8, 2, 2};
+  pb_t a = attr_int("blocksize", 2);
+  m = one_node(13, 4, cd, node("DepthToSpace", "d2s", "X", "Y", 1, &a), 0, NULL,
+               "Y");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'d2s'");
+  a = attr_int("blocksize", 2);
+  m = one_node(13, 4, c8, node("DepthToSpace", "d2s", "X", "Y", 1, &a), 0, NULL,
+               "Y");
+  g = import_ok(&m);
+  SHAPE(g, "Y", 1, 2, 4, 4);
+  nnmem_graph_destroy(g);
+  const int64_t rd[] = {2, 3};
+  t = tensor("S", INT64, 1, one, seven);
+  m = one_node(13, 2, rd, node("Reshape", "rs", "X,S", "Y", 0, NULL), 1, &t,
+               "Y");
+  expect_fail(&m, NNMEM_ERR_INVALID, "reshapes 6 elements into 7");
+}
+
+static void test_dft_axis(void **state) {
+  (void)state;
+  const int64_t xd[] = {2, 8, 1};
+  pb_t a[2] = {attr_int("axis", -2), attr_int("onesided", 1)};
+  pb_t m =
+      one_node(17, 3, xd, node("DFT", "dft", "X", "Y", 2, a), 0, NULL, "Y");
+  nnmem_graph_t *g = import_ok(&m);
+  SHAPE(g, "Y", 2, 5, 2); /* axis -2 of rank 3 is 1: 8 / 2 + 1 */
+  nnmem_graph_destroy(g);
+  pb_t b = attr_int("axis", -1); /* the real/imaginary dim */
+  m = one_node(17, 3, xd, node("DFT", "dft", "X", "Y", 1, &b), 0, NULL, "Y");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'dft'");
+}
+
+static void test_cast_bool_fold(void **state) {
+  (void)state;
+  /* Reshape(X[6], Cast(Cast([2, 3], bool), int64) + [1, 2]) = [2, 3] */
+  gb_t g = {{0}};
+  const int64_t xd[] = {6}, two[] = {2}, c[] = {2, 3}, k[] = {1, 2};
+  g_input(&g, value_info("X", FLOAT, 1, xd));
+  g_init(&g, tensor("C", INT64, 1, two, c));
+  g_init(&g, tensor("K", INT64, 1, two, k));
+  pb_t a = attr_int("to", BOOL), b = attr_int("to", INT64);
+  g_node(&g, node("Cast", "tobool", "C", "B", 1, &a));
+  g_node(&g, node("Cast", "toint", "B", "I", 1, &b));
+  g_node(&g, node("Add", "add", "I,K", "S", 0, NULL));
+  g_node(&g, node("Reshape", "rs", "X,S", "Y", 0, NULL));
+  g_output(&g, value_info("Y", FLOAT, -1, NULL));
+  pb_t m = model(&g, 13, "");
+  nnmem_graph_t *gr = import_ok(&m);
+  SHAPE(gr, "Y", 2, 3);
+  nnmem_graph_destroy(gr);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_split_sizes),
+      cmocka_unit_test(test_gather_nd),
+      cmocka_unit_test(test_pad),
+      cmocka_unit_test(test_pool_ceil),
+      cmocka_unit_test(test_conv_transpose_and_unpool),
+      cmocka_unit_test(test_einsum_ellipsis),
+      cmocka_unit_test(test_topk_depth_reshape),
+      cmocka_unit_test(test_dft_axis),
+      cmocka_unit_test(test_cast_bool_fold),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
