@@ -100,6 +100,17 @@ expect_error plan --model nosuchmodel --out "$JOUT"
 err_has "nosuchmodel"
 expect_error plan "$T/ok.csv" --out "$OUT" --profile "$OUT"
 err_has "same file"
+expect_error plan "$T/ok.csv" --out "$T/./should-not-exist.csv" --profile "$OUT"
+err_has "same file"
+# The input is never overwritten by an output (also through another name).
+cp "$T/ok.csv" "$T/keep.csv"
+expect_error plan "$T/keep.csv" --out "$T/keep.csv"
+err_has "--out '$T/keep.csv' is the input file"
+expect_error plan "$T/keep.csv" --out "$T/./keep.csv"
+err_has "is the input file"
+expect_error plan "$T/keep.csv" --profile "$T/keep.csv"
+err_has "--profile"
+cmp -s "$T/ok.csv" "$T/keep.csv" || fail "the input file was changed"
 
 # An output folder that does not exist: error, nothing half-written.
 expect_error plan "$T/ok.csv" --out "$T/nodir/should-not-exist.csv"

@@ -10,11 +10,14 @@
  * Invariant: `next` only grows; every argument is consumed exactly once.
  * Complexity: O(table size) per argument. Thread-safety: none needed (one
  * scanner per command invocation). */
+#define _DEFAULT_SOURCE /* realpath */
 #include "args.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void cli_args_init(cli_args_t *a, const char *cmd, int argc, char **argv) {
   a->cmd = cmd;
@@ -99,4 +102,41 @@ int cli_args_next(cli_args_t *a, const cli_opt_t *table, int *id,
     return CLI_ARG_ERROR;
   }
   return CLI_ARG_OPTION;
+}
+
+/* realpath of the folder of `path` + "/" + its last component (the file
+ * itself need not exist); NULL when the folder cannot be resolved. */
+static char *canonical(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  size_t dlen = slash ? (size_t)(slash - path) : 0;
+  char *dir = malloc(dlen + 2);
+  if (!dir) return NULL;
+  if (slash)
+    memcpy(dir, path, dlen ? dlen : 1); /* "/x": the folder is "/" */
+  else
+    dir[0] = '.';
+  dir[slash && dlen ? dlen : 1] = '\0';
+  char *real = realpath(dir, NULL);
+  free(dir);
+  if (!real) return NULL;
+  size_t n = strlen(real), m = strlen(base);
+  char *out = malloc(n + m + 2);
+  if (out) snprintf(out, n + m + 2, "%s/%s", real, base);
+  free(real);
+  return out;
+}
+
+int cli_same_file(const char *a, const char *b) {
+  if (!a || !b) return 0;
+  if (strcmp(a, b) == 0) return 1;
+  struct stat sa, sb;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
+           S_ISREG(sa.st_mode);
+  char *ca = canonical(a), *cb = canonical(b);
+  int same = ca && cb && strcmp(ca, cb) == 0;
+  free(ca);
+  free(cb);
+  return same;
 }

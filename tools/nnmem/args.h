@@ -43,4 +43,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
+/* 1 when the two paths name the same file: equal strings; existing regular
+ * files with the same device and inode (links, "./x", "a/../x"); or, when
+ * one does not exist yet, the same resolved folder and file name. */
+int cli_same_file(const char *a, const char *b);
+
 #endif /* NNMEM_CLI_ARGS_H */

@@ -270,8 +270,13 @@ static int check_options(const cli_plan_opts_t *o) {
   if (o->onnx.first && !(o->input && cli_is_onnx(o->input)))
     return cli_usage_error("plan", "--%s applies to ONNX models (.onnx) only",
                            o->onnx.first);
-  if (o->out && o->profile && strcmp(o->out, o->profile) == 0)
+  if (cli_same_file(o->out, o->profile))
     return cli_usage_error("plan", "--out and --profile name the same file");
+  if (cli_same_file(o->input, o->out) || cli_same_file(o->input, o->profile))
+    return cli_usage_error(
+        "plan", "--%s '%s' is the input file",
+        cli_same_file(o->input, o->out) ? "out" : "profile",
+        cli_same_file(o->input, o->out) ? o->out : o->profile);
   return 0;
 }
 
