@@ -1,10 +1,11 @@
 /* arena.c - binds static plans to one region of a backend.
  *
  * Steps of nnmem_arena_create_shared(problems, plans, n):
- *   1. for each model: the plan must have one offset per buffer and pass
+ *   1. for each model: the plan must have one offset per buffer, pass
  *      the independent verifier (no overlap of live buffers, offsets
- *      aligned), else NNMEM_ERR_CONFLICT / NNMEM_ERR_INVALID with the model
- *      index in diag;
+ *      aligned) and hold every buffer below its height (a plan made for a
+ *      problem with smaller buffers does not), else NNMEM_ERR_CONFLICT /
+ *      NNMEM_ERR_INVALID with the model index in diag;
  *   2. size = max over models of the plan height (models never run at the
  *      same time, so they take turns in the same bytes); alignment = max of
  *      every buffer alignment and the backend alignment;
@@ -41,9 +42,16 @@ static nnmem_status_t check_model(const nnmem_problem_t *pr,
                        "arena: model %zu: plan has %zu offsets for %zu "
                        "buffers",
                        m, nnmem_plan_count(pl), nnmem_problem_count(pr));
+  nnmem_verify_report_t rep;
   nnmem_status_t st =
-      nnmem_plan_verify(pr, nnmem_plan_offsets(pl), 0, 0, NULL, diag);
+      nnmem_plan_verify(pr, nnmem_plan_offsets(pl), 0, 0, &rep, diag);
   if (st != NNMEM_OK) return st;
+  if (rep.height > nnmem_plan_height(pl)) /* the region is sized by heights */
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "arena: model %zu: buffers reach byte %llu, past the "
+                       "plan's height %llu (a plan of another problem?)",
+                       m, (unsigned long long)rep.height,
+                       (unsigned long long)nnmem_plan_height(pl));
   const nnmem_buffer_t *b = nnmem_problem_buffers(pr);
   for (size_t i = 0; i < nnmem_problem_count(pr); i++)
     if (b[i].align > *align) *align = b[i].align;

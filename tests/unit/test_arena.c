@@ -1,6 +1,7 @@
 /* test_arena.c - binding plans to memory: addresses = base + offset,
  * buffers writable without overlap while live, several models sharing one
- * region (saving = sum of heights - max height), invalid plans refused,
+ * region (saving = sum of heights - max height), invalid plans refused
+ * (a plan whose height does not hold its problem's buffers included),
  * backend failure reported without leaks. Every plan is verified. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,25 @@ static void test_invalid(void **state) {
   assert_non_null(strstr(d.message, "model 0"));
   assert_int_equal(nnmem_arena_create_shared(NULL, NULL, 0, host, &ar, &d),
                    NNMEM_ERR_INVALID);
+  /* a valid plan of `p` (height 1200) paired with a problem whose buffer b
+   * is 5,000 bytes: still no overlap, but b would end at byte 6,000 of a
+   * 1,200-byte region */
+  uint64_t far[3] = {0, 1000, 0};
+  nnmem_plan_t *fp = NULL;
+  assert_ok(nnmem_plan_from_offsets(p, far, &fp));
+  assert_ok(nnmem_plan_verify(p, far, 0, 0, NULL, NULL));
+  assert_int_equal(nnmem_plan_height(fp), 1200);
+  nnmem_problem_t *big = NULL;
+  assert_ok(nnmem_problem_create(&big));
+  assert_ok(nnmem_problem_add(big, "a", 100, 1, 0, 2, NULL));
+  assert_ok(nnmem_problem_add(big, "b", 5000, 1, 1, 3, NULL));
+  assert_ok(nnmem_problem_add(big, "c", 100, 1, 2, 4, NULL));
+  assert_int_equal(nnmem_arena_create(big, fp, host, &ar, &d),
+                   NNMEM_ERR_INVALID);
+  assert_null(ar);
+  assert_non_null(strstr(d.message, "6000"));
+  nnmem_problem_destroy(big);
+  nnmem_plan_destroy(fp);
   nnmem_backend_destroy(host);
   nnmem_plan_destroy(pl);
   nnmem_problem_destroy(p);
