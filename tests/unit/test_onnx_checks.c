@@ -256,6 +256,28 @@ static void test_cast_bool_fold(void **state) {
   nnmem_graph_destroy(gr);
 }
 
+/* NC1HWC0 pads C up to a multiple of C0 without overflowing on a huge C. */
+static void test_blocked_layout_huge_channels(void **state) {
+  (void)state;
+  const int64_t xd[] = {1, INT64_MAX, 1, 1}, cd[] = {1, 20, 3, 3};
+  nnmem_onnx_config_t cfg;
+  nnmem_onnx_config_init(&cfg);
+  cfg.layout = NNMEM_ONNX_LAYOUT_NC1HWC0;
+  pb_t m = one_node(13, 4, xd, node("Relu", "relu", "X", "Y", 0, NULL), 0, NULL,
+                    "Y");
+  nnmem_graph_t *g = NULL;
+  nnmem_diag_t d = {{0}};
+  assert_int_equal(import(&m, &cfg, &g, NULL, &d), NNMEM_ERR_OVERFLOW);
+  assert_null(g);
+  free(m.b);
+  m = one_node(13, 4, cd, node("Relu", "relu", "X", "Y", 0, NULL), 0, NULL,
+               "Y");
+  assert_ok(import(&m, &cfg, &g, NULL, &d));
+  free(m.b);
+  SHAPE(g, "Y", 1, 3, 3, 3, 8); /* float32: C0 = 8, 20 -> 3 blocks */
+  nnmem_graph_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_split_sizes),
@@ -267,6 +289,7 @@ int main(void) {
       cmocka_unit_test(test_topk_depth_reshape),
       cmocka_unit_test(test_dft_axis),
       cmocka_unit_test(test_cast_bool_fold),
+      cmocka_unit_test(test_blocked_layout_huge_channels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,7 +107,7 @@ static int size_desc(const ox_ctx_t *c, const ox_val_t *v, int weight,
   } else if (!weight && r == 4 && c->cfg.layout == NNMEM_ONNX_LAYOUT_NC1HWC0) {
     int64_t c0 = c0_of(bits ? bits : 32);
     dims[4] = c0;
-    dims[1] = (v->dims[1] + c0 - 1) / c0;
+    dims[1] = v->dims[1] / c0 + (v->dims[1] % c0 != 0); /* no overflow */
     r = 5;
   }
   d->dtype = dt;
