@@ -76,6 +76,55 @@ static size_t count_body_nodes(const Onnx__GraphProto *g, int depth) {
   return n;
 }
 
+/* A context with the display name, report (zeroed) and diag. */
+static void ctx_init(ox_ctx_t *c, const char *file, nnmem_onnx_report_t *rep,
+                     nnmem_diag_t *diag) {
+  memset(c, 0, sizeof *c);
+  c->file = file;
+  c->diag = diag;
+  c->rep = rep;
+  memset(rep, 0, sizeof *rep);
+}
+
+static void find_opset(ox_ctx_t *c, const Onnx__ModelProto *m);
+
+/* Steps 1-3 of nnmem_onnx_import: configuration (NULL: defaults), nesting
+ * bound, unpack, graph present, opset. On success c->model = *out (caller
+ * frees with onnx__model_proto__free_unpacked). */
+static nnmem_status_t open_model(ox_ctx_t *c, const void *data, size_t len,
+                                 const nnmem_onnx_config_t *cfg,
+                                 Onnx__ModelProto **out) {
+  *out = NULL;
+  if (cfg)
+    c->cfg = *cfg;
+  else
+    nnmem_onnx_config_init(&c->cfg);
+  nnmem_status_t st = check_config(c);
+  if (st != NNMEM_OK) return st;
+  if (nnmem__onnx_wire_too_deep(data, len))
+    return nnmem__diag(c->diag, NNMEM_ERR_UNSUPPORTED,
+                       "%s: messages (subgraphs or types) are nested more "
+                       "than %d levels deep",
+                       c->file, OX_MAX_WIRE_DEPTH);
+  Onnx__ModelProto *m =
+      onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
+  if (!m)
+    return nnmem__diag(c->diag, NNMEM_ERR_PARSE,
+                       "%s: not a valid ONNX protobuf (truncated or corrupted "
+                       "data, %zu bytes)",
+                       c->file, len);
+  if (!m->graph) {
+    onnx__model_proto__free_unpacked(m, NULL);
+    return nnmem__diag(c->diag, NNMEM_ERR_PARSE,
+                       "%s: not an ONNX model (the protobuf has no graph)",
+                       c->file);
+  }
+  c->model = m;
+  find_opset(c, m);
+  *out = m;
+  return NNMEM_OK;
+}
+
 static void find_opset(ox_ctx_t *c, const Onnx__ModelProto *m) {
   c->opset = m->n_opset_import ? 0 : 1;
   for (size_t i = 0; i < m->n_opset_import; i++) {
@@ -148,38 +197,12 @@ nnmem_status_t nnmem_onnx_import(const void *data, size_t len,
   *out = NULL;
   nnmem_onnx_report_t local;
   ox_ctx_t c;
-  memset(&c, 0, sizeof c);
-  c.file = display_name ? display_name : "<memory>";
-  c.diag = diag;
-  c.rep = report ? report : &local;
-  memset(c.rep, 0, sizeof *c.rep);
+  Onnx__ModelProto *m = NULL;
+  ctx_init(&c, display_name ? display_name : "<memory>",
+           report ? report : &local, diag);
   c.rep->size = sizeof *c.rep;
-  if (cfg)
-    c.cfg = *cfg;
-  else
-    nnmem_onnx_config_init(&c.cfg);
-  nnmem_status_t st = check_config(&c);
+  nnmem_status_t st = open_model(&c, data, len, cfg, &m);
   if (st != NNMEM_OK) return st;
-  if (nnmem__onnx_wire_too_deep(data, len))
-    return nnmem__diag(diag, NNMEM_ERR_UNSUPPORTED,
-                       "%s: messages (subgraphs or types) are nested more "
-                       "than %d levels deep",
-                       c.file, OX_MAX_WIRE_DEPTH);
-  Onnx__ModelProto *m =
-      onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
-  if (!m)
-    return nnmem__diag(diag, NNMEM_ERR_PARSE,
-                       "%s: not a valid ONNX protobuf (truncated or corrupted "
-                       "data, %zu bytes)",
-                       c.file, len);
-  if (!m->graph) {
-    onnx__model_proto__free_unpacked(m, NULL);
-    return nnmem__diag(diag, NNMEM_ERR_PARSE,
-                       "%s: not an ONNX model (the protobuf has no graph)",
-                       c.file);
-  }
-  c.model = m;
-  find_opset(&c, m);
   char name[128];
   base_name(c.file, name, sizeof name);
   st = run(&c, m, name[0] ? name : "onnx", out);
@@ -259,16 +282,14 @@ static nnmem_status_t collect_inputs(const Onnx__GraphProto *g, ox_io_t *io) {
 
 nnmem_status_t nnmem__onnx_input_names(const void *data, size_t len,
                                        ox_io_t *io, nnmem_diag_t *diag) {
+  ox_ctx_t c;
+  nnmem_onnx_report_t rep;
+  Onnx__ModelProto *m = NULL;
   memset(io, 0, sizeof *io);
-  Onnx__ModelProto *m =
-      nnmem__onnx_wire_too_deep(data, len)
-          ? NULL
-          : onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
-  if (!m || !m->graph) {
-    if (m) onnx__model_proto__free_unpacked(m, NULL);
-    return nnmem__diag(diag, NNMEM_ERR_PARSE, "not an ONNX model");
-  }
-  nnmem_status_t st = collect_inputs(m->graph, io);
+  ctx_init(&c, "<model>", &rep, diag);
+  nnmem_status_t st = open_model(&c, data, len, NULL, &m);
+  if (st != NNMEM_OK) return st;
+  st = collect_inputs(m->graph, io);
   onnx__model_proto__free_unpacked(m, NULL);
   return st;
 }
@@ -297,32 +318,15 @@ nnmem_status_t nnmem__onnx_infer_outputs(const void *data, size_t len,
                                          nnmem_onnx_report_t *report,
                                          nnmem_diag_t *diag) {
   ox_ctx_t c;
-  memset(&c, 0, sizeof c);
+  Onnx__ModelProto *m = NULL;
+  ox_scope_t *s = NULL;
+  memset(io, 0, sizeof *io);
+  ctx_init(&c, "<model>", report, diag);
   c.in_pb = in_pb;
   c.in_pb_len = in_pb_len;
-  memset(io, 0, sizeof *io);
-  c.file = "<model>";
   c.no_decl_fallback = 1; /* measure inference, not the declarations */
-  c.diag = diag;
-  c.rep = report;
-  memset(report, 0, sizeof *report);
-  if (cfg)
-    c.cfg = *cfg;
-  else
-    nnmem_onnx_config_init(&c.cfg);
-  nnmem_status_t st = check_config(&c);
+  nnmem_status_t st = open_model(&c, data, len, cfg, &m);
   if (st != NNMEM_OK) return st;
-  Onnx__ModelProto *m =
-      nnmem__onnx_wire_too_deep(data, len)
-          ? NULL
-          : onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
-  if (!m || !m->graph) {
-    if (m) onnx__model_proto__free_unpacked(m, NULL);
-    return nnmem__diag(diag, NNMEM_ERR_PARSE, "not an ONNX model");
-  }
-  c.model = m;
-  find_opset(&c, m);
-  ox_scope_t *s = NULL;
   st = nnmem__onnx_scope_build(&c, NULL, m->graph, 0, &s);
   if (st == NNMEM_OK) st = nnmem__onnx_scope_infer(&c, s);
   if (st == NNMEM_OK) st = copy_outputs(s, io);
@@ -340,31 +344,14 @@ nnmem_status_t nnmem__onnx_check_decls(const void *data, size_t len,
                                        nnmem_diag_t *diag) {
   ox_ctx_t c;
   nnmem_onnx_report_t rep;
-  memset(&c, 0, sizeof c);
-  memset(&rep, 0, sizeof rep);
-  c.file = "<model>";
+  Onnx__ModelProto *m = NULL;
+  ox_scope_t *s = NULL;
+  ctx_init(&c, "<model>", &rep, diag);
   c.no_decl_fallback = 1;
-  c.diag = diag;
-  c.rep = &rep;
   *checked = *mismatched = 0;
   if (cap) first[0] = 0;
-  if (cfg)
-    c.cfg = *cfg;
-  else
-    nnmem_onnx_config_init(&c.cfg);
-  nnmem_status_t st = check_config(&c);
+  nnmem_status_t st = open_model(&c, data, len, cfg, &m);
   if (st != NNMEM_OK) return st;
-  Onnx__ModelProto *m =
-      nnmem__onnx_wire_too_deep(data, len)
-          ? NULL
-          : onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);
-  if (!m || !m->graph) {
-    if (m) onnx__model_proto__free_unpacked(m, NULL);
-    return nnmem__diag(diag, NNMEM_ERR_PARSE, "not an ONNX model");
-  }
-  c.model = m;
-  find_opset(&c, m);
-  ox_scope_t *s = NULL;
   st = nnmem__onnx_scope_build(&c, NULL, m->graph, 0, &s);
   if (st == NNMEM_OK) st = nnmem__onnx_scope_infer(&c, s);
   for (size_t i = 0; st == NNMEM_OK && i < s->n_vals; i++) {
