@@ -58,6 +58,17 @@ static void test_small_blocks(void **state) {
   assert_int_equal(nnmem_allocator_free(a, foreign), NNMEM_ERR_INVALID);
   assert_int_equal(nnmem_allocator_free(a, (char *)y + 16), NNMEM_ERR_INVALID);
   assert_ok(nnmem_allocator_free(a, NULL));
+  /* absurd sizes and alignments: NULL, never an abort or a wrap */
+  assert_null(nnmem_alloc(a, SIZE_MAX));
+  assert_null(nnmem_alloc(a, SIZE_MAX - 15));
+  assert_null(nnmem_alloc(a, (size_t)1 << 57));
+  assert_null(nnmem_alloc_aligned(a, 64, (size_t)1 << 60));
+  assert_null(nnmem_alloc_aligned(a, SIZE_MAX, 4096));
+  assert_null(nnmem_alloc_aligned(a, 64, 3 << 20));
+  void *w = nnmem_alloc_aligned(a, 64, 0); /* 0: the default, 16 */
+  assert_non_null(w);
+  assert_int_equal((uintptr_t)w % 16, 0);
+  nnmem_free(a, w);
   assert_ok(nnmem_allocator_stats(a, &st));
   assert_int_equal(st.misuse_count, 2);
   nnmem_free(a, y);
