@@ -13,6 +13,8 @@
 #define _DEFAULT_SOURCE /* realpath */
 #include "args.h"
 
+#include "cli.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +104,32 @@ int cli_args_next(cli_args_t *a, const cli_opt_t *table, int *id,
     return CLI_ARG_ERROR;
   }
   return CLI_ARG_OPTION;
+}
+
+int cli_args_parse(const cli_parse_t *p, int argc, char **argv) {
+  cli_args_t a;
+  int id = 0, rc;
+  const char *v = NULL;
+  cli_args_init(&a, p->cmd, argc, argv);
+  while ((rc = cli_args_next(&a, p->table, &id, &v)) != CLI_ARG_END) {
+    if (rc == CLI_ARG_ERROR) return CLI_EXIT_INVALID;
+    if (rc == CLI_ARG_POSITIONAL) {
+      size_t i = 0;
+      while (p->positional[i] && *p->positional[i])
+        i++;
+      if (!p->positional[i])
+        return cli_usage_error(p->cmd, "unexpected argument '%s'", v);
+      *p->positional[i] = v;
+      continue;
+    }
+    if (id == p->help_id) {
+      p->help();
+      return CLI_EXIT_OK;
+    }
+    int e = p->option(p->opts, id, v);
+    if (e) return e;
+  }
+  return -1;
 }
 
 /* realpath of the folder of `path` + "/" + its last component (the file

@@ -43,6 +43,25 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
+/* A whole command line: the option table, what --help prints, where
+ * options and positional arguments go. */
+typedef struct cli_parse {
+  const char *cmd;        /* "plan": used in messages */
+  const cli_opt_t *table; /* terminated by a NULL name */
+  int help_id;            /* the id of --help in the table */
+  void (*help)(void);     /* prints the command's help on stdout */
+  /* applies one option to `opts`; 0, or the exit code of a usage error */
+  int (*option)(void *opts, int id, const char *value);
+  void *opts;
+  /* positional arguments fill these in order (NULL-terminated, at most 2);
+   * one more is "unexpected argument" */
+  const char **positional[3];
+} cli_parse_t;
+
+/* Scans every argument. Returns -1 when all were taken, 0 after printing the
+ * help, or the exit code of the first error (already printed). */
+int cli_args_parse(const cli_parse_t *p, int argc, char **argv);
+
 /* 1 when the two paths name the same file: equal strings; existing regular
  * files with the same device and inode (links, "./x", "a/../x"); or, when
  * one does not exist yet, the same resolved folder and file name. */

@@ -51,7 +51,8 @@ static void print_inspect_help(void) {
       stdout);
 }
 
-static int set_inspect_option(inspect_opts_t *o, int id, const char *v) {
+static int set_inspect_option(void *opts, int id, const char *v) {
+  inspect_opts_t *o = opts;
   const char *why = NULL;
   switch (id) {
     case I_JSON:
@@ -75,26 +76,12 @@ static int set_inspect_option(inspect_opts_t *o, int id, const char *v) {
 
 /* Returns -1 to continue, else the exit code. */
 static int parse_inspect_args(int argc, char **argv, inspect_opts_t *o) {
-  cli_args_t a;
-  int id = 0, rc;
-  const char *v = NULL;
   memset(o, 0, sizeof *o);
-  cli_args_init(&a, "inspect", argc, argv);
-  while ((rc = cli_args_next(&a, inspect_table, &id, &v)) != CLI_ARG_END) {
-    if (rc == CLI_ARG_ERROR) return CLI_EXIT_INVALID;
-    if (rc == CLI_ARG_POSITIONAL) {
-      if (o->input)
-        return cli_usage_error("inspect", "unexpected argument '%s'", v);
-      o->input = v;
-      continue;
-    }
-    if (id == I_HELP) {
-      print_inspect_help();
-      return CLI_EXIT_OK;
-    }
-    int e = set_inspect_option(o, id, v);
-    if (e) return e;
-  }
+  cli_parse_t p = {"inspect",          inspect_table,      I_HELP,
+                   print_inspect_help, set_inspect_option, o,
+                   {&o->input, NULL}};
+  int e = cli_args_parse(&p, argc, argv);
+  if (e >= 0) return e;
   if (!o->input) return cli_usage_error("inspect", "missing MODEL");
   if (o->onnx.first && !cli_is_onnx(o->input))
     return cli_usage_error(

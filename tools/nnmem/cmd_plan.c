@@ -183,7 +183,8 @@ static void print_plan_help(void) {
 }
 
 /* Applies one option; returns 0 or the exit code of a usage error. */
-static int set_option(cli_plan_opts_t *o, int id, const char *v) {
+static int set_option(void *opts, int id, const char *v) {
+  cli_plan_opts_t *o = opts;
   const char *why = NULL;
   uint64_t n = 0;
   switch (id) {
@@ -282,28 +283,13 @@ static int check_options(const cli_plan_opts_t *o) {
 
 /* Parses argv; returns -1 to continue, else the exit code. */
 static int parse_plan_args(int argc, char **argv, cli_plan_opts_t *o) {
-  cli_args_t a;
-  int id = 0, rc;
-  const char *v = NULL;
   memset(o, 0, sizeof *o);
   o->strategy = NNMEM_STRATEGY_AUTO;
-  cli_args_init(&a, "plan", argc, argv);
-  while ((rc = cli_args_next(&a, plan_table, &id, &v)) != CLI_ARG_END) {
-    if (rc == CLI_ARG_ERROR) return CLI_EXIT_INVALID;
-    if (rc == CLI_ARG_POSITIONAL) {
-      if (o->input)
-        return cli_usage_error("plan", "unexpected argument '%s'", v);
-      o->input = v;
-      continue;
-    }
-    if (id == OPT_HELP) {
-      print_plan_help();
-      return CLI_EXIT_OK;
-    }
-    int e = set_option(o, id, v);
-    if (e) return e;
-  }
-  int e = check_options(o);
+  cli_parse_t p = {"plan",     plan_table, OPT_HELP,         print_plan_help,
+                   set_option, o,          {&o->input, NULL}};
+  int e = cli_args_parse(&p, argc, argv);
+  if (e >= 0) return e;
+  e = check_options(o);
   return e ? e : -1;
 }
 

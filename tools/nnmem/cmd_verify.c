@@ -60,7 +60,8 @@ static void print_verify_help(void) {
       stdout);
 }
 
-static int set_verify_option(verify_opts_t *o, int id, const char *v) {
+static int set_verify_option(void *opts, int id, const char *v) {
+  verify_opts_t *o = opts;
   const char *why = NULL;
   uint64_t n = 0;
   if (id == VOPT_QUIET) {
@@ -86,29 +87,16 @@ static int set_verify_option(verify_opts_t *o, int id, const char *v) {
 
 /* Returns -1 to continue, else the exit code. */
 static int parse_verify_args(int argc, char **argv, verify_opts_t *o) {
-  cli_args_t a;
-  int id = 0, rc;
-  const char *v = NULL;
   memset(o, 0, sizeof *o);
-  cli_args_init(&a, "verify", argc, argv);
-  while ((rc = cli_args_next(&a, verify_table, &id, &v)) != CLI_ARG_END) {
-    if (rc == CLI_ARG_ERROR) return CLI_EXIT_INVALID;
-    if (rc == CLI_ARG_POSITIONAL) {
-      if (!o->problem_path)
-        o->problem_path = v;
-      else if (!o->solution_path)
-        o->solution_path = v;
-      else
-        return cli_usage_error("verify", "unexpected argument '%s'", v);
-      continue;
-    }
-    if (id == VOPT_HELP) {
-      print_verify_help();
-      return CLI_EXIT_OK;
-    }
-    int e = set_verify_option(o, id, v);
-    if (e) return e;
-  }
+  cli_parse_t p = {"verify",
+                   verify_table,
+                   VOPT_HELP,
+                   print_verify_help,
+                   set_verify_option,
+                   o,
+                   {&o->problem_path, &o->solution_path, NULL}};
+  int e = cli_args_parse(&p, argc, argv);
+  if (e >= 0) return e;
   if (!o->problem_path) return cli_usage_error("verify", "missing PROBLEM.csv");
   return -1;
 }
