@@ -3,6 +3,7 @@
  * Steps of each formatter: 1. write into the caller's buffer with a
  * bounded appender that keeps counting past the end; 2. when the text did
  * not fit, return NNMEM_ERR_OVERFLOW with the length needed.
+ * JSON: pool names escaped as JSON strings (control characters \u00XX).
  * Prometheus: one # HELP and one # TYPE line per metric family, then one
  * sample per record labelled pool="<name>" (quotes and backslashes in names
  * escaped); counters end in _total, byte gauges in _bytes.
@@ -117,6 +118,19 @@ static void put_label(out_t *o, const char *name) {
   }
 }
 
+/* A JSON string body: quotes and backslashes escaped, control characters
+ * as \u00XX (JSON allows none raw). */
+static void put_json_str(out_t *o, const char *name) {
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+    if (*c == '"' || *c == '\\')
+      put(o, "\\%c", *c);
+    else if (*c < 0x20)
+      put(o, "\\u%04x", *c);
+    else
+      put(o, "%c", *c);
+  }
+}
+
 nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st, size_t n,
                                        char *buf, size_t cap, size_t *len_out) {
   if ((!st && n) || (!buf && cap)) return NNMEM_ERR_INVALID;
@@ -125,7 +139,7 @@ nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st, size_t n,
   for (size_t i = 0; i < n; i++) {
     const nnmem_stats_t *s = &st[i];
     put(&o, "%s{\"pool\":\"", i ? "," : "");
-    put_label(&o, s->name);
+    put_json_str(&o, s->name);
     put(&o, "\"");
     for (size_t m = 0; m < N_METRICS; m++)
       put(&o, ",\"%s\":%llu", metrics[m].name,

@@ -472,6 +472,20 @@ static void test_stats_format(void **state) {
       cJSON_GetObjectItem(cJSON_GetArrayItem(j, 1), "pool")->valuestring,
       "we\"ird");
   cJSON_Delete(j);
+  /* control characters in a name: escaped, never raw, in JSON */
+  strcpy(s[1].name, "tab\there\x01");
+  assert_ok(nnmem_stats_format_json(s, 2, buf, sizeof buf, &len));
+  assert_non_null(strstr(buf, "\"tab\\u0009here\\u0001\""));
+  for (size_t i = 0; i + 1 < len; i++)
+    assert_true((unsigned char)buf[i] >= 0x20);
+  j = cJSON_Parse(buf);
+  assert_non_null(j);
+  assert_string_equal(
+      cJSON_GetObjectItem(cJSON_GetArrayItem(j, 1), "pool")->valuestring,
+      "tab\there\x01");
+  cJSON_Delete(j);
+  strcpy(s[1].name, "we\"ird");
+  assert_ok(nnmem_stats_format_json(s, 2, buf, sizeof buf, &len));
   /* too small: the length needed comes back */
   char small[10];
   size_t need = 0;
