@@ -131,13 +131,36 @@ static nnmem_status_t infer_flatten(ox_ctx_t *c, ox_node_t *n) {
   return carry_vals(x, y);
 }
 
-/* Row-major strides of a known shape. */
-static void strides_of(const ox_val_t *v, int64_t *st) {
-  int64_t s = 1;
-  for (int32_t d = v->rank - 1; d >= 0; d--) {
-    st[d] = s;
-    s *= v->dims[d];
+/* Folds y from x's values when y element (i_0, ..., i_r) is x element
+ * (beg[d] + i_d step[d]) along x axis src[d] for each d (transpose: src a
+ * permutation, beg 0, step 1; slice: src identity). NULL src / beg / step:
+ * identity, 0, 1. x's values imply x's size <= OX_MAX_VALUES, so the
+ * strides do not overflow. */
+static nnmem_status_t fold_strided(const ox_val_t *x, ox_val_t *y,
+                                   const int64_t *src, const int64_t *beg,
+                                   const int64_t *step) {
+  int64_t total = nnmem__onnx_numel(y);
+  if (!x->has_vals || total < 0 || total > OX_MAX_VALUES) return NNMEM_OK;
+  int64_t xs[OX_MAX_RANK], s = 1, *idx;
+  for (int32_t d = x->rank - 1; d >= 0; d--) { /* row-major strides of x */
+    xs[d] = s;
+    s *= x->dims[d];
   }
+  idx = malloc(((size_t)total + 1) * sizeof *idx);
+  if (!idx) return NNMEM_ERR_NOMEM;
+  for (int64_t i = 0; i < total; i++) {
+    int64_t lin = i, at = 0;
+    for (int32_t d = y->rank - 1; d >= 0; d--) {
+      int64_t k =
+          (beg ? beg[d] : 0) + (lin % y->dims[d]) * (step ? step[d] : 1);
+      at += k * xs[src ? src[d] : d];
+      lin /= y->dims[d];
+    }
+    idx[i] = at;
+  }
+  nnmem_status_t st = nnmem__onnx_fold_gather(x, idx, (size_t)total, y);
+  free(idx);
+  return st;
 }
 
 static nnmem_status_t infer_transpose(ox_ctx_t *c, ox_node_t *n) {
@@ -159,22 +182,7 @@ static nnmem_status_t infer_transpose(ox_ctx_t *c, ox_node_t *n) {
     dims[i] = x->dims[p[i]];
   }
   nnmem__onnx_set(y, x->elem, x->rank, dims);
-  int64_t total = nnmem__onnx_numel(y);
-  if (!x->has_vals || total < 0 || total > OX_MAX_VALUES) return NNMEM_OK;
-  int64_t xs[OX_MAX_RANK], *idx = malloc(((size_t)total + 1) * sizeof *idx);
-  if (!idx) return NNMEM_ERR_NOMEM;
-  strides_of(x, xs);
-  for (int64_t i = 0; i < total; i++) {
-    int64_t lin = i, src = 0;
-    for (int32_t d = y->rank - 1; d >= 0; d--) {
-      src += (lin % y->dims[d]) * xs[p[d]];
-      lin /= y->dims[d];
-    }
-    idx[i] = src;
-  }
-  st = nnmem__onnx_fold_gather(x, idx, (size_t)total, y);
-  free(idx);
-  return st;
+  return fold_strided(x, y, p, NULL, NULL);
 }
 
 static nnmem_status_t infer_squeeze(ox_ctx_t *c, ox_node_t *n) {
@@ -378,26 +386,6 @@ static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
   return v < lo ? lo : v > hi ? hi : v;
 }
 
-static nnmem_status_t slice_fold(ox_val_t *x, ox_val_t *y, const int64_t *beg,
-                                 const int64_t *step) {
-  int64_t total = nnmem__onnx_numel(y);
-  if (!x->has_vals || total < 0 || total > OX_MAX_VALUES) return NNMEM_OK;
-  int64_t xs[OX_MAX_RANK], *idx = malloc(((size_t)total + 1) * sizeof *idx);
-  if (!idx) return NNMEM_ERR_NOMEM;
-  strides_of(x, xs);
-  for (int64_t i = 0; i < total; i++) {
-    int64_t lin = i, src = 0;
-    for (int32_t d = y->rank - 1; d >= 0; d--) {
-      src += (beg[d] + (lin % y->dims[d]) * step[d]) * xs[d];
-      lin /= y->dims[d];
-    }
-    idx[i] = src;
-  }
-  nnmem_status_t st = nnmem__onnx_fold_gather(x, idx, (size_t)total, y);
-  free(idx);
-  return st;
-}
-
 static nnmem_status_t infer_slice(ox_ctx_t *c, ox_node_t *n) {
   ox_val_t *x = OX_IN(n, 0), *y = OX_OUT(n, 0);
   const int64_t *s, *e, *ax, *stp;
@@ -444,7 +432,7 @@ static nnmem_status_t infer_slice(ox_ctx_t *c, ox_node_t *n) {
     step[a] = k;
   }
   nnmem__onnx_set(y, x->elem, x->rank, dims);
-  return slice_fold(x, y, beg, step);
+  return fold_strided(x, y, NULL, beg, step);
 }
 
 static nnmem_status_t infer_gather(ox_ctx_t *c, ox_node_t *n) {
