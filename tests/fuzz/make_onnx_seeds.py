@@ -182,10 +182,70 @@ def misc():
                        inits), opset=17)
 
 
+def zoo():
+    """One node per operator family on one input, so that mutating an
+    attribute value reaches each inference function."""
+    x = value_info("x", FLOAT, [1, 4, 6, 6])
+    nodes = [
+        node("Split", "split", ["x"], ["s0", "s1"],
+             [attr_int("axis", 1), attr_ints("split", [1, 3])]),
+        node("GatherND", "gnd", ["x", "gi"], ["gn"], [attr_int("batch_dims", 0)]),
+        node("Pad", "pad", ["x", "pads"], ["pd"]),
+        node("MaxPool", "mp", ["x"], ["mpo"],
+             [attr_ints("kernel_shape", [2, 2]), attr_ints("strides", [2, 2]),
+              attr_ints("pads", [1, 1, 1, 1]), attr_int("ceil_mode", 1)]),
+        node("ConvTranspose", "ct", ["x", "wt"], ["cto"],
+             [attr_ints("strides", [2, 2]), attr_ints("output_padding", [1, 1])]),
+        node("MaxUnpool", "mu", ["mpo", "mpi"], ["muo"],
+             [attr_ints("kernel_shape", [2, 2]), attr_ints("strides", [2, 2])]),
+        node("Einsum", "es", ["x"], ["eso"],
+             [f_bytes(1, "equation") + f_bytes(4, "...ij->...ji") + f_int(20, A_STRING)]),
+        node("TopK", "tk", ["x", "k"], ["tkv", "tki"], [attr_int("axis", -1)]),
+        node("DepthToSpace", "d2s", ["x"], ["d2so"], [attr_int("blocksize", 2)]),
+        node("Reshape", "rs", ["x", "shape"], ["rso"]),
+        node("Resize", "rz", ["x", "", "scales"], ["rzo"]),
+        node("Tile", "tl", ["x", "reps"], ["tlo"]),
+        node("Range", "rg", ["r0", "r1", "r2"], ["rgo"]),
+        node("OneHot", "oh", ["gi", "depth", "ohv"], ["oho"]),
+        node("ReduceMean", "rm", ["x"], ["rmo"], [attr_ints("axes", [2, 3])]),
+        node("Gemm", "gm", ["fx", "gw"], ["gmo"], [attr_int("transB", 1)]),
+        node("Flatten", "fl", ["x"], ["fx"]),
+        node("Squeeze", "sq", ["rmo", "sqa"], ["sqo"]),
+        node("Unsqueeze", "us", ["sqo", "sqa"], ["uso"]),
+        node("Slice", "sl", ["x", "st", "en", "sa", "ss"], ["slo"]),
+        node("DFT", "dft", ["xr"], ["dfo"], [attr_int("axis", 1), attr_int("onesided", 1)]),
+        node("LSTM", "lstm", ["seq", "lw", "lr"], ["ly", "lh", "lc"],
+             [attr_int("hidden_size", 3)]),
+    ]
+    inits = [
+        tensor("gi", INT64, [2, 1], ints=[0, 0]),
+        tensor("pads", INT64, [8], ints=[0, 0, 1, 1, 0, 0, 1, 1]),
+        tensor("wt", FLOAT, [4, 2, 3, 3]),
+        tensor("mpi", INT64, [1, 4, 4, 4]),
+        tensor("k", INT64, [1], ints=[2]),
+        tensor("shape", INT64, [3], ints=[0, -1, 12]),
+        tensor("scales", FLOAT, [4], floats=[1, 1, 2, 0.5]),
+        tensor("reps", INT64, [4], ints=[1, 2, 1, 1]),
+        tensor("r0", INT64, [], ints=[0]), tensor("r1", INT64, [], ints=[10]),
+        tensor("r2", INT64, [], ints=[3]), tensor("depth", INT64, [], ints=[5]),
+        tensor("ohv", FLOAT, [2], floats=[0, 1]),
+        tensor("gw", FLOAT, [7, 144]), tensor("sqa", INT64, [1], ints=[2]),
+        tensor("st", INT64, [2], ints=[1, -1]), tensor("en", INT64, [2], ints=[3, -7]),
+        tensor("sa", INT64, [2], ints=[1, 3]), tensor("ss", INT64, [2], ints=[1, -2]),
+        tensor("lw", FLOAT, [1, 12, 5]), tensor("lr", FLOAT, [1, 12, 3]),
+    ]
+    ins = [x, value_info("xr", FLOAT, [2, 8, 1]), value_info("seq", FLOAT, ["seq", 2, 5])]
+    outs = [value_info(n, FLOAT, None) for n in
+            ["s0", "s1", "gn", "pd", "cto", "muo", "eso", "tkv", "d2so", "rso", "rzo",
+             "tlo", "rgo", "oho", "gmo", "uso", "slo", "dfo", "ly"]]
+    return model(graph("zoo", nodes, ins, outs, inits), opset=17)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for name, data in [("cnn.onnx", cnn()), ("shape_chain.onnx", shape_chain()),
-                       ("control.onnx", control()), ("misc.onnx", misc())]:
+                       ("control.onnx", control()), ("misc.onnx", misc()),
+                       ("zoo.onnx", zoo())]:
         with open(os.path.join(OUT, name), "wb") as f:
             f.write(data)
 
