@@ -101,7 +101,13 @@ void cli_report_human(FILE *f, const cli_run_t *run);
  * library's profile JSON did not parse) on failure. */
 nnmem_status_t cli_report_json(const cli_run_t *run, char **out);
 
-/* The display name of problem buffer `i` ("#i" when it has no id). */
+/* `s` as it can be shown on a terminal: `s` itself, or (when it holds
+ * control bytes, e.g. a newline or an escape sequence in a tensor name) a
+ * copy in `buf` with each of them replaced by '?', truncated to `cap`. */
+const char *cli_printable(const char *s, char *buf, size_t cap);
+
+/* The display name of problem buffer `i` ("#i" when it has no id), through
+ * cli_printable. */
 const char *cli_buffer_name(const nnmem_problem_t *p, size_t i, char *buf,
                             size_t cap);
 

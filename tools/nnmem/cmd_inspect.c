@@ -105,7 +105,7 @@ static void print_table(const nnmem_graph_t *g, const nnmem_liveness_t *l) {
   for (uint32_t i = 0; i < n; i++) {
     nnmem_tensor_info_t t;
     nnmem_tensor_live_t lv;
-    char shape[160], life[64];
+    char shape[160], life[64], name[1024];
     if (nnmem_graph_tensor(g, i, &t) != NNMEM_OK) continue;
     fmt_shape(&t, shape, sizeof shape);
     if (nnmem_liveness_tensor(l, i, &lv) == NNMEM_OK &&
@@ -114,7 +114,8 @@ static void print_table(const nnmem_graph_t *g, const nnmem_liveness_t *l) {
                (unsigned long long)lv.last);
     else
       snprintf(life, sizeof life, "weights");
-    printf("%-40s %-10s %-8s %-24s %14llu  %s\n", t.name,
+    printf("%-40s %-10s %-8s %-24s %14llu  %s\n",
+           cli_printable(t.name, name, sizeof name),
            nnmem_tensor_kind_name(t.kind), nnmem_dtype_name(t.dtype), shape,
            (unsigned long long)t.bytes, life);
   }

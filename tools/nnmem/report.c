@@ -93,10 +93,23 @@ void cli_collect_live(const nnmem_problem_t *p, uint64_t align, uint64_t step,
   }
 }
 
+const char *cli_printable(const char *s, char *buf, size_t cap) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t n = 0;
+  while (u[n] && u[n] >= 0x20 && u[n] != 0x7f)
+    n++;
+  if (!u[n] || !cap) return s;
+  size_t i = 0;
+  for (; u[i] && i + 1 < cap; i++)
+    buf[i] = u[i] < 0x20 || u[i] == 0x7f ? '?' : (char)u[i];
+  buf[i] = '\0';
+  return buf;
+}
+
 const char *cli_buffer_name(const nnmem_problem_t *p, size_t i, char *buf,
                             size_t cap) {
   const char *id = nnmem_problem_id(p, i);
-  if (id) return id;
+  if (id) return cli_printable(id, buf, cap);
   snprintf(buf, cap, "#%zu", i);
   return buf;
 }
@@ -164,13 +177,14 @@ static size_t count_weights(const nnmem_graph_t *g) {
 }
 
 static void put_graph_header(FILE *f, const cli_run_t *r) {
-  char g1[40], g2[40], g3[40];
+  char g1[40], g2[40], g3[40], t[256], n[256];
+  const char *title = cli_printable(r->title, t, sizeof t);
   if (r->builtin)
-    fprintf(f, "nnmem plan: %s (built-in model, batch %u)\n", r->title,
+    fprintf(f, "nnmem plan: %s (built-in model, batch %u)\n", title,
             r->opts->batch ? r->opts->batch : 1u);
   else
-    fprintf(f, "nnmem plan: %s (graph '%s')\n", r->title,
-            nnmem_graph_name(r->graph));
+    fprintf(f, "nnmem plan: %s (graph '%s')\n", title,
+            cli_printable(nnmem_graph_name(r->graph), n, sizeof n));
   size_t nt = nnmem_graph_tensor_count(r->graph);
   fprintf(f, "  %-14s %s ops, %s tensors (%zu weights), %s buffers", "graph",
           cli_fmt_grouped(nnmem_graph_op_count(r->graph), g1, sizeof g1),
@@ -188,9 +202,11 @@ static void put_peak_step_graph(FILE *f, const cli_run_t *r) {
           (unsigned long long)steps);
   if (s < steps) {
     nnmem_op_info_t op;
+    char n[256], t[256];
     if (nnmem_graph_op(r->graph, nnmem_liveness_order(r->live)[s], &op) ==
         NNMEM_OK)
-      fprintf(f, ", op '%s' (%s)", op.name, op.type);
+      fprintf(f, ", op '%s' (%s)", cli_printable(op.name, n, sizeof n),
+              cli_printable(op.type, t, sizeof t));
   }
   fprintf(f, ": %zu buffer%s live, %s\n", r->n_live, plural(r->n_live),
           cli_fmt_bytes(r->live_bytes, b, sizeof b));
@@ -227,7 +243,9 @@ static void report_problem(FILE *f, const cli_run_t *r) {
   char g[40], g2[40], b1[80], q[24];
   for (size_t i = 0; i < n; i++)
     steps = nnmem__max_u64(steps, b[i].last);
-  fprintf(f, "nnmem plan: %s (MiniMalloc problem)\n", r->title);
+  char t[256];
+  fprintf(f, "nnmem plan: %s (MiniMalloc problem)\n",
+          cli_printable(r->title, t, sizeof t));
   fprintf(f, "  %-14s %s buffer%s over %s step%s\n", "problem",
           cli_fmt_grouped(n, g, sizeof g), plural(n),
           cli_fmt_grouped(steps, g2, sizeof g2), plural(steps));
