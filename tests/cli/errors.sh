@@ -34,6 +34,20 @@ printf 'id,lower,upper,size\na,0,2,-4\n' >"$T/neg.csv"
 expect_error plan "$T/neg.csv" --out "$OUT"
 err_has "neg.csv:2"
 
+# Sizes whose sum overflows 64 bits; a value past 2^64; a file cut off in
+# the middle of its last row.
+printf 'id,lower,upper,size\na,0,2,18446744073709551615\nb,1,3,1\n' >"$T/sum.csv"
+expect_error plan "$T/sum.csv" --out "$OUT"
+err_has "sum.csv:3: sum of sizes overflows 64 bits"
+printf 'id,lower,upper,size\na,0,2,18446744073709551616\n' >"$T/huge.csv"
+expect_error plan "$T/huge.csv" --out "$OUT"
+err_has "huge.csv:2:"
+err_has "does not fit in 64 bits"
+printf 'id,lower,upper,size\na,0,2,4\nb,1,3' >"$T/cut.csv"
+expect_error plan "$T/cut.csv" --out "$OUT"
+err_has "cut.csv:3:"
+err_has "cut off"
+
 # Non-UTF-8 bytes.
 printf 'id,lower,upper,size\na\377,0,2,4\n' >"$T/latin.csv"
 expect_error plan "$T/latin.csv" --out "$OUT"
@@ -77,6 +91,36 @@ expect_error plan "$T/cycle.json" --out "$JOUT" --profile "$T/should-not-exist.p
 err_has "cycle.json"
 err_matches "op(A|B)"
 err_has "cycle"
+
+# JSON graphs: a file cut short, a tensor nobody produces, a name used
+# twice, nesting past the parser's limit.
+printf '{"format_version": 1, "name": "x", "tensors": [{"name": "a"' \
+  >"$T/cut.json"
+expect_error plan "$T/cut.json" --out "$JOUT"
+err_has "cut.json:1:"
+err_has "unexpected end of input"
+cat >"$T/orphan.json" <<'JSON'
+{"format_version": 1, "name": "o",
+ "tensors": [{"name": "a", "kind": "activation", "dtype": "float32", "shape": [4]},
+             {"name": "y", "kind": "output", "dtype": "float32", "shape": [4]}],
+ "ops": [{"name": "relu1", "type": "Relu", "inputs": ["a"], "outputs": ["y"]}]}
+JSON
+expect_error plan "$T/orphan.json" --out "$JOUT"
+err_has "orphan.json: op 'relu1' reads tensor 'a' which nobody produces"
+cat >"$T/twice.json" <<'JSON'
+{"format_version": 1, "name": "t",
+ "tensors": [{"name": "a", "kind": "input", "dtype": "float32", "shape": [4]},
+             {"name": "a", "kind": "output", "dtype": "float32", "shape": [4]}],
+ "ops": []}
+JSON
+expect_error plan "$T/twice.json" --out "$JOUT"
+err_has "twice.json: tensor 'a' (tensors[1]): name already used by tensors[0]"
+if have_python; then
+  python3 -c 'print("[" * 5000 + "]" * 5000)' >"$T/deep.json"
+  expect_error plan "$T/deep.json" --out "$JOUT"
+  err_has "deep.json:1:"
+  err_has "nested more than"
+fi
 
 # Other formats.
 printf 'onnx' >"$T/model.onnx"
