@@ -138,6 +138,9 @@ expect_error plan "$T/ok.csv" "$T/ok.csv"
 err_has "unexpected argument"
 expect_error plan "$T/ok.csv" --strategy fastest
 err_has "unknown strategy 'fastest'"
+expect_error plan "$T/ok.csv" --no-reuse --strategy greedy-size
+err_has "does not combine with --strategy greedy-size"
+expect_rc 0 plan "$T/ok.csv" --no-reuse --strategy naive -q
 expect_error plan "$T/ok.csv" --json=yes
 err_has "takes no value"
 expect_error plan --model nosuchmodel --out "$JOUT"

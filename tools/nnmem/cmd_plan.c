@@ -271,6 +271,12 @@ static int check_options(const cli_plan_opts_t *o) {
   if (o->onnx.first && !(o->input && cli_is_onnx(o->input)))
     return cli_usage_error("plan", "--%s applies to ONNX models (.onnx) only",
                            o->onnx.first);
+  if (o->no_reuse && o->strategy != NNMEM_STRATEGY_AUTO &&
+      o->strategy != NNMEM_STRATEGY_NAIVE)
+    return cli_usage_error("plan",
+                           "--no-reuse plans with the naive strategy; it "
+                           "does not combine with --strategy %s",
+                           nnmem_strategy_name(o->strategy));
   if (cli_same_file(o->out, o->profile))
     return cli_usage_error("plan", "--out and --profile name the same file");
   if (cli_same_file(o->input, o->out) || cli_same_file(o->input, o->profile))
