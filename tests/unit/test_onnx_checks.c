@@ -278,6 +278,44 @@ static void test_blocked_layout_huge_channels(void **state) {
   nnmem_graph_destroy(g);
 }
 
+/* A while-loop as exporters write it: M = INT64_MAX, a runtime condition.
+ * The carried state is sized; the scan output (M x slice, which overflows)
+ * stays unresolved instead of failing the import. */
+static void test_loop_unbounded_trip_count(void **state) {
+  (void)state;
+  gb_t body = {{0}}, g = {{0}};
+  const int64_t two[] = {2}, one[] = {1}, mx[] = {INT64_MAX};
+  g_input(&body, value_info("i", INT64, 0, NULL));
+  g_input(&body, value_info("cin", BOOL, 0, NULL));
+  g_input(&body, value_info("v", FLOAT, 1, two));
+  g_node(&body, node("Identity", "keep", "cin", "cout", 0, NULL));
+  g_node(&body, node("Relu", "step", "v", "v2", 0, NULL));
+  g_node(&body, node("Neg", "emit", "v", "e", 0, NULL));
+  g_output(&body, value_info("cout", BOOL, 0, NULL));
+  g_output(&body, value_info("v2", FLOAT, -1, NULL));
+  g_output(&body, value_info("e", FLOAT, -1, NULL));
+  f_str(&body.g, 2, "body");
+  g_input(&g, value_info("X", FLOAT, 1, two));
+  g_input(&g, value_info("C", BOOL, 0, NULL));
+  g_init(&g, tensor("M", INT64, 0, one, mx));
+  pb_t a = attr_graph("body", &body.g);
+  g_node(&g, node("Loop", "while", "M,C,X", "V,E", 1, &a));
+  g_output(&g, value_info("V", FLOAT, -1, NULL));
+  g_output(&g, value_info("E", FLOAT, -1, NULL));
+  pb_t m = model(&g, 13, "");
+  nnmem_graph_t *gr = NULL;
+  nnmem_onnx_report_t rep;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = import(&m, NULL, &gr, &rep, &d);
+  free(m.b);
+  if (st != NNMEM_OK) fail_msg("import: %s", d.message);
+  SHAPE(gr, "V", 2);
+  assert_int_equal(rep.unresolved_tensors, 1);
+  assert_string_equal(rep.unresolved[0].name, "E");
+  plan_ok(gr);
+  nnmem_graph_destroy(gr);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_split_sizes),
@@ -290,6 +328,7 @@ int main(void) {
       cmocka_unit_test(test_dft_axis),
       cmocka_unit_test(test_cast_bool_fold),
       cmocka_unit_test(test_blocked_layout_huge_channels),
+      cmocka_unit_test(test_loop_unbounded_trip_count),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,7 +88,17 @@ static int c0_of(size_t bits) {
   return bits <= 8 ? 32 : bits <= 16 ? 16 : bits <= 32 ? 8 : 4;
 }
 
-/* Step 2: fills desc (dims into `dims`); returns 0 when unresolved. */
+/* 1 when r dims of `bits`-bit elements take more than 2^64 - 1 bytes. */
+static int bytes_overflow(const int64_t *dims, int32_t r, size_t bits) {
+  uint64_t n = 1;
+  for (int32_t i = 0; i < r; i++)
+    if (nnmem__mul_overflow(n, (uint64_t)dims[i], &n)) return 1;
+  return n > UINT64_MAX / (bits ? bits : 128);
+}
+
+/* Step 2: fills desc (dims into `dims`); returns 0 when unresolved (also
+ * when an upper bound, e.g. a while-loop's INT64_MAX trip count, does not
+ * fit 64 bits: the bound is useless, the size unknown). */
 static int size_desc(const ox_ctx_t *c, const ox_val_t *v, int weight,
                      nnmem_tensor_desc_t *d, int64_t *dims) {
   if (v->non_tensor || !v->elem || !nnmem__onnx_known(v)) return 0;
@@ -110,6 +120,7 @@ static int size_desc(const ox_ctx_t *c, const ox_val_t *v, int weight,
     dims[1] = v->dims[1] / c0 + (v->dims[1] % c0 != 0); /* no overflow */
     r = 5;
   }
+  if (v->data_dep && bytes_overflow(dims, r, bits)) return 0;
   d->dtype = dt;
   d->rank = (uint32_t)r;
   d->shape = dims;
