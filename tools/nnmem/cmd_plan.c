@@ -382,6 +382,12 @@ static nnmem_status_t make_plan(plan_ctx_t *c) {
     nnmem__diag(&c->diag, st, "does not fit: capacity %llu B (strategy %s)",
                 (unsigned long long)c->opts.capacity,
                 nnmem_strategy_name(c->opts.strategy));
+  if (st != NNMEM_OK && st != NNMEM_ERR_CAPACITY && c->opts.input) {
+    char msg[sizeof c->diag.message]; /* name the input in the message */
+    snprintf(msg, sizeof msg, "%s",
+             c->diag.message[0] ? c->diag.message : nnmem_status_str(st));
+    nnmem__diag(&c->diag, st, "%s: %s", c->opts.input, msg);
+  }
   return st;
 }
 
