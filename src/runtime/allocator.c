@@ -90,8 +90,11 @@ struct tcache {
   nnmem_allocator_t *a;
   page_t *avail[NCLASS];
   uint32_t empty[NCLASS]; /* pages with used == 0 kept on avail */
-  _Atomic(void *) remote; /* MPSC stack of blocks freed by other threads */
-  tstat_t st;
+  /* MPSC stack of blocks freed by other threads: written by them, so it
+   * has a 128-byte line pair of its own (the owner's hot fields and
+   * counters stay out of it; 128: adjacent-line prefetch pairs lines) */
+  _Alignas(128) _Atomic(void *) remote;
+  _Alignas(128) tstat_t st;
   tcache_t *next_all;
   int parked;
 };
