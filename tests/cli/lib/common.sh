@@ -100,6 +100,23 @@ json_valid() {
   py 'import json,sys; json.load(open(sys.argv[1]))' "$1"
 }
 
+# profile_ok FILE: a memory profile with every field the issue names, whole
+# bytes, peak = weights + activations + workspace, reuse ratio in [0, 1].
+profile_ok() {
+  py '
+import json, sys
+p = json.load(open(sys.argv[1]))
+ints = ("peak_memory", "weight_memory", "activation_memory",
+        "workspace_memory", "lower_bound", "naive_memory", "buffers", "tensors")
+for k in ints:
+    assert isinstance(p[k], int) and p[k] >= 0, (k, p.get(k))
+assert isinstance(p["strategy"], str) and p["strategy"], p
+assert 0 <= p["reuse_ratio"] <= 1, p
+assert p["peak_memory"] == p["weight_memory"] + p["activation_memory"] + p["workspace_memory"], p
+assert p["lower_bound"] <= p["peak_memory"] <= p["naive_memory"] or p["strategy"] == "naive", p
+' "$1"
+}
+
 # A small MiniMalloc problem with a hand-computed answer:
 #   live bytes per step: 0:4  1:8  2:12  3:12  4:4   -> lower bound 12,
 #   naive total 20, and height 12 is reachable (c@0, a@0, b@8, d@8).
