@@ -316,6 +316,29 @@ static void test_loop_unbounded_trip_count(void **state) {
   nnmem_graph_destroy(gr);
 }
 
+/* cfg->input_shapes entries are checked like dim bindings. */
+static void test_bad_input_shapes(void **state) {
+  (void)state;
+  const int64_t xd[] = {2}, neg[] = {-3};
+  nnmem_onnx_input_shape_t is = {"X", 1, neg, 0};
+  nnmem_onnx_config_t cfg;
+  nnmem_onnx_config_init(&cfg);
+  cfg.input_shapes = &is;
+  cfg.n_input_shapes = 1;
+  nnmem_graph_t *g = NULL;
+  nnmem_diag_t d = {{0}};
+  for (int k = 0; k < 3; k++) {
+    if (k == 1) is = (nnmem_onnx_input_shape_t){NULL, 1, xd, 0};
+    if (k == 2) is = (nnmem_onnx_input_shape_t){"X", 99, xd, 0};
+    pb_t m = one_node(13, 1, xd, node("Relu", "relu", "X", "Y", 0, NULL), 0,
+                      NULL, "Y");
+    assert_int_equal(import(&m, &cfg, &g, NULL, &d), NNMEM_ERR_INVALID);
+    assert_null(g);
+    assert_non_null(strstr(d.message, "input shape #0"));
+    free(m.b);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_split_sizes),
@@ -329,6 +352,7 @@ int main(void) {
       cmocka_unit_test(test_cast_bool_fold),
       cmocka_unit_test(test_blocked_layout_huge_channels),
       cmocka_unit_test(test_loop_unbounded_trip_count),
+      cmocka_unit_test(test_bad_input_shapes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

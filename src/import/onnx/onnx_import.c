@@ -52,6 +52,18 @@ static nnmem_status_t check_config(ox_ctx_t *c) {
       return nnmem__diag(c->diag, NNMEM_ERR_INVALID,
                          "%s: dim binding #%zu needs a name and a value >= 1",
                          c->file, i);
+  for (size_t i = 0; i < k->n_input_shapes; i++) {
+    const nnmem_onnx_input_shape_t *o =
+        k->input_shapes ? &k->input_shapes[i] : NULL;
+    int ok = o && o->name && o->rank <= NNMEM_MAX_RANK && (o->dims || !o->rank);
+    for (uint32_t d = 0; ok && d < o->rank; d++)
+      ok = o->dims[d] >= 0;
+    if (!ok)
+      return nnmem__diag(c->diag, NNMEM_ERR_INVALID,
+                         "%s: input shape #%zu needs a name, rank <= %d and "
+                         "dims >= 0",
+                         c->file, i, NNMEM_MAX_RANK);
+  }
   if ((unsigned)k->layout > NNMEM_ONNX_LAYOUT_NC1HWC0 ||
       (unsigned)k->dtype >= NNMEM_DTYPE_COUNT_ ||
       (k->alignment && !nnmem__is_pow2(k->alignment)))

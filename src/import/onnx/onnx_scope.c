@@ -296,7 +296,10 @@ static nnmem_status_t add_initializers(ox_ctx_t *c, ox_scope_t *s) {
   for (size_t i = 0; i < gp->n_sparse_initializer; i++) {
     const Onnx__SparseTensorProto *sp = gp->sparse_initializer[i];
     const char *nm = sp->values && sp->values->name ? sp->values->name : "";
-    ox_val_t *v = nm[0] ? add_val(s, nm) : NULL;
+    if (!nm[0])
+      return nnmem__diag(c->diag, NNMEM_ERR_PARSE,
+                         "%s: sparse initializer #%zu has no name", c->file, i);
+    ox_val_t *v = add_val(s, nm);
     if (!v) return dup_error(c, nm, "sparse initializer");
     v->is_init = v->is_const = 1;
     v->elem = sp->values->has_data_type ? sp->values->data_type : OX_FLOAT;
