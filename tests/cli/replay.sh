@@ -32,6 +32,13 @@ py 'import json,sys; r=json.load(open(sys.argv[1]));
 assert [x["pool"] for x in r]==["tiered","tlsf","best-fit","first-fit","buddy","slab"], r
 assert all(x["peak_live_bytes"]==12 for x in r), r' "$T/stdout"
 
+# a trace name with a tab and a quote: escaped in the JSON, not dropped
+cp "$T/p.csv" "$T/a	\"b.csv"
+expect_rc 0 replay "$T/a	\"b.csv" --json
+json_valid "$T/stdout"
+py 'import json,sys; r=json.load(open(sys.argv[1]));
+assert r["trace"].endswith("a\t\"b.csv"), r' "$T/stdout"
+
 expect_rc 0 replay "$T/p.csv" --pool buddy --device-align 64
 out_has "pool: buddy"
 

@@ -133,9 +133,11 @@ static void print_text(const char *kind, const nnmem_replay_result_t *r) {
 static void print_json(const char *trace, const char *kind,
                        const nnmem_replay_result_t *r, int first) {
   printf("%s{\"trace\":\"", first ? "" : ",\n ");
-  for (const char *c = trace; *c; c++) {
-    if (*c == '"' || *c == '\\') putchar('\\');
-    if ((unsigned char)*c >= 0x20) putchar(*c);
+  for (const unsigned char *c = (const unsigned char *)trace; *c; c++) {
+    if (*c < 0x20) /* JSON allows no raw control character */
+      printf("\\u%04x", *c);
+    else
+      printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
   }
   printf(
       "\",\"pool\":\"%s\",\"operations\":%llu,\"peak_live_bytes\":%llu,"
