@@ -4,8 +4,7 @@
 
 expect_rc 0 --help
 out_has "Usage: nnmem <command>"
-out_has "plan"
-out_has "verify"
+for cmd in plan inspect verify replay; do out_has "  $cmd "; done
 out_has "Exit codes"
 err_empty
 
@@ -31,6 +30,7 @@ out_has "--capacity"
 # No command: usage on stderr, exit 1.
 expect_rc 1
 err_has "Usage: nnmem"
+err_has "(commands: plan, inspect, verify, replay)"
 out_empty
 
 expect_rc 1 frobnicate

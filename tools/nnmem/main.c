@@ -1,7 +1,9 @@
 /* main.c - entry point of the nnmem command-line tool: dispatches to the
- * subcommands (plan, verify) and prints the top-level help and version.
+ * subcommands (plan, inspect, verify, replay) and prints the top-level help and
+ * version.
  *
- * Steps: 1. no argument -> usage on stderr, exit 1; 2. --help / -h / help
+ * Steps: 1. no argument -> usage (every command) on stderr, exit 1; 2. --help /
+ * -h / help
  * -> help on stdout, exit 0; 3. --version / -V -> version, exit 0;
  * 4. "plan" / "verify" / "replay" / "inspect" -> the command with the
  *    remaining arguments;
@@ -76,7 +78,8 @@ static int checked_exit(int rc) {
 static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     fputs(
-        "Usage: nnmem <command> [options]   (commands: plan, verify, replay)\n"
+        "Usage: nnmem <command> [options]   (commands: plan, inspect, verify, "
+        "replay)\n"
         "Try 'nnmem --help' for more information.\n",
         stderr);
     return CLI_EXIT_INVALID;
