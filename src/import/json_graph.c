@@ -22,7 +22,7 @@
  * graph library finds are prefixed with "FILE: ops[3]: ".
  *
  * Numbers: JSON numbers are doubles in cJSON, so integers (sizes, dims) must
- * be exact: at most 2^53.
+ * be exact: at most 2^53 - 1 (2^53 + 1 would read as 2^53).
  * Complexity: O(file size) expected (hash lookups for names).
  * Thread-safety: each call is independent (cJSON's global error pointer is
  * not used). */
@@ -35,7 +35,7 @@
 #include "common/util.h"
 #include "nnmem/io.h"
 
-#define MAX_EXACT 9007199254740992.0 /* 2^53 */
+#define MAX_EXACT 9007199254740991.0 /* 2^53 - 1 */
 
 typedef struct jctx {
   const char *file;
@@ -102,7 +102,7 @@ static nnmem_status_t check_keys(jctx_t *c, const cJSON *obj,
               unknown, list);
 }
 
-/* Reads an exact integer in [min, 2^53] from `j` (named `what`). */
+/* Reads an exact integer in [min, 2^53 - 1] from `j` (named `what`). */
 static nnmem_status_t get_int(jctx_t *c, const cJSON *j, const char *what,
                               double min, double *out) {
   if (!cJSON_IsNumber(j))
@@ -114,10 +114,10 @@ static nnmem_status_t get_int(jctx_t *c, const cJSON *j, const char *what,
                 min);
   if (d > MAX_EXACT)
     return jerr(c, NNMEM_ERR_OVERFLOW,
-                "'%s' is %g, above 2^53 (JSON integers are exact only up to "
-                "2^53)",
+                "'%s' is %.0f, above 2^53 - 1 (larger JSON integers are not "
+                "read exactly)",
                 what, d);
-  if (d != (double)(int64_t)d) /* safe: min <= d <= 2^53 */
+  if (d != (double)(int64_t)d) /* safe: min <= d < 2^53 */
     return jerr(c, NNMEM_ERR_PARSE, "'%s' must be an integer, not %g", what, d);
   *out = d;
   return NNMEM_OK;

@@ -149,7 +149,7 @@ static void test_fields(void **state) {
           "{\"name\": \"s\", \"dtype\": \"fp16\", \"shape\": []},"
           "{\"name\": \"e\", \"dtype\": \"int8\", \"shape\": [3, 0]},"
           "{\"name\": \"ws\", \"kind\": \"workspace\", \"bytes\": "
-          "9007199254740992},"
+          "9007199254740991},"
           "{\"name\": \"out\", \"kind\": \"output\", \"dtype\": \"bool\", "
           "\"shape\": [7], \"bytes\": 64, \"align\": 16}",
           "{\"name\": \"a\", \"type\": \"X\", \"inputs\": [\"in\", \"in\"], "
@@ -161,7 +161,7 @@ static void test_fields(void **state) {
   assert_int_equal(tinfo(g, "s").bytes, 2); /* scalar fp16 */
   assert_int_equal(tinfo(g, "s").dtype, NNMEM_DTYPE_FLOAT16);
   assert_int_equal(tinfo(g, "e").bytes, 0);
-  assert_int_equal(tinfo(g, "ws").bytes, 9007199254740992ULL);
+  assert_int_equal(tinfo(g, "ws").bytes, 9007199254740991ULL);
   assert_int_equal(tinfo(g, "out").bytes, 64); /* bytes wins over shape */
   assert_int_equal(tinfo(g, "out").rank, 1);
   assert_int_equal(tinfo(g, "out").align, 16);
@@ -325,6 +325,11 @@ static void test_err_tensors(void **state) {
              NNMEM_ERR_OVERFLOW, "tensors[0]", "'big'", "overflows 64 bits");
   expect_err(doc("{\"name\": \"x\", \"bytes\": 1e19}", ""), NNMEM_ERR_OVERFLOW,
              "tensor 'x' (tensors[0]): 'bytes'", "2^53");
+  /* 2^53 + 1 parses as 2^53: neither is accepted, nothing is rounded */
+  expect_err(doc("{\"name\": \"x\", \"bytes\": 9007199254740993}", ""),
+             NNMEM_ERR_OVERFLOW, "'bytes' is 9007199254740992, above 2^53 - 1");
+  expect_err(doc("{\"name\": \"x\", \"bytes\": 9007199254740992}", ""),
+             NNMEM_ERR_OVERFLOW, "above 2^53 - 1");
   expect_err(doc("{\"name\": \"x\", \"bytes\": 0}", ""), NNMEM_ERR_PARSE,
              "'bytes' is 0 but must be >= 1");
   expect_err(doc("{\"name\": \"x\", \"bytes\": -4}", ""), NNMEM_ERR_PARSE,
