@@ -339,6 +339,50 @@ static void test_bad_input_shapes(void **state) {
   }
 }
 
+/* A float32 initializer with values (raw data). */
+static pb_t ftensor(const char *name, int rank, const int64_t *dims,
+                    const float *vals, size_t n) {
+  pb_t t = {0};
+  for (int i = 0; i < rank; i++)
+    f_int(&t, 1, dims[i]);
+  f_int(&t, 2, FLOAT);
+  f_str(&t, 8, name);
+  f_bytes(&t, 9, vals, n * sizeof *vals);
+  return t;
+}
+
+/* Resize 18: keep_aspect_ratio_policy (one scale over `axes`, rounded) and
+ * tf_crop_and_resize (the roi extent scales the input). */
+static void test_resize_policies(void **state) {
+  (void)state;
+  const int64_t xd[] = {1, 3, 20, 10}, two[] = {2}, hw[] = {2, 3},
+                sv[] = {8, 8};
+  static const struct {
+    const char *policy;
+    int64_t h, w;
+  } cases[] = {{"not_larger", 8, 4}, {"not_smaller", 16, 8}, {"stretch", 8, 8}};
+  for (size_t i = 0; i < 3; i++) {
+    pb_t a[2] = {attr_ints("axes", 2, hw),
+                 attr_str("keep_aspect_ratio_policy", cases[i].policy)};
+    pb_t t = tensor("S", INT64, 1, two, sv);
+    pb_t m = one_node(18, 4, xd, node("Resize", "rz", "X,,,S", "Y", 2, a), 1,
+                      &t, "Y");
+    nnmem_graph_t *g = import_ok(&m);
+    SHAPE(g, "Y", 1, 3, cases[i].h, cases[i].w);
+    nnmem_graph_destroy(g);
+  }
+  const int64_t cd[] = {1, 1, 10, 10}, four[] = {4}, eight[] = {8};
+  const float scales[] = {1, 1, 3, 2}, roi[] = {0, 0, 0, 0.25f, 1, 1, 0.5f, 1};
+  pb_t in[2] = {ftensor("R", 1, eight, roi, 8),
+                ftensor("C", 1, four, scales, 4)};
+  pb_t a = attr_str("coordinate_transformation_mode", "tf_crop_and_resize");
+  pb_t m = one_node(13, 4, cd, node("Resize", "rz", "X,R,C", "Y", 1, &a), 2, in,
+                    "Y");
+  nnmem_graph_t *g = import_ok(&m);
+  SHAPE(g, "Y", 1, 1, 15, 15); /* floor(10 x 0.5 x 3), floor(10 x 0.75 x 2) */
+  nnmem_graph_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_split_sizes),
@@ -353,6 +397,7 @@ int main(void) {
       cmocka_unit_test(test_blocked_layout_huge_channels),
       cmocka_unit_test(test_loop_unbounded_trip_count),
       cmocka_unit_test(test_bad_input_shapes),
+      cmocka_unit_test(test_resize_policies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

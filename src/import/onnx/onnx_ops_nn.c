@@ -486,7 +486,10 @@ static int64_t scaled(int64_t x, double scale) {
   return x < 0 || !(v >= 0 && v < 9e18) ? -1 : (int64_t)v;
 }
 
-/* Resize (scales or sizes, opset 18 `axes`) and Upsample. */
+/* Resize (scales or sizes, opset 18 `axes` and keep_aspect_ratio_policy:
+ * one scale min / max over the axes of sizes / input, each dim
+ * round(scale x)) and Upsample; tf_crop_and_resize scales the roi extent
+ * (roi end - start) of each axis. */
 static nnmem_status_t infer_resize(ox_ctx_t *c, ox_node_t *n) {
   ox_val_t *x = OX_IN(n, 0), *y = OX_OUT(n, 0);
   int upsample = strcmp(n->type, "Upsample") == 0;
@@ -501,16 +504,45 @@ static nnmem_status_t infer_resize(ox_ctx_t *c, ox_node_t *n) {
   y->elem = x->elem;
   if (x->rank < 0) return NNMEM_OK;
   size_t na = ax ? nax : (size_t)x->rank;
+  if (na > OX_MAX_RANK) return bad_shape(c, n, "too many axes");
   int64_t dims[OX_MAX_RANK];
   memcpy(dims, x->dims, sizeof dims);
+  char policy[16], mode[32];
+  st = nnmem__onnx_attr_string(c, n, "keep_aspect_ratio_policy", "stretch",
+                               policy, sizeof policy);
+  if (st == NNMEM_OK)
+    st = nnmem__onnx_attr_string(c, n, "coordinate_transformation_mode", "",
+                                 mode, sizeof mode);
+  if (st != NNMEM_OK) return st;
+  int use_sizes = sz && sz->has_vals && sz->nvals == na;
+  double keep = -1; /* not_larger / not_smaller: one scale for all axes */
+  ox_val_t *roi = !upsample && n->opset >= 11 ? OX_IN(n, 1) : NULL;
+  int crop = strcmp(mode, "tf_crop_and_resize") == 0 && roi && roi->has_vals &&
+             roi->nvals == 2 * na;
+  int32_t axes[OX_MAX_RANK];
   for (size_t i = 0; i < na; i++) {
-    int32_t d;
-    if (!nnmem__onnx_axis(ax ? ax[i] : (int64_t)i, x->rank, &d))
+    if (!nnmem__onnx_axis(ax ? ax[i] : (int64_t)i, x->rank, &axes[i]))
       return bad_shape(c, n, "axes out of range");
-    if (sz && sz->has_vals && sz->nvals == na)
+    if (!use_sizes || strcmp(policy, "stretch") == 0) continue;
+    if (x->dims[axes[i]] <= 0) return NNMEM_OK;
+    double r = nnmem__onnx_float_at(sz, i) / (double)x->dims[axes[i]];
+    int larger = strcmp(policy, "not_smaller") == 0;
+    if (keep < 0 || (larger ? r > keep : r < keep)) keep = r;
+  }
+  for (size_t i = 0; i < na; i++) {
+    int32_t d = axes[i];
+    if (use_sizes && keep >= 0)
+      dims[d] = scaled(x->dims[d], keep) == -1
+                    ? -1
+                    : (int64_t)floor((double)x->dims[d] * keep + 0.5);
+    else if (use_sizes)
       dims[d] = nnmem__onnx_int_at(sz, i);
     else if (sc && sc->has_vals && sc->nvals == na)
-      dims[d] = scaled(x->dims[d], nnmem__onnx_float_at(sc, i));
+      dims[d] =
+          scaled(x->dims[d], nnmem__onnx_float_at(sc, i) *
+                                 (crop ? nnmem__onnx_float_at(roi, i + na) -
+                                             nnmem__onnx_float_at(roi, i)
+                                       : 1.0));
     else if (fa && nfa == na)
       dims[d] = scaled(x->dims[d], fa[i]);
     else
