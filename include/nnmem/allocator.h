@@ -35,7 +35,9 @@ extern "C" {
 #endif
 
 typedef struct nnmem_allocator_config {
-  uint32_t size;            /* sizeof(nnmem_allocator_config_t) */
+  uint32_t size;            /* sizeof(nnmem_allocator_config_t); 0 =
+                               current; a smaller (older) size is read only
+                               that far, later fields keep defaults */
   nnmem_backend_t *backend; /* NULL = a host backend owned by the allocator;
                                must be NNMEM_BACKEND_BACKED */
   int no_thread_cache;      /* 1: every call goes to the shared pool */

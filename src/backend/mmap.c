@@ -24,6 +24,7 @@
 
 #include "backend/backend_internal.h"
 #include "nnmem/backend.h"
+#include "runtime/pool_internal.h"
 
 #define HUGE_PAGE (2u << 20)
 
@@ -104,7 +105,9 @@ nnmem_status_t nnmem_backend_mmap_create(const nnmem_mmap_config_t *cfg,
   if (!m) return NNMEM_ERR_NOMEM;
   long page = sysconf(_SC_PAGESIZE);
   m->page = page > 0 ? (uint64_t)page : 4096;
-  m->huge = cfg && cfg->huge_pages;
+  nnmem_mmap_config_t c = {0};
+  if (cfg) nnmem__config_copy(&c, sizeof c, cfg);
+  m->huge = c.huge_pages != 0;
   nnmem_backend_t *t = &m->table;
   t->size = sizeof *t;
   t->version = NNMEM_BACKEND_VERSION;

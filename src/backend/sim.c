@@ -24,6 +24,7 @@
 #include "common/util.h"
 #include "nnmem/backend.h"
 #include "runtime/addrmap.h"
+#include "runtime/pool_internal.h"
 
 #define SIM_BASE (1ULL << 44)
 
@@ -128,7 +129,7 @@ nnmem_status_t nnmem_backend_sim_create(const nnmem_sim_config_t *cfg,
   if (!out) return NNMEM_ERR_INVALID;
   *out = NULL;
   nnmem_sim_config_t d = {0};
-  if (cfg) d = *cfg;
+  if (cfg) nnmem__config_copy(&d, sizeof d, cfg);
   if (d.alignment == 0) d.alignment = 256;
   if (!nnmem__is_pow2(d.alignment) || d.alignment > (1u << 20))
     return NNMEM_ERR_INVALID;

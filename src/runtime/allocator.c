@@ -470,7 +470,7 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   *out = NULL;
   nnmem_allocator_config_t c;
   nnmem_allocator_config_init(&c);
-  if (cfg) c = *cfg;
+  if (cfg) nnmem__config_copy(&c, sizeof c, cfg);
   if (c.backend && !(c.backend->flags & NNMEM_BACKEND_BACKED))
     return NNMEM_ERR_INVALID;
   pthread_once(&class_once, init_classes);

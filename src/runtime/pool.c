@@ -169,7 +169,7 @@ nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
                        "pool: unknown kind or incomplete backend table");
   nnmem_pool_config_t c;
   nnmem_pool_config_init(&c);
-  if (cfg) c = *cfg;
+  if (cfg) nnmem__config_copy(&c, sizeof c, cfg);
   nnmem__pool_params_t p;
   nnmem_status_t st = resolve(kind, &c, backend, &p, diag);
   if (st != NNMEM_OK) return st;

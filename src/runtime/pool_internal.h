@@ -9,6 +9,8 @@
 #ifndef NNMEM_POOL_INTERNAL_H
 #define NNMEM_POOL_INTERNAL_H
 
+#include <string.h>
+
 #include "common/util.h"
 #include "nnmem/pool.h"
 
@@ -80,6 +82,19 @@ static inline uint64_t nnmem__next_pow2(uint64_t x) {
 }
 static inline unsigned nnmem__log2(uint64_t x) {
   return 63u - (unsigned)__builtin_clzll(x);
+}
+
+/* Copies a caller's versioned config (its first field: uint32_t size) into
+ * `dst`, already initialized to defaults: only the caller's `size` bytes
+ * (0 = the current size), so a config of an older, smaller layout is not
+ * read past its end and the fields it lacks keep their defaults. */
+static inline void nnmem__config_copy(void *dst, size_t dst_size,
+                                      const void *src) {
+  uint32_t n;
+  memcpy(&n, src, sizeof n);
+  if (n == 0 || n > dst_size) n = (uint32_t)dst_size;
+  memcpy(dst, src, n);
+  memcpy(dst, &(uint32_t){(uint32_t)dst_size}, sizeof n);
 }
 
 #endif /* NNMEM_POOL_INTERNAL_H */

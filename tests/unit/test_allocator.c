@@ -110,6 +110,35 @@ static void test_small_page_misuse(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* A config of an older, smaller layout (only its size field here, in a
+ * heap block of exactly that size) is read no further than its size says
+ * (ASan builds catch an over-read); the missing fields keep defaults. */
+static void test_old_config_layout(void **state) {
+  (void)state;
+  uint32_t *old = malloc(sizeof *old);
+  assert_non_null(old);
+  *old = sizeof *old;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create((const nnmem_allocator_config_t *)old, &a));
+  void *p = nnmem_alloc(a, 100);
+  assert_non_null(p);
+  nnmem_free(a, p);
+  nnmem_allocator_destroy(a);
+  nnmem_backend_t *b = NULL;
+  assert_ok(nnmem_backend_sim_create((const nnmem_sim_config_t *)old, &b));
+  assert_int_equal(b->alignment, 256); /* the default */
+  nnmem_pool_t *pool = NULL;
+  assert_ok(nnmem_pool_create(NNMEM_POOL_TLSF, (const nnmem_pool_config_t *)old,
+                              b, &pool));
+  assert_ok(nnmem_pool_alloc(pool, 100, 0, &p));
+  assert_ok(nnmem_pool_free(pool, p));
+  nnmem_pool_destroy(pool);
+  nnmem_backend_destroy(b);
+  assert_ok(nnmem_backend_mmap_create((const nnmem_mmap_config_t *)old, &b));
+  nnmem_backend_destroy(b);
+  free(old);
+}
+
 static void test_unbacked_refused(void **state) {
   (void)state;
   nnmem_backend_t *b = NULL;
@@ -275,6 +304,7 @@ int main(void) {
       cmocka_unit_test(test_small_blocks),
       cmocka_unit_test(test_small_page_misuse),
       cmocka_unit_test(test_unbacked_refused),
+      cmocka_unit_test(test_old_config_layout),
       cmocka_unit_test(test_random),
       cmocka_unit_test(test_cross_thread),
       cmocka_unit_test(test_backend_faults),
