@@ -168,6 +168,16 @@ cmp -s "$T/ok.csv" "$T/keep.csv" || fail "the input file was changed"
 expect_error plan "$T/ok.csv" --out "$T/nodir/should-not-exist.csv"
 err_has "nodir"
 
+# --profile into a missing folder or onto a folder: found before --out is
+# written, so an existing --out file keeps its contents.
+printf 'keep me\n' >"$T/old.csv"
+expect_error plan "$T/ok.csv" --out "$T/old.csv" --profile "$T/nodir/p.json"
+err_has "nodir/p.json"
+grep -qx 'keep me' "$T/old.csv" || fail "--out file was replaced or removed"
+expect_error plan "$T/ok.csv" --out "$T/old.csv" --profile "$T/dir.csv"
+err_has "is a directory"
+grep -qx 'keep me' "$T/old.csv" || fail "--out file was replaced or removed"
+
 # --profile fails after --out succeeded: the --out file is removed again.
 expect_error plan "$T/ok.csv" --out "$T/should-not-exist.csv" \
   --profile "$T/nodir/p.json"

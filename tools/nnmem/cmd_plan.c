@@ -20,9 +20,12 @@
  * Invariant: no output file exists after a non-zero exit that this run
  * created; every resource is freed on every path (plan_ctx_free).
  * Thread-safety: single-threaded. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
@@ -459,10 +462,31 @@ static nnmem_status_t write_plan_file(plan_ctx_t *c) {
   return nnmem_problem_write_csv(c->problem, offs, out, &c->diag);
 }
 
+/* The cheap checks that a file can be written at `path` (not a folder, its
+ * folder exists and is writable), so that --profile failing for those
+ * reasons does not cost an --out file that was already replaced. */
+static nnmem_status_t output_path_ok(plan_ctx_t *c, const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return nnmem__diag(&c->diag, NNMEM_ERR_IO, "%s: is a directory", path);
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) return NNMEM_OK;
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? nnmem__strdup(path) : NULL;
+  if (dir) dir[slash == path ? 1 : slash - path] = '\0';
+  int ok = access(dir ? dir : ".", W_OK | X_OK) == 0;
+  int e = errno;
+  free(dir);
+  if (!ok)
+    return nnmem__diag(&c->diag, NNMEM_ERR_IO,
+                       "%s: cannot create a file there: %s", path, strerror(e));
+  return NNMEM_OK;
+}
+
 /* Step 7: --out, then --profile; on failure nothing new is left behind. */
 static nnmem_status_t write_outputs(plan_ctx_t *c) {
   nnmem_status_t st = NNMEM_OK;
-  if (c->opts.out) st = write_plan_file(c);
+  if (c->opts.out && c->opts.profile) st = output_path_ok(c, c->opts.profile);
+  if (st == NNMEM_OK && c->opts.out) st = write_plan_file(c);
   if (st != NNMEM_OK || !c->opts.profile) return st;
   const char *model = c->graph ? nnmem_graph_name(c->graph) : c->run.title;
   if (c->is_onnx) {
