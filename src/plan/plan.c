@@ -204,7 +204,12 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
   *out = NULL;
   nnmem_planner_config_t c;
   nnmem_planner_config_init(&c);
-  if (cfg) c = *cfg;
+  if (cfg) { /* a caller built against an older, smaller layout: read only
+                the fields it has (size 0 = the current layout) */
+    size_t n = cfg->size && cfg->size < sizeof c ? cfg->size : sizeof c;
+    memcpy(&c, cfg, n);
+    c.size = sizeof c;
+  }
   uint64_t align = c.alignment ? c.alignment : 1;
   if (!nnmem__is_pow2(align))
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
