@@ -405,7 +405,7 @@ static nnmem_status_t misuse(nnmem_allocator_t *a) {
  * (at or past the bump pointer), or the page has no block out (used == 0:
  * a double free, caught in every build); debug builds also walk the free
  * list. Another thread's double free cannot be seen without a race. */
-static int local_misuse(const page_t *pg, const void *ptr) {
+static inline int local_misuse(const page_t *pg, const void *ptr) {
   if ((const char *)ptr >= pg->bump || pg->used == 0) return 1;
   if (nnmem__debug)
     for (void *f = pg->free; f; f = *(void **)f)
@@ -420,15 +420,15 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   if (!ptr) return NNMEM_OK;
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (!pg) return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
-  uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR;
+  uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR; /* < 2^16 */
+  uint64_t idx = (off * pg->recip) >> 32; /* off / bsize, exact */
   /* cap and bsize never change once the page is published: no race */
-  if (off >= (uint64_t)pg->cap * pg->bsize ||
-      ((off * pg->recip) >> 32) * pg->bsize != off)
+  if (__builtin_expect(idx >= pg->cap || idx * pg->bsize != off, 0))
     return misuse(a); /* interior pointer, or in the page's unused tail */
   tcache_t *tc = cache_get(a);
   if (!tc) return NNMEM_ERR_NOMEM;
   if (pg->owner == tc) {
-    if (local_misuse(pg, ptr)) return misuse(a);
+    if (__builtin_expect(local_misuse(pg, ptr), 0)) return misuse(a);
     bump(&tc->st.frees[pg->cls], 1);
     local_free(tc, pg, ptr);
     return NNMEM_OK;
