@@ -398,6 +398,14 @@ static nnmem_status_t parse_text(jctx_t *c, const char *data, size_t len,
                        line, col,
                        kind == 2 ? "NUL byte" : "invalid UTF-8 byte");
   }
+  size_t lead = 0;
+  while (lead < len && (data[lead] == ' ' || data[lead] == '\t' ||
+                        data[lead] == '\n' || data[lead] == '\r'))
+    lead++;
+  if (lead == len)
+    return nnmem__diag(c->diag, NNMEM_ERR_PARSE,
+                       "%s: empty file (expected a JSON graph object)",
+                       c->file);
   char *copy = malloc(len + 1);
   if (!copy)
     return nnmem__diag(c->diag, NNMEM_ERR_NOMEM, "%s: out of memory", c->file);

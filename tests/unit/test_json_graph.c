@@ -206,7 +206,8 @@ static void test_err_syntax(void **state) {
   (void)state;
   expect_err("{\n  \"format_version\": 1,\n  oops\n}", NNMEM_ERR_PARSE,
              "g.json:3:3:", "not valid JSON", "oops");
-  expect_err("", NNMEM_ERR_PARSE, "g.json:1:1:", "not valid JSON");
+  expect_err("", NNMEM_ERR_PARSE, "g.json: empty file");
+  expect_err(" \n\t\r\n", NNMEM_ERR_PARSE, "g.json: empty file");
   expect_err("{\"format_version\": 1,\n \"tensors\": [", NNMEM_ERR_PARSE,
              "g.json:2:", "end of input");
   expect_err("{\"format_version\": 1} trailing", NNMEM_ERR_PARSE,

@@ -83,6 +83,12 @@ static int parse_inspect_args(int argc, char **argv, inspect_opts_t *o) {
   int e = cli_args_parse(&p, argc, argv);
   if (e >= 0) return e;
   if (!o->input) return cli_usage_error("inspect", "missing MODEL");
+  size_t n = strlen(o->input);
+  if (n > 4 && strcasecmp(o->input + n - 4, ".csv") == 0)
+    return cli_usage_error("inspect",
+                           "'%s' is a MiniMalloc problem, not a model (it "
+                           "has no tensors; try nnmem plan)",
+                           o->input);
   if (o->onnx.first && !cli_is_onnx(o->input))
     return cli_usage_error(
         "inspect", "--%s applies to ONNX models (.onnx) only", o->onnx.first);
