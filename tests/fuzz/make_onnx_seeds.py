@@ -241,11 +241,20 @@ def zoo():
     return model(graph("zoo", nodes, ins, outs, inits), opset=17)
 
 
+def regress_split():
+    """Split into equal parts of a 2^63 - 1 long axis (signed overflow,
+    found by the attribute sweep)."""
+    n = node("Split", "split", ["x"], ["a", "b"], [attr_int("axis", 0)])
+    return model(graph("split", [n], [value_info("x", FLOAT, [(1 << 63) - 1])],
+                       [value_info("a", FLOAT, None)]), opset=13)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for name, data in [("cnn.onnx", cnn()), ("shape_chain.onnx", shape_chain()),
                        ("control.onnx", control()), ("misc.onnx", misc()),
-                       ("zoo.onnx", zoo())]:
+                       ("zoo.onnx", zoo()),
+                       ("regress-split-equal-parts-overflow.onnx", regress_split())]:
         with open(os.path.join(OUT, name), "wb") as f:
             f.write(data)
 

@@ -56,6 +56,11 @@ static void test_split_sizes(void **state) {
   SHAPE(g, "A", 1);
   SHAPE(g, "B", 3);
   nnmem_graph_destroy(g);
+  /* equal parts (no split sizes): 1 cannot make 3 parts */
+  const int64_t x1[] = {1};
+  m = one_node(18, 1, x1, node("Split", "sp3", "X", "A,B,C", 0, NULL), 0, NULL,
+               "A,B,C");
+  expect_fail(&m, NNMEM_ERR_INVALID, "cannot split 1 into 3 parts");
   /* constant input: the values are split too, even with a huge size */
   gb_t gg = {{0}};
   const int64_t vals[] = {1, 2, 3, 4};

@@ -338,8 +338,12 @@ static nnmem_status_t infer_split(ox_ctx_t *c, ox_node_t *n) {
     else if (total < 0)
       len = -1;
     else /* equal parts, the last one smaller (opset 18 num_outputs) */
-      len = (total + no - 1) / no,
+      len = total / no + (total % no != 0),
       len = (int64_t)k == no - 1 ? total - len * (no - 1) : len;
+    if (len < 0 && !sp && total >= 0)
+      return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                    "cannot split %lld into %lld parts",
+                                    (long long)total, (long long)no);
     dims[a] = len;
     nnmem__onnx_set(OX_OUT(n, k), x->elem, x->rank, dims);
     if (x->rank == 1 && x->has_vals && len >= 0 && OX_OUT(n, k) &&
