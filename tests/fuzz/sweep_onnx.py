@@ -13,6 +13,9 @@ the harness over them:
   python3 tests/fuzz/sweep_onnx.py OUTDIR tests/fuzz/corpus/onnx/*.onnx
   build-fuzz/tests/fuzz/fuzz_onnx -runs=0 OUTDIR
 
+`--pairs N` writes instead N variants per model with two random varints
+changed at once (fixed random seed).
+
 Algorithm: parse the wire format recursively (a length-delimited field that
 parses as a message is treated as one, else as bytes), enumerate the paths
 to varint leaves, and serialize a copy with one leaf replaced.
@@ -20,6 +23,7 @@ O(leaves x values) variants of O(model size) each.
 """
 import copy
 import os
+import random
 import struct
 import sys
 
@@ -134,18 +138,41 @@ def variants(msg):
                 yield replaced(msg, path, bytes(b))
 
 
+def pair_variants(msg, count, rng):
+    """`count` variants with two random varints set to random extremes (or
+    small values)."""
+    paths = [p for p, kind, _ in leaves(msg) if kind == "varint"]
+    for _ in range(count if len(paths) > 1 else 0):
+        m = copy.deepcopy(msg)
+        for path in rng.sample(paths, 2):
+            cur = m
+            for p in path[:-1]:
+                cur = cur[p][2]
+            field, wt, _ = cur[path[-1]]
+            cur[path[-1]] = (field, wt,
+                             rng.choice(EXTREMES + [rng.randrange(300)]))
+        yield serialize(m)
+
+
 def main():
-    if len(sys.argv) < 3:
-        sys.exit("usage: sweep_onnx.py OUTDIR MODEL.onnx...")
-    outdir = sys.argv[1]
+    args = sys.argv[1:]
+    pairs = 0
+    if len(args) > 1 and args[0] == "--pairs":
+        pairs = int(args[1])
+        args = args[2:]
+    if len(args) < 2:
+        sys.exit("usage: sweep_onnx.py [--pairs N] OUTDIR MODEL.onnx...")
+    outdir = args[0]
     os.makedirs(outdir, exist_ok=True)
+    rng = random.Random(7)  # fixed seed: the same variants every run
     total = 0
-    for src in sys.argv[2:]:
+    for src in args[1:]:
         data = open(src, "rb").read()
         msg = parse(data)
         assert serialize(msg) == data, src
         base = os.path.basename(src)
-        for n, b in enumerate(variants(msg)):
+        gen = pair_variants(msg, pairs, rng) if pairs else variants(msg)
+        for n, b in enumerate(gen):
             with open(os.path.join(outdir, "%s.%d" % (base, n)), "wb") as f:
                 f.write(b)
             total += 1
