@@ -60,7 +60,8 @@ static void print_replay_help(void) {
       stdout);
 }
 
-static int set_replay_option(replay_opts_t *o, int id, const char *v) {
+static int set_replay_option(void *opts, int id, const char *v) {
+  replay_opts_t *o = opts;
   const char *why = NULL;
   if (id == ROPT_JSON) {
     o->json = 1;
@@ -85,29 +86,16 @@ static int set_replay_option(replay_opts_t *o, int id, const char *v) {
   return 0;
 }
 
+/* Returns -1 to continue, else the exit code. */
 static int parse_replay_args(int argc, char **argv, replay_opts_t *o) {
-  cli_args_t a;
-  int id = 0, rc;
-  const char *v = NULL;
   memset(o, 0, sizeof *o);
   o->kind = NNMEM_POOL_TIERED;
   o->align = 256;
-  cli_args_init(&a, "replay", argc, argv);
-  while ((rc = cli_args_next(&a, replay_table, &id, &v)) != CLI_ARG_END) {
-    if (rc == CLI_ARG_ERROR) return CLI_EXIT_INVALID;
-    if (rc == CLI_ARG_POSITIONAL) {
-      if (o->trace)
-        return cli_usage_error("replay", "unexpected argument '%s'", v);
-      o->trace = v;
-      continue;
-    }
-    if (id == ROPT_HELP) {
-      print_replay_help();
-      return CLI_EXIT_OK;
-    }
-    int e = set_replay_option(o, id, v);
-    if (e) return e;
-  }
+  cli_parse_t p = {"replay",          replay_table,      ROPT_HELP,
+                   print_replay_help, set_replay_option, o,
+                   {&o->trace, NULL}};
+  int e = cli_args_parse(&p, argc, argv);
+  if (e >= 0) return e;
   if (!o->trace) return cli_usage_error("replay", "missing TRACE.csv");
   return -1;
 }
