@@ -5,7 +5,8 @@
  *
  * Spatial output size (ONNX Conv / pooling specification), per axis i with
  * input x, kernel k, dilation d, stride s, pads pb + pe, e = (k - 1) d + 1:
- *   NOTSET: floor((x + pb + pe - e) / s) + 1 (ceil with ceil_mode = 1)
+ *   NOTSET: floor((x + pb + pe - e) / s) + 1 (ceil with ceil_mode = 1,
+ *           less a last window that would start in the right padding)
  *   SAME_UPPER / SAME_LOWER: ceil(x / s)
  *   VALID: floor((x - e) / s) + 1
  * ConvTranspose: s (x - 1) + output_padding + e - pb - pe, or output_shape,
@@ -73,7 +74,7 @@ static int64_t window_out(const window_t *w, size_t i, size_t nsp, int64_t x,
   if (span < 0) return WIN_EMPTY;
   if (!w->ceil_mode) return span / s + 1;
   /* ceil mode: the last window must start inside the input or the
-   * leading padding (ONNX reference, PyTorch) */
+   * leading padding, as in PyTorch, whose exports set ceil_mode */
   int64_t out = (span + s - 1) / s + 1;
   if ((out - 1) * s >= x + pb) out--;
   return out;
