@@ -7,22 +7,11 @@ Run from the repository root: python3 tests/fuzz/make_onnx_seeds.py
 import os
 import struct
 
+from sweep_onnx import varint  # one protobuf varint encoder for both scripts
+
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "onnx")
 FLOAT, INT64 = 1, 7
 A_FLOAT, A_INT, A_STRING, A_TENSOR, A_GRAPH, A_INTS = 1, 2, 3, 4, 5, 7
-
-
-def varint(v):
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def f_int(field, v):
