@@ -108,29 +108,32 @@ typedef nnmem_status_t (*order_fn)(const nnmem_problem_t *, uint64_t,
                                    uint32_t *);
 
 /* Runs the engine once per ordering in `fns` and keeps the lowest plan
- * below `limit`: *height stays UINT64_MAX (and `off` untouched) when every
- * ordering gave up at the limit. */
+ * whose height is at most `limit`. *found says whether any ordering
+ * produced one (then `off` and *height hold it); a flag rather than a
+ * sentinel height, since every height up to 2^64 - 1 is a real one. */
 static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
                                   const order_fn *fns, size_t nfns,
                                   uint64_t limit, uint64_t *off,
-                                  uint64_t *height) {
+                                  uint64_t *height, int *found) {
   size_t n = nnmem_problem_count(p), m = n ? n : 1;
   uint32_t *order = malloc(m * sizeof *order);
   uint64_t *tmp = malloc(m * sizeof *tmp);
   nnmem_status_t st = order && tmp ? NNMEM_OK : NNMEM_ERR_NOMEM;
-  *height = UINT64_MAX;
+  *found = 0;
   for (size_t f = 0; f < nfns && st == NNMEM_OK; f++) {
-    uint64_t h = 0, best = *height < limit ? *height : limit;
+    if (*found && *height == 0) break; /* nothing beats an empty plan */
+    uint64_t h = 0, lim = *found && *height - 1 < limit ? *height - 1 : limit;
     st = fns[f](p, align, order);
     if (st == NNMEM_OK)
-      st = nnmem__place_in_order(p, order, align, NNMEM__FIT_BEST,
-                                 best == UINT64_MAX ? best : best - 1, tmp, &h);
-    if (st == NNMEM_ERR_CAPACITY) { /* no better than what we have */
+      st =
+          nnmem__place_in_order(p, order, align, NNMEM__FIT_BEST, lim, tmp, &h);
+    if (st == NNMEM_ERR_CAPACITY) { /* gave up: above lim */
       st = NNMEM_OK;
       continue;
     }
-    if (st == NNMEM_OK && h < *height) {
+    if (st == NNMEM_OK) { /* h <= lim: better than what we had */
       *height = h;
+      *found = 1;
       memcpy(off, tmp, n * sizeof *off);
     }
   }
@@ -139,10 +142,11 @@ static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
   return st;
 }
 
-/* Runs strategy `s` (not auto); see plan_orders for `limit`. */
+/* Runs strategy `s` (not auto); see plan_orders for `limit` and `found`. */
 static nnmem_status_t run_strategy(const nnmem_problem_t *p, nnmem_strategy_t s,
                                    uint64_t align, uint64_t limit,
-                                   uint64_t *off, uint64_t *height) {
+                                   uint64_t *off, uint64_t *height,
+                                   int *found) {
   static const order_fn size_fns[] = {nnmem__order_greedy_size};
   static const order_fn heap_fns[] = {nnmem__order_size_lifetime,
                                       nnmem__order_lifetime_size};
@@ -150,10 +154,12 @@ static nnmem_status_t run_strategy(const nnmem_problem_t *p, nnmem_strategy_t s,
   static const order_fn class_fns[] = {nnmem__order_class4_life,
                                        nnmem__order_class4_first,
                                        nnmem__order_class2_first};
-#define RUN_(fns) \
-  plan_orders(p, align, fns, sizeof fns / sizeof *fns, limit, off, height)
+#define RUN_(fns)                                                          \
+  plan_orders(p, align, fns, sizeof fns / sizeof *fns, limit, off, height, \
+              found)
   switch (s) {
     case NNMEM_STRATEGY_NAIVE:
+      *found = 1;
       return plan_naive(p, align, off, height);
     case NNMEM_STRATEGY_GREEDY_SIZE:
       return RUN_(size_fns);
@@ -181,16 +187,20 @@ static nnmem_status_t run_auto(const nnmem_problem_t *p, uint64_t align,
   nnmem_status_t st = nnmem_problem_lower_bound(p, align, &lb);
   uint64_t *tmp = malloc((pl->n ? pl->n : 1) * sizeof *tmp);
   if (!tmp) return NNMEM_ERR_NOMEM;
-  pl->height = UINT64_MAX;
+  int have = 0;
   for (size_t i = 0; i < sizeof tries / sizeof *tries && st == NNMEM_OK; i++) {
-    uint64_t h = UINT64_MAX;
-    st = run_strategy(p, tries[i], align, pl->height, tmp, &h);
-    if (st == NNMEM_OK && h < pl->height) {
+    uint64_t h = 0;
+    int found = 0;
+    st = run_strategy(p, tries[i], align, have ? pl->height - 1 : UINT64_MAX,
+                      tmp, &h, &found);
+    if (st == NNMEM_OK && found) { /* strictly below the best so far */
       pl->height = h;
       pl->strategy = tries[i];
+      have = 1;
       memcpy(pl->offsets, tmp, pl->n * sizeof *tmp);
     }
-    if (pl->height <= lb || (deadline > 0 && nnmem__now() > deadline)) break;
+    if ((have && pl->height <= lb) || (deadline > 0 && nnmem__now() > deadline))
+      break;
   }
   free(tmp);
   return st;
@@ -228,8 +238,11 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
   if (s == NNMEM_STRATEGY_AUTO)
     st = run_auto(problem, align, c.time_limit_s > 0 ? t0 + c.time_limit_s : 0,
                   pl);
-  else
-    st = run_strategy(problem, s, align, UINT64_MAX, pl->offsets, &pl->height);
+  else {
+    int found = 0; /* always 1 on success: no limit */
+    st = run_strategy(problem, s, align, UINT64_MAX, pl->offsets, &pl->height,
+                      &found);
+  }
   pl->seconds = nnmem__now() - t0;
   if (st == NNMEM_OK && c.capacity && pl->height > c.capacity)
     st = nnmem__diag(diag, NNMEM_ERR_CAPACITY,

@@ -232,6 +232,19 @@ static void test_no_reuse(void **state) {
   nnmem_problem_destroy(p);
 }
 
+/* A plan may be exactly 2^64 - 1 bytes high (the planner once used that
+ * height to mean "no plan yet" and returned offsets all 0). */
+static void test_height_max(void **state) {
+  (void)state;
+  nnmem_problem_t *p = NULL;
+  assert_ok(nnmem_problem_create(&p));
+  assert_ok(nnmem_problem_add(p, "big", UINT64_MAX - 1, 0, 0, 1, NULL));
+  assert_ok(nnmem_problem_add(p, "small", 1, 0, 0, 1, NULL));
+  for (size_t s = 0; s < N_STRATEGIES; s++)
+    assert_true(height_of(p, all_strategies[s], 1) == UINT64_MAX);
+  nnmem_problem_destroy(p);
+}
+
 static void test_empty_and_zero_size(void **state) {
   (void)state;
   nnmem_problem_t *p = NULL;
@@ -452,6 +465,7 @@ int main(void) {
       cmocka_unit_test(test_capacity),
       cmocka_unit_test(test_no_reuse),
       cmocka_unit_test(test_empty_and_zero_size),
+      cmocka_unit_test(test_height_max),
       cmocka_unit_test(test_verify_detects),
       cmocka_unit_test(test_verify_vs_oracle),
       cmocka_unit_test(test_random_problems),
