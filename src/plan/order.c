@@ -43,15 +43,6 @@ static int key_cmp(const void *a, const void *b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-enum {
-  BY_SIZE_FIRST,
-  BY_SIZE_LIFE,
-  BY_LIFE_SIZE,
-  BY_CLASS4_FIRST,
-  BY_CLASS4_LIFE,
-  BY_CLASS2_FIRST
-};
-
 /* Size class: floor(log2(size)) >> shift (0 for empty buffers). */
 static uint64_t size_class(uint64_t size, unsigned shift) {
   return size ? (uint64_t)(63 - __builtin_clzll(size)) >> shift : 0;
@@ -68,23 +59,23 @@ static nnmem_status_t sort_by(const nnmem_problem_t *p, uint64_t align, int how,
     uint64_t life = b[i].last - b[i].first;
     key_t_ k = {0, 0, 0, (uint32_t)i};
     switch (how) {
-      case BY_SIZE_FIRST:
+      case NNMEM__ORDER_SIZE_FIRST:
         k.k1 = size, k.k3 = b[i].first;
         break;
-      case BY_SIZE_LIFE:
+      case NNMEM__ORDER_SIZE_LIFE:
         k.k1 = size, k.k2 = life, k.k3 = b[i].first;
         break;
-      case BY_LIFE_SIZE:
+      case NNMEM__ORDER_LIFE_SIZE:
         k.k1 = life, k.k2 = size, k.k3 = b[i].first;
         break;
-      case BY_CLASS4_FIRST: /* k2 = size: ties inside a step */
+      case NNMEM__ORDER_CLASS4_FIRST: /* k2 = size: ties inside a step */
         k.k1 = size_class(size, 1), k.k2 = UINT64_MAX - b[i].first;
         k.k3 = UINT64_MAX - size;
         break;
-      case BY_CLASS4_LIFE:
+      case NNMEM__ORDER_CLASS4_LIFE:
         k.k1 = size_class(size, 1), k.k2 = life, k.k3 = UINT64_MAX - size;
         break;
-      default: /* BY_CLASS2_FIRST */
+      default: /* NNMEM__ORDER_CLASS2_FIRST */
         k.k1 = size_class(size, 0), k.k2 = UINT64_MAX - b[i].first;
         k.k3 = UINT64_MAX - size;
         break;
@@ -96,36 +87,6 @@ static nnmem_status_t sort_by(const nnmem_problem_t *p, uint64_t align, int how,
     order[i] = keys[i].idx;
   free(keys);
   return NNMEM_OK;
-}
-
-nnmem_status_t nnmem__order_greedy_size(const nnmem_problem_t *p,
-                                        uint64_t align, uint32_t *order) {
-  return sort_by(p, align, BY_SIZE_FIRST, order);
-}
-
-nnmem_status_t nnmem__order_size_lifetime(const nnmem_problem_t *p,
-                                          uint64_t align, uint32_t *order) {
-  return sort_by(p, align, BY_SIZE_LIFE, order);
-}
-
-nnmem_status_t nnmem__order_class4_first(const nnmem_problem_t *p,
-                                         uint64_t align, uint32_t *order) {
-  return sort_by(p, align, BY_CLASS4_FIRST, order);
-}
-
-nnmem_status_t nnmem__order_class4_life(const nnmem_problem_t *p,
-                                        uint64_t align, uint32_t *order) {
-  return sort_by(p, align, BY_CLASS4_LIFE, order);
-}
-
-nnmem_status_t nnmem__order_class2_first(const nnmem_problem_t *p,
-                                         uint64_t align, uint32_t *order) {
-  return sort_by(p, align, BY_CLASS2_FIRST, order);
-}
-
-nnmem_status_t nnmem__order_lifetime_size(const nnmem_problem_t *p,
-                                          uint64_t align, uint32_t *order) {
-  return sort_by(p, align, BY_LIFE_SIZE, order);
 }
 
 typedef struct ev {
@@ -169,7 +130,7 @@ static nnmem_status_t step_loads(const nnmem_problem_t *p, uint64_t align,
   return NNMEM_OK;
 }
 
-nnmem_status_t nnmem__order_breadth(const nnmem_problem_t *p, uint64_t align,
+static nnmem_status_t order_breadth(const nnmem_problem_t *p, uint64_t align,
                                     uint32_t *order) {
   size_t n = nnmem_problem_count(p), m = 0, done = 0;
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
@@ -204,4 +165,10 @@ nnmem_status_t nnmem__order_breadth(const nnmem_problem_t *p, uint64_t align,
   nnmem__itree_destroy(tree);
   if (st == NNMEM_OK && done != n) st = NNMEM_ERR_STATE; /* cannot happen */
   return st;
+}
+
+nnmem_status_t nnmem__order(const nnmem_problem_t *p, uint64_t align,
+                            nnmem__order_t how, uint32_t *order) {
+  if (how == NNMEM__ORDER_BREADTH) return order_breadth(p, align, order);
+  return sort_by(p, align, how, order);
 }

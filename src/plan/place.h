@@ -21,21 +21,20 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      nnmem__fit_t fit, uint64_t limit,
                                      uint64_t *offsets, uint64_t *height);
 
-/* Orderings (each writes a permutation of 0..n-1 into `order`). */
-nnmem_status_t nnmem__order_greedy_size(const nnmem_problem_t *p,
-                                        uint64_t align, uint32_t *order);
-nnmem_status_t nnmem__order_size_lifetime(const nnmem_problem_t *p,
-                                          uint64_t align, uint32_t *order);
-nnmem_status_t nnmem__order_lifetime_size(const nnmem_problem_t *p,
-                                          uint64_t align, uint32_t *order);
-nnmem_status_t nnmem__order_class4_first(const nnmem_problem_t *p,
-                                         uint64_t align, uint32_t *order);
-nnmem_status_t nnmem__order_class4_life(const nnmem_problem_t *p,
-                                        uint64_t align, uint32_t *order);
-nnmem_status_t nnmem__order_class2_first(const nnmem_problem_t *p,
-                                         uint64_t align, uint32_t *order);
-nnmem_status_t nnmem__order_breadth(const nnmem_problem_t *p, uint64_t align,
-                                    uint32_t *order);
+/* Orderings (see order.c). */
+typedef enum nnmem__order {
+  NNMEM__ORDER_SIZE_FIRST = 0, /* greedy-size */
+  NNMEM__ORDER_SIZE_LIFE,      /* heap-best-fit, spatial */
+  NNMEM__ORDER_LIFE_SIZE,      /* heap-best-fit, temporal */
+  NNMEM__ORDER_CLASS4_FIRST,   /* greedy-class */
+  NNMEM__ORDER_CLASS4_LIFE,
+  NNMEM__ORDER_CLASS2_FIRST,
+  NNMEM__ORDER_BREADTH /* greedy-breadth */
+} nnmem__order_t;
+
+/* Writes the permutation of buffer indices `how` gives into `order`. */
+nnmem_status_t nnmem__order(const nnmem_problem_t *p, uint64_t align,
+                            nnmem__order_t how, uint32_t *order);
 
 /* Size of buffer b rounded up to max(b->align, align) (saturating). */
 uint64_t nnmem__padded_size(const nnmem_buffer_t *b, uint64_t align);

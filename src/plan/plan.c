@@ -104,15 +104,12 @@ static nnmem_status_t plan_naive(const nnmem_problem_t *p, uint64_t align,
   return NNMEM_OK;
 }
 
-typedef nnmem_status_t (*order_fn)(const nnmem_problem_t *, uint64_t,
-                                   uint32_t *);
-
-/* Runs the engine once per ordering in `fns` and keeps the lowest plan
+/* Runs the engine once per ordering in `orders` and keeps the lowest plan
  * whose height is at most `limit`. *found says whether any ordering
  * produced one (then `off` and *height hold it); a flag rather than a
  * sentinel height, since every height up to 2^64 - 1 is a real one. */
 static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
-                                  const order_fn *fns, size_t nfns,
+                                  const nnmem__order_t *orders, size_t n_orders,
                                   uint64_t limit, uint64_t *off,
                                   uint64_t *height, int *found) {
   size_t n = nnmem_problem_count(p), m = n ? n : 1;
@@ -120,10 +117,10 @@ static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
   uint64_t *tmp = malloc(m * sizeof *tmp);
   nnmem_status_t st = order && tmp ? NNMEM_OK : NNMEM_ERR_NOMEM;
   *found = 0;
-  for (size_t f = 0; f < nfns && st == NNMEM_OK; f++) {
+  for (size_t f = 0; f < n_orders && st == NNMEM_OK; f++) {
     if (*found && *height == 0) break; /* nothing beats an empty plan */
     uint64_t h = 0, lim = *found && *height - 1 < limit ? *height - 1 : limit;
-    st = fns[f](p, align, order);
+    st = nnmem__order(p, align, orders[f], order);
     if (st == NNMEM_OK)
       st =
           nnmem__place_in_order(p, order, align, NNMEM__FIT_BEST, lim, tmp, &h);
@@ -147,28 +144,28 @@ static nnmem_status_t run_strategy(const nnmem_problem_t *p, nnmem_strategy_t s,
                                    uint64_t align, uint64_t limit,
                                    uint64_t *off, uint64_t *height,
                                    int *found) {
-  static const order_fn size_fns[] = {nnmem__order_greedy_size};
-  static const order_fn heap_fns[] = {nnmem__order_size_lifetime,
-                                      nnmem__order_lifetime_size};
-  static const order_fn breadth_fns[] = {nnmem__order_breadth};
-  static const order_fn class_fns[] = {nnmem__order_class4_life,
-                                       nnmem__order_class4_first,
-                                       nnmem__order_class2_first};
-#define RUN_(fns)                                                          \
-  plan_orders(p, align, fns, sizeof fns / sizeof *fns, limit, off, height, \
-              found)
+  static const nnmem__order_t size_orders[] = {NNMEM__ORDER_SIZE_FIRST};
+  static const nnmem__order_t heap_orders[] = {NNMEM__ORDER_SIZE_LIFE,
+                                               NNMEM__ORDER_LIFE_SIZE};
+  static const nnmem__order_t breadth_orders[] = {NNMEM__ORDER_BREADTH};
+  static const nnmem__order_t class_orders[] = {NNMEM__ORDER_CLASS4_LIFE,
+                                                NNMEM__ORDER_CLASS4_FIRST,
+                                                NNMEM__ORDER_CLASS2_FIRST};
+#define RUN_(orders)                                                        \
+  plan_orders(p, align, orders, sizeof orders / sizeof *orders, limit, off, \
+              height, found)
   switch (s) {
     case NNMEM_STRATEGY_NAIVE:
       *found = 1;
       return plan_naive(p, align, off, height);
     case NNMEM_STRATEGY_GREEDY_SIZE:
-      return RUN_(size_fns);
+      return RUN_(size_orders);
     case NNMEM_STRATEGY_HEAP_BEST_FIT:
-      return RUN_(heap_fns);
+      return RUN_(heap_orders);
     case NNMEM_STRATEGY_GREEDY_BREADTH:
-      return RUN_(breadth_fns);
+      return RUN_(breadth_orders);
     case NNMEM_STRATEGY_GREEDY_CLASS:
-      return RUN_(class_fns);
+      return RUN_(class_orders);
     default:
       return NNMEM_ERR_INVALID;
   }
