@@ -73,10 +73,12 @@ typedef struct nnmem_tensor_desc {
 } nnmem_tensor_desc_t;
 
 /* Op flags. */
-#define NNMEM_OP_INPLACE 0x1u /* output 0 may reuse input `inplace_input`'s
-                                 buffer when that input dies here */
-#define NNMEM_OP_VIEW 0x2u    /* output 0 is a view of input `view_input`:
-                                 same buffer, no new bytes */
+#define NNMEM_OP_INPLACE                             \
+  0x1u /* output 0 may reuse input `inplace_input`'s \
+          buffer when that input dies here */
+#define NNMEM_OP_VIEW                               \
+  0x2u /* output 0 is a view of input `view_input`: \
+          same buffer, no new bytes */
 
 typedef struct nnmem_op_desc {
   const char *name; /* unique, required; copied */
@@ -146,8 +148,8 @@ nnmem_status_t nnmem_graph_tensor(const nnmem_graph_t *g, uint32_t id,
 nnmem_status_t nnmem_graph_op(const nnmem_graph_t *g, uint32_t id,
                               nnmem_op_info_t *out);
 /* NNMEM_ERR_NOT_FOUND when no tensor has that name. O(1) average. */
-nnmem_status_t nnmem_graph_find_tensor(const nnmem_graph_t *g,
-                                       const char *name, uint32_t *id_out);
+nnmem_status_t nnmem_graph_find_tensor(const nnmem_graph_t *g, const char *name,
+                                       uint32_t *id_out);
 
 /* Validates the whole graph: every activation / output read by an op has a
  * producer, no cycles, every activation and output is produced. Fills diag

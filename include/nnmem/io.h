@@ -56,8 +56,7 @@ nnmem_status_t nnmem_problem_write_csv(const nnmem_problem_t *p,
 nnmem_status_t nnmem_graph_parse_json(const char *data, size_t len,
                                       const char *display_name,
                                       nnmem_graph_t **out, nnmem_diag_t *diag);
-nnmem_status_t nnmem_graph_read_json_file(const char *path,
-                                          nnmem_graph_t **out,
+nnmem_status_t nnmem_graph_read_json_file(const char *path, nnmem_graph_t **out,
                                           nnmem_diag_t *diag);
 
 /* ---- Plan JSON and profile ------------------------------------------------

@@ -20,13 +20,13 @@ extern "C" {
 #endif
 
 typedef struct nnmem_liveness_config {
-  uint32_t size;        /* sizeof; 0 = current */
-  int no_reuse;         /* nonzero: no views, no in-place (every tensor its
-                           own buffer) */
+  uint32_t size;         /* sizeof; 0 = current */
+  int no_reuse;          /* nonzero: no views, no in-place (every tensor its
+                            own buffer) */
   const uint32_t *order; /* op order (a permutation, must be topological);
                             NULL = nnmem_graph_schedule */
-  uint64_t alignment;   /* alignment of each tensor in the weight region;
-                           0 = 1 */
+  uint64_t alignment;    /* alignment of each tensor in the weight region;
+                            0 = 1 */
 } nnmem_liveness_config_t;
 
 void nnmem_liveness_config_init(nnmem_liveness_config_t *cfg);

@@ -37,13 +37,13 @@ nnmem_status_t nnmem_strategy_parse(const char *name, nnmem_strategy_t *out);
 
 /* Planner options. Zero means default for every field. */
 typedef struct nnmem_planner_config {
-  uint32_t size;              /* sizeof(nnmem_planner_config_t); 0 = current */
-  nnmem_strategy_t strategy;  /* default NNMEM_STRATEGY_AUTO */
-  uint64_t alignment;         /* minimum alignment of every offset; 0 = 1 */
-  int no_reuse;               /* nonzero forces the naive strategy */
-  uint64_t capacity;          /* 0 = unlimited; else height must be <= it */
-  double time_limit_s;        /* 0 = unlimited; auto stops trying more
-                                 strategies once it is exceeded */
+  uint32_t size;             /* sizeof(nnmem_planner_config_t); 0 = current */
+  nnmem_strategy_t strategy; /* default NNMEM_STRATEGY_AUTO */
+  uint64_t alignment;        /* minimum alignment of every offset; 0 = 1 */
+  int no_reuse;              /* nonzero forces the naive strategy */
+  uint64_t capacity;         /* 0 = unlimited; else height must be <= it */
+  double time_limit_s;       /* 0 = unlimited; auto stops trying more
+                                strategies once it is exceeded */
 } nnmem_planner_config_t;
 
 /* Fills `cfg` with defaults (the same as a zeroed struct). */
@@ -79,15 +79,15 @@ double nnmem_plan_seconds(const nnmem_plan_t *plan);
 
 /* What the verifier found. */
 typedef struct nnmem_verify_report {
-  int valid;            /* 1 when no violation of any kind */
-  uint64_t height;      /* max(offset + size) */
-  int has_conflict;     /* two live-overlapping buffers share bytes */
-  size_t conflict_a;    /* indices of the first conflicting pair found */
+  int valid;         /* 1 when no violation of any kind */
+  uint64_t height;   /* max(offset + size) */
+  int has_conflict;  /* two live-overlapping buffers share bytes */
+  size_t conflict_a; /* indices of the first conflicting pair found */
   size_t conflict_b;
-  int misaligned;       /* some offset is not a multiple of its alignment */
+  int misaligned; /* some offset is not a multiple of its alignment */
   size_t misaligned_index;
-  int over_capacity;    /* height > capacity (when capacity != 0) */
-  int overflow;         /* some offset + size overflows 64 bits */
+  int over_capacity; /* height > capacity (when capacity != 0) */
+  int overflow;      /* some offset + size overflows 64 bits */
   size_t overflow_index;
 } nnmem_verify_report_t;
 

@@ -49,8 +49,7 @@ typedef struct nnmem_profile {
 nnmem_status_t nnmem_profile_compute(const nnmem_graph_t *g,
                                      const nnmem_liveness_t *l,
                                      const nnmem_plan_t *plan,
-                                     uint64_t alignment,
-                                     nnmem_profile_t *out);
+                                     uint64_t alignment, nnmem_profile_t *out);
 
 #ifdef __cplusplus
 }

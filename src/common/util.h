@@ -37,7 +37,9 @@ static inline int nnmem__mul_overflow(uint64_t a, uint64_t b, uint64_t *r) {
   return __builtin_mul_overflow(a, b, r);
 }
 
-static inline int nnmem__is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+static inline int nnmem__is_pow2(uint64_t x) {
+  return x && !(x & (x - 1));
+}
 
 /* Rounds x up to a multiple of the power of two `a`; 1 on overflow. */
 static inline int nnmem__align_up(uint64_t x, uint64_t a, uint64_t *r) {
