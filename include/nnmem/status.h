@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nnmem/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

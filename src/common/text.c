@@ -18,6 +18,8 @@
  * Thread-safety: no shared state; each object belongs to one thread. */
 #include "common/text.h"
 
+#include "common/json_write.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,38 +86,7 @@ void nnmem__text_printf(nnmem__text_t *t, const char *fmt, ...) {
 }
 
 void nnmem__text_json_string(nnmem__text_t *t, const char *s) {
-  static const char hex[] = "0123456789abcdef";
-  nnmem__text_putc(t, '"');
-  const char *run = s;
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    nnmem__text_append(t, run, (size_t)(s - run));
-    run = s + 1;
-    switch (c) {
-      case '"':
-        nnmem__text_puts(t, "\\\"");
-        break;
-      case '\\':
-        nnmem__text_puts(t, "\\\\");
-        break;
-      case '\n':
-        nnmem__text_puts(t, "\\n");
-        break;
-      case '\r':
-        nnmem__text_puts(t, "\\r");
-        break;
-      case '\t':
-        nnmem__text_puts(t, "\\t");
-        break;
-      default: {
-        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        nnmem__text_append(t, esc, sizeof esc);
-      }
-    }
-  }
-  nnmem__text_append(t, run, (size_t)(s - run));
-  nnmem__text_putc(t, '"');
+  nnmem__json_escape(t, s, strlen(s));
 }
 
 void nnmem__text_json_double(nnmem__text_t *t, double v) {
@@ -127,8 +98,7 @@ nnmem_status_t nnmem__text_status(const nnmem__text_t *t) {
   return t->failed ? NNMEM_ERR_NOMEM : NNMEM_OK;
 }
 
-/* Length of the well-formed UTF-8 sequence at p (1..4), or 0. */
-static size_t utf8_seq(const unsigned char *p, size_t avail) {
+size_t nnmem__utf8_seq(const unsigned char *p, size_t avail) {
   unsigned char c = p[0];
   size_t n;
   unsigned char lo = 0x80, hi = 0xBF;
@@ -157,7 +127,7 @@ int nnmem__utf8_check(const char *data, size_t len, size_t *bad_pos) {
   size_t i = 0;
   while (i < len) {
     if (p[i] >= 0x80) {
-      size_t n = utf8_seq(p + i, len - i);
+      size_t n = nnmem__utf8_seq(p + i, len - i);
       if (!n) {
         *bad_pos = i;
         return 1;

@@ -36,7 +36,11 @@ void nnmem__text_json_double(nnmem__text_t *t, double v);
 nnmem_status_t nnmem__text_status(const nnmem__text_t *t);
 
 /* ---- UTF-8 and positions --------------------------------------------------
- * Checks that data[0, len) is valid UTF-8 (RFC 3629: no overlong forms, no
+ * Length (1..4) of the well-formed UTF-8 sequence at p[0, avail), or 0 when
+ * the bytes there are not one. */
+size_t nnmem__utf8_seq(const unsigned char *p, size_t avail);
+
+/* Checks that data[0, len) is valid UTF-8 (RFC 3629: no overlong forms, no
  * surrogates, nothing above U+10FFFF) without NUL bytes. Returns 0 when it is;
  * otherwise 1 (invalid UTF-8) or 2 (NUL byte) with the byte's position in
  * *bad_pos. O(len). */
