@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI: a mistyped command, option, strategy or built-in model gets one
+# CLI: a mistyped command, option, strategy, built-in model or pool gets one
 # "did you mean" hint naming the nearest valid word (tools/nnmem/suggest.c),
 # exit 1 and nothing on stdout; a word near nothing gets no hint.
 . "$(dirname "$0")/lib/common.sh"
@@ -59,7 +59,15 @@ hint bert-base plan --model bert
 hint resnet50 plan --model ResNet50
 no_hint plan --model foo
 
+# Pool kinds of replay.
+printf 'id,lower,upper,size\na,0,2,64\n' >"$T/trace.csv"
+hint tlsf replay "$T/trace.csv" --pool tlfs
+err_has "bad --pool 'tlfs': expected tiered, tlsf, buddy, best-fit, first-fit, slab or all"
+hint best-fit replay "$T/trace.csv" --pool best
+no_hint replay "$T/trace.csv" --pool zz
+
 # A correct word still works after all this.
 expect_rc 0 plan --model mobilenetv2 --strategy greedy-size --quiet
+expect_rc 0 replay "$T/trace.csv" --pool best-fit
 
 finish

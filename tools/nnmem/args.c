@@ -99,11 +99,10 @@ int cli_args_next(cli_args_t *a, const cli_opt_t *table, int *id,
   const cli_opt_t *o = lookup(table, arg, &inline_value);
   if (!o) {
     const char *hint = suggest_option(table, arg);
-    if (hint)
-      cli_usage_error(a->cmd, "unknown option '%s'; did you mean '--%s'?", arg,
-                      hint);
-    else
-      cli_usage_error(a->cmd, "unknown option '%s'", arg);
+    char dashed[64], tail[96];
+    if (hint) snprintf(dashed, sizeof dashed, "--%s", hint);
+    cli_usage_error(a->cmd, "unknown option '%s'%s", arg,
+                    cli_did_you_mean(hint ? dashed : NULL, tail, sizeof tail));
     return CLI_ARG_ERROR;
   }
   *id = o->id;

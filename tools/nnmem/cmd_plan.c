@@ -108,14 +108,6 @@ static const char *model_list(char *buf, size_t cap) {
   return buf;
 }
 
-/* "; did you mean 'x'?" for a suggestion, "" for none. */
-static const char *did_you_mean(const char *hint) {
-  static char buf[128];
-  if (!hint) return "";
-  snprintf(buf, sizeof buf, "; did you mean '%s'?", hint);
-  return buf;
-}
-
 static const char *suggest_strategy(const char *v) {
   const char *names[NNMEM_STRATEGY_COUNT_];
   for (int s = 0; s < NNMEM_STRATEGY_COUNT_; s++)
@@ -223,10 +215,11 @@ static int set_option(void *opts, int id, const char *v) {
   switch (id) {
     case OPT_STRATEGY:
       if (nnmem_strategy_parse(v, &o->strategy) != NNMEM_OK) {
-        char list[256];
-        return cli_usage_error("plan", "unknown strategy '%s' (expected %s)%s",
-                               v, strategy_list(list, sizeof list),
-                               did_you_mean(suggest_strategy(v)));
+        char list[256], hint[96];
+        return cli_usage_error(
+            "plan", "unknown strategy '%s' (expected %s)%s", v,
+            strategy_list(list, sizeof list),
+            cli_did_you_mean(suggest_strategy(v), hint, sizeof hint));
       }
       return 0;
     case OPT_ALIGN:
@@ -256,10 +249,11 @@ static int set_option(void *opts, int id, const char *v) {
       return 0;
     case OPT_MODEL:
       if (!known_model(v)) {
-        char list[256];
-        return cli_usage_error("plan", "unknown model '%s' (built-in: %s)%s", v,
-                               model_list(list, sizeof list),
-                               did_you_mean(suggest_model(v)));
+        char list[256], hint[96];
+        return cli_usage_error(
+            "plan", "unknown model '%s' (built-in: %s)%s", v,
+            model_list(list, sizeof list),
+            cli_did_you_mean(suggest_model(v), hint, sizeof hint));
       }
       o->model = v;
       return 0;

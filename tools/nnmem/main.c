@@ -102,14 +102,12 @@ static int dispatch(int argc, char **argv) {
   if (strcmp(cmd, "replay") == 0) return cli_cmd_replay(argc - 2, argv + 2);
   static const char *const commands[] = {"plan", "inspect", "verify", "replay",
                                          "help"};
-  const char *hint = cli_suggest(cmd, commands, 5);
+  char tail[64];
   if (cmd[0] == '-')
     fprintf(stderr, "nnmem: unknown option '%s'\n", cmd);
-  else if (hint)
-    fprintf(stderr, "nnmem: unknown command '%s'; did you mean '%s'?\n", cmd,
-            hint);
   else
-    fprintf(stderr, "nnmem: unknown command '%s'\n", cmd);
+    fprintf(stderr, "nnmem: unknown command '%s'%s\n", cmd,
+            cli_did_you_mean(cli_suggest(cmd, commands, 5), tail, sizeof tail));
   fputs("Try 'nnmem --help' for more information.\n", stderr);
   return CLI_EXIT_INVALID;
 }

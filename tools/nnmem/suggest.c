@@ -25,6 +25,7 @@
 #include "suggest.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #define MAX_LEN 63
@@ -104,4 +105,10 @@ const char *cli_suggest(const char *word, const char *const *candidates,
   for (size_t i = 0; i < n; i++)
     if (candidates[i]) cli_suggest_add(&s, candidates[i]);
   return cli_suggest_result(&s);
+}
+
+const char *cli_did_you_mean(const char *hint, char *buf, size_t cap) {
+  if (!hint || cap == 0) return "";
+  snprintf(buf, cap, "; did you mean '%s'?", hint);
+  return buf;
 }

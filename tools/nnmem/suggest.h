@@ -35,6 +35,10 @@ const char *cli_suggest_result(const cli_suggest_t *s);
 const char *cli_suggest(const char *word, const char *const *candidates,
                         size_t n);
 
+/* "; did you mean 'HINT'?" in buf (up to cap bytes), or "" when hint is
+ * NULL: the tail every "unknown X" message appends. Returns buf or "". */
+const char *cli_did_you_mean(const char *hint, char *buf, size_t cap);
+
 /* Optimal string alignment distance between a[0, alen) and b[0, blen),
  * ASCII case ignored; (size_t)-1 when either is longer than 63 bytes.
  * O(alen * blen) time, O(blen) space. */
