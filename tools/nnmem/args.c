@@ -6,7 +6,8 @@
  *      CLI_ARG_POSITIONAL;
  *   3. "--name[=value]" or "-x": look the name up in the table; unknown ->
  *      error; a value-taking option reads "=value" or the next argument
- *      (missing -> error); a flag given "=value" -> error.
+ *      (missing -> error); a flag given "=value" -> error; an unknown
+ *      name gets the nearest known one as a hint (suggest.c).
  * Invariant: `next` only grows; every argument is consumed exactly once.
  * Complexity: O(table size) per argument. Thread-safety: none needed (one
  * scanner per command invocation). */
@@ -14,6 +15,7 @@
 #include "args.h"
 
 #include "cli.h"
+#include "suggest.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,6 +70,19 @@ static const cli_opt_t *lookup(const cli_opt_t *t, const char *arg,
   return find_short(t, arg[1]);
 }
 
+/* The long option nearest to the unknown "--name[=v]" / "-name", or NULL
+ * ("-x" gets no hint: one letter is too little to guess from). */
+static const char *suggest_option(const cli_opt_t *t, const char *arg) {
+  const char *name = arg + (arg[1] == '-' ? 2 : 1);
+  size_t len = strcspn(name, "=");
+  if (arg[1] != '-' && len < 2) return NULL;
+  cli_suggest_t s;
+  cli_suggest_init(&s, name, len);
+  for (; t->name; t++)
+    cli_suggest_add(&s, t->name);
+  return cli_suggest_result(&s);
+}
+
 int cli_args_next(cli_args_t *a, const cli_opt_t *table, int *id,
                   const char **value) {
   if (a->next >= a->argc) return CLI_ARG_END;
@@ -83,7 +98,11 @@ int cli_args_next(cli_args_t *a, const cli_opt_t *table, int *id,
   const char *inline_value;
   const cli_opt_t *o = lookup(table, arg, &inline_value);
   if (!o) {
-    cli_usage_error(a->cmd, "unknown option '%s'", arg);
+    const char *hint = suggest_option(table, arg);
+    char dashed[64], tail[96];
+    if (hint) snprintf(dashed, sizeof dashed, "--%s", hint);
+    cli_usage_error(a->cmd, "unknown option '%s'%s", arg,
+                    cli_did_you_mean(hint ? dashed : NULL, tail, sizeof tail));
     return CLI_ARG_ERROR;
   }
   *id = o->id;

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "suggest.h"
 #include "cli.h"
 #include "common/util.h"
 #include "units.h"
@@ -105,6 +106,27 @@ static const char *model_list(char *buf, size_t cap) {
   for (size_t i = 0; i < n && o < cap; i++)
     o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", names[i]);
   return buf;
+}
+
+static const char *suggest_strategy(const char *v) {
+  const char *names[NNMEM_STRATEGY_COUNT_];
+  for (int s = 0; s < NNMEM_STRATEGY_COUNT_; s++)
+    names[s] = nnmem_strategy_name((nnmem_strategy_t)s);
+  return cli_suggest(v, names, NNMEM_STRATEGY_COUNT_);
+}
+
+static const char *suggest_model(const char *v) {
+  size_t n = 0;
+  const char *const *names = nnmem_zoo_names(&n);
+  return cli_suggest(v, names, n);
+}
+
+static int known_model(const char *v) {
+  size_t n = 0;
+  const char *const *names = nnmem_zoo_names(&n);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(names[i], v) == 0) return 1;
+  return 0;
 }
 
 /* Prints `items` comma-separated, wrapped at 79 columns with `indent`. */
@@ -193,9 +215,11 @@ static int set_option(void *opts, int id, const char *v) {
   switch (id) {
     case OPT_STRATEGY:
       if (nnmem_strategy_parse(v, &o->strategy) != NNMEM_OK) {
-        char list[256];
-        return cli_usage_error("plan", "unknown strategy '%s' (expected %s)", v,
-                               strategy_list(list, sizeof list));
+        char list[256], hint[96];
+        return cli_usage_error(
+            "plan", "unknown strategy '%s' (expected %s)%s", v,
+            strategy_list(list, sizeof list),
+            cli_did_you_mean(suggest_strategy(v), hint, sizeof hint));
       }
       return 0;
     case OPT_ALIGN:
@@ -224,6 +248,13 @@ static int set_option(void *opts, int id, const char *v) {
       o->batch = (uint32_t)n;
       return 0;
     case OPT_MODEL:
+      if (!known_model(v)) {
+        char list[256], hint[96];
+        return cli_usage_error(
+            "plan", "unknown model '%s' (built-in: %s)%s", v,
+            model_list(list, sizeof list),
+            cli_did_you_mean(suggest_model(v), hint, sizeof hint));
+      }
       o->model = v;
       return 0;
     case OPT_NO_REUSE:

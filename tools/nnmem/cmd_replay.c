@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "suggest.h"
 #include "cli.h"
 #include "common/util.h"
 #include "units.h"
@@ -69,11 +70,16 @@ static int set_replay_option(void *opts, int id, const char *v) {
     if (strcmp(v, "all") == 0)
       o->all = 1;
     else if (nnmem_pool_kind_parse(v, &o->kind) != NNMEM_OK ||
-             o->kind == NNMEM_POOL_FIXED)
-      return cli_usage_error("replay",
-                             "bad --pool '%s': expected tiered, tlsf, buddy, "
-                             "best-fit, first-fit, slab or all",
-                             v);
+             o->kind == NNMEM_POOL_FIXED) {
+      static const char *const kinds[] = {
+          "tiered", "tlsf", "buddy", "best-fit", "first-fit", "slab", "all"};
+      char hint[64];
+      return cli_usage_error(
+          "replay",
+          "bad --pool '%s': expected tiered, tlsf, buddy, best-fit, "
+          "first-fit, slab or all%s",
+          v, cli_did_you_mean(cli_suggest(v, kinds, 7), hint, sizeof hint));
+    }
   } else if (id == ROPT_ALIGN) {
     if (cli_parse_size(v, &o->align, &why) != 0)
       return cli_usage_error("replay", "bad --device-align '%s': %s", v, why);

@@ -7,7 +7,8 @@
  * -> help on stdout, exit 0; 3. --version / -V -> version, exit 0;
  * 4. "plan" / "verify" / "replay" / "inspect" -> the command with the
  *    remaining arguments;
- * 5. anything else -> "unknown command", exit 1;
+ * 5. anything else -> "unknown command" (with the nearest command as a
+ *    hint, suggest.c), exit 1;
  * 6. stdout is flushed at the end: a failed write (a full disk, a closed
  *    pipe, /dev/full) is reported and turns a success into exit 1.
  * Thread-safety: single-threaded program. */
@@ -17,6 +18,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "suggest.h"
 
 int cli_cmd_replay(int argc, char **argv); /* cmd_replay.c */
 
@@ -98,10 +100,14 @@ static int dispatch(int argc, char **argv) {
   if (strcmp(cmd, "verify") == 0) return cli_cmd_verify(argc - 2, argv + 2);
   if (strcmp(cmd, "inspect") == 0) return cli_cmd_inspect(argc - 2, argv + 2);
   if (strcmp(cmd, "replay") == 0) return cli_cmd_replay(argc - 2, argv + 2);
+  static const char *const commands[] = {"plan", "inspect", "verify", "replay",
+                                         "help"};
+  char tail[64];
   if (cmd[0] == '-')
     fprintf(stderr, "nnmem: unknown option '%s'\n", cmd);
   else
-    fprintf(stderr, "nnmem: unknown command '%s'\n", cmd);
+    fprintf(stderr, "nnmem: unknown command '%s'%s\n", cmd,
+            cli_did_you_mean(cli_suggest(cmd, commands, 5), tail, sizeof tail));
   fputs("Try 'nnmem --help' for more information.\n", stderr);
   return CLI_EXIT_INVALID;
 }
