@@ -60,7 +60,7 @@ nnmem_status_t nnmem_graph_read_json_file(const char *path, nnmem_graph_t **out,
                                           nnmem_diag_t *diag);
 
 /* ---- Plan JSON and profile ------------------------------------------------
- * Plan JSON: {"model", "strategy", "alignment", "arena_height",
+ * Plan JSON of a graph: {"model", "strategy", "alignment", "arena_height",
  * "weight_bytes", "buffers": [{"id","offset","size","first","last","kind"}],
  * "tensors": [{"name","kind","region":"arena"|"weights","buffer","offset",
  * "size","first","last"}]}. */
@@ -69,6 +69,16 @@ nnmem_status_t nnmem_plan_write_json(const nnmem_graph_t *g,
                                      const nnmem_plan_t *plan,
                                      uint64_t alignment, const char *path,
                                      nnmem_diag_t *diag);
+
+/* Plan JSON of a bare problem (e.g. a MiniMalloc CSV): {"strategy",
+ * "alignment", "arena_height", "buffers": [{"id","offset","size","first",
+ * "last"}]} (a buffer without an id gets its index as text), atomically.
+ * Every integer is exact. NNMEM_ERR_INVALID when the plan is not of `p`. */
+NNMEM_API nnmem_status_t nnmem_problem_write_plan_json(const nnmem_problem_t *p,
+                                                       const nnmem_plan_t *plan,
+                                                       uint64_t alignment,
+                                                       const char *path,
+                                                       nnmem_diag_t *diag);
 
 /* Formats the profile as a JSON object into a new malloc'd string
  * (caller frees). `model` may be NULL. */

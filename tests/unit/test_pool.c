@@ -435,6 +435,56 @@ static void test_capacity_and_thread_safe(void **state) {
   nnmem_backend_destroy(b);
 }
 
+/* Every line of a Prometheus text is a comment (# HELP / # TYPE, each
+ * family once) or a sample of a family announced before it; the histogram
+ * has its _sum and a _count equal to its +Inf bucket. (The CLI test
+ * replay_prometheus.sh parses the text with prometheus_client too.) */
+static void prometheus_lines_ok(const char *text) {
+  char fam[64][96];
+  int n_fam = 0;
+  const char *line = text;
+  int saw_sum = 0, saw_count = 0;
+  unsigned long long inf = ~0ULL;
+  while (*line) {
+    const char *end = strchr(line, '\n');
+    assert_non_null(end);
+    char l[512];
+    size_t len = (size_t)(end - line);
+    assert_true(len < sizeof l);
+    memcpy(l, line, len);
+    l[len] = '\0';
+    if (strncmp(l, "# TYPE ", 7) == 0) {
+      char name[96];
+      assert_int_equal(sscanf(l + 7, "%95s", name), 1);
+      for (int i = 0; i < n_fam; i++)
+        if (strcmp(fam[i], name) == 0) fail_msg("TYPE twice: %s", l);
+      assert_true(n_fam < 64);
+      strcpy(fam[n_fam++], name);
+    } else if (l[0] != '#') {
+      assert_true(n_fam > 0);
+      const char *f = fam[n_fam - 1]; /* samples follow their family */
+      if (strncmp(l, f, strlen(f)) != 0) fail_msg("stray sample: '%s'", l);
+      const char *suffix = l + strlen(f);
+      unsigned long long v = 0;
+      const char *sp = strrchr(l, ' ');
+      assert_non_null(sp);
+      if (strcmp(f, "nnmem_pool_op_latency_ns") == 0) {
+        assert_int_equal(sscanf(sp + 1, "%llu", &v), 1);
+        if (strstr(suffix, "le=\"+Inf\"")) inf = v;
+        if (strncmp(suffix, "_sum{", 5) == 0) saw_sum++;
+        if (strncmp(suffix, "_count{", 7) == 0) {
+          saw_count++;
+          assert_true(v == inf);
+        }
+      } else {
+        assert_true(suffix[0] == '{');
+      }
+    }
+    line = end + 1;
+  }
+  assert_true(saw_sum > 0 && saw_sum == saw_count);
+}
+
 static void test_stats_format(void **state) {
   (void)state;
   nnmem_stats_t s[2];
@@ -458,9 +508,10 @@ static void test_stats_format(void **state) {
       strstr(buf, "nnmem_pool_allocations_total{pool=\"tlsf0\"} 7\n"));
   assert_non_null(strstr(buf, "{pool=\"we\\\"ird\"}"));
   assert_non_null(
-      strstr(buf, "nnmem_pool_fragmentation_ratio{pool=\"tlsf0\"} 0.250000\n"));
+      strstr(buf, "nnmem_pool_fragmentation_ratio{pool=\"tlsf0\"} 0.25\n"));
   assert_non_null(strstr(
       buf, "nnmem_pool_op_latency_ns_bucket{pool=\"tlsf0\",le=\"32\"} 2\n"));
+  prometheus_lines_ok(buf);
   assert_ok(nnmem_stats_format_json(s, 2, buf, sizeof buf, &len));
   cJSON *j = cJSON_Parse(buf);
   assert_non_null(j);
@@ -475,9 +526,9 @@ static void test_stats_format(void **state) {
   /* control characters in a name: escaped, never raw, in JSON */
   strcpy(s[1].name, "tab\there\x01");
   assert_ok(nnmem_stats_format_json(s, 2, buf, sizeof buf, &len));
-  assert_non_null(strstr(buf, "\"tab\\u0009here\\u0001\""));
-  for (size_t i = 0; i + 1 < len; i++)
-    assert_true((unsigned char)buf[i] >= 0x20);
+  assert_non_null(strstr(buf, "\"tab\\there\\u0001\""));
+  for (size_t i = 0; i + 1 < len; i++) /* only the pretty style's newlines */
+    assert_true((unsigned char)buf[i] >= 0x20 || buf[i] == '\n');
   j = cJSON_Parse(buf);
   assert_non_null(j);
   assert_string_equal(
