@@ -12,10 +12,12 @@
 /* Exit codes (documented in `nnmem --help`). */
 enum {
   CLI_EXIT_OK = 0,
-  CLI_EXIT_INVALID = 1, /* bad usage, bad input, or (verify) invalid plan */
-  CLI_EXIT_NOFIT = 2,   /* the plan does not fit --capacity */
-  CLI_EXIT_INTERNAL = 3 /* a bug: the planner's plan failed verification,
-                           out of memory, a library failure */
+  CLI_EXIT_INVALID = 1,     /* bad usage or bad input */
+  CLI_EXIT_NOFIT = 2,       /* the plan does not fit --capacity */
+  CLI_EXIT_INTERNAL = 3,    /* a bug: the planner's plan failed verification,
+                               out of memory, a library failure */
+  CLI_EXIT_PLAN_INVALID = 4 /* verify: the plan is invalid (overlap,
+                               misaligned or overflowing offset) */
 };
 
 #define CLI_DEFAULT_MODEL "resnet50"
