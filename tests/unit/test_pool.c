@@ -561,6 +561,23 @@ static void test_replay_small(void **state) {
     assert_int_equal(r.operations, 6);
     assert_int_equal(r.peak_live_bytes, 1200);
     assert_true(r.peak_reserved_bytes >= 1200);
+    /* the stats of the measuring pass agree with the result */
+    nnmem_replay_result_t r2;
+    nnmem_stats_t st;
+    assert_ok(nnmem_pool_replay_stats(pr, kinds[i], NULL, 256, &r2, &st, NULL));
+    assert_int_equal(st.reserved_bytes_peak, r2.peak_reserved_bytes);
+    assert_int_equal(st.alloc_count + st.free_count, r2.operations);
+    assert_int_equal(st.backend_allocs, r2.backend_allocs);
+    assert_int_equal(st.live_count, 0);
+    /* the sum lies within the bucket edges of the samples it adds up */
+    uint64_t hist = 0, lo = 0, hi = 0;
+    for (int b = 0; b < NNMEM_STATS_LAT_BUCKETS; b++) {
+      hist += st.latency_hist[b];
+      lo += st.latency_hist[b] * (b ? 1ULL << b : 0);
+      hi += st.latency_hist[b] * (2ULL << b);
+    }
+    assert_int_equal(hist, st.latency_samples);
+    assert_true(lo <= st.latency_sum_ns && st.latency_sum_ns <= hi);
   }
   nnmem_problem_destroy(pr);
 }
