@@ -9,8 +9,8 @@
  * inside reserved regions (0 when nothing is free). Lock contention =
  * lock_contended / lock_acquisitions (failed try-locks / acquisitions).
  * The latency histogram is sampled: bucket i counts operations that took
- * [2^i, 2^(i+1)) ns (bucket 0 also those under 1 ns); latency_sum_ns adds
- * up the same samples.
+ * [2^i, 2^(i+1)) ns (bucket 0 also those under 1 ns, the last bucket also
+ * every longer one); latency_sum_ns adds up the same samples.
  *
  * Thread-safety: the format functions only read their arguments. */
 #ifndef NNMEM_STATS_H

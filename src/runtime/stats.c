@@ -12,8 +12,9 @@
  *     backslash and newline;
  *   - counters end in _total, byte gauges in _bytes;
  *   - the latency histogram has, per record, the cumulative buckets
- *     _bucket{le="2^(i+1)"} (bucket i counts [2^i, 2^(i+1)) ns), then
- *     le="+Inf", _sum (ns) and _count, with _count == the +Inf bucket.
+ *     _bucket{le="2^(i+1)"} (bucket i counts [2^i, 2^(i+1)) ns) for all but
+ *     the last, open-ended bucket, then le="+Inf", _sum (ns) and _count,
+ *     with _count == the +Inf bucket.
  * Complexity: O(n * metrics). Thread-safety: pure functions. */
 #include <stdio.h>
 #include <string.h>
@@ -195,12 +196,15 @@ static void prom_histogram(nnmem__text_t *t, const nnmem_stats_t *st,
              "Sampled latency of pool operations in nanoseconds");
   for (size_t i = 0; i < n; i++) {
     uint64_t acc = 0;
-    for (int b = 0; b < NNMEM_STATS_LAT_BUCKETS; b++) {
+    /* the last bucket is open-ended (everything >= 2^31 ns): it counts
+     * only in +Inf, since a finite le would be a false upper bound */
+    for (int b = 0; b < NNMEM_STATS_LAT_BUCKETS - 1; b++) {
       acc += st[i].latency_hist[b];
       put_sample_start(t, "nnmem_pool_op_latency_ns_bucket", &st[i]);
       nnmem__text_printf(t, ",le=\"%llu\"} %llu\n", 2ULL << b,
                          (unsigned long long)acc);
     }
+    acc += st[i].latency_hist[NNMEM_STATS_LAT_BUCKETS - 1];
     put_sample_start(t, "nnmem_pool_op_latency_ns_bucket", &st[i]);
     nnmem__text_printf(t, ",le=\"+Inf\"} %llu\n", (unsigned long long)acc);
     put_sample_start(t, "nnmem_pool_op_latency_ns_sum", &st[i]);

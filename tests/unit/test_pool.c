@@ -496,7 +496,9 @@ static void test_stats_format(void **state) {
   s[0].alloc_count = 7;
   s[0].fragmentation = 0.25;
   s[0].latency_hist[4] = 2;
-  s[0].latency_samples = 2;
+  s[0].latency_hist[NNMEM_STATS_LAT_BUCKETS - 1] = 1; /* >= 2^31 ns */
+  s[0].latency_samples = 3;
+  s[0].latency_sum_ns = 16 + 17 + 5000000000ULL;
   char buf[16384];
   size_t len = 0;
   assert_ok(nnmem_stats_format_prometheus(s, 2, buf, sizeof buf, &len));
@@ -511,6 +513,17 @@ static void test_stats_format(void **state) {
       strstr(buf, "nnmem_pool_fragmentation_ratio{pool=\"tlsf0\"} 0.25\n"));
   assert_non_null(strstr(
       buf, "nnmem_pool_op_latency_ns_bucket{pool=\"tlsf0\",le=\"32\"} 2\n"));
+  /* the open-ended last bucket has no finite le; +Inf and _count hold it */
+  assert_non_null(strstr(buf,
+                         "nnmem_pool_op_latency_ns_bucket{pool=\"tlsf0\","
+                         "le=\"2147483648\"} 2\n"));
+  assert_null(strstr(buf, "le=\"4294967296\""));
+  assert_non_null(strstr(
+      buf, "nnmem_pool_op_latency_ns_bucket{pool=\"tlsf0\",le=\"+Inf\"} 3\n"));
+  assert_non_null(
+      strstr(buf, "nnmem_pool_op_latency_ns_sum{pool=\"tlsf0\"} 5000000033\n"));
+  assert_non_null(
+      strstr(buf, "nnmem_pool_op_latency_ns_count{pool=\"tlsf0\"} 3\n"));
   prometheus_lines_ok(buf);
   assert_ok(nnmem_stats_format_json(s, 2, buf, sizeof buf, &len));
   cJSON *j = cJSON_Parse(buf);

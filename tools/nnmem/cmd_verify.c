@@ -16,7 +16,7 @@
  *   2. the problem: the CSV's buffers, or the graph's liveness analysis
  *      (buffers named like the plan writer names them: by id, or by index
  *      when a buffer has none), with --align, which for a JSON plan defaults
- *      to its "alignment";
+ *      to its "alignment", and --no-reuse;
  *   3. the offsets: the CSV's own column, or the PLAN's buffers matched by
  *      id: every problem buffer must appear exactly once and the plan may
  *      list no other; a JSON plan's sizes and lifetimes must agree with the
@@ -49,7 +49,8 @@ enum {
   VOPT_DIM,
   VOPT_DTYPE,
   VOPT_LAYOUT,
-  VOPT_STRICT
+  VOPT_STRICT,
+  VOPT_NO_REUSE
 };
 
 static const cli_opt_t verify_table[] = {{"help", 'h', 0, VOPT_HELP},
@@ -61,6 +62,7 @@ static const cli_opt_t verify_table[] = {{"help", 'h', 0, VOPT_HELP},
                                          {"dtype", 0, 1, VOPT_DTYPE},
                                          {"layout", 0, 1, VOPT_LAYOUT},
                                          {"strict", 0, 0, VOPT_STRICT},
+                                         {"no-reuse", 0, 0, VOPT_NO_REUSE},
                                          {NULL, 0, 0, 0}};
 
 typedef struct verify_opts {
@@ -71,6 +73,7 @@ typedef struct verify_opts {
   uint64_t capacity;
   int quiet;
   int json; /* CLI_JSON_* */
+  int no_reuse;
   cli_onnx_opts_t onnx;
 } verify_opts_t;
 
@@ -100,7 +103,8 @@ static void print_verify_help(void) {
       "exactly once; missing, extra and repeated ones are named). Without\n"
       "PLAN, PROBLEM.csv's own `offset` column is checked. For a graph or\n"
       "model, give the options you gave `nnmem plan` (--dim, --dtype,\n"
-      "--layout; --align defaults to the plan JSON's alignment).\n"
+      "--layout, --no-reuse; --align defaults to the plan JSON's\n"
+      "alignment).\n"
       "\n"
       "Options:\n"
       "  -a, --align SIZE      required alignment of every offset\n"
@@ -111,6 +115,8 @@ static void print_verify_help(void) {
       "                        buffers\n"
       "      --dim NAME=VALUE, --dtype TYPE, --layout L, --strict\n"
       "                        ONNX import options, as for nnmem plan\n"
+      "      --no-reuse        the graph's buffers without views or in-place\n"
+      "                        sharing, as for nnmem plan --no-reuse\n"
       "  -q, --quiet           print nothing; only the exit code tells\n"
       "  -h, --help            show this help\n"
       "\n"
@@ -128,6 +134,9 @@ static int set_verify_option(void *opts, int id, const char *v) {
   switch (id) {
     case VOPT_QUIET:
       o->quiet = 1;
+      return 0;
+    case VOPT_NO_REUSE:
+      o->no_reuse = 1;
       return 0;
     case VOPT_JSON:
       return cli_json_option("verify", v, &o->json);
@@ -188,6 +197,10 @@ static int parse_verify_args(int argc, char **argv, verify_opts_t *o) {
       !has_ext(o->solution_path, ".csv"))
     return cli_usage_error("verify", "PLAN '%s' must end in .json or .csv",
                            o->solution_path);
+  if (o->no_reuse && has_ext(o->problem_path, ".csv"))
+    return cli_usage_error("verify",
+                           "--no-reuse applies to graphs and models, not to "
+                           "a MiniMalloc CSV");
   if (o->onnx.first && !cli_is_onnx(o->problem_path))
     return cli_usage_error("verify", "--%s applies to ONNX models (.onnx) only",
                            o->onnx.first);
@@ -233,6 +246,7 @@ static nnmem_status_t load_problem(verify_ctx_t *c) {
   nnmem_liveness_config_t lc;
   nnmem_liveness_config_init(&lc);
   lc.alignment = c->o.align;
+  lc.no_reuse = c->o.no_reuse;
   st = nnmem_liveness_analyze(c->graph, &lc, &c->live, &c->d);
   if (st == NNMEM_OK) c->p = nnmem_liveness_problem(c->live);
   return st;
@@ -271,7 +285,8 @@ static nnmem_status_t match_plan(verify_ctx_t *c, const nnmem_problem_t *s,
       return nnmem__diag(
           &c->d, NNMEM_ERR_INVALID,
           "%s: buffer '%s' is %llu B on [%llu,%llu) but %s says %llu B on "
-          "[%llu,%llu) (planned with other options, e.g. --align or --dim?)",
+          "[%llu,%llu) (planned with other options: --align, --dim, "
+          "--no-reuse?)",
           sp, cli_printable(id, b1, sizeof b1), (unsigned long long)sb[j].size,
           (unsigned long long)sb[j].first, (unsigned long long)sb[j].last, pp,
           (unsigned long long)pb[i].size, (unsigned long long)pb[i].first,
