@@ -4,7 +4,7 @@
 set -euo pipefail
 need=(cmake make gcc pkg-config libcjson-dev libprotobuf-c-dev protobuf-c-compiler)
 if [ "${1:-build}" = test ]; then
-  need+=(libcmocka-dev libonnx-testdata)
+  need+=(libcmocka-dev libonnx-testdata python3-prometheus-client)
 fi
 if [ "${1:-build}" = bench ]; then
   need+=(libjemalloc-dev libmimalloc-dev) # optional: bench/alloc skips absent ones

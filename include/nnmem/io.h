@@ -60,7 +60,7 @@ nnmem_status_t nnmem_graph_read_json_file(const char *path, nnmem_graph_t **out,
                                           nnmem_diag_t *diag);
 
 /* ---- Plan JSON and profile ------------------------------------------------
- * Plan JSON: {"model", "strategy", "alignment", "arena_height",
+ * Plan JSON of a graph: {"model", "strategy", "alignment", "arena_height",
  * "weight_bytes", "buffers": [{"id","offset","size","first","last","kind"}],
  * "tensors": [{"name","kind","region":"arena"|"weights","buffer","offset",
  * "size","first","last"}]}. */
@@ -69,6 +69,31 @@ nnmem_status_t nnmem_plan_write_json(const nnmem_graph_t *g,
                                      const nnmem_plan_t *plan,
                                      uint64_t alignment, const char *path,
                                      nnmem_diag_t *diag);
+
+/* Plan JSON of a bare problem (e.g. a MiniMalloc CSV): {"strategy",
+ * "alignment", "arena_height", "buffers": [{"id","offset","size","first",
+ * "last"}]} (a buffer without an id gets its index as text), atomically.
+ * Every integer is exact. NNMEM_ERR_INVALID when the plan is not of `p`. */
+NNMEM_API nnmem_status_t nnmem_problem_write_plan_json(const nnmem_problem_t *p,
+                                                       const nnmem_plan_t *plan,
+                                                       uint64_t alignment,
+                                                       const char *path,
+                                                       nnmem_diag_t *diag);
+
+/* Reads a plan JSON (either form above) back: its buffers as a new problem
+ * (ids, sizes, lifetimes [first, last); alignment 1) and their offsets, in
+ * file order (*offsets_out: new array, caller frees; *problem_out: caller
+ * destroys). Integers are read exactly up to 2^64 - 1. Errors name the file
+ * and the buffer (a missing key, a negative or fractional number, a
+ * duplicate id) in diag: NNMEM_ERR_PARSE, NNMEM_ERR_DUPLICATE. */
+NNMEM_API nnmem_status_t nnmem_plan_read_json(const char *data, size_t len,
+                                              const char *display_name,
+                                              nnmem_problem_t **problem_out,
+                                              uint64_t **offsets_out,
+                                              nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t
+nnmem_plan_read_json_file(const char *path, nnmem_problem_t **problem_out,
+                          uint64_t **offsets_out, nnmem_diag_t *diag);
 
 /* Formats the profile as a JSON object into a new malloc'd string
  * (caller frees). `model` may be NULL. */

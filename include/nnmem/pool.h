@@ -132,7 +132,8 @@ typedef struct nnmem_replay_result {
   uint64_t peak_live_bytes;     /* max over time of the live requested bytes */
   uint64_t peak_reserved_bytes; /* the pool's reserved_bytes_peak */
   double reserved_over_live;    /* peak_reserved / peak_live */
-  double fragmentation;         /* (free - largest) / free at the peak */
+  double fragmentation;         /* (free - largest) / free at the peak:
+                                   1 - largest free block / free bytes */
   double ns_per_op;             /* timed pass: wall time / operations */
   uint64_t backend_allocs;
 } nnmem_replay_result_t;
@@ -143,6 +144,15 @@ nnmem_status_t nnmem_pool_replay(const nnmem_problem_t *problem,
                                  uint64_t device_align,
                                  nnmem_replay_result_t *out,
                                  nnmem_diag_t *diag);
+
+/* nnmem_pool_replay that also returns, in *stats_out (may be NULL), the
+ * stats snapshot of the measuring pass's pool after the last event: its
+ * counters, peaks (reserved_bytes_peak == out->peak_reserved_bytes) and
+ * latency histogram, e.g. for nnmem_stats_format_prometheus. */
+NNMEM_API nnmem_status_t nnmem_pool_replay_stats(
+    const nnmem_problem_t *problem, nnmem_pool_kind_t kind,
+    const nnmem_pool_config_t *cfg, uint64_t device_align,
+    nnmem_replay_result_t *out, nnmem_stats_t *stats_out, nnmem_diag_t *diag);
 
 nnmem_pool_kind_t nnmem_pool_get_kind(const nnmem_pool_t *pool);
 const char *nnmem_pool_name(const nnmem_pool_t *pool);

@@ -9,7 +9,8 @@
  * inside reserved regions (0 when nothing is free). Lock contention =
  * lock_contended / lock_acquisitions (failed try-locks / acquisitions).
  * The latency histogram is sampled: bucket i counts operations that took
- * [2^i, 2^(i+1)) ns.
+ * [2^i, 2^(i+1)) ns (bucket 0 also those under 1 ns, the last bucket also
+ * every longer one); latency_sum_ns adds up the same samples.
  *
  * Thread-safety: the format functions only read their arguments. */
 #ifndef NNMEM_STATS_H
@@ -21,7 +22,7 @@
 extern "C" {
 #endif
 
-#define NNMEM_STATS_VERSION 1
+#define NNMEM_STATS_VERSION 2
 #define NNMEM_STATS_LAT_BUCKETS 32
 #define NNMEM_STATS_NAME_MAX 48
 
@@ -45,6 +46,7 @@ typedef struct nnmem_stats {
   uint64_t lock_acquisitions, lock_contended;
   uint64_t latency_samples;
   uint64_t latency_hist[NNMEM_STATS_LAT_BUCKETS];
+  uint64_t latency_sum_ns; /* sum of the sampled latencies (version 2) */
 } nnmem_stats_t;
 
 /* Zeroes `st` and sets size/version. */
@@ -58,8 +60,12 @@ uint64_t nnmem_stats_latency_percentile(const nnmem_stats_t *st, double pct);
  * string length (NUL-terminated). NNMEM_ERR_OVERFLOW when cap is too small;
  * *len_out then holds the length needed (call again with len + 1). JSON: an
  * array of objects, one per record, keys named like the fields.
- * Prometheus: text exposition format 0.0.4 with # HELP / # TYPE lines and a
- * pool="name" label, e.g. nnmem_pool_reserved_bytes{pool="tlsf0"} 1048576. */
+ * Pretty-printed (2-space indentation), every integer exact.
+ * Prometheus: text exposition format 0.0.4 with one # HELP / # TYPE pair
+ * per family and a pool="name" label per record, e.g.
+ * nnmem_pool_reserved_bytes{pool="tlsf0"} 1048576; the latency histogram
+ * nnmem_pool_op_latency_ns has cumulative _bucket{le=...} samples ending
+ * in le="+Inf", then _sum and _count. */
 nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st, size_t n,
                                        char *buf, size_t cap, size_t *len_out);
 nnmem_status_t nnmem_stats_format_prometheus(const nnmem_stats_t *st, size_t n,

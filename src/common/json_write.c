@@ -11,10 +11,16 @@
  *   - at most one top-level value; depth <= NNMEM__JW_MAX_DEPTH.
  *
  * Integers use a digit loop on uint64_t (exact for every value); doubles use
- * "%.17g", the shortest width that round-trips every binary64. */
+ * the shortest of "%.15g" / "%.16g" / "%.17g" that reads back as the same
+ * binary64 (17 significant digits always do), with '.' as the separator
+ * whatever the C locale says.
+ * Complexity: O(length appended) per call. Thread-safety: one writer per
+ * thread; no shared state. */
 #include "common/json_write.h"
 
-#include <inttypes.h>
+#include <ctype.h>
+#include <float.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -108,6 +114,10 @@ void nnmem__jw_key(nnmem__jw_t *w, const char *key) {
 }
 
 void nnmem__jw_string_n(nnmem__jw_t *w, const char *s, size_t len) {
+  if (!s) {
+    nnmem__jw_null(w);
+    return;
+  }
   if (begin_value(w)) return;
   nnmem__json_escape(w->out, s, len);
   end_value(w);
@@ -138,14 +148,24 @@ void nnmem__jw_i64(nnmem__jw_t *w, int64_t v) {
   end_value(w);
 }
 
+/* The shortest of "%.15g", "%.16g", "%.17g" that reads back as `v` (17
+ * digits always do), so 0.1 prints as 0.1, not 0.10000000000000001. The
+ * decimal separator of a locale that uses another one (",") becomes '.'. */
 void nnmem__jw_double(nnmem__jw_t *w, double v) {
-  if (!(v == v) || v > 1.7976931348623157e308 || v < -1.7976931348623157e308) {
+  if (!(v == v) || v > DBL_MAX || v < -DBL_MAX) {
     nnmem__jw_null(w);
     return;
   }
   if (begin_value(w)) return;
   char buf[40];
-  int n = snprintf(buf, sizeof buf, "%.17g", v);
+  int n = 0;
+  for (int digits = 15; digits <= 17; digits++) {
+    n = snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (digits == 17 || strtod(buf, NULL) == v) break;
+  }
+  for (int i = 0; i < n; i++) /* locale-proof: only digits, sign, e, '.' */
+    if (!isdigit((unsigned char)buf[i]) && !strchr("+-eE", buf[i]))
+      buf[i] = '.';
   nnmem__text_append(w->out, buf, n > 0 ? (size_t)n : 0);
   /* "1e+20" and "3" are valid JSON numbers already; nothing to add. */
   end_value(w);
@@ -193,6 +213,7 @@ void nnmem__jw_kv_bool(nnmem__jw_t *w, const char *key, int v) {
 nnmem_status_t nnmem__jw_finish(nnmem__jw_t *w) {
   if (w->misuse || w->depth != 0 || !w->done) return NNMEM_ERR_STATE;
   nnmem__text_putc(w->out, '\n');
+  w->misuse = 1; /* the document is complete: nothing more may follow */
   return nnmem__text_status(w->out);
 }
 

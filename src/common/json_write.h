@@ -63,11 +63,12 @@ void nnmem__jw_key(nnmem__jw_t *w, const char *key);
 
 /* Values. */
 void nnmem__jw_string(nnmem__jw_t *w, const char *s); /* NULL -> null */
-void nnmem__jw_string_n(nnmem__jw_t *w, const char *s, size_t len);
+void nnmem__jw_string_n(nnmem__jw_t *w, const char *s, size_t len); /* ditto */
 void nnmem__jw_u64(nnmem__jw_t *w, uint64_t v);
 void nnmem__jw_i64(nnmem__jw_t *w, int64_t v);
-/* A finite double with 17 significant digits (round-trips); NaN and
- * infinities, which JSON cannot hold, are written as null. */
+/* A finite double in the fewest significant digits (15..17) that read back
+ * as the same double; NaN and infinities, which JSON cannot hold, are
+ * written as null. */
 void nnmem__jw_double(nnmem__jw_t *w, double v);
 void nnmem__jw_bool(nnmem__jw_t *w, int v);
 void nnmem__jw_null(nnmem__jw_t *w);
@@ -83,8 +84,8 @@ void nnmem__jw_kv_double(nnmem__jw_t *w, const char *key, double v);
 void nnmem__jw_kv_bool(nnmem__jw_t *w, const char *key, int v);
 
 /* NNMEM_OK when one complete, balanced document was written (a trailing
- * newline is appended); NNMEM_ERR_STATE on misuse; NNMEM_ERR_NOMEM when an
- * append failed. */
+ * newline is appended); NNMEM_ERR_STATE on misuse (or a second call: the
+ * writer is done); NNMEM_ERR_NOMEM when an append failed. */
 nnmem_status_t nnmem__jw_finish(nnmem__jw_t *w);
 
 /* Appends `s` (len bytes) as a JSON string literal, quotes included. The

@@ -1,6 +1,5 @@
 /* text.c - text helpers shared by the importers and exporters: a string
- * builder, UTF-8 validation, JSON escaping, line / column lookup and a string
- * hash set.
+ * builder, UTF-8 validation, line / column lookup and a string hash set.
  *
  * Algorithms:
  *   1. The builder doubles its capacity (amortized O(1) per byte) and
@@ -17,8 +16,6 @@
  * Complexity: validation O(n); set insert O(1) expected.
  * Thread-safety: no shared state; each object belongs to one thread. */
 #include "common/text.h"
-
-#include "common/json_write.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -83,15 +80,6 @@ void nnmem__text_printf(nnmem__text_t *t, const char *fmt, ...) {
   vsnprintf(t->data + t->len, (size_t)n + 1, fmt, ap);
   va_end(ap);
   t->len += (size_t)n;
-}
-
-void nnmem__text_json_string(nnmem__text_t *t, const char *s) {
-  nnmem__json_escape(t, s, strlen(s));
-}
-
-void nnmem__text_json_double(nnmem__text_t *t, double v) {
-  if (!(v == v) || v > 1e300 || v < -1e300) v = 0; /* NaN, inf */
-  nnmem__text_printf(t, "%.10g", v);
 }
 
 nnmem_status_t nnmem__text_status(const nnmem__text_t *t) {

@@ -1,6 +1,7 @@
 /* text.h - internal text helpers for the file formats (never installed):
- * a growable string builder, UTF-8 validation, JSON string escaping, line /
- * column lookup and a string hash set. Used by src/import and src/export. */
+ * a growable string builder, UTF-8 validation, line / column lookup and a
+ * string hash set. JSON is written by common/json_write.h only. Used by
+ * src/import and src/export. */
 #ifndef NNMEM_TEXT_H
 #define NNMEM_TEXT_H
 
@@ -28,10 +29,6 @@ void nnmem__text_putc(nnmem__text_t *t, char c);
 void nnmem__text_u64(nnmem__text_t *t, uint64_t v);
 void nnmem__text_printf(nnmem__text_t *t, const char *fmt, ...)
     NNMEM__PRINTF(2, 3);
-/* Appends `s` as a JSON string literal (quotes included). */
-void nnmem__text_json_string(nnmem__text_t *t, const char *s);
-/* Appends a finite double in JSON form ("%.10g"; NaN / inf become 0). */
-void nnmem__text_json_double(nnmem__text_t *t, double v);
 /* NNMEM_OK, or NNMEM_ERR_NOMEM when an append failed. */
 nnmem_status_t nnmem__text_status(const nnmem__text_t *t);
 

@@ -15,67 +15,57 @@
  *   3. tensors in graph order: a tensor without a buffer (weights,
  *      constants and views of them) is in region "weights" at its weight
  *      offset; any other is in region "arena" at its buffer's plan offset;
- *   4. build the text in memory (exact 64-bit integers, no doubles) and
- *      write it atomically.
+ *   4. build the text in memory with the one JSON writer (exact 64-bit
+ *      integers, no doubles) and write it atomically.
+ * A bare problem (a MiniMalloc CSV) has the same document without "model",
+ * "weight_bytes", "tensors" and the buffers' "kind":
+ *   {"strategy", "alignment", "arena_height",
+ *    "buffers": [{"id", "offset", "size", "first", "last"}]}
+ * so `nnmem verify PROBLEM plan.json` reads both the same way.
  *
  * Complexity: O(buffers + tensors). Thread-safety: each call is
  * independent; the inputs are only read. */
 #include <stdio.h>
 
-#include "common/text.h"
-#include "nnmem/io.h"
+#include "export/export_json.h"
 
-static void put_key(nnmem__text_t *t, const char *key) {
-  nnmem__text_json_string(t, key);
-  nnmem__text_puts(t, ": ");
+/* The id of buffer i, or its index as text when it has none. */
+static const char *buffer_id(const nnmem_problem_t *p, size_t i, char *num,
+                             size_t cap) {
+  const char *id = nnmem_problem_id(p, i);
+  if (id) return id;
+  snprintf(num, cap, "%zu", i);
+  return num;
 }
 
-static void put_u64(nnmem__text_t *t, const char *key, uint64_t v) {
-  put_key(t, key);
-  nnmem__text_u64(t, v);
-}
-
-static void put_str(nnmem__text_t *t, const char *key, const char *v) {
-  put_key(t, key);
-  nnmem__text_json_string(t, v);
-}
-
-static void put_buffers(nnmem__text_t *t, const nnmem_liveness_t *l,
-                        const nnmem_plan_t *plan) {
-  const nnmem_problem_t *p = nnmem_liveness_problem(l);
+/* "buffers": [...]; `l` may be NULL (a bare problem: no "kind"). */
+static void put_buffers(nnmem__jw_t *w, const nnmem_problem_t *p,
+                        const nnmem_liveness_t *l, const uint64_t *off) {
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  const uint64_t *off = nnmem_plan_offsets(plan);
   size_t n = nnmem_problem_count(p);
-  nnmem__text_puts(t, "  \"buffers\": [");
+  nnmem__jw_key(w, "buffers");
+  nnmem__jw_array(w);
   for (size_t i = 0; i < n; i++) {
-    const char *id = nnmem_problem_id(p, i);
     char num[24];
-    if (!id) {
-      snprintf(num, sizeof num, "%zu", i);
-      id = num;
-    }
-    nnmem__text_puts(t, i ? ",\n    {" : "\n    {");
-    put_str(t, "id", id);
-    nnmem__text_puts(t, ", ");
-    put_u64(t, "offset", off[i]);
-    nnmem__text_puts(t, ", ");
-    put_u64(t, "size", b[i].size);
-    nnmem__text_puts(t, ", ");
-    put_u64(t, "first", b[i].first);
-    nnmem__text_puts(t, ", ");
-    put_u64(t, "last", b[i].last);
-    nnmem__text_puts(t, ", ");
-    put_str(t, "kind",
-            nnmem_liveness_buffer_kind(l, i) == NNMEM_BUFFER_WORKSPACE
-                ? "workspace"
-                : "activation");
-    nnmem__text_putc(t, '}');
+    nnmem__jw_object(w);
+    nnmem__jw_kv_string(w, "id", buffer_id(p, i, num, sizeof num));
+    nnmem__jw_kv_u64(w, "offset", off[i]);
+    nnmem__jw_kv_u64(w, "size", b[i].size);
+    nnmem__jw_kv_u64(w, "first", b[i].first);
+    nnmem__jw_kv_u64(w, "last", b[i].last);
+    if (l)
+      nnmem__jw_kv_string(
+          w, "kind",
+          nnmem_liveness_buffer_kind(l, i) == NNMEM_BUFFER_WORKSPACE
+              ? "workspace"
+              : "activation");
+    nnmem__jw_end(w);
   }
-  nnmem__text_puts(t, n ? "\n  ],\n" : "],\n");
+  nnmem__jw_end(w);
 }
 
 /* One tensor record; returns NNMEM_ERR_INVALID when l and g disagree. */
-static nnmem_status_t put_tensor(nnmem__text_t *t, const nnmem_graph_t *g,
+static nnmem_status_t put_tensor(nnmem__jw_t *w, const nnmem_graph_t *g,
                                  const nnmem_liveness_t *l, const uint64_t *off,
                                  size_t n_buf, uint32_t i) {
   nnmem_tensor_info_t ti;
@@ -85,28 +75,78 @@ static nnmem_status_t put_tensor(nnmem__text_t *t, const nnmem_graph_t *g,
     return NNMEM_ERR_INVALID;
   int in_arena = tl.buffer != NNMEM_NO_BUFFER;
   if (in_arena && tl.buffer >= n_buf) return NNMEM_ERR_INVALID;
-  nnmem__text_puts(t, i ? ",\n    {" : "\n    {");
-  put_str(t, "name", ti.name);
-  nnmem__text_puts(t, ", ");
-  put_str(t, "kind", nnmem_tensor_kind_name(ti.kind));
-  nnmem__text_puts(t, ", ");
-  put_str(t, "region", in_arena ? "arena" : "weights");
-  nnmem__text_puts(t, ", ");
-  put_key(t, "buffer");
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "name", ti.name);
+  nnmem__jw_kv_string(w, "kind", nnmem_tensor_kind_name(ti.kind));
+  nnmem__jw_kv_string(w, "region", in_arena ? "arena" : "weights");
+  nnmem__jw_key(w, "buffer");
   if (in_arena)
-    nnmem__text_u64(t, tl.buffer);
+    nnmem__jw_u64(w, tl.buffer);
   else
-    nnmem__text_puts(t, "null");
-  nnmem__text_puts(t, ", ");
-  put_u64(t, "offset", in_arena ? off[tl.buffer] : tl.weight_offset);
-  nnmem__text_puts(t, ", ");
-  put_u64(t, "size", ti.bytes);
-  nnmem__text_puts(t, ", ");
-  put_u64(t, "first", tl.first);
-  nnmem__text_puts(t, ", ");
-  put_u64(t, "last", tl.last);
-  nnmem__text_putc(t, '}');
+    nnmem__jw_null(w);
+  nnmem__jw_kv_u64(w, "offset", in_arena ? off[tl.buffer] : tl.weight_offset);
+  nnmem__jw_kv_u64(w, "size", ti.bytes);
+  nnmem__jw_kv_u64(w, "first", tl.first);
+  nnmem__jw_kv_u64(w, "last", tl.last);
+  nnmem__jw_end(w);
   return NNMEM_OK;
+}
+
+nnmem_status_t nnmem__plan_json(nnmem__jw_t *w, const nnmem_graph_t *g,
+                                const nnmem_liveness_t *l,
+                                const nnmem_plan_t *plan, uint64_t alignment) {
+  const nnmem_problem_t *p = nnmem_liveness_problem(l);
+  size_t n_buf = nnmem_problem_count(p);
+  if (nnmem_plan_count(plan) != n_buf) return NNMEM_ERR_INVALID;
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "model",
+                      nnmem_graph_name(g) ? nnmem_graph_name(g) : "");
+  nnmem__jw_kv_string(w, "strategy",
+                      nnmem_strategy_name(nnmem_plan_strategy(plan)));
+  nnmem__jw_kv_u64(w, "alignment", alignment ? alignment : 1);
+  nnmem__jw_kv_u64(w, "arena_height", nnmem_plan_height(plan));
+  nnmem__jw_kv_u64(w, "weight_bytes", nnmem_liveness_weight_bytes(l));
+  put_buffers(w, p, l, nnmem_plan_offsets(plan));
+  nnmem__jw_key(w, "tensors");
+  nnmem__jw_array(w);
+  size_t n = nnmem_graph_tensor_count(g);
+  nnmem_status_t st = NNMEM_OK;
+  for (uint32_t i = 0; i < n && st == NNMEM_OK; i++)
+    st = put_tensor(w, g, l, nnmem_plan_offsets(plan), n_buf, i);
+  nnmem__jw_end(w);
+  nnmem__jw_end(w);
+  return st;
+}
+
+nnmem_status_t nnmem__problem_plan_json(nnmem__jw_t *w,
+                                        const nnmem_problem_t *p,
+                                        const nnmem_plan_t *plan,
+                                        uint64_t alignment) {
+  if (nnmem_plan_count(plan) != nnmem_problem_count(p))
+    return NNMEM_ERR_INVALID;
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "strategy",
+                      nnmem_strategy_name(nnmem_plan_strategy(plan)));
+  nnmem__jw_kv_u64(w, "alignment", alignment ? alignment : 1);
+  nnmem__jw_kv_u64(w, "arena_height", nnmem_plan_height(plan));
+  put_buffers(w, p, NULL, nnmem_plan_offsets(plan));
+  nnmem__jw_end(w);
+  return NNMEM_OK;
+}
+
+/* Finishes the document and writes it to `path` atomically. */
+static nnmem_status_t finish_file(nnmem__jw_t *w, nnmem__text_t *t,
+                                  nnmem_status_t st, const char *path,
+                                  const char *what, nnmem_diag_t *diag) {
+  if (st != NNMEM_OK)
+    nnmem__diag(diag, st, "%s: %s", path, what);
+  else if ((st = nnmem__jw_finish(w)) != NNMEM_OK)
+    nnmem__diag(diag, st, "%s: %s", path,
+                st == NNMEM_ERR_NOMEM ? "out of memory" : "JSON writer misuse");
+  else
+    st = nnmem_file_write_atomic(path, t->data, t->len, diag);
+  nnmem__text_free(t);
+  return st;
 }
 
 nnmem_status_t nnmem_plan_write_json(const nnmem_graph_t *g,
@@ -124,32 +164,30 @@ nnmem_status_t nnmem_plan_write_json(const nnmem_graph_t *g,
                        "has %zu",
                        path, nnmem_plan_count(plan), n_buf);
   nnmem__text_t t;
+  nnmem__jw_t w;
   nnmem__text_init(&t);
-  nnmem__text_puts(&t, "{\n  ");
-  put_str(&t, "model", nnmem_graph_name(g) ? nnmem_graph_name(g) : "");
-  nnmem__text_puts(&t, ",\n  ");
-  put_str(&t, "strategy", nnmem_strategy_name(nnmem_plan_strategy(plan)));
-  nnmem__text_puts(&t, ",\n  ");
-  put_u64(&t, "alignment", alignment ? alignment : 1);
-  nnmem__text_puts(&t, ",\n  ");
-  put_u64(&t, "arena_height", nnmem_plan_height(plan));
-  nnmem__text_puts(&t, ",\n  ");
-  put_u64(&t, "weight_bytes", nnmem_liveness_weight_bytes(l));
-  nnmem__text_puts(&t, ",\n");
-  put_buffers(&t, l, plan);
-  nnmem__text_puts(&t, "  \"tensors\": [");
-  size_t n = nnmem_graph_tensor_count(g);
-  nnmem_status_t st = NNMEM_OK;
-  for (uint32_t i = 0; i < n && st == NNMEM_OK; i++)
-    st = put_tensor(&t, g, l, nnmem_plan_offsets(plan), n_buf, i);
-  nnmem__text_puts(&t, n ? "\n  ]\n}\n" : "]\n}\n");
-  if (st != NNMEM_OK)
-    nnmem__diag(diag, st, "%s: the liveness analysis is not of this graph",
-                path);
-  else if ((st = nnmem__text_status(&t)) != NNMEM_OK)
-    nnmem__diag(diag, st, "%s: out of memory", path);
-  else
-    st = nnmem_file_write_atomic(path, t.data, t.len, diag);
-  nnmem__text_free(&t);
-  return st;
+  nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
+  nnmem_status_t st = nnmem__plan_json(&w, g, l, plan, alignment);
+  return finish_file(&w, &t, st, path,
+                     "the liveness analysis is not of this graph", diag);
+}
+
+nnmem_status_t nnmem_problem_write_plan_json(const nnmem_problem_t *p,
+                                             const nnmem_plan_t *plan,
+                                             uint64_t alignment,
+                                             const char *path,
+                                             nnmem_diag_t *diag) {
+  if (!p || !plan || !path)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_problem_write_plan_json: NULL argument");
+  if (nnmem_plan_count(plan) != nnmem_problem_count(p))
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "%s: the plan has %zu buffers but the problem has %zu",
+                       path, nnmem_plan_count(plan), nnmem_problem_count(p));
+  nnmem__text_t t;
+  nnmem__jw_t w;
+  nnmem__text_init(&t);
+  nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
+  nnmem_status_t st = nnmem__problem_plan_json(&w, p, plan, alignment);
+  return finish_file(&w, &t, st, path, "the plan is not of this problem", diag);
 }

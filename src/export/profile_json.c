@@ -7,28 +7,35 @@
  *    "naive_arena": 1, "reuse_ratio": 0.5, "strategy": "greedy-size",
  *    "buffers": 1, "tensors": 1, "peak_step": 1, "plan_seconds": 0.01}
  *
- * Algorithm: append each key in that fixed order ("model" only when given),
- * byte counts as exact 64-bit integers, the ratio and seconds as JSON
- * numbers (a NaN or infinity becomes 0 so the output stays valid JSON), then
- * write the text atomically.
+ * Algorithm: write each key in that fixed order ("model" only when given)
+ * through the one JSON writer (src/common/json_write.c): byte counts and
+ * steps as exact 64-bit integers, the ratio and seconds as doubles that read
+ * back exactly (null for NaN or infinity); then, for the file, write the
+ * text atomically. The CLI's --json report embeds the same members through
+ * nnmem__profile_json_members.
  * Complexity: O(1). Thread-safety: each call is independent. */
 #include <string.h>
 
-#include "common/text.h"
-#include "nnmem/io.h"
+#include "export/export_json.h"
 
-static void put_u64(nnmem__text_t *t, const char *key, uint64_t v) {
-  nnmem__text_puts(t, ",\n  ");
-  nnmem__text_json_string(t, key);
-  nnmem__text_puts(t, ": ");
-  nnmem__text_u64(t, v);
-}
-
-static void put_double(nnmem__text_t *t, const char *key, double v) {
-  nnmem__text_puts(t, ",\n  ");
-  nnmem__text_json_string(t, key);
-  nnmem__text_puts(t, ": ");
-  nnmem__text_json_double(t, v);
+void nnmem__profile_json_members(nnmem__jw_t *w, const nnmem_profile_t *prof,
+                                 const char *model) {
+  if (model) nnmem__jw_kv_string(w, "model", model);
+  nnmem__jw_kv_u64(w, "peak_memory", prof->peak_memory);
+  nnmem__jw_kv_u64(w, "weight_memory", prof->weight_memory);
+  nnmem__jw_kv_u64(w, "activation_memory", prof->activation_memory);
+  nnmem__jw_kv_u64(w, "workspace_memory", prof->workspace_memory);
+  nnmem__jw_kv_u64(w, "lower_bound", prof->lower_bound);
+  nnmem__jw_kv_u64(w, "naive_memory", prof->naive_memory);
+  nnmem__jw_kv_u64(w, "arena_height", prof->arena_height);
+  nnmem__jw_kv_u64(w, "arena_lower_bound", prof->arena_lower_bound);
+  nnmem__jw_kv_u64(w, "naive_arena", prof->naive_arena);
+  nnmem__jw_kv_double(w, "reuse_ratio", prof->reuse_ratio);
+  nnmem__jw_kv_string(w, "strategy", nnmem_strategy_name(prof->strategy));
+  nnmem__jw_kv_u64(w, "buffers", prof->buffers);
+  nnmem__jw_kv_u64(w, "tensors", prof->tensors);
+  nnmem__jw_kv_u64(w, "peak_step", prof->peak_step);
+  nnmem__jw_kv_double(w, "plan_seconds", prof->plan_seconds);
 }
 
 nnmem_status_t nnmem_profile_format_json(const nnmem_profile_t *prof,
@@ -36,32 +43,13 @@ nnmem_status_t nnmem_profile_format_json(const nnmem_profile_t *prof,
   if (!prof || !out) return NNMEM_ERR_INVALID;
   *out = NULL;
   nnmem__text_t t;
+  nnmem__jw_t w;
   nnmem__text_init(&t);
-  nnmem__text_puts(&t, "{\n  ");
-  if (model) {
-    nnmem__text_puts(&t, "\"model\": ");
-    nnmem__text_json_string(&t, model);
-    nnmem__text_puts(&t, ",\n  ");
-  }
-  nnmem__text_puts(&t, "\"peak_memory\": ");
-  nnmem__text_u64(&t, prof->peak_memory);
-  put_u64(&t, "weight_memory", prof->weight_memory);
-  put_u64(&t, "activation_memory", prof->activation_memory);
-  put_u64(&t, "workspace_memory", prof->workspace_memory);
-  put_u64(&t, "lower_bound", prof->lower_bound);
-  put_u64(&t, "naive_memory", prof->naive_memory);
-  put_u64(&t, "arena_height", prof->arena_height);
-  put_u64(&t, "arena_lower_bound", prof->arena_lower_bound);
-  put_u64(&t, "naive_arena", prof->naive_arena);
-  put_double(&t, "reuse_ratio", prof->reuse_ratio);
-  nnmem__text_puts(&t, ",\n  \"strategy\": ");
-  nnmem__text_json_string(&t, nnmem_strategy_name(prof->strategy));
-  put_u64(&t, "buffers", prof->buffers);
-  put_u64(&t, "tensors", prof->tensors);
-  put_u64(&t, "peak_step", prof->peak_step);
-  put_double(&t, "plan_seconds", prof->plan_seconds);
-  nnmem__text_puts(&t, "\n}\n");
-  nnmem_status_t st = nnmem__text_status(&t);
+  nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
+  nnmem__jw_object(&w);
+  nnmem__profile_json_members(&w, prof, model);
+  nnmem__jw_end(&w);
+  nnmem_status_t st = nnmem__jw_finish(&w);
   if (st != NNMEM_OK) {
     nnmem__text_free(&t);
     return st;

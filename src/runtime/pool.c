@@ -233,6 +233,7 @@ static void record_latency(nnmem_pool_t *pool, uint64_t t0) {
   if (b >= NNMEM_STATS_LAT_BUCKETS) b = NNMEM_STATS_LAT_BUCKETS - 1;
   pool->st.latency_hist[b]++;
   pool->st.latency_samples++;
+  pool->st.latency_sum_ns += d;
 }
 
 static int sample(nnmem_pool_t *pool) {

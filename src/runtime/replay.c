@@ -6,7 +6,8 @@
  * pass: run the events through a fresh pool, wall time / operations;
  * 3. measuring pass: a second fresh pool, tracking live requested bytes and
  * taking a stats snapshot after each allocation that raised the reserved
- * peak (fragmentation at that moment); 4. fill the result.
+ * peak (fragmentation at that moment); 4. fill the result (and, when asked,
+ * the measuring pool's stats snapshot after the last event).
  * Complexity: O(n log n) sort plus the pool's cost per event.
  * Thread-safety: uses only its own objects. */
 #include <stdlib.h>
@@ -113,6 +114,14 @@ nnmem_status_t nnmem_pool_replay(const nnmem_problem_t *problem,
                                  uint64_t device_align,
                                  nnmem_replay_result_t *out,
                                  nnmem_diag_t *diag) {
+  return nnmem_pool_replay_stats(problem, kind, cfg, device_align, out, NULL,
+                                 diag);
+}
+
+nnmem_status_t nnmem_pool_replay_stats(
+    const nnmem_problem_t *problem, nnmem_pool_kind_t kind,
+    const nnmem_pool_config_t *cfg, uint64_t device_align,
+    nnmem_replay_result_t *out, nnmem_stats_t *stats_out, nnmem_diag_t *diag) {
   if (!problem || !out) return NNMEM_ERR_INVALID;
   memset(out, 0, sizeof *out);
   pass_t ps = {0};
@@ -142,6 +151,7 @@ nnmem_status_t nnmem_pool_replay(const nnmem_problem_t *problem,
     out->fragmentation = ps.frag;
     out->ns_per_op = ps.n ? dt * 1e9 / (double)ps.n : 0.0;
     out->backend_allocs = st.backend_allocs;
+    if (stats_out) *stats_out = st;
   }
   free(ps.addr);
   free(ev);

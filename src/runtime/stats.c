@@ -1,44 +1,51 @@
 /* stats.c - statistics records and their JSON / Prometheus renderings.
  *
- * Steps of each formatter: 1. write into the caller's buffer with a
- * bounded appender that keeps counting past the end; 2. when the text did
- * not fit, return NNMEM_ERR_OVERFLOW with the length needed.
- * JSON: pool names escaped as JSON strings (control characters \u00XX).
- * Prometheus: one # HELP and one # TYPE line per metric family, then one
- * sample per record labelled pool="<name>" (quotes and backslashes in names
- * escaped); counters end in _total, byte gauges in _bytes.
+ * Steps of each formatter: 1. build the whole text in memory (JSON through
+ * the one JSON writer, src/common/json_write.c: exact integers, pretty
+ * style); 2. copy it into the caller's buffer; when it does not fit, return
+ * NNMEM_ERR_OVERFLOW with the length needed.
+ * Prometheus, text exposition format 0.0.4:
+ *   - one family after another, each introduced by exactly one # HELP and
+ *     one # TYPE line, then one sample per record labelled pool="<name>";
+ *   - label values escape backslash, double quote and newline (\\, \",
+ *     \n); bytes that are not UTF-8 become U+FFFD; HELP text escapes
+ *     backslash and newline;
+ *   - counters end in _total, byte gauges in _bytes;
+ *   - the latency histogram has, per record, the cumulative buckets
+ *     _bucket{le="2^(i+1)"} (bucket i counts [2^i, 2^(i+1)) ns) for all but
+ *     the last, open-ended bucket, then le="+Inf", _sum (ns) and _count,
+ *     with _count == the +Inf bucket.
  * Complexity: O(n * metrics). Thread-safety: pure functions. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json_write.h"
+#include "common/text.h"
 #include "nnmem/stats.h"
 
-typedef struct out {
-  char *buf;
-  size_t cap, len;
-} out_t;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-put(out_t *o, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  size_t room = o->len < o->cap ? o->cap - o->len : 0;
-  int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
-  va_end(ap);
-  if (n > 0) o->len += (size_t)n;
-}
-
-static nnmem_status_t finish(out_t *o, size_t *len_out) {
-  if (len_out) *len_out = o->len;
-  if (o->len >= o->cap) {
-    if (o->cap) o->buf[o->cap - 1] = '\0';
-    return NNMEM_ERR_OVERFLOW;
+/* Copies the finished text `t` into buf[cap] (NUL-terminated) and frees
+ * it; NNMEM_ERR_OVERFLOW (with a truncated, terminated copy) when it does
+ * not fit, *len_out = the length needed either way. */
+static nnmem_status_t deliver(nnmem__text_t *t, nnmem_status_t st, char *buf,
+                              size_t cap, size_t *len_out) {
+  if (st == NNMEM_OK) st = nnmem__text_status(t);
+  if (st != NNMEM_OK) {
+    nnmem__text_free(t);
+    return st;
   }
-  return NNMEM_OK;
+  size_t len = t->len;
+  if (len_out) *len_out = len;
+  if (len >= cap) {
+    if (cap) {
+      memcpy(buf, t->data, cap - 1);
+      buf[cap - 1] = '\0';
+    }
+    st = NNMEM_ERR_OVERFLOW;
+  } else {
+    memcpy(buf, t->data, len + 1);
+  }
+  nnmem__text_free(t);
+  return st;
 }
 
 void nnmem_stats_init(nnmem_stats_t *st) {
@@ -107,72 +114,103 @@ static uint64_t field(const nnmem_stats_t *s, size_t off) {
   return v;
 }
 
-static void put_label(out_t *o, const char *name) {
-  for (const char *c = name; *c; c++) {
-    if (*c == '"' || *c == '\\')
-      put(o, "\\%c", *c);
-    else if (*c == '\n')
-      put(o, "\\n");
-    else
-      put(o, "%c", *c);
+/* A Prometheus label value: \\, \" and \n escaped; invalid UTF-8 bytes
+ * become U+FFFD (the format is UTF-8). */
+static void put_label(nnmem__text_t *t, const char *name) {
+  const unsigned char *p = (const unsigned char *)name;
+  size_t len = strnlen(name, NNMEM_STATS_NAME_MAX);
+  for (size_t i = 0; i < len;) {
+    size_t n = nnmem__utf8_seq(p + i, len - i);
+    if (p[i] == '"' || p[i] == '\\') {
+      nnmem__text_putc(t, '\\');
+      nnmem__text_putc(t, (char)p[i]);
+    } else if (p[i] == '\n') {
+      nnmem__text_puts(t, "\\n");
+    } else if (n) {
+      nnmem__text_append(t, name + i, n);
+      i += n;
+      continue;
+    } else {
+      nnmem__text_puts(t, "\xef\xbf\xbd");
+    }
+    i++;
   }
 }
 
-/* A JSON string body: quotes and backslashes escaped, control characters
- * as \u00XX (JSON allows none raw). */
-static void put_json_str(out_t *o, const char *name) {
-  for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-    if (*c == '"' || *c == '\\')
-      put(o, "\\%c", *c);
-    else if (*c < 0x20)
-      put(o, "\\u%04x", *c);
+/* # HELP (backslash and newline escaped) and # TYPE of one family. */
+static void put_family(nnmem__text_t *t, const char *name, const char *type,
+                       const char *help) {
+  nnmem__text_printf(t, "# HELP %s ", name);
+  for (const char *c = help; *c; c++) {
+    if (*c == '\\')
+      nnmem__text_puts(t, "\\\\");
+    else if (*c == '\n')
+      nnmem__text_puts(t, "\\n");
     else
-      put(o, "%c", *c);
+      nnmem__text_putc(t, *c);
   }
+  nnmem__text_printf(t, "\n# TYPE %s %s\n", name, type);
+}
+
+/* `name{pool="<label>"` (the caller closes the label set). */
+static void put_sample_start(nnmem__text_t *t, const char *name,
+                             const nnmem_stats_t *s) {
+  nnmem__text_printf(t, "%s{pool=\"", name);
+  put_label(t, s->name);
+  nnmem__text_putc(t, '"');
 }
 
 nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st, size_t n,
                                        char *buf, size_t cap, size_t *len_out) {
   if ((!st && n) || (!buf && cap)) return NNMEM_ERR_INVALID;
-  out_t o = {buf, cap, 0};
-  put(&o, "[");
+  nnmem__text_t t;
+  nnmem__jw_t w;
+  nnmem__text_init(&t);
+  nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
+  nnmem__jw_array(&w);
   for (size_t i = 0; i < n; i++) {
     const nnmem_stats_t *s = &st[i];
-    put(&o, "%s{\"pool\":\"", i ? "," : "");
-    put_json_str(&o, s->name);
-    put(&o, "\"");
+    char name[NNMEM_STATS_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%.*s", NNMEM_STATS_NAME_MAX, s->name);
+    nnmem__jw_object(&w);
+    nnmem__jw_kv_string(&w, "pool", name);
     for (size_t m = 0; m < N_METRICS; m++)
-      put(&o, ",\"%s\":%llu", metrics[m].name,
-          (unsigned long long)field(s, metrics[m].off));
-    put(&o,
-        ",\"fragmentation\":%.6f,\"latency_samples\":%llu,"
-        "\"latency_p50_ns\":%llu,\"latency_p99_ns\":%llu}",
-        s->fragmentation, (unsigned long long)s->latency_samples,
-        (unsigned long long)nnmem_stats_latency_percentile(s, 50),
-        (unsigned long long)nnmem_stats_latency_percentile(s, 99));
+      nnmem__jw_kv_u64(&w, metrics[m].name, field(s, metrics[m].off));
+    nnmem__jw_kv_double(&w, "fragmentation", s->fragmentation);
+    nnmem__jw_kv_u64(&w, "latency_samples", s->latency_samples);
+    nnmem__jw_kv_u64(&w, "latency_sum_ns", s->latency_sum_ns);
+    nnmem__jw_kv_u64(&w, "latency_p50_ns",
+                     nnmem_stats_latency_percentile(s, 50));
+    nnmem__jw_kv_u64(&w, "latency_p99_ns",
+                     nnmem_stats_latency_percentile(s, 99));
+    nnmem__jw_end(&w);
   }
-  put(&o, "]\n");
-  return finish(&o, len_out);
+  nnmem__jw_end(&w);
+  return deliver(&t, nnmem__jw_finish(&w), buf, cap, len_out);
 }
 
-static void prom_histogram(out_t *o, const nnmem_stats_t *st, size_t n) {
-  put(o,
-      "# HELP nnmem_pool_op_latency_ns Sampled latency of pool "
-      "operations\n# TYPE nnmem_pool_op_latency_ns histogram\n");
+static void prom_histogram(nnmem__text_t *t, const nnmem_stats_t *st,
+                           size_t n) {
+  static const char fam[] = "nnmem_pool_op_latency_ns";
+  put_family(t, fam, "histogram",
+             "Sampled latency of pool operations in nanoseconds");
   for (size_t i = 0; i < n; i++) {
     uint64_t acc = 0;
-    for (int b = 0; b < NNMEM_STATS_LAT_BUCKETS; b++) {
+    /* the last bucket is open-ended (everything >= 2^31 ns): it counts
+     * only in +Inf, since a finite le would be a false upper bound */
+    for (int b = 0; b < NNMEM_STATS_LAT_BUCKETS - 1; b++) {
       acc += st[i].latency_hist[b];
-      put(o, "nnmem_pool_op_latency_ns_bucket{pool=\"");
-      put_label(o, st[i].name);
-      put(o, "\",le=\"%llu\"} %llu\n", 2ULL << b, (unsigned long long)acc);
+      put_sample_start(t, "nnmem_pool_op_latency_ns_bucket", &st[i]);
+      nnmem__text_printf(t, ",le=\"%llu\"} %llu\n", 2ULL << b,
+                         (unsigned long long)acc);
     }
-    put(o, "nnmem_pool_op_latency_ns_bucket{pool=\"");
-    put_label(o, st[i].name);
-    put(o, "\",le=\"+Inf\"} %llu\nnmem_pool_op_latency_ns_count{pool=\"",
-        (unsigned long long)acc);
-    put_label(o, st[i].name);
-    put(o, "\"} %llu\n", (unsigned long long)st[i].latency_samples);
+    acc += st[i].latency_hist[NNMEM_STATS_LAT_BUCKETS - 1];
+    put_sample_start(t, "nnmem_pool_op_latency_ns_bucket", &st[i]);
+    nnmem__text_printf(t, ",le=\"+Inf\"} %llu\n", (unsigned long long)acc);
+    put_sample_start(t, "nnmem_pool_op_latency_ns_sum", &st[i]);
+    nnmem__text_printf(t, "} %llu\n", (unsigned long long)st[i].latency_sum_ns);
+    put_sample_start(t, "nnmem_pool_op_latency_ns_count", &st[i]);
+    nnmem__text_printf(t, "} %llu\n", (unsigned long long)acc);
   }
 }
 
@@ -180,24 +218,24 @@ nnmem_status_t nnmem_stats_format_prometheus(const nnmem_stats_t *st, size_t n,
                                              char *buf, size_t cap,
                                              size_t *len_out) {
   if ((!st && n) || (!buf && cap)) return NNMEM_ERR_INVALID;
-  out_t o = {buf, cap, 0};
+  nnmem__text_t t;
+  nnmem__text_init(&t);
+  char name[96];
   for (size_t m = 0; m < N_METRICS; m++) {
-    put(&o, "# HELP nnmem_pool_%s %s\n# TYPE nnmem_pool_%s %s\n",
-        metrics[m].name, metrics[m].help, metrics[m].name, metrics[m].type);
+    snprintf(name, sizeof name, "nnmem_pool_%s", metrics[m].name);
+    put_family(&t, name, metrics[m].type, metrics[m].help);
     for (size_t i = 0; i < n; i++) {
-      put(&o, "nnmem_pool_%s{pool=\"", metrics[m].name);
-      put_label(&o, st[i].name);
-      put(&o, "\"} %llu\n", (unsigned long long)field(&st[i], metrics[m].off));
+      put_sample_start(&t, name, &st[i]);
+      nnmem__text_printf(&t, "} %llu\n",
+                         (unsigned long long)field(&st[i], metrics[m].off));
     }
   }
-  put(&o,
-      "# HELP nnmem_pool_fragmentation_ratio (free - largest free block) "
-      "/ free\n# TYPE nnmem_pool_fragmentation_ratio gauge\n");
+  put_family(&t, "nnmem_pool_fragmentation_ratio", "gauge",
+             "1 - largest free block / free bytes inside reserved regions");
   for (size_t i = 0; i < n; i++) {
-    put(&o, "nnmem_pool_fragmentation_ratio{pool=\"");
-    put_label(&o, st[i].name);
-    put(&o, "\"} %.6f\n", st[i].fragmentation);
+    put_sample_start(&t, "nnmem_pool_fragmentation_ratio", &st[i]);
+    nnmem__text_printf(&t, "} %.17g\n", st[i].fragmentation);
   }
-  prom_histogram(&o, st, n);
-  return finish(&o, len_out);
+  prom_histogram(&t, st, n);
+  return deliver(&t, NNMEM_OK, buf, cap, len_out);
 }

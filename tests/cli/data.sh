@@ -38,4 +38,30 @@ if [ -f "$R" ]; then
   expect_rc 0 verify --align 256 "$T/r256.csv"
 fi
 
+# Plan JSON of a real trace and of real models, verified against the
+# problem / model they came from (matched by id; ONNX options and
+# --no-reuse as given to plan).
+if [ -f "$R" ]; then
+  expect_rc 0 plan "$R" --align 256 --out "$T/r.json" -q
+  expect_rc 0 verify "$R" "$T/r.json" --json
+  py 'import json,sys; v=json.load(open(sys.argv[1]))
+assert v["valid"] and v["alignment"]==256 and v["buffers"]==1042, v' "$T/stdout"
+fi
+M="${NNMEM_DATA_DIR}/models"
+if [ -f "$M/super-resolution-10.onnx" ]; then
+  S="$M/super-resolution-10.onnx"
+  expect_rc 0 plan "$S" --dim batch_size=2 --align 64 --out "$T/s.json" -q
+  expect_rc 0 verify "$S" "$T/s.json" --dim batch_size=2
+  out_has "valid: height"
+  expect_error verify "$S" "$T/s.json"
+  err_has "planned with other options"
+fi
+if [ -f "$M/light_resnet50.onnx" ]; then
+  L="$M/light_resnet50.onnx"
+  expect_rc 0 plan "$L" --no-reuse --out "$T/n.json" -q
+  expect_rc 0 verify "$L" "$T/n.json" --no-reuse
+  expect_error verify "$L" "$T/n.json"
+  err_has "--no-reuse?"
+fi
+
 finish

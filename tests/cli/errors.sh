@@ -155,6 +155,8 @@ expect_error plan "$T/ok.csv" --no-reuse --strategy greedy-size
 err_has "does not combine with --strategy greedy-size"
 expect_rc 0 plan "$T/ok.csv" --no-reuse --strategy naive -q
 expect_error plan "$T/ok.csv" --json=yes
+err_has "bad --json='yes': expected pretty or compact"
+expect_error plan "$T/ok.csv" --quiet=yes
 err_has "takes no value"
 expect_error plan --model nosuchmodel --out "$JOUT"
 err_has "nosuchmodel"

@@ -49,6 +49,6 @@ expect_rc 1 verify --foo
 err_has "nnmem verify: unknown option '--foo'"
 
 expect_rc 1 verify
-err_has "missing PROBLEM.csv"
+err_has "missing PROBLEM"
 
 finish

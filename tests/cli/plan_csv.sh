@@ -95,9 +95,14 @@ assert [e["id"] for e in p["peak_live"]] == ["c", "b"], p["peak_live"]
 assert p["strategy_requested"] == "auto", p
 ' "$T/stdout"
 
-# A plan written as JSON needs a graph.
-expect_error plan "$P" --out "$T/should-not-exist.json"
-err_has "should-not-exist.json"
+# The plan of a bare problem as JSON: buffers with offsets, no tensors
+# (exact integers: tests/cli/json_exact.sh).
+expect_rc 0 plan "$P" --out "$T/plan.json" -q
+py 'import json,sys; j=json.load(open(sys.argv[1]))
+assert set(j)=={"strategy","alignment","arena_height","buffers"}, j
+assert j["arena_height"]==12 and [b["id"] for b in j["buffers"]]==list("abcd"), j
+assert all(set(b)=={"id","offset","size","first","last"} for b in j["buffers"]), j' \
+  "$T/plan.json"
 expect_error plan "$P" --out "$T/should-not-exist.txt"
 err_has ".json or .csv"
 

@@ -10,6 +10,8 @@ expect_rc 0 replay --help
 out_has "Usage: nnmem replay"
 out_has "--pool"
 out_has "--json"
+out_has "--prometheus"
+out_has "Fragmentation is 1 - largest free block / free bytes"
 
 # Peak live 12 B (steps 2-3); the default tiered pool serves these tiny
 # buffers from one 64 KiB slab of its 256 B class (device alignment 256).
@@ -17,11 +19,15 @@ expect_rc 0 replay "$T/p.csv"
 out_has "pool: tiered"
 out_has "peak_live_bytes:     12 B"
 out_has "peak_reserved_bytes: 64.0 KiB (65,536 B)"
+# At the reservation peak (the first allocation) the one 64 KiB slab has 255
+# free 256 B slots, each its own block: 1 - 1/255 = 0.9961.
+out_has "fragmentation:       0.9961 (1 - largest free block / free bytes, at the reservation peak)"
 err_empty
 
+# --json is a list of pool results for one pool as for --pool all.
 expect_rc 0 replay "$T/p.csv" --pool tlsf --json
 json_valid "$T/stdout"
-py 'import json,sys; r=json.load(open(sys.argv[1]));
+py 'import json,sys; l=json.load(open(sys.argv[1])); assert len(l)==1, l; r=l[0]
 assert r["pool"]=="tlsf" and r["operations"]==8, r
 assert r["peak_live_bytes"]==12 and r["peak_reserved_bytes"]==4194304, r' \
   "$T/stdout"
@@ -36,8 +42,18 @@ assert all(x["peak_live_bytes"]==12 for x in r), r' "$T/stdout"
 cp "$T/p.csv" "$T/a	\"b.csv"
 expect_rc 0 replay "$T/a	\"b.csv" --json
 json_valid "$T/stdout"
-py 'import json,sys; r=json.load(open(sys.argv[1]));
+py 'import json,sys; r=json.load(open(sys.argv[1]))[0];
 assert r["trace"].endswith("a\t\"b.csv"), r' "$T/stdout"
+
+# --json=compact: the same document without whitespace.
+expect_rc 0 replay "$T/p.csv" --pool all --json=compact
+py 'import json,sys; t=open(sys.argv[1]).read()
+assert t.count("\n")==1 and t.endswith("]\n") and " " not in t, t
+assert len(json.loads(t))==6' "$T/stdout"
+expect_error replay "$T/p.csv" --json=wide
+err_has "bad --json='wide'"
+expect_error replay "$T/p.csv" --json --prometheus
+err_has "give one"
 
 expect_rc 0 replay "$T/p.csv" --pool buddy --device-align 64
 out_has "pool: buddy"

@@ -252,14 +252,15 @@ static void test_profile_format(void **state) {
   assert_string_equal(str(doc, "strategy"), "greedy-size");
   cJSON_Delete(doc);
   free(text);
-  /* without a model; NaN stays valid JSON */
+  /* without a model; NaN stays valid JSON (null: JSON has no NaN) */
   p.reuse_ratio = 0.0 / 0.0;
   assert_ok(nnmem_profile_format_json(&p, NULL, &text));
   doc = cJSON_Parse(text);
   assert_non_null(doc);
   assert_null(cJSON_GetObjectItemCaseSensitive(doc, "model"));
   assert_int_equal(cJSON_GetArraySize(doc), n_keys - 1);
-  assert_true(num(doc, "reuse_ratio") == 0);
+  assert_true(
+      cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(doc, "reuse_ratio")));
   cJSON_Delete(doc);
   free(text);
   assert_int_equal(nnmem_profile_format_json(NULL, NULL, &text),
@@ -297,6 +298,117 @@ static void test_profile_write(void **state) {
   planned_free(&r);
 }
 
+/* ---- plan JSON read back (nnmem_plan_read_json) ----------------------- */
+
+static nnmem_status_t read_plan(const char *text, nnmem_problem_t **p,
+                                uint64_t **offs, nnmem_diag_t *d) {
+  return nnmem_plan_read_json(text, strlen(text), "t.json", p, offs, d);
+}
+
+/* Exact to 2^64 - 1; numbers inside strings (ids with digits, escaped
+ * quotes, "-1") are left alone; a number as id is its text; extra keys and
+ * the graph form's "tensors" are ignored. */
+static void test_plan_read_exact(void **state) {
+  (void)state;
+  const char *text =
+      "{\"model\": \"m\", \"alignment\": 1, \"buffers\": [\n"
+      " {\"id\": \"a\\\"1, -2.5e3\", \"offset\": 18446744073709551615, "
+      "\"size\": 0, \"first\": 1700000000000000003, \"last\": "
+      "1700000000000000004, \"kind\": \"activation\"},\n"
+      " {\"id\": 42, \"offset\": 9007199254740993, \"size\": "
+      "9007199254740991, \"first\": 0, \"last\": 1}],\n"
+      " \"tensors\": [{\"name\": \"x\", \"offset\": -1.5e300}]}";
+  nnmem_problem_t *p = NULL;
+  uint64_t *offs = NULL;
+  assert_ok(read_plan(text, &p, &offs, NULL));
+  assert_int_equal(nnmem_problem_count(p), 2);
+  assert_string_equal(nnmem_problem_id(p, 0), "a\"1, -2.5e3");
+  assert_string_equal(nnmem_problem_id(p, 1), "42");
+  assert_true(offs[0] == UINT64_MAX);
+  assert_true(offs[1] == 9007199254740993ULL);
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  assert_true(b[0].first == 1700000000000000003ULL);
+  assert_true(b[0].last == 1700000000000000004ULL);
+  assert_true(b[1].size == 9007199254740991ULL);
+  nnmem_problem_destroy(p);
+  free(offs);
+}
+
+static void expect_read_error(const char *text, nnmem_status_t want,
+                              const char *msg) {
+  nnmem_problem_t *p = (nnmem_problem_t *)&p;
+  uint64_t *offs = (uint64_t *)&offs;
+  nnmem_diag_t d = {{0}};
+  assert_int_equal(read_plan(text, &p, &offs, &d), want);
+  assert_null(p);
+  assert_null(offs);
+  if (!strstr(d.message, msg))
+    fail_msg("message '%s' lacks '%s'", d.message, msg);
+}
+
+static void test_plan_read_errors(void **state) {
+  (void)state;
+#define B(x) "{\"buffers\": [" x "]}"
+#define OK1 "\"id\": \"a\", \"offset\": 0, \"size\": 4, \"first\": 0"
+  expect_read_error(B("{" OK1 ", \"last\": 1}, {" OK1 ", \"last\": 2}"),
+                    NNMEM_ERR_DUPLICATE, "buffer 'a' is listed twice");
+  expect_read_error(B("{" OK1 "}"), NNMEM_ERR_PARSE, "missing key 'last'");
+  expect_read_error(B("{" OK1 ", \"last\": -1}"), NNMEM_ERR_PARSE,
+                    "'last' must be an integer");
+  expect_read_error(B("{" OK1 ", \"last\": 1.5}"), NNMEM_ERR_PARSE,
+                    "'last' must be an integer");
+  expect_read_error(B("{" OK1 ", \"last\": 1e3}"), NNMEM_ERR_PARSE,
+                    "'last' must be an integer");
+  expect_read_error(B("{" OK1 ", \"last\": \"7\"}"), NNMEM_ERR_PARSE,
+                    "'last' must be an integer");
+  expect_read_error(B("{" OK1 ", \"last\": 18446744073709551616}"),
+                    NNMEM_ERR_PARSE, "'last' must be an integer");
+  expect_read_error(B("{" OK1 ", \"last\": 0}"), NNMEM_ERR_INVALID,
+                    "'last' must exceed 'first'");
+  expect_read_error(B("{\"offset\": 0}"), NNMEM_ERR_PARSE,
+                    "missing or empty 'id'");
+  expect_read_error(B("7"), NNMEM_ERR_PARSE, "buffers[0] is not an object");
+  expect_read_error("{\"buffers\": 3}", NNMEM_ERR_PARSE, "not a plan JSON");
+  expect_read_error("{\"buffers\": [", NNMEM_ERR_PARSE, "not valid JSON");
+  expect_read_error("", NNMEM_ERR_PARSE, "t.json");
+#undef B
+#undef OK1
+}
+
+/* Write -> read round trip of a bare problem's plan JSON. */
+static void test_plan_read_round_trip(void **state) {
+  (void)state;
+  nnmem_problem_t *p = NULL;
+  assert_ok(nnmem_problem_create(&p));
+  assert_ok(nnmem_problem_add(p, "x", 9007199254740993ULL, 1,
+                              1700000000000000000ULL, 1700000000000000003ULL,
+                              NULL));
+  assert_ok(nnmem_problem_add(p, "y", 5, 1, 1700000000000000001ULL,
+                              1700000000000000002ULL, NULL));
+  nnmem_planner_config_t cfg;
+  nnmem_planner_config_init(&cfg);
+  nnmem_plan_t *plan = tu_plan_verified(p, &cfg);
+  const char *path = tu_tmp_path("rt.json");
+  assert_ok(nnmem_problem_write_plan_json(p, plan, 1, path, NULL));
+  nnmem_problem_t *q = NULL;
+  uint64_t *offs = NULL;
+  assert_ok(nnmem_plan_read_json_file(path, &q, &offs, NULL));
+  assert_int_equal(nnmem_problem_count(q), 2);
+  for (size_t i = 0; i < 2; i++) {
+    const nnmem_buffer_t *a = &nnmem_problem_buffers(p)[i];
+    const nnmem_buffer_t *b = &nnmem_problem_buffers(q)[i];
+    assert_string_equal(nnmem_problem_id(p, i), nnmem_problem_id(q, i));
+    assert_true(a->size == b->size && a->first == b->first &&
+                a->last == b->last);
+    assert_true(offs[i] == nnmem_plan_offsets(plan)[i]);
+  }
+  assert_ok(nnmem_plan_verify(q, offs, 1, 0, NULL, NULL));
+  nnmem_problem_destroy(q);
+  free(offs);
+  nnmem_plan_destroy(plan);
+  nnmem_problem_destroy(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plan_json_tiny),
@@ -304,6 +416,9 @@ int main(void) {
       cmocka_unit_test(test_plan_json_errors),
       cmocka_unit_test(test_profile_format),
       cmocka_unit_test(test_profile_write),
+      cmocka_unit_test(test_plan_read_exact),
+      cmocka_unit_test(test_plan_read_errors),
+      cmocka_unit_test(test_plan_read_round_trip),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

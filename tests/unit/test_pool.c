@@ -435,6 +435,56 @@ static void test_capacity_and_thread_safe(void **state) {
   nnmem_backend_destroy(b);
 }
 
+/* Every line of a Prometheus text is a comment (# HELP / # TYPE, each
+ * family once) or a sample of a family announced before it; the histogram
+ * has its _sum and a _count equal to its +Inf bucket. (The CLI test
+ * replay_prometheus.sh parses the text with prometheus_client too.) */
+static void prometheus_lines_ok(const char *text) {
+  char fam[64][96];
+  int n_fam = 0;
+  const char *line = text;
+  int saw_sum = 0, saw_count = 0;
+  unsigned long long inf = ~0ULL;
+  while (*line) {
+    const char *end = strchr(line, '\n');
+    assert_non_null(end);
+    char l[512];
+    size_t len = (size_t)(end - line);
+    assert_true(len < sizeof l);
+    memcpy(l, line, len);
+    l[len] = '\0';
+    if (strncmp(l, "# TYPE ", 7) == 0) {
+      char name[96];
+      assert_int_equal(sscanf(l + 7, "%95s", name), 1);
+      for (int i = 0; i < n_fam; i++)
+        if (strcmp(fam[i], name) == 0) fail_msg("TYPE twice: %s", l);
+      assert_true(n_fam < 64);
+      strcpy(fam[n_fam++], name);
+    } else if (l[0] != '#') {
+      assert_true(n_fam > 0);
+      const char *f = fam[n_fam - 1]; /* samples follow their family */
+      if (strncmp(l, f, strlen(f)) != 0) fail_msg("stray sample: '%s'", l);
+      const char *suffix = l + strlen(f);
+      unsigned long long v = 0;
+      const char *sp = strrchr(l, ' ');
+      assert_non_null(sp);
+      if (strcmp(f, "nnmem_pool_op_latency_ns") == 0) {
+        assert_int_equal(sscanf(sp + 1, "%llu", &v), 1);
+        if (strstr(suffix, "le=\"+Inf\"")) inf = v;
+        if (strncmp(suffix, "_sum{", 5) == 0) saw_sum++;
+        if (strncmp(suffix, "_count{", 7) == 0) {
+          saw_count++;
+          assert_true(v == inf);
+        }
+      } else {
+        assert_true(suffix[0] == '{');
+      }
+    }
+    line = end + 1;
+  }
+  assert_true(saw_sum > 0 && saw_sum == saw_count);
+}
+
 static void test_stats_format(void **state) {
   (void)state;
   nnmem_stats_t s[2];
@@ -446,7 +496,9 @@ static void test_stats_format(void **state) {
   s[0].alloc_count = 7;
   s[0].fragmentation = 0.25;
   s[0].latency_hist[4] = 2;
-  s[0].latency_samples = 2;
+  s[0].latency_hist[NNMEM_STATS_LAT_BUCKETS - 1] = 1; /* >= 2^31 ns */
+  s[0].latency_samples = 3;
+  s[0].latency_sum_ns = 16 + 17 + 5000000000ULL;
   char buf[16384];
   size_t len = 0;
   assert_ok(nnmem_stats_format_prometheus(s, 2, buf, sizeof buf, &len));
@@ -458,9 +510,21 @@ static void test_stats_format(void **state) {
       strstr(buf, "nnmem_pool_allocations_total{pool=\"tlsf0\"} 7\n"));
   assert_non_null(strstr(buf, "{pool=\"we\\\"ird\"}"));
   assert_non_null(
-      strstr(buf, "nnmem_pool_fragmentation_ratio{pool=\"tlsf0\"} 0.250000\n"));
+      strstr(buf, "nnmem_pool_fragmentation_ratio{pool=\"tlsf0\"} 0.25\n"));
   assert_non_null(strstr(
       buf, "nnmem_pool_op_latency_ns_bucket{pool=\"tlsf0\",le=\"32\"} 2\n"));
+  /* the open-ended last bucket has no finite le; +Inf and _count hold it */
+  assert_non_null(strstr(buf,
+                         "nnmem_pool_op_latency_ns_bucket{pool=\"tlsf0\","
+                         "le=\"2147483648\"} 2\n"));
+  assert_null(strstr(buf, "le=\"4294967296\""));
+  assert_non_null(strstr(
+      buf, "nnmem_pool_op_latency_ns_bucket{pool=\"tlsf0\",le=\"+Inf\"} 3\n"));
+  assert_non_null(
+      strstr(buf, "nnmem_pool_op_latency_ns_sum{pool=\"tlsf0\"} 5000000033\n"));
+  assert_non_null(
+      strstr(buf, "nnmem_pool_op_latency_ns_count{pool=\"tlsf0\"} 3\n"));
+  prometheus_lines_ok(buf);
   assert_ok(nnmem_stats_format_json(s, 2, buf, sizeof buf, &len));
   cJSON *j = cJSON_Parse(buf);
   assert_non_null(j);
@@ -475,9 +539,9 @@ static void test_stats_format(void **state) {
   /* control characters in a name: escaped, never raw, in JSON */
   strcpy(s[1].name, "tab\there\x01");
   assert_ok(nnmem_stats_format_json(s, 2, buf, sizeof buf, &len));
-  assert_non_null(strstr(buf, "\"tab\\u0009here\\u0001\""));
-  for (size_t i = 0; i + 1 < len; i++)
-    assert_true((unsigned char)buf[i] >= 0x20);
+  assert_non_null(strstr(buf, "\"tab\\there\\u0001\""));
+  for (size_t i = 0; i + 1 < len; i++) /* only the pretty style's newlines */
+    assert_true((unsigned char)buf[i] >= 0x20 || buf[i] == '\n');
   j = cJSON_Parse(buf);
   assert_non_null(j);
   assert_string_equal(
@@ -510,6 +574,23 @@ static void test_replay_small(void **state) {
     assert_int_equal(r.operations, 6);
     assert_int_equal(r.peak_live_bytes, 1200);
     assert_true(r.peak_reserved_bytes >= 1200);
+    /* the stats of the measuring pass agree with the result */
+    nnmem_replay_result_t r2;
+    nnmem_stats_t st;
+    assert_ok(nnmem_pool_replay_stats(pr, kinds[i], NULL, 256, &r2, &st, NULL));
+    assert_int_equal(st.reserved_bytes_peak, r2.peak_reserved_bytes);
+    assert_int_equal(st.alloc_count + st.free_count, r2.operations);
+    assert_int_equal(st.backend_allocs, r2.backend_allocs);
+    assert_int_equal(st.live_count, 0);
+    /* the sum lies within the bucket edges of the samples it adds up */
+    uint64_t hist = 0, lo = 0, hi = 0;
+    for (int b = 0; b < NNMEM_STATS_LAT_BUCKETS; b++) {
+      hist += st.latency_hist[b];
+      lo += st.latency_hist[b] * (b ? 1ULL << b : 0);
+      hi += st.latency_hist[b] * (2ULL << b);
+    }
+    assert_int_equal(hist, st.latency_samples);
+    assert_true(lo <= st.latency_sum_ns && st.latency_sum_ns <= hi);
   }
   nnmem_problem_destroy(pr);
 }

@@ -6,8 +6,9 @@
  *      CLI_ARG_POSITIONAL;
  *   3. "--name[=value]" or "-x": look the name up in the table; unknown ->
  *      error; a value-taking option reads "=value" or the next argument
- *      (missing -> error); a flag given "=value" -> error; an unknown
- *      name gets the nearest known one as a hint (suggest.c).
+ *      (missing -> error); a flag given "=value" -> error, unless the
+ *      flag is CLI_OPT_INLINE (its value is "=value" or NULL); an
+ *      unknown name gets the nearest known one as a hint (suggest.c).
  * Invariant: `next` only grows; every argument is consumed exactly once.
  * Complexity: O(table size) per argument. Thread-safety: none needed (one
  * scanner per command invocation). */
@@ -107,6 +108,10 @@ int cli_args_next(cli_args_t *a, const cli_opt_t *table, int *id,
   }
   *id = o->id;
   *value = NULL;
+  if (o->takes_value == CLI_OPT_INLINE) {
+    *value = inline_value; /* NULL when given as a plain flag */
+    return CLI_ARG_OPTION;
+  }
   if (!o->takes_value) {
     if (inline_value) {
       cli_usage_error(a->cmd, "option '--%s' takes no value", o->name);

@@ -1,16 +1,20 @@
 /* args.h - a small table-driven command-line scanner for the nnmem CLI.
  *
  * Accepts `--name VALUE`, `--name=VALUE`, short aliases (`-o VALUE`),
+ * flags with an optional inline value (`--json`, `--json=compact`),
  * boolean flags, positional arguments and `--` (everything after it is
  * positional). Unknown options and missing values are reported on stderr as
  * "nnmem <cmd>: ..." with a hint to --help. */
 #ifndef NNMEM_CLI_ARGS_H
 #define NNMEM_CLI_ARGS_H
 
+#define CLI_OPT_INLINE 2
+
 typedef struct cli_opt {
   const char *name; /* long name without dashes, e.g. "out" */
   char short_name;  /* e.g. 'o'; 0 for none */
-  int takes_value;  /* 1: needs a value; 0: a flag */
+  int takes_value;  /* 1: needs a value; 0: a flag; CLI_OPT_INLINE: a flag
+                       that may take "=VALUE" (e.g. --json=compact) */
   int id;           /* returned to the caller */
 } cli_opt_t;
 

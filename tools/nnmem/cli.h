@@ -6,15 +6,18 @@
 
 #include <stdio.h>
 
+#include "common/json_write.h"
 #include "nnmem/nnmem.h"
 
 /* Exit codes (documented in `nnmem --help`). */
 enum {
   CLI_EXIT_OK = 0,
-  CLI_EXIT_INVALID = 1, /* bad usage, bad input, or (verify) invalid plan */
-  CLI_EXIT_NOFIT = 2,   /* the plan does not fit --capacity */
-  CLI_EXIT_INTERNAL = 3 /* a bug: the planner's plan failed verification,
-                           out of memory, a library failure */
+  CLI_EXIT_INVALID = 1,     /* bad usage or bad input */
+  CLI_EXIT_NOFIT = 2,       /* the plan does not fit --capacity */
+  CLI_EXIT_INTERNAL = 3,    /* a bug: the planner's plan failed verification,
+                               out of memory, a library failure */
+  CLI_EXIT_PLAN_INVALID = 4 /* verify: the plan is invalid (overlap,
+                               misaligned or overflowing offset) */
 };
 
 #define CLI_DEFAULT_MODEL "resnet50"
@@ -40,7 +43,7 @@ typedef struct cli_plan_opts {
   uint64_t capacity;   /* --capacity; 0 = unlimited */
   double time_limit_s; /* --time-limit; 0 = unlimited */
   int no_reuse;
-  int json;
+  int json; /* CLI_JSON_OFF / _PRETTY / _COMPACT */
   int quiet;
   const char *out;     /* --out */
   const char *profile; /* --profile */
@@ -76,6 +79,21 @@ int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_verify(int argc, char **argv);
 int cli_cmd_inspect(int argc, char **argv);
 
+/* --json[=pretty|compact] of every command: JSON through the one writer
+ * (src/common/json_write.c), pretty (2 spaces) unless compact is asked. */
+enum { CLI_JSON_OFF = 0, CLI_JSON_PRETTY = 1, CLI_JSON_COMPACT = 2 };
+
+/* Sets *json from the option's inline value (NULL, "pretty", "compact");
+ * 0, or the usage exit code after printing the error. */
+int cli_json_option(const char *cmd, const char *value, int *json);
+
+/* Starts a writer for `json` (a CLI_JSON_ value) on a fresh text. */
+void cli_json_begin(nnmem__jw_t *w, nnmem__text_t *t, int json);
+
+/* Finishes the document and prints it on stdout; frees t. Returns the exit
+ * code (CLI_EXIT_INTERNAL after a message when the writer failed). */
+int cli_json_print(nnmem__jw_t *w, nnmem__text_t *t);
+
 /* Prints "nnmem: <message>" on stderr; returns the exit code that fits
  * `status` (NOFIT for NNMEM_ERR_CAPACITY, INTERNAL for NNMEM_ERR_NOMEM,
  * INVALID otherwise). */
@@ -96,10 +114,9 @@ void cli_collect_live(const nnmem_problem_t *p, uint64_t align, uint64_t step,
 /* Human-readable report (graphs and problems). */
 void cli_report_human(FILE *f, const cli_run_t *run);
 
-/* Machine-readable report: the profile JSON plus run details, as a new
- * malloc'd string (caller frees). NNMEM_ERR_NOMEM / NNMEM_ERR_PARSE (the
- * library's profile JSON did not parse) on failure. */
-nnmem_status_t cli_report_json(const cli_run_t *run, char **out);
+/* Machine-readable report: the members of the profile JSON plus run
+ * details, written into the object the caller opened on `w`. */
+void cli_report_json(nnmem__jw_t *w, const cli_run_t *run);
 
 /* `s` as it can be shown on a terminal: `s` itself, or (when it holds
  * control bytes, e.g. a newline or an escape sequence in a tensor name) a
@@ -123,9 +140,9 @@ void cli_onnx_config(const cli_onnx_opts_t *o, uint64_t align,
 /* Prints the import summary (opset, nodes, folded, unresolved, defaults,
  * unsupported and data-dependent lists). */
 void cli_onnx_summary(FILE *f, const nnmem_onnx_report_t *r);
-/* Adds "unresolved_tensors" and an "onnx" object to the JSON object text
- * *json (replaced by a new malloc'd string). */
-nnmem_status_t cli_onnx_json_add(char **json, const nnmem_onnx_report_t *r);
+/* Writes the members "unresolved_tensors" and "onnx" (an object) into the
+ * object the caller opened on `w`. */
+void cli_onnx_json_add(nnmem__jw_t *w, const nnmem_onnx_report_t *r);
 /* 1 when `path` ends in ".onnx" (case-insensitive). */
 int cli_is_onnx(const char *path);
 

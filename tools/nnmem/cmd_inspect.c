@@ -8,7 +8,6 @@
  * Steps: 1. options (errors -> exit 1); 2. import (ONNX options as for
  * `nnmem plan`); 3. liveness (lifetimes); 4. print.
  * Thread-safety: single-threaded. */
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -21,7 +20,7 @@
 enum { I_HELP, I_JSON, I_DIM, I_DTYPE, I_LAYOUT, I_STRICT, I_ALIGN };
 
 static const cli_opt_t inspect_table[] = {
-    {"help", 'h', 0, I_HELP},   {"json", 0, 0, I_JSON},
+    {"help", 'h', 0, I_HELP},   {"json", 0, CLI_OPT_INLINE, I_JSON},
     {"dim", 0, 1, I_DIM},       {"dtype", 0, 1, I_DTYPE},
     {"layout", 0, 1, I_LAYOUT}, {"strict", 0, 0, I_STRICT},
     {"align", 'a', 1, I_ALIGN}, {NULL, 0, 0, 0}};
@@ -41,7 +40,8 @@ static void print_inspect_help(void) {
       "dtype, shape, size and lifetime [first, last) in operator steps.\n"
       "\n"
       "Options:\n"
-      "      --json             print JSON instead of a table\n"
+      "      --json[=compact]   print JSON instead of a table (pretty, or\n"
+      "                         compact: no whitespace)\n"
       "      --dim NAME=VALUE   bind a symbolic dim (repeatable)\n"
       "      --dtype TYPE       size floating tensors as TYPE\n"
       "      --layout L         NCHW (default), NHWC or NC1HWC0\n"
@@ -56,8 +56,7 @@ static int set_inspect_option(void *opts, int id, const char *v) {
   const char *why = NULL;
   switch (id) {
     case I_JSON:
-      o->json = 1;
-      return 0;
+      return cli_json_option("inspect", v, &o->json);
     case I_ALIGN:
       if (cli_parse_size(v, &o->align, &why) != 0 || !nnmem__is_pow2(o->align))
         return cli_usage_error("inspect", "bad --align '%s': %s", v,
@@ -127,58 +126,47 @@ static void print_table(const nnmem_graph_t *g, const nnmem_liveness_t *l) {
   }
 }
 
-static cJSON *tensor_json(const nnmem_graph_t *g, const nnmem_liveness_t *l,
-                          uint32_t i) {
+static void tensor_json(nnmem__jw_t *w, const nnmem_graph_t *g,
+                        const nnmem_liveness_t *l, uint32_t i) {
   nnmem_tensor_info_t t;
   nnmem_tensor_live_t lv;
-  if (nnmem_graph_tensor(g, i, &t) != NNMEM_OK) return NULL;
-  cJSON *o = cJSON_CreateObject(), *sh = cJSON_CreateArray();
-  if (!o || !sh) {
-    cJSON_Delete(o);
-    cJSON_Delete(sh);
-    return NULL;
-  }
-  cJSON_AddStringToObject(o, "name", t.name);
-  cJSON_AddStringToObject(o, "kind", nnmem_tensor_kind_name(t.kind));
-  cJSON_AddStringToObject(o, "dtype", nnmem_dtype_name(t.dtype));
+  if (nnmem_graph_tensor(g, i, &t) != NNMEM_OK) return;
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "name", t.name);
+  nnmem__jw_kv_string(w, "kind", nnmem_tensor_kind_name(t.kind));
+  nnmem__jw_kv_string(w, "dtype", nnmem_dtype_name(t.dtype));
+  nnmem__jw_key(w, "shape");
+  nnmem__jw_array(w);
   for (uint32_t k = 0; k < t.rank; k++)
-    cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t.shape[k]));
-  cJSON_AddItemToObject(o, "shape", sh);
-  cJSON_AddNumberToObject(o, "bytes", (double)t.bytes);
+    nnmem__jw_i64(w, t.shape[k]);
+  nnmem__jw_end(w);
+  nnmem__jw_kv_u64(w, "bytes", t.bytes);
   if (nnmem_liveness_tensor(l, i, &lv) == NNMEM_OK) {
-    cJSON_AddNumberToObject(o, "first", (double)lv.first);
-    cJSON_AddNumberToObject(o, "last", (double)lv.last);
+    nnmem__jw_kv_u64(w, "first", lv.first);
+    nnmem__jw_kv_u64(w, "last", lv.last);
   }
-  return o;
+  nnmem__jw_end(w);
 }
 
 static int print_json(const inspect_opts_t *o, const nnmem_graph_t *g,
                       const nnmem_liveness_t *l,
                       const nnmem_onnx_report_t *rep) {
-  cJSON *root = cJSON_CreateObject(), *ts = cJSON_CreateArray();
-  if (!root || !ts) {
-    cJSON_Delete(root);
-    cJSON_Delete(ts);
-    return CLI_EXIT_INTERNAL;
-  }
-  cJSON_AddStringToObject(root, "model", nnmem_graph_name(g));
-  cJSON_AddNumberToObject(root, "ops", (double)nnmem_graph_op_count(g));
-  cJSON_AddNumberToObject(root, "steps", (double)nnmem_liveness_steps(l));
-  cJSON_AddNumberToObject(root, "weight_bytes",
-                          (double)nnmem_liveness_weight_bytes(l));
-  for (uint32_t i = 0; i < nnmem_graph_tensor_count(g); i++) {
-    cJSON *t = tensor_json(g, l, i);
-    if (t) cJSON_AddItemToArray(ts, t);
-  }
-  cJSON_AddItemToObject(root, "tensors", ts);
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  nnmem_status_t st = text ? NNMEM_OK : NNMEM_ERR_NOMEM;
-  if (st == NNMEM_OK && cli_is_onnx(o->input))
-    st = cli_onnx_json_add(&text, rep);
-  if (st == NNMEM_OK) printf("%s\n", text);
-  free(text);
-  return st == NNMEM_OK ? CLI_EXIT_OK : CLI_EXIT_INTERNAL;
+  nnmem__text_t t;
+  nnmem__jw_t w;
+  cli_json_begin(&w, &t, o->json);
+  nnmem__jw_object(&w);
+  nnmem__jw_kv_string(&w, "model", nnmem_graph_name(g));
+  nnmem__jw_kv_u64(&w, "ops", nnmem_graph_op_count(g));
+  nnmem__jw_kv_u64(&w, "steps", nnmem_liveness_steps(l));
+  nnmem__jw_kv_u64(&w, "weight_bytes", nnmem_liveness_weight_bytes(l));
+  nnmem__jw_key(&w, "tensors");
+  nnmem__jw_array(&w);
+  for (uint32_t i = 0; i < nnmem_graph_tensor_count(g); i++)
+    tensor_json(&w, g, l, i);
+  nnmem__jw_end(&w);
+  if (cli_is_onnx(o->input)) cli_onnx_json_add(&w, rep);
+  nnmem__jw_end(&w);
+  return cli_json_print(&w, &t);
 }
 
 int cli_cmd_inspect(int argc, char **argv) {

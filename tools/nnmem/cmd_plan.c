@@ -31,6 +31,7 @@
 #include "suggest.h"
 #include "cli.h"
 #include "common/util.h"
+#include "export/export_json.h"
 #include "units.h"
 
 enum input_kind { IN_MODEL, IN_GRAPH, IN_CSV };
@@ -62,7 +63,7 @@ static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
                                        {"no-reuse", 0, 0, OPT_NO_REUSE},
                                        {"model", 'm', 1, OPT_MODEL},
                                        {"batch", 'b', 1, OPT_BATCH},
-                                       {"json", 0, 0, OPT_JSON},
+                                       {"json", 0, CLI_OPT_INLINE, OPT_JSON},
                                        {"out", 'o', 1, OPT_OUT},
                                        {"profile", 'p', 1, OPT_PROFILE},
                                        {"quiet", 'q', 0, OPT_QUIET},
@@ -176,12 +177,13 @@ static void print_plan_help(void) {
       "  -t, --time-limit SEC   stop trying more strategies after SEC "
       "seconds\n"
       "      --no-reuse         naive baseline: every tensor its own bytes\n"
-      "  -o, --out FILE         write the plan: .json (graphs: plan JSON) or "
-      ".csv\n"
+      "  -o, --out FILE         write the plan: .json (plan JSON: buffers\n"
+      "                         with offsets; graphs add tensors) or .csv\n"
       "                         (problems: input columns + offset; graphs:\n"
       "                         id,lower,upper,size,alignment,offset)\n"
       "  -p, --profile FILE     write memory_profile JSON\n"
-      "      --json             print a machine-readable JSON report instead\n"
+      "      --json[=compact]   print a machine-readable JSON report instead\n"
+      "                         (pretty; compact: no whitespace)\n"
       "  -q, --quiet            print nothing on success\n"
       "  -h, --help             show this help\n"
       "\n"
@@ -261,8 +263,7 @@ static int set_option(void *opts, int id, const char *v) {
       o->no_reuse = 1;
       return 0;
     case OPT_JSON:
-      o->json = 1;
-      return 0;
+      return cli_json_option("plan", v, &o->json);
     case OPT_QUIET:
       o->quiet = 1;
       return 0;
@@ -481,10 +482,8 @@ static nnmem_status_t write_plan_file(plan_ctx_t *c) {
   const uint64_t *offs = nnmem_plan_offsets(c->plan);
   if (c->kind == IN_CSV) {
     if (has_ext(out, ".json"))
-      return nnmem__diag(&c->diag, NNMEM_ERR_UNSUPPORTED,
-                         "%s: plan JSON needs a graph input; write the plan "
-                         "of a CSV problem to a .csv file",
-                         out);
+      return nnmem_problem_write_plan_json(c->problem, c->plan, c->opts.align,
+                                           out, &c->diag);
     return nnmem_csv_write_solution(c->csv, offs, out, &c->diag);
   }
   if (has_ext(out, ".json"))
@@ -520,17 +519,21 @@ static nnmem_status_t write_outputs(plan_ctx_t *c) {
   if (st == NNMEM_OK && c->opts.out) st = write_plan_file(c);
   if (st != NNMEM_OK || !c->opts.profile) return st;
   const char *model = c->graph ? nnmem_graph_name(c->graph) : c->run.title;
-  if (c->is_onnx) {
-    char *text = NULL;
-    st = nnmem_profile_format_json(&c->run.prof, model, &text);
-    if (st == NNMEM_OK) st = cli_onnx_json_add(&text, &c->onnx);
+  if (c->is_onnx) { /* the profile plus the import report */
+    nnmem__text_t t;
+    nnmem__jw_t w;
+    cli_json_begin(&w, &t, CLI_JSON_PRETTY);
+    nnmem__jw_object(&w);
+    nnmem__profile_json_members(&w, &c->run.prof, model);
+    cli_onnx_json_add(&w, &c->onnx);
+    nnmem__jw_end(&w);
+    st = nnmem__jw_finish(&w);
     if (st == NNMEM_OK)
-      st = nnmem_file_write_atomic(c->opts.profile, text, strlen(text),
-                                   &c->diag);
+      st = nnmem_file_write_atomic(c->opts.profile, t.data, t.len, &c->diag);
     else
       nnmem__diag(&c->diag, st, "formatting the profile: %s",
                   nnmem_status_str(st));
-    free(text);
+    nnmem__text_free(&t);
   } else {
     st = nnmem_profile_write_json(&c->run.prof, model, c->opts.profile,
                                   &c->diag);
@@ -559,6 +562,25 @@ static void plan_ctx_free(plan_ctx_t *c) {
   free(c->json);
 }
 
+/* The --json report as text in c->json (formatted before files are
+ * written, printed after). */
+static nnmem_status_t format_report_json(plan_ctx_t *c) {
+  nnmem__text_t t;
+  nnmem__jw_t w;
+  cli_json_begin(&w, &t, c->opts.json);
+  nnmem__jw_object(&w);
+  cli_report_json(&w, &c->run);
+  if (c->is_onnx) cli_onnx_json_add(&w, &c->onnx);
+  nnmem__jw_end(&w);
+  nnmem_status_t st = nnmem__jw_finish(&w);
+  if (st != NNMEM_OK) {
+    nnmem__text_free(&t);
+    return st;
+  }
+  c->json = t.data;
+  return NNMEM_OK;
+}
+
 /* Steps 2-7; returns an exit code. */
 static int run_pipeline(plan_ctx_t *c) {
   nnmem_status_t st = load_input(c);
@@ -571,9 +593,7 @@ static int run_pipeline(plan_ctx_t *c) {
   st = make_profile(c);
   if (st != NNMEM_OK) return cli_fail(st, &c->diag);
   c->run.total_s = nnmem__now() - c->t0;
-  if (c->opts.json && (st = cli_report_json(&c->run, &c->json)) == NNMEM_OK &&
-      c->is_onnx)
-    st = cli_onnx_json_add(&c->json, &c->onnx);
+  if (c->opts.json) st = format_report_json(c);
   if (c->opts.json && st != NNMEM_OK) {
     fprintf(stderr, "nnmem: internal error: JSON report: %s\n",
             nnmem_status_str(st));
@@ -592,7 +612,7 @@ int cli_cmd_plan(int argc, char **argv) {
   c.t0 = nnmem__now();
   e = run_pipeline(&c);
   if (e == CLI_EXIT_OK && c.json)
-    printf("%s\n", c.json);
+    fputs(c.json, stdout); /* ends in a newline */
   else if (e == CLI_EXIT_OK && !c.opts.quiet) {
     cli_report_human(stdout, &c.run);
     if (c.is_onnx) cli_onnx_summary(stdout, &c.onnx);

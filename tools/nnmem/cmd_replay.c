@@ -7,7 +7,12 @@
  *   2. for each pool kind asked for (--pool KIND, or --pool all), run
  *      nnmem_pool_replay (events in time order, frees first at equal times);
  *   3. print peak_live_bytes, peak_reserved_bytes, their ratio,
- *      fragmentation at the peak and ns per operation, as text or --json.
+ *      fragmentation at the peak (1 - largest free block / free bytes
+ *      inside the reserved regions, at the moment the reservation peaked)
+ *      and ns per operation, as text or --json (always a list of pool
+ *      results, one per pool, through the one JSON writer);
+ *   4. --prometheus: every pool's stats after its replay, one label set
+ *      (pool="KIND") per pool, in the text exposition format.
  * Errors print "nnmem: <where>: <what>" on stderr and exit 1 (bad input) or
  * 3 (the pool failed: out of memory).
  * Complexity: O(n log n) plus the pools. Thread-safety: single-threaded. */
@@ -22,19 +27,24 @@
 
 int cli_cmd_replay(int argc, char **argv);
 
-enum { ROPT_HELP, ROPT_POOL, ROPT_JSON, ROPT_ALIGN };
+enum { ROPT_HELP, ROPT_POOL, ROPT_JSON, ROPT_ALIGN, ROPT_PROM };
 
-static const cli_opt_t replay_table[] = {{"help", 'h', 0, ROPT_HELP},
-                                         {"pool", 'p', 1, ROPT_POOL},
-                                         {"json", 'j', 0, ROPT_JSON},
-                                         {"device-align", 'a', 1, ROPT_ALIGN},
-                                         {NULL, 0, 0, 0}};
+static const cli_opt_t replay_table[] = {
+    {"help", 'h', 0, ROPT_HELP},
+    {"pool", 'p', 1, ROPT_POOL},
+    {"json", 'j', CLI_OPT_INLINE, ROPT_JSON},
+    {"prometheus", 0, 0, ROPT_PROM},
+    {"device-align", 'a', 1, ROPT_ALIGN},
+    {NULL, 0, 0, 0}};
+
+#define N_REPLAY_POOLS (NNMEM_POOL_SLAB - NNMEM_POOL_TIERED + 1)
 
 typedef struct replay_opts {
   const char *trace;
   int all;
   nnmem_pool_kind_t kind;
-  int json;
+  int json; /* CLI_JSON_* */
+  int prometheus;
   uint64_t align;
 } replay_opts_t;
 
@@ -50,11 +60,19 @@ static void print_replay_help(void) {
       "pool reserved from the device, fragmentation at that peak, and the\n"
       "time per operation.\n"
       "\n"
+      "Fragmentation is 1 - largest free block / free bytes, over the free\n"
+      "bytes inside what the pool had reserved, at the moment its reservation\n"
+      "peaked: 0 means all free memory was one block; 0.9 means the largest\n"
+      "free block was a tenth of it.\n"
+      "\n"
       "Options:\n"
       "  -p, --pool KIND       tiered (default), tlsf, buddy, best-fit,\n"
       "                        first-fit, slab, or all (side by side)\n"
       "  -a, --device-align N  device alignment: 64, 128, 256 (default), 512\n"
-      "  -j, --json            machine-readable output\n"
+      "  -j, --json[=compact]  machine-readable output: a list with one\n"
+      "                        result per pool (pretty, or compact)\n"
+      "      --prometheus      after the replay, print each pool's stats in\n"
+      "                        the Prometheus text format (label pool=KIND)\n"
       "  -h, --help            show this help\n"
       "\n"
       "Exit codes: 0 ok; 1 bad usage or bad input; 3 the pool failed.\n",
@@ -65,7 +83,9 @@ static int set_replay_option(void *opts, int id, const char *v) {
   replay_opts_t *o = opts;
   const char *why = NULL;
   if (id == ROPT_JSON) {
-    o->json = 1;
+    return cli_json_option("replay", v, &o->json);
+  } else if (id == ROPT_PROM) {
+    o->prometheus = 1;
   } else if (id == ROPT_POOL) {
     if (strcmp(v, "all") == 0)
       o->all = 1;
@@ -103,6 +123,10 @@ static int parse_replay_args(int argc, char **argv, replay_opts_t *o) {
   int e = cli_args_parse(&p, argc, argv);
   if (e >= 0) return e;
   if (!o->trace) return cli_usage_error("replay", "missing TRACE.csv");
+  if (o->json && o->prometheus)
+    return cli_usage_error("replay",
+                           "--json and --prometheus are two output formats; "
+                           "give one");
   return -1;
 }
 
@@ -115,8 +139,10 @@ static void print_text(const char *kind, const nnmem_replay_result_t *r) {
       "  peak_reserved_bytes: %s  (%s live)\n",
       cli_fmt_bytes(r->peak_reserved_bytes, a, sizeof a),
       cli_fmt_ratio(r->peak_reserved_bytes, r->peak_live_bytes, b, sizeof b));
-  printf("  fragmentation:       %.4f (at the reservation peak)\n",
-         r->fragmentation);
+  printf(
+      "  fragmentation:       %.4f (1 - largest free block / free bytes, at "
+      "the reservation peak)\n",
+      r->fragmentation);
   printf(
       "  ns_per_op:           %.1f  (%llu operations, %llu device "
       "requests)\n",
@@ -124,23 +150,34 @@ static void print_text(const char *kind, const nnmem_replay_result_t *r) {
       (unsigned long long)r->backend_allocs);
 }
 
-static void print_json(const char *trace, const char *kind,
-                       const nnmem_replay_result_t *r, int first) {
-  printf("%s{\"trace\":\"", first ? "" : ",\n ");
-  for (const unsigned char *c = (const unsigned char *)trace; *c; c++) {
-    if (*c < 0x20) /* JSON allows no raw control character */
-      printf("\\u%04x", *c);
-    else
-      printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+static void put_json(nnmem__jw_t *w, const char *trace, const char *kind,
+                     const nnmem_replay_result_t *r) {
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "trace", trace);
+  nnmem__jw_kv_string(w, "pool", kind);
+  nnmem__jw_kv_u64(w, "operations", r->operations);
+  nnmem__jw_kv_u64(w, "peak_live_bytes", r->peak_live_bytes);
+  nnmem__jw_kv_u64(w, "peak_reserved_bytes", r->peak_reserved_bytes);
+  nnmem__jw_kv_double(w, "reserved_over_live", r->reserved_over_live);
+  nnmem__jw_kv_double(w, "fragmentation", r->fragmentation);
+  nnmem__jw_kv_double(w, "ns_per_op", r->ns_per_op);
+  nnmem__jw_kv_u64(w, "device_requests", r->backend_allocs);
+  nnmem__jw_end(w);
+}
+
+/* Prints the stats of the `n` replayed pools in the Prometheus format. */
+static int print_prometheus(const nnmem_stats_t *st, size_t n) {
+  size_t len = 0;
+  nnmem_status_t s = nnmem_stats_format_prometheus(st, n, NULL, 0, &len);
+  char *buf = s == NNMEM_ERR_OVERFLOW || s == NNMEM_OK ? malloc(len + 1) : NULL;
+  if (buf) s = nnmem_stats_format_prometheus(st, n, buf, len + 1, &len);
+  if (!buf || s != NNMEM_OK) {
+    free(buf);
+    return cli_fail(buf ? s : NNMEM_ERR_NOMEM, NULL);
   }
-  printf(
-      "\",\"pool\":\"%s\",\"operations\":%llu,\"peak_live_bytes\":%llu,"
-      "\"peak_reserved_bytes\":%llu,\"reserved_over_live\":%.6f,"
-      "\"fragmentation\":%.6f,\"ns_per_op\":%.2f,\"device_requests\":%llu}",
-      kind, (unsigned long long)r->operations,
-      (unsigned long long)r->peak_live_bytes,
-      (unsigned long long)r->peak_reserved_bytes, r->reserved_over_live,
-      r->fragmentation, r->ns_per_op, (unsigned long long)r->backend_allocs);
+  fwrite(buf, 1, len, stdout);
+  free(buf);
+  return CLI_EXIT_OK;
 }
 
 int cli_cmd_replay(int argc, char **argv) {
@@ -154,22 +191,39 @@ int cli_cmd_replay(int argc, char **argv) {
   const nnmem_problem_t *p = nnmem_csv_problem(csv);
   nnmem_pool_kind_t first = o.all ? NNMEM_POOL_TIERED : o.kind;
   nnmem_pool_kind_t last = o.all ? NNMEM_POOL_SLAB : o.kind;
-  if (o.json)
-    printf(o.all ? "[" : "");
-  else
+  nnmem_stats_t stats[N_REPLAY_POOLS];
+  size_t n_stats = 0;
+  nnmem__text_t t;
+  nnmem__jw_t w;
+  cli_json_begin(&w, &t, o.json);
+  nnmem__jw_array(&w);
+  if (!o.json && !o.prometheus)
     printf("trace: %s (%zu buffers)\n", o.trace, nnmem_problem_count(p));
   for (int k = (int)first; k <= (int)last; k++) {
     nnmem_replay_result_t r;
-    st = nnmem_pool_replay(p, (nnmem_pool_kind_t)k, NULL, o.align, &r, &d);
+    nnmem_stats_t *sp = &stats[n_stats];
+    st = nnmem_pool_replay_stats(p, (nnmem_pool_kind_t)k, NULL, o.align, &r, sp,
+                                 &d);
     if (st != NNMEM_OK) break;
     const char *name = nnmem_pool_kind_name((nnmem_pool_kind_t)k);
+    snprintf(sp->name, sizeof sp->name, "%s", name); /* label = the kind */
+    n_stats++;
     if (o.json)
-      print_json(o.trace, name, &r, k == (int)first);
-    else
+      put_json(&w, o.trace, name, &r);
+    else if (!o.prometheus)
       print_text(name, &r);
   }
-  if (o.json) printf(o.all ? "]\n" : "\n");
+  nnmem__jw_end(&w);
   nnmem_csv_destroy(csv);
-  if (st != NNMEM_OK) return cli_fail(st, &d);
+  if (st != NNMEM_OK) {
+    nnmem__text_free(&t);
+    return cli_fail(st, &d);
+  }
+  if (o.prometheus) {
+    nnmem__text_free(&t);
+    return print_prometheus(stats, n_stats);
+  }
+  if (o.json) return cli_json_print(&w, &t);
+  nnmem__text_free(&t);
   return CLI_EXIT_OK;
 }

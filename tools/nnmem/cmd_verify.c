@@ -1,62 +1,129 @@
-/* cmd_verify.c - `nnmem verify`: an independent check of any plan of a
- * MiniMalloc problem, whoever produced it.
+/* cmd_verify.c - `nnmem verify`: an independent check of any plan, whoever
+ * produced it, against the problem it claims to solve.
+ *
+ * Forms:
+ *   verify PROBLEM.csv               offsets from the file's `offset` column
+ *   verify PROBLEM.csv PLAN.csv      a solution CSV matched by buffer id
+ *   verify PROBLEM PLAN.json         a plan JSON (`nnmem plan --out x.json`)
+ *                                    matched by buffer id; PROBLEM is a
+ *                                    MiniMalloc CSV, a graph (.json) or an
+ *                                    ONNX model (.onnx; --dim/--dtype/--layout
+ *                                    as given to `nnmem plan`)
+ *   verify MODEL PLAN.csv            a graph's CSV plan (id,...,offset)
  *
  * Steps:
- *   1. read PROBLEM.csv; the offsets come from its own `offset` column, or,
- *      when SOLUTION.csv is given, from that file matched by buffer id (by
- *      row when the problem has no ids); the problem's sizes, alignments
- *      and lifetimes are the ones checked;
- *   2. run nnmem_plan_verify with --align and --capacity;
- *   3. print "valid: height H (lower bound LB, ratio R)" and exit 0, or name
- *      the first violation: a conflicting pair (exit 1), a misaligned or
- *      overflowing offset (exit 1), a height over --capacity (exit 2).
- * Input errors (unreadable file, bad row, unknown id, no offsets) print
- * "nnmem: <where>: <what>" on stderr and exit 1.
- * Complexity: O(n log n) (the verifier's sweep, id lookups O(1) average).
+ *   1. options; a graph or model PROBLEM needs a PLAN;
+ *   2. the problem: the CSV's buffers, or the graph's liveness analysis
+ *      (buffers named like the plan writer names them: by id, or by index
+ *      when a buffer has none), with --align, which for a JSON plan defaults
+ *      to its "alignment", and --no-reuse;
+ *   3. the offsets: the CSV's own column, or the PLAN's buffers matched by
+ *      id: every problem buffer must appear exactly once and the plan may
+ *      list no other; a JSON plan's sizes and lifetimes must agree with the
+ *      problem (a different --align or --dim shows up here). Each mismatch
+ *      names the buffer(s);
+ *   4. nnmem_plan_verify with --align and --capacity (the problem's sizes,
+ *      alignments and lifetimes are the ones checked);
+ *   5. print the verdict (text, or --json) and exit: 0 valid, 4 invalid
+ *      plan (a conflicting pair, a misaligned or overflowing offset), 2
+ *      height over --capacity, 1 bad usage or bad input, 3 internal.
+ * Complexity: O(n log n) (the verifier's sweep; id lookups O(1) average).
  * Thread-safety: single-threaded. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include <cjson/cJSON.h>
 
 #include "args.h"
 #include "cli.h"
 #include "common/util.h"
 #include "units.h"
 
-enum { VOPT_HELP, VOPT_ALIGN, VOPT_CAPACITY, VOPT_QUIET };
+enum {
+  VOPT_HELP,
+  VOPT_ALIGN,
+  VOPT_CAPACITY,
+  VOPT_QUIET,
+  VOPT_JSON,
+  VOPT_DIM,
+  VOPT_DTYPE,
+  VOPT_LAYOUT,
+  VOPT_STRICT,
+  VOPT_NO_REUSE
+};
 
 static const cli_opt_t verify_table[] = {{"help", 'h', 0, VOPT_HELP},
                                          {"align", 'a', 1, VOPT_ALIGN},
                                          {"capacity", 'c', 1, VOPT_CAPACITY},
                                          {"quiet", 'q', 0, VOPT_QUIET},
+                                         {"json", 0, CLI_OPT_INLINE, VOPT_JSON},
+                                         {"dim", 0, 1, VOPT_DIM},
+                                         {"dtype", 0, 1, VOPT_DTYPE},
+                                         {"layout", 0, 1, VOPT_LAYOUT},
+                                         {"strict", 0, 0, VOPT_STRICT},
+                                         {"no-reuse", 0, 0, VOPT_NO_REUSE},
                                          {NULL, 0, 0, 0}};
 
 typedef struct verify_opts {
   const char *problem_path;
   const char *solution_path; /* NULL: offsets come from problem_path */
   uint64_t align;
+  int align_given;
   uint64_t capacity;
   int quiet;
+  int json; /* CLI_JSON_* */
+  int no_reuse;
+  cli_onnx_opts_t onnx;
 } verify_opts_t;
+
+/* What is checked: the problem, its offsets, and what owns them. */
+typedef struct verify_ctx {
+  verify_opts_t o;
+  nnmem_csv_t *csv;       /* a CSV PROBLEM */
+  nnmem_graph_t *graph;   /* a graph or model PROBLEM */
+  nnmem_liveness_t *live; /* its liveness analysis */
+  const nnmem_problem_t *p;
+  uint64_t *offs;
+  nnmem_diag_t d;
+} verify_ctx_t;
 
 static void print_verify_help(void) {
   fputs(
-      "Usage: nnmem verify PROBLEM.csv [SOLUTION.csv] [options]\n"
+      "Usage: nnmem verify PROBLEM [PLAN] [options]\n"
       "\n"
       "Checks a plan with the independent verifier: buffers whose lifetimes\n"
-      "[lower, upper) intersect must not share bytes, every offset must be a\n"
+      "[first, last) intersect must not share bytes, every offset must be a\n"
       "multiple of the buffer's alignment (and --align), and the height must\n"
-      "not exceed --capacity. The offsets come from PROBLEM.csv's `offset`\n"
-      "column, or from SOLUTION.csv matched to PROBLEM.csv by buffer id.\n"
+      "not exceed --capacity.\n"
+      "\n"
+      "PROBLEM is a MiniMalloc problem (.csv), a graph (.json) or an ONNX\n"
+      "model (.onnx). PLAN is what `nnmem plan --out` wrote: a plan JSON\n"
+      "(.json) or CSV (.csv), matched to PROBLEM by buffer id (every buffer\n"
+      "exactly once; missing, extra and repeated ones are named). Without\n"
+      "PLAN, PROBLEM.csv's own `offset` column is checked. For a graph or\n"
+      "model, give the options you gave `nnmem plan` (--dim, --dtype,\n"
+      "--layout, --no-reuse; --align defaults to the plan JSON's\n"
+      "alignment).\n"
       "\n"
       "Options:\n"
       "  -a, --align SIZE      required alignment of every offset\n"
       "  -c, --capacity SIZE   maximum height (K/M/G = 1024^n, KB/MB/GB = "
       "1000^n)\n"
+      "      --json[=compact]  print the verdict as JSON: valid, height,\n"
+      "                        lower_bound, ratio, the violation and its\n"
+      "                        buffers\n"
+      "      --dim NAME=VALUE, --dtype TYPE, --layout L, --strict\n"
+      "                        ONNX import options, as for nnmem plan\n"
+      "      --no-reuse        the graph's buffers without views or in-place\n"
+      "                        sharing, as for nnmem plan --no-reuse\n"
       "  -q, --quiet           print nothing; only the exit code tells\n"
       "  -h, --help            show this help\n"
       "\n"
-      "Exit codes: 0 valid; 1 invalid plan (overlap, misaligned, overflow) or\n"
-      "bad input; 2 height over --capacity.\n",
+      "Exit codes: 0 valid; 1 bad usage or bad input (unreadable files,\n"
+      "buffers that do not match); 2 height over --capacity; 3 internal\n"
+      "error; 4 invalid plan (overlapping buffers, a misaligned or\n"
+      "overflowing offset).\n",
       stdout);
 }
 
@@ -64,9 +131,23 @@ static int set_verify_option(void *opts, int id, const char *v) {
   verify_opts_t *o = opts;
   const char *why = NULL;
   uint64_t n = 0;
-  if (id == VOPT_QUIET) {
-    o->quiet = 1;
-    return 0;
+  switch (id) {
+    case VOPT_QUIET:
+      o->quiet = 1;
+      return 0;
+    case VOPT_NO_REUSE:
+      o->no_reuse = 1;
+      return 0;
+    case VOPT_JSON:
+      return cli_json_option("verify", v, &o->json);
+    case VOPT_DIM:
+      return cli_onnx_option("verify", &o->onnx, "dim", v);
+    case VOPT_DTYPE:
+      return cli_onnx_option("verify", &o->onnx, "dtype", v);
+    case VOPT_LAYOUT:
+      return cli_onnx_option("verify", &o->onnx, "layout", v);
+    case VOPT_STRICT:
+      return cli_onnx_option("verify", &o->onnx, "strict", v);
   }
   const char *name = id == VOPT_ALIGN ? "--align" : "--capacity";
   if (cli_parse_size(v, &n, &why) != 0)
@@ -78,11 +159,18 @@ static int set_verify_option(void *opts, int id, const char *v) {
                            v);
   if (id == VOPT_CAPACITY && n == 0)
     return cli_usage_error("verify", "bad --capacity '%s': must be > 0", v);
-  if (id == VOPT_ALIGN)
+  if (id == VOPT_ALIGN) {
     o->align = n;
-  else
+    o->align_given = 1;
+  } else {
     o->capacity = n;
+  }
   return 0;
+}
+
+static int has_ext(const char *path, const char *ext) {
+  size_t n = strlen(path), e = strlen(ext);
+  return n > e && strcasecmp(path + n - e, ext) == 0;
 }
 
 /* Returns -1 to continue, else the exit code. */
@@ -97,66 +185,169 @@ static int parse_verify_args(int argc, char **argv, verify_opts_t *o) {
                    {&o->problem_path, &o->solution_path, NULL}};
   int e = cli_args_parse(&p, argc, argv);
   if (e >= 0) return e;
-  if (!o->problem_path) return cli_usage_error("verify", "missing PROBLEM.csv");
+  if (!o->problem_path) return cli_usage_error("verify", "missing PROBLEM");
+  if (o->json && o->quiet)
+    return cli_usage_error("verify", "--json and --quiet do not combine");
+  if (!has_ext(o->problem_path, ".csv") && !o->solution_path)
+    return cli_usage_error("verify",
+                           "'%s' is not a MiniMalloc CSV: give the plan to "
+                           "check as a second argument",
+                           o->problem_path);
+  if (o->solution_path && !has_ext(o->solution_path, ".json") &&
+      !has_ext(o->solution_path, ".csv"))
+    return cli_usage_error("verify", "PLAN '%s' must end in .json or .csv",
+                           o->solution_path);
+  if (o->no_reuse && has_ext(o->problem_path, ".csv"))
+    return cli_usage_error("verify",
+                           "--no-reuse applies to graphs and models, not to "
+                           "a MiniMalloc CSV");
+  if (o->onnx.first && !cli_is_onnx(o->problem_path))
+    return cli_usage_error("verify", "--%s applies to ONNX models (.onnx) only",
+                           o->onnx.first);
   return -1;
 }
 
-/* Offsets of the problem's buffers taken from the solution file. */
-static nnmem_status_t match_offsets(const verify_opts_t *o,
-                                    const nnmem_csv_t *pcsv,
-                                    const nnmem_csv_t *scsv, uint64_t *offs,
-                                    nnmem_diag_t *d) {
-  const nnmem_problem_t *p = nnmem_csv_problem(pcsv);
-  const nnmem_problem_t *s = nnmem_csv_problem(scsv);
-  const uint64_t *so = nnmem_csv_offsets(scsv);
+/* The "alignment" of a plan JSON (1 when absent or unreadable: the reader
+ * reports real problems later). A small value, so cJSON's double is exact. */
+static uint64_t plan_json_alignment(const char *path) {
+  char *data = NULL;
+  size_t len = 0;
+  uint64_t a = 1;
+  if (nnmem_file_read(path, &data, &len, NULL) != NNMEM_OK) return 1;
+  cJSON *j = cJSON_ParseWithLength(data, len);
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "alignment");
+  if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 1 << 30 &&
+      nnmem__is_pow2((uint64_t)v->valuedouble))
+    a = (uint64_t)v->valuedouble;
+  cJSON_Delete(j);
+  free(data);
+  return a;
+}
+
+/* Step 2: the problem. */
+static nnmem_status_t load_problem(verify_ctx_t *c) {
+  const char *path = c->o.problem_path;
+  nnmem_status_t st;
+  if (has_ext(path, ".csv")) {
+    st = nnmem_csv_read_file(path, &c->csv, &c->d);
+    if (st == NNMEM_OK) c->p = nnmem_csv_problem(c->csv);
+    return st;
+  }
+  if (cli_is_onnx(path)) {
+    nnmem_onnx_config_t cfg;
+    nnmem_onnx_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    cli_onnx_config(&c->o.onnx, c->o.align, &cfg);
+    st = nnmem_onnx_import_file(path, &cfg, &c->graph, &rep, &c->d);
+  } else {
+    st = nnmem_graph_read_json_file(path, &c->graph, &c->d);
+  }
+  if (st != NNMEM_OK) return st;
+  nnmem_liveness_config_t lc;
+  nnmem_liveness_config_init(&lc);
+  lc.alignment = c->o.align;
+  lc.no_reuse = c->o.no_reuse;
+  st = nnmem_liveness_analyze(c->graph, &lc, &c->live, &c->d);
+  if (st == NNMEM_OK) c->p = nnmem_liveness_problem(c->live);
+  return st;
+}
+
+/* The id under which a plan lists problem buffer i (the plan writers'
+ * rule: its id, else its index). */
+static const char *problem_key(const nnmem_problem_t *p, size_t i, char *buf,
+                               size_t cap) {
+  const char *id = nnmem_problem_id(p, i);
+  if (id) return id;
+  snprintf(buf, cap, "%zu", i);
+  return buf;
+}
+
+/* Step 3: offs[i] = the plan's offset of problem buffer i. `sizes` (NULL
+ * for a CSV solution) asks for sizes and lifetimes to be compared. */
+static nnmem_status_t match_plan(verify_ctx_t *c, const nnmem_problem_t *s,
+                                 const uint64_t *so, int compare) {
+  const nnmem_problem_t *p = c->p;
+  const char *pp = c->o.problem_path, *sp = c->o.solution_path;
   size_t np = nnmem_problem_count(p), ns = nnmem_problem_count(s);
-  if (!so)
-    return nnmem__diag(d, NNMEM_ERR_PARSE, "%s: no 'offset' column",
-                       o->solution_path);
-  if (np != ns)
-    return nnmem__diag(d, NNMEM_ERR_PARSE, "%s has %zu buffers but %s has %zu",
-                       o->solution_path, ns, o->problem_path, np);
+  const nnmem_buffer_t *pb = nnmem_problem_buffers(p);
+  const nnmem_buffer_t *sb = nnmem_problem_buffers(s);
+  char key[32], b1[64];
   for (size_t i = 0; i < np; i++) {
-    const char *id = nnmem_problem_id(p, i);
-    size_t j = i;
-    if (id && nnmem_problem_find(s, id, &j) != NNMEM_OK)
-      return nnmem__diag(d, NNMEM_ERR_NOT_FOUND,
-                         "%s: no buffer '%s' (listed in %s)", o->solution_path,
-                         id, o->problem_path);
-    offs[i] = so[j];
+    size_t j = 0;
+    const char *id = problem_key(p, i, key, sizeof key);
+    if (nnmem_problem_find(s, id, &j) != NNMEM_OK)
+      return nnmem__diag(&c->d, NNMEM_ERR_NOT_FOUND,
+                         "%s: no buffer '%s' (a buffer of %s; %zu listed, "
+                         "%zu expected)",
+                         sp, cli_printable(id, b1, sizeof b1), pp, ns, np);
+    if (compare && (sb[j].size != pb[i].size || sb[j].first != pb[i].first ||
+                    sb[j].last != pb[i].last))
+      return nnmem__diag(
+          &c->d, NNMEM_ERR_INVALID,
+          "%s: buffer '%s' is %llu B on [%llu,%llu) but %s says %llu B on "
+          "[%llu,%llu) (planned with other options: --align, --dim, "
+          "--no-reuse?)",
+          sp, cli_printable(id, b1, sizeof b1), (unsigned long long)sb[j].size,
+          (unsigned long long)sb[j].first, (unsigned long long)sb[j].last, pp,
+          (unsigned long long)pb[i].size, (unsigned long long)pb[i].first,
+          (unsigned long long)pb[i].last);
+    c->offs[i] = so[j];
+  }
+  if (ns != np) { /* all problem buffers found: the plan lists others too */
+    for (size_t j = 0; j < ns; j++) {
+      size_t i = 0;
+      const char *id = nnmem_problem_id(s, j);
+      if (id && nnmem_problem_find(p, id, &i) == NNMEM_OK) continue;
+      if (!id && j < np && !nnmem_problem_id(p, j)) continue;
+      return nnmem__diag(&c->d, NNMEM_ERR_INVALID,
+                         "%s: buffer '%s' is not a buffer of %s (%zu listed, "
+                         "%zu expected)",
+                         sp, id ? cli_printable(id, b1, sizeof b1) : "?", pp,
+                         ns, np);
+    }
+    return nnmem__diag(&c->d, NNMEM_ERR_INVALID,
+                       "%s lists %zu buffers but %s has %zu", sp, ns, pp, np);
   }
   return NNMEM_OK;
 }
 
-/* Fills a new array with the offsets to check (caller frees). */
-static nnmem_status_t load_offsets(const verify_opts_t *o,
-                                   const nnmem_csv_t *pcsv, uint64_t **out,
-                                   nnmem_diag_t *d) {
-  size_t n = nnmem_problem_count(nnmem_csv_problem(pcsv));
-  *out = NULL;
-  if (!o->solution_path && !nnmem_csv_offsets(pcsv))
-    return nnmem__diag(d, NNMEM_ERR_PARSE,
-                       "%s: no 'offset' column (give the solution file as a "
+/* Step 3: the offsets to check. */
+static nnmem_status_t load_offsets(verify_ctx_t *c) {
+  size_t n = nnmem_problem_count(c->p);
+  const char *sp = c->o.solution_path;
+  if (!sp && !nnmem_csv_offsets(c->csv))
+    return nnmem__diag(&c->d, NNMEM_ERR_PARSE,
+                       "%s: no 'offset' column (give the plan file as a "
                        "second argument)",
-                       o->problem_path);
-  uint64_t *offs = calloc(n ? n : 1, sizeof *offs);
-  if (!offs) return NNMEM_ERR_NOMEM;
-  nnmem_status_t st = NNMEM_OK;
-  if (!o->solution_path) {
-    if (n) memcpy(offs, nnmem_csv_offsets(pcsv), n * sizeof *offs);
-  } else {
-    nnmem_csv_t *scsv = NULL;
-    st = nnmem_csv_read_file(o->solution_path, &scsv, d);
-    if (st == NNMEM_OK) st = match_offsets(o, pcsv, scsv, offs, d);
-    nnmem_csv_destroy(scsv);
+                       c->o.problem_path);
+  c->offs = calloc(n ? n : 1, sizeof *c->offs);
+  if (!c->offs) return NNMEM_ERR_NOMEM;
+  if (!sp) {
+    if (n) memcpy(c->offs, nnmem_csv_offsets(c->csv), n * sizeof *c->offs);
+    return NNMEM_OK;
   }
-  if (st != NNMEM_OK) {
-    free(offs);
+  nnmem_status_t st;
+  if (has_ext(sp, ".json")) {
+    nnmem_problem_t *s = NULL;
+    uint64_t *so = NULL;
+    st = nnmem_plan_read_json_file(sp, &s, &so, &c->d);
+    if (st == NNMEM_OK) st = match_plan(c, s, so, 1);
+    nnmem_problem_destroy(s);
+    free(so);
     return st;
   }
-  *out = offs;
-  return NNMEM_OK;
+  nnmem_csv_t *scsv = NULL;
+  st = nnmem_csv_read_file(sp, &scsv, &c->d);
+  if (st == NNMEM_OK && !nnmem_csv_offsets(scsv))
+    st = nnmem__diag(&c->d, NNMEM_ERR_PARSE, "%s: no 'offset' column", sp);
+  if (st == NNMEM_OK)
+    st = match_plan(c, nnmem_csv_problem(scsv), nnmem_csv_offsets(scsv), 0);
+  nnmem_csv_destroy(scsv);
+  return st;
 }
+
+/* ---- the verdict ----------------------------------------------------------
+ */
 
 static void describe(const nnmem_problem_t *p, const uint64_t *offs, size_t i,
                      char *buf, size_t cap) {
@@ -168,76 +359,129 @@ static void describe(const nnmem_problem_t *p, const uint64_t *offs, size_t i,
            (unsigned long long)(offs[i] + b->size));
 }
 
-/* Prints the verdict; returns the exit code. */
-static int print_verdict(const verify_opts_t *o, const nnmem_problem_t *p,
-                         const uint64_t *offs, const nnmem_verify_report_t *r,
-                         nnmem_status_t st, const nnmem_diag_t *d) {
+/* The exit code of a verdict. */
+static int verdict_code(const nnmem_verify_report_t *r) {
+  if (r->valid) return CLI_EXIT_OK;
+  if (r->has_conflict || r->overflow || r->misaligned)
+    return CLI_EXIT_PLAN_INVALID;
+  return r->over_capacity ? CLI_EXIT_NOFIT : CLI_EXIT_PLAN_INVALID;
+}
+
+static void print_text(const verify_ctx_t *c, const nnmem_verify_report_t *r,
+                       uint64_t lb) {
   char a[640], b[640], nb[32];
+  const nnmem_problem_t *p = c->p;
+  const uint64_t *offs = c->offs;
   const nnmem_buffer_t *bufs = nnmem_problem_buffers(p);
-  FILE *f = o->quiet ? NULL : stdout;
-  if (st == NNMEM_OK && r->valid) {
-    uint64_t lb = 0;
-    nnmem_problem_lower_bound(p, o->align, &lb);
-    if (f)
-      fprintf(f, "valid: height %llu (lower bound %llu, ratio %s)\n",
-              (unsigned long long)r->height, (unsigned long long)lb,
-              cli_fmt_ratio(r->height, lb, b, sizeof b));
-    return CLI_EXIT_OK;
-  }
-  if (r->has_conflict) {
+  if (r->valid) {
+    printf("valid: height %llu (lower bound %llu, ratio %s)\n",
+           (unsigned long long)r->height, (unsigned long long)lb,
+           cli_fmt_ratio(r->height, lb, b, sizeof b));
+  } else if (r->has_conflict) {
     describe(p, offs, r->conflict_a, a, sizeof a);
     describe(p, offs, r->conflict_b, b, sizeof b);
-    if (f) fprintf(f, "conflict: buffers %s and %s overlap\n", a, b);
+    printf("conflict: buffers %s and %s overlap\n", a, b);
   } else if (r->overflow) {
     size_t i = r->overflow_index;
-    if (f)
-      fprintf(f,
-              "overflow: buffer '%s' offset %llu + size %llu exceeds 64 "
-              "bits\n",
-              cli_buffer_name(p, i, nb, sizeof nb), (unsigned long long)offs[i],
-              (unsigned long long)bufs[i].size);
+    printf("overflow: buffer '%s' offset %llu + size %llu exceeds 64 bits\n",
+           cli_buffer_name(p, i, nb, sizeof nb), (unsigned long long)offs[i],
+           (unsigned long long)bufs[i].size);
   } else if (r->misaligned) {
     size_t i = r->misaligned_index;
-    if (f)
-      fprintf(f,
-              "misaligned: buffer '%s' offset %llu is not a multiple of "
-              "%llu\n",
-              cli_buffer_name(p, i, nb, sizeof nb), (unsigned long long)offs[i],
-              (unsigned long long)nnmem__max_u64(bufs[i].align, o->align));
+    printf("misaligned: buffer '%s' offset %llu is not a multiple of %llu\n",
+           cli_buffer_name(p, i, nb, sizeof nb), (unsigned long long)offs[i],
+           (unsigned long long)nnmem__max_u64(bufs[i].align, c->o.align));
   } else if (r->over_capacity) {
-    if (f)
-      fprintf(f, "over capacity: height %llu > capacity %llu\n",
-              (unsigned long long)r->height, (unsigned long long)o->capacity);
-    return CLI_EXIT_NOFIT;
-  } else if (f) {
-    fprintf(f, "invalid: %s\n",
-            d->message[0] ? d->message : nnmem_status_str(st));
+    printf("over capacity: height %llu > capacity %llu\n",
+           (unsigned long long)r->height, (unsigned long long)c->o.capacity);
   }
-  return CLI_EXIT_INVALID;
+}
+
+static void json_buffer(nnmem__jw_t *w, const verify_ctx_t *c, size_t i) {
+  const nnmem_buffer_t *b = &nnmem_problem_buffers(c->p)[i];
+  char key[32];
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "id", problem_key(c->p, i, key, sizeof key));
+  nnmem__jw_kv_u64(w, "offset", c->offs[i]);
+  nnmem__jw_kv_u64(w, "size", b->size);
+  nnmem__jw_kv_u64(w, "first", b->first);
+  nnmem__jw_kv_u64(w, "last", b->last);
+  nnmem__jw_kv_u64(w, "align", nnmem__max_u64(b->align, c->o.align));
+  nnmem__jw_end(w);
+}
+
+static int print_json(const verify_ctx_t *c, const nnmem_verify_report_t *r,
+                      uint64_t lb) {
+  nnmem__text_t t;
+  nnmem__jw_t w;
+  cli_json_begin(&w, &t, c->o.json);
+  nnmem__jw_object(&w);
+  nnmem__jw_kv_bool(&w, "valid", r->valid);
+  nnmem__jw_kv_string(&w, "problem", c->o.problem_path);
+  nnmem__jw_kv_string(&w, "plan", c->o.solution_path);
+  nnmem__jw_kv_u64(&w, "buffers", nnmem_problem_count(c->p));
+  nnmem__jw_kv_u64(&w, "alignment", c->o.align ? c->o.align : 1);
+  nnmem__jw_kv_u64(&w, "capacity", c->o.capacity);
+  nnmem__jw_kv_u64(&w, "height", r->height);
+  nnmem__jw_kv_u64(&w, "lower_bound", lb);
+  nnmem__jw_kv_double(&w, "ratio", lb ? (double)r->height / (double)lb : 1.0);
+  const char *v = r->valid           ? NULL
+                  : r->has_conflict  ? "conflict"
+                  : r->overflow      ? "overflow"
+                  : r->misaligned    ? "misaligned"
+                  : r->over_capacity ? "over_capacity"
+                                     : "invalid";
+  nnmem__jw_kv_string(&w, "violation", v);
+  if (r->has_conflict) {
+    nnmem__jw_key(&w, "conflict");
+    nnmem__jw_array(&w);
+    json_buffer(&w, c, r->conflict_a);
+    json_buffer(&w, c, r->conflict_b);
+    nnmem__jw_end(&w);
+  } else if (!r->valid && (r->overflow || r->misaligned)) {
+    nnmem__jw_key(&w, "buffer");
+    json_buffer(&w, c, r->overflow ? r->overflow_index : r->misaligned_index);
+  }
+  nnmem__jw_end(&w);
+  return cli_json_print(&w, &t);
+}
+
+/* Steps 4-5. */
+static int check(verify_ctx_t *c) {
+  nnmem_verify_report_t rep;
+  memset(&rep, 0, sizeof rep);
+  nnmem_status_t st =
+      nnmem_plan_verify(c->p, c->offs, c->o.align, c->o.capacity, &rep, &c->d);
+  if (st != NNMEM_OK && st != NNMEM_ERR_CONFLICT && st != NNMEM_ERR_CAPACITY)
+    return cli_fail(st, &c->d);
+  if (st != NNMEM_OK && rep.valid) /* a failure the report does not name */
+    return cli_fail(st, &c->d);
+  uint64_t lb = 0;
+  st = nnmem_problem_lower_bound(c->p, c->o.align, &lb);
+  if (st != NNMEM_OK) return cli_fail(st, NULL);
+  int e = verdict_code(&rep);
+  if (c->o.json) {
+    int je = print_json(c, &rep, lb);
+    return je ? je : e;
+  }
+  if (!c->o.quiet) print_text(c, &rep, lb);
+  return e;
 }
 
 int cli_cmd_verify(int argc, char **argv) {
-  verify_opts_t o;
-  int e = parse_verify_args(argc, argv, &o);
+  verify_ctx_t c;
+  memset(&c, 0, sizeof c);
+  int e = parse_verify_args(argc, argv, &c.o);
   if (e >= 0) return e;
-  nnmem_diag_t d = {{0}};
-  nnmem_csv_t *csv = NULL;
-  uint64_t *offs = NULL;
-  nnmem_status_t st = nnmem_csv_read_file(o.problem_path, &csv, &d);
-  if (st == NNMEM_OK) st = load_offsets(&o, csv, &offs, &d);
-  if (st != NNMEM_OK) {
-    nnmem_csv_destroy(csv);
-    return cli_fail(st, &d);
-  }
-  const nnmem_problem_t *p = nnmem_csv_problem(csv);
-  nnmem_verify_report_t rep;
-  memset(&rep, 0, sizeof rep);
-  st = nnmem_plan_verify(p, offs, o.align, o.capacity, &rep, &d);
-  if (st != NNMEM_OK && st != NNMEM_ERR_CONFLICT && st != NNMEM_ERR_CAPACITY)
-    e = cli_fail(st, &d);
-  else
-    e = print_verdict(&o, p, offs, &rep, st, &d);
-  free(offs);
-  nnmem_csv_destroy(csv);
+  if (!c.o.align_given && c.o.solution_path &&
+      has_ext(c.o.solution_path, ".json"))
+    c.o.align = plan_json_alignment(c.o.solution_path);
+  nnmem_status_t st = load_problem(&c);
+  if (st == NNMEM_OK) st = load_offsets(&c);
+  e = st == NNMEM_OK ? check(&c) : cli_fail(st, &c.d);
+  free(c.offs);
+  nnmem_liveness_destroy(c.live);
+  nnmem_graph_destroy(c.graph);
+  nnmem_csv_destroy(c.csv);
   return e;
 }

@@ -3,7 +3,6 @@
  * printed in reports and the JSON fields added for ONNX inputs
  * ("unresolved_tensors" and an "onnx" object).
  * Thread-safety: single-threaded program. */
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -104,64 +103,35 @@ void cli_onnx_summary(FILE *f, const nnmem_onnx_report_t *r) {
   put_list(f, "upper bounds", r->n_data_dependent, r->data_dependent, 0);
 }
 
-static cJSON *named_list(const nnmem_onnx_named_t *e, size_t count,
-                         const char *k1, const char *k2, int with_value) {
-  cJSON *a = cJSON_CreateArray();
+static void named_list(nnmem__jw_t *w, const char *key,
+                       const nnmem_onnx_named_t *e, size_t count,
+                       const char *k1, const char *k2, int with_value) {
   size_t shown =
       count < NNMEM_ONNX_REPORT_LIST ? count : NNMEM_ONNX_REPORT_LIST;
-  for (size_t i = 0; a && i < shown; i++) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o) break;
-    cJSON_AddStringToObject(o, k1, e[i].name);
-    cJSON_AddStringToObject(o, k2, e[i].what);
-    if (with_value) cJSON_AddNumberToObject(o, "value", (double)e[i].value);
-    cJSON_AddItemToArray(a, o);
+  nnmem__jw_key(w, key);
+  nnmem__jw_array(w);
+  for (size_t i = 0; i < shown; i++) {
+    nnmem__jw_object(w);
+    nnmem__jw_kv_string(w, k1, e[i].name);
+    nnmem__jw_kv_string(w, k2, e[i].what);
+    if (with_value) nnmem__jw_kv_i64(w, "value", (int64_t)e[i].value);
+    nnmem__jw_end(w);
   }
-  return a;
+  nnmem__jw_end(w);
 }
 
-/* The "onnx" object as text (caller frees); NULL on NOMEM. */
-static char *onnx_object(const nnmem_onnx_report_t *r) {
-  cJSON *o = cJSON_CreateObject();
-  if (!o) return NULL;
-  cJSON_AddNumberToObject(o, "opset", (double)r->opset);
-  cJSON_AddNumberToObject(o, "nodes", (double)r->nodes);
-  cJSON_AddNumberToObject(o, "subgraph_nodes", (double)r->subgraph_nodes);
-  cJSON_AddNumberToObject(o, "folded_nodes", (double)r->folded_nodes);
-  cJSON_AddNumberToObject(o, "unsupported_nodes", (double)r->n_unsupported);
-  cJSON_AddNumberToObject(o, "data_dependent_tensors",
-                          (double)r->n_data_dependent);
-  cJSON_AddItemToObject(
-      o, "defaults", named_list(r->defaults, r->n_defaults, "dim", "class", 1));
-  cJSON_AddItemToObject(
-      o, "unsupported",
-      named_list(r->unsupported, r->n_unsupported, "node", "op_type", 0));
-  char *text = cJSON_PrintUnformatted(o);
-  cJSON_Delete(o);
-  return text;
-}
-
-/* Inserts the fields before the object's closing brace, keeping the
- * library's formatting and exact integers. */
-nnmem_status_t cli_onnx_json_add(char **json, const nnmem_onnx_report_t *r) {
-  char *close = strrchr(*json, '}');
-  if (!close) return NNMEM_ERR_PARSE;
-  char *obj = onnx_object(r);
-  if (!obj) return NNMEM_ERR_NOMEM;
-  size_t head = (size_t)(close - *json);
-  while (head > 0 && strchr(" \t\r\n", (*json)[head - 1]))
-    head--;
-  size_t cap = head + strlen(obj) + strlen(close) + 96;
-  char *out = malloc(cap);
-  if (!out) {
-    free(obj);
-    return NNMEM_ERR_NOMEM;
-  }
-  snprintf(out, cap,
-           "%.*s,\n  \"unresolved_tensors\": %zu,\n  \"onnx\": %s\n%s",
-           (int)head, *json, r->unresolved_tensors, obj, close);
-  free(obj);
-  free(*json);
-  *json = out;
-  return NNMEM_OK;
+void cli_onnx_json_add(nnmem__jw_t *w, const nnmem_onnx_report_t *r) {
+  nnmem__jw_kv_u64(w, "unresolved_tensors", r->unresolved_tensors);
+  nnmem__jw_key(w, "onnx");
+  nnmem__jw_object(w);
+  nnmem__jw_kv_i64(w, "opset", (int64_t)r->opset);
+  nnmem__jw_kv_u64(w, "nodes", r->nodes);
+  nnmem__jw_kv_u64(w, "subgraph_nodes", r->subgraph_nodes);
+  nnmem__jw_kv_u64(w, "folded_nodes", r->folded_nodes);
+  nnmem__jw_kv_u64(w, "unsupported_nodes", r->n_unsupported);
+  nnmem__jw_kv_u64(w, "data_dependent_tensors", r->n_data_dependent);
+  named_list(w, "defaults", r->defaults, r->n_defaults, "dim", "class", 1);
+  named_list(w, "unsupported", r->unsupported, r->n_unsupported, "node",
+             "op_type", 0);
+  nnmem__jw_end(w);
 }

@@ -11,14 +11,16 @@
  *      (the earliest on ties).
  * Largest live buffers (cli_collect_live): one pass keeping the top
  * CLI_TOP_LIVE by size with insertion into a small sorted array.
+ * JSON report: the members of memory_profile.json (the library writes them
+ * into our writer: one writer, exact integers), then the run details.
  * Complexity: O(n log n) and O(n). Thread-safety: pure functions of their
  * arguments; printing goes to the given FILE. */
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common/util.h"
+#include "export/export_json.h"
 #include "units.h"
 
 typedef struct live_event {
@@ -271,94 +273,81 @@ void cli_report_human(FILE *f, const cli_run_t *r) {
 
 /* ---- JSON report ------------------------------------------------------- */
 
-static void add_num(cJSON *o, const char *k, double v) {
-  if (!cJSON_HasObjectItem(o, k)) cJSON_AddNumberToObject(o, k, v);
-}
-
-static void add_str(cJSON *o, const char *k, const char *v) {
-  if (!cJSON_HasObjectItem(o, k)) cJSON_AddStringToObject(o, k, v);
-}
-
-static void add_peak_op(cJSON *o, const cli_run_t *r) {
+static void add_peak_op(nnmem__jw_t *w, const cli_run_t *r) {
   uint64_t s = r->prof.peak_step;
   nnmem_op_info_t op;
   if (!r->graph || s >= nnmem_liveness_steps(r->live)) return;
   if (nnmem_graph_op(r->graph, nnmem_liveness_order(r->live)[s], &op) !=
       NNMEM_OK)
     return;
-  cJSON *j = cJSON_AddObjectToObject(o, "peak_op");
-  if (!j) return;
-  cJSON_AddStringToObject(j, "name", op.name);
-  cJSON_AddStringToObject(j, "type", op.type);
+  nnmem__jw_key(w, "peak_op");
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "name", op.name);
+  nnmem__jw_kv_string(w, "type", op.type);
+  nnmem__jw_end(w);
 }
 
-static void add_top_live(cJSON *o, const cli_run_t *r) {
-  char name[32];
-  cJSON *arr = cJSON_AddArrayToObject(o, "peak_live");
+/* The largest buffers live at the peak step, ids as in the input (JSON
+ * escapes what a terminal could not show). */
+static void add_top_live(nnmem__jw_t *w, const cli_run_t *r) {
   const nnmem_buffer_t *b = nnmem_problem_buffers(r->problem);
-  for (size_t i = 0; arr && i < r->n_top; i++) {
+  nnmem__jw_key(w, "peak_live");
+  nnmem__jw_array(w);
+  for (size_t i = 0; i < r->n_top; i++) {
     size_t k = r->top[i].buffer;
-    cJSON *e = cJSON_CreateObject();
-    if (!e) return;
-    cJSON_AddStringToObject(e, "id",
-                            cli_buffer_name(r->problem, k, name, sizeof name));
-    cJSON_AddNumberToObject(e, "size", (double)b[k].size);
-    cJSON_AddNumberToObject(e, "first", (double)b[k].first);
-    cJSON_AddNumberToObject(e, "last", (double)b[k].last);
-    cJSON_AddItemToArray(arr, e);
+    char num[32];
+    const char *id = nnmem_problem_id(r->problem, k);
+    if (!id) {
+      snprintf(num, sizeof num, "#%zu", k);
+      id = num;
+    }
+    nnmem__jw_object(w);
+    nnmem__jw_kv_string(w, "id", id);
+    nnmem__jw_kv_u64(w, "size", b[k].size);
+    nnmem__jw_kv_u64(w, "first", b[k].first);
+    nnmem__jw_kv_u64(w, "last", b[k].last);
+    nnmem__jw_end(w);
   }
+  nnmem__jw_end(w);
 }
 
-static void add_details(cJSON *o, const cli_run_t *r) {
+static void add_details(nnmem__jw_t *w, const cli_run_t *r) {
   const nnmem_profile_t *p = &r->prof;
-  add_str(o, "input", r->builtin ? "" : r->title);
-  add_str(o, "input_kind",
-          r->builtin ? "builtin"
-          : r->graph ? "graph"
-                     : "problem");
-  if (r->builtin) add_num(o, "batch", r->opts->batch ? r->opts->batch : 1);
+  nnmem__jw_kv_string(w, "input", r->builtin ? "" : r->title);
+  nnmem__jw_kv_string(w, "input_kind",
+                      r->builtin ? "builtin"
+                      : r->graph ? "graph"
+                                 : "problem");
+  if (r->builtin)
+    nnmem__jw_kv_u64(w, "batch", r->opts->batch ? r->opts->batch : 1);
   if (r->graph) {
-    add_num(o, "ops", (double)nnmem_graph_op_count(r->graph));
-    add_num(o, "steps", (double)nnmem_liveness_steps(r->live));
-    add_num(o, "aliased_tensors",
-            (double)nnmem_liveness_aliased_tensors(r->live));
+    nnmem__jw_kv_u64(w, "ops", nnmem_graph_op_count(r->graph));
+    nnmem__jw_kv_u64(w, "steps", nnmem_liveness_steps(r->live));
+    nnmem__jw_kv_u64(w, "aliased_tensors",
+                     nnmem_liveness_aliased_tensors(r->live));
   }
-  add_str(o, "strategy_requested", nnmem_strategy_name(r->opts->strategy));
-  add_str(o, "strategy_used",
-          nnmem_strategy_name(nnmem_plan_strategy(r->plan)));
-  add_num(o, "alignment", (double)(r->opts->align ? r->opts->align : 1));
-  add_num(o, "capacity", (double)r->opts->capacity);
-  cJSON_AddBoolToObject(o, "no_reuse", r->opts->no_reuse);
-  add_num(o, "height_over_lower_bound",
-          p->arena_lower_bound
-              ? (double)p->arena_height / (double)p->arena_lower_bound
-              : 1.0);
-  add_num(o, "peak_live_buffers", (double)r->n_live);
-  add_num(o, "peak_live_bytes", (double)r->live_bytes);
-  add_peak_op(o, r);
-  add_top_live(o, r);
-  add_num(o, "plan_ms", nnmem_plan_seconds(r->plan) * 1e3);
-  add_num(o, "total_ms", r->total_s * 1e3);
-  cJSON_AddBoolToObject(o, "verified", 1);
+  nnmem__jw_kv_string(w, "strategy_requested",
+                      nnmem_strategy_name(r->opts->strategy));
+  nnmem__jw_kv_string(w, "strategy_used",
+                      nnmem_strategy_name(nnmem_plan_strategy(r->plan)));
+  nnmem__jw_kv_u64(w, "alignment", r->opts->align ? r->opts->align : 1);
+  nnmem__jw_kv_u64(w, "capacity", r->opts->capacity);
+  nnmem__jw_kv_bool(w, "no_reuse", r->opts->no_reuse);
+  nnmem__jw_kv_double(w, "height_over_lower_bound",
+                      p->arena_lower_bound ? (double)p->arena_height /
+                                                 (double)p->arena_lower_bound
+                                           : 1.0);
+  nnmem__jw_kv_u64(w, "peak_live_buffers", r->n_live);
+  nnmem__jw_kv_u64(w, "peak_live_bytes", r->live_bytes);
+  add_peak_op(w, r);
+  add_top_live(w, r);
+  nnmem__jw_kv_double(w, "plan_ms", nnmem_plan_seconds(r->plan) * 1e3);
+  nnmem__jw_kv_double(w, "total_ms", r->total_s * 1e3);
+  nnmem__jw_kv_bool(w, "verified", 1);
 }
 
-nnmem_status_t cli_report_json(const cli_run_t *r, char **out) {
-  char *prof = NULL;
-  *out = NULL;
+void cli_report_json(nnmem__jw_t *w, const cli_run_t *r) {
   const char *model = r->graph ? nnmem_graph_name(r->graph) : r->title;
-  nnmem_status_t st = nnmem_profile_format_json(&r->prof, model, &prof);
-  if (st != NNMEM_OK) return st;
-  cJSON *o = cJSON_Parse(prof);
-  free(prof);
-  if (!o || !cJSON_IsObject(o)) {
-    cJSON_Delete(o);
-    return NNMEM_ERR_PARSE;
-  }
-  add_details(o, r);
-  char *text = cJSON_Print(o);
-  cJSON_Delete(o);
-  if (!text) return NNMEM_ERR_NOMEM;
-  /* cJSON allocates with malloc by default, so free() releases it. */
-  *out = text;
-  return NNMEM_OK;
+  nnmem__profile_json_members(w, &r->prof, model);
+  add_details(w, r);
 }
