@@ -77,11 +77,12 @@ bench: bench-deps build
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
-# Removes what the last `make install` installed (CMake's manifest).
+# Removes what the last `make install` installed, listed in CMake's manifest
+# (paths without DESTDIR: pass the same DESTDIR again).
 uninstall:
 	@test -f $(BUILD)/install_manifest.txt || \
 	  { echo "nothing to uninstall: no $(BUILD)/install_manifest.txt"; exit 1; }
-	xargs -d '\n' rm -f -- < $(BUILD)/install_manifest.txt
+	sed 's|^|$(DESTDIR)|' $(BUILD)/install_manifest.txt | xargs -d '\n' rm -f --
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

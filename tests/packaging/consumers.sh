@@ -83,8 +83,18 @@ fi
 # ---- 2. cmake --install with DESTDIR ---------------------------------------
 echo "== cmake --install"
 STAGE=$T/stage
-if ! DESTDIR=$STAGE run install "$CMAKE" --install "$NNMEM_BUILD_DIR" \
-  --prefix /opt/nnmem; then
+# cmake --install rewrites the build tree's install_manifest.txt, which
+# `make uninstall` reads: keep the user's.
+MANIFEST=$NNMEM_BUILD_DIR/install_manifest.txt
+[ -f "$MANIFEST" ] && cp -p "$MANIFEST" "$T/manifest.keep"
+DESTDIR=$STAGE run install "$CMAKE" --install "$NNMEM_BUILD_DIR" --prefix /opt/nnmem
+ok=$?
+if [ -f "$T/manifest.keep" ]; then
+  cp -p "$T/manifest.keep" "$MANIFEST"
+else
+  rm -f "$MANIFEST"
+fi
+if [ "$ok" -ne 0 ]; then
   echo "$FAILURES failure(s)" >&2
   exit 1
 fi
