@@ -74,8 +74,9 @@ if run sub-configure configure -S "$CONSUMER" -B "$T/sub" \
   needs_libnnmem_so "$T/sub/consumer_shared" yes
   [ -f "$T/sub/nnmem/nnmem_generated/include/nnmem/version.h" ] ||
     fail "generated headers are not in nnmem's own binary folder"
-  [ ! -e "$T/sub/nnmem_generated" ] && [ ! -e "$T/sub/generated" ] ||
+  if [ -e "$T/sub/nnmem_generated" ] || [ -e "$T/sub/generated" ]; then
     fail "nnmem wrote generated files into the parent's binary folder"
+  fi
   grep -q "add_test" "$T/sub/nnmem/CTestTestfile.cmake" 2>/dev/null &&
     fail "nnmem registered its tests inside the consumer"
 fi
@@ -114,7 +115,7 @@ for f in "$LIBDIR/libnnmem.a" "$LIBDIR/libnnmem.so" \
   [ -e "$f" ] || fail "not installed: ${f#"$T"/}"
 done
 # Headers: exactly include/nnmem/*.h plus the generated version.h.
-(cd "$NNMEM_SOURCE_DIR/include/nnmem" && ls *.h; echo version.h) | sort >"$T/want-h"
+(cd "$NNMEM_SOURCE_DIR/include/nnmem" && ls -- *.h; echo version.h) | sort >"$T/want-h"
 (cd "$P/include/nnmem" && ls) | sort >"$T/got-h"
 diff "$T/want-h" "$T/got-h" >"$T/h.diff" ||
   fail "installed headers differ from include/nnmem/ + version.h: $(cat "$T/h.diff")"
@@ -145,7 +146,7 @@ if command -v pkg-config >/dev/null 2>&1; then
   export PKG_CONFIG_PATH=$LIBDIR/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
   v=$(pkg-config --modversion nnmem 2>&1)
   [ "$v" = "$NNMEM_VERSION" ] || fail "pkg-config --modversion nnmem: $v"
-  # shellcheck disable=SC2046 # the flags are words
+  # shellcheck disable=SC2046,SC2086 # the flags are words
   if run pc-shared-build "$CC" $SAN "$CONSUMER/main.c" -o "$T/pc_shared" \
     $(pkg-config --cflags --libs nnmem); then
     LD_LIBRARY_PATH=$LIBDIR runs_ok pc-shared "$T/pc_shared"
