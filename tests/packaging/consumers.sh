@@ -119,6 +119,20 @@ done
 (cd "$P/include/nnmem" && ls) | sort >"$T/got-h"
 diff "$T/want-h" "$T/got-h" >"$T/h.diff" ||
   fail "installed headers differ from include/nnmem/ + version.h: $(cat "$T/h.diff")"
+# Each installed header compiles on its own (it includes what it uses, e.g.
+# nnmem/export.h for NNMEM_API), as C11 and, when a C++ compiler is here, as
+# C++ (extern "C" guards).
+CXX_BIN=$(command -v c++ || true)
+for h in "$P"/include/nnmem/*.h; do
+  name=nnmem/$(basename "$h")
+  printf '#include <%s>\n' "$name" >"$T/one.c"
+  "$CC" -std=c11 -Wall -Wextra -Werror -fsyntax-only -I"$P/include" "$T/one.c" \
+    >"$T/one.log" 2>&1 || fail "$name does not compile alone: $(head -c 600 "$T/one.log")"
+  if [ -n "$CXX_BIN" ]; then
+    "$CXX_BIN" -x c++ -Wall -Werror -fsyntax-only -I"$P/include" "$T/one.c" \
+      >"$T/one.log" 2>&1 || fail "$name does not compile as C++: $(head -c 600 "$T/one.log")"
+  fi
+done
 grep -q "#define NNMEM_VERSION_STRING \"$NNMEM_VERSION\"" \
   "$P/include/nnmem/version.h" || fail "installed version.h lacks $NNMEM_VERSION"
 if [ "${NNMEM_HAVE_CLI:-OFF}" = ON ]; then
