@@ -16,7 +16,8 @@
 set -uo pipefail
 mode=${1:-build}
 
-# need: package|probe|what (probe: cmd:NAME, header:PATH, dir:PATH)
+# need: package|probe|what (probe: cmd:NAME, header:PATH, dir:PATH,
+# py:MODULE)
 needs=(
   "cmake|cmd:cmake|CMake"
   "make|cmd:make|make"
@@ -31,6 +32,7 @@ case "$mode" in
 build) ;;
 test)
   needs+=("libcmocka-dev|header:cmocka.h|cmocka (unit tests)")
+  needs+=("python3-prometheus-client|py:prometheus_client|the Prometheus text parser (export tests)")
   optional+=("libonnx-testdata|dir:/usr/share/libonnx-testdata|ONNX conformance models (tests skip without them)")
   ;;
 bench)
@@ -50,6 +52,7 @@ probe() {
   case "$kind" in
   cmd) command -v "$arg" >/dev/null 2>&1 ;;
   dir) [ -d "$arg" ] ;;
+  py) command -v python3 >/dev/null 2>&1 && python3 -c "import $arg" 2>/dev/null ;;
   header)
     command -v cc >/dev/null 2>&1 &&
       printf '#include <%s>\n' "$arg" | cc -E -x c - >/dev/null 2>&1
