@@ -21,7 +21,7 @@ mode=${1:-build}
 needs=(
   "cmake|cmd:cmake|CMake"
   "make|cmd:make|make"
-  "gcc|cmd:cc|a C compiler (cc)"
+  "gcc|cmd:${CC:-cc}|a C compiler (${CC:-cc})"
   "pkg-config|cmd:pkg-config|pkg-config (finds cmocka for the tests)"
   "libcjson-dev|header:cjson/cJSON.h|cJSON headers and library"
   "libprotobuf-c-dev|header:protobuf-c/protobuf-c.h|protobuf-c headers and library"
@@ -54,8 +54,8 @@ probe() {
   dir) [ -d "$arg" ] ;;
   py) command -v python3 >/dev/null 2>&1 && python3 -c "import $arg" 2>/dev/null ;;
   header)
-    command -v cc >/dev/null 2>&1 &&
-      printf '#include <%s>\n' "$arg" | cc -E -x c - >/dev/null 2>&1
+    command -v "${CC:-cc}" >/dev/null 2>&1 &&
+      printf '#include <%s>\n' "$arg" | "${CC:-cc}" -E -x c - >/dev/null 2>&1
     ;;
   esac
 }
