@@ -45,21 +45,22 @@ typedef struct nnmem_allocator_config {
   uint64_t large_min;
 } nnmem_allocator_config_t;
 
-void nnmem_allocator_config_init(nnmem_allocator_config_t *cfg);
+NNMEM_API void nnmem_allocator_config_init(nnmem_allocator_config_t *cfg);
 
 typedef struct nnmem_allocator nnmem_allocator_t;
 
 /* `cfg` may be NULL. NNMEM_ERR_INVALID for an unbacked backend. */
-nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
-                                      nnmem_allocator_t **out);
+NNMEM_API nnmem_status_t nnmem_allocator_create(
+    const nnmem_allocator_config_t *cfg, nnmem_allocator_t **out);
 /* Frees everything, live blocks included. NULL is a no-op. */
-void nnmem_allocator_destroy(nnmem_allocator_t *a);
+NNMEM_API void nnmem_allocator_destroy(nnmem_allocator_t *a);
 
 /* NULL for size 0 or on failure; 16-byte aligned. */
-void *nnmem_alloc(nnmem_allocator_t *a, size_t size);
+NNMEM_API void *nnmem_alloc(nnmem_allocator_t *a, size_t size);
 /* NULL when `align` is not a power of two (0 means 16) or over 2^56, or on
  * failure. */
-void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align);
+NNMEM_API void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size,
+                                    size_t align);
 /* NULL is a no-op; a pointer the allocator does not own is ignored and
  * counted (misuse_count). Detected in every build: a foreign pointer, an
  * interior or misaligned pointer, a block-aligned pointer past a small
@@ -70,16 +71,16 @@ void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align);
  * that owns its page (a walk of the page's free list). Not detected: a
  * second free of a small block by a thread other than its page's owner
  * (that would cost the fast path a lock or an atomic read-modify-write). */
-void nnmem_free(nnmem_allocator_t *a, void *ptr);
+NNMEM_API void nnmem_free(nnmem_allocator_t *a, void *ptr);
 /* The same with a status: NNMEM_ERR_INVALID for a detected misuse (nothing
  * changes), NNMEM_ERR_NOMEM when the calling thread has no cache and none
  * can be made. */
-nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr);
+NNMEM_API nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr);
 
 /* Returns the calling thread's empty pages to the shared page pool (after
  * taking in the blocks other threads freed to it); other threads' caches
  * are untouched. */
-void nnmem_allocator_thread_flush(nnmem_allocator_t *a);
+NNMEM_API void nnmem_allocator_thread_flush(nnmem_allocator_t *a);
 
 /* Aggregated statistics (thread caches + shared pool). requested_bytes
  * counts small blocks by their class size; allocated/reserved_bytes count
@@ -89,7 +90,8 @@ void nnmem_allocator_thread_flush(nnmem_allocator_t *a);
  * is a snapshot of counters read one cache after the other, not of one
  * instant: the live count and bytes may be off by the operations in
  * flight (never below 0). */
-nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out);
+NNMEM_API nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a,
+                                               nnmem_stats_t *out);
 
 #ifdef __cplusplus
 }

@@ -23,25 +23,26 @@ typedef struct nnmem_arena nnmem_arena_t;
 
 /* One plan: the region is plan height bytes, aligned to max(buffer aligns,
  * backend alignment). The plan and problem are not kept. */
-nnmem_status_t nnmem_arena_create(const nnmem_problem_t *problem,
-                                  const nnmem_plan_t *plan,
-                                  nnmem_backend_t *backend, nnmem_arena_t **out,
-                                  nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_arena_create(const nnmem_problem_t *problem,
+                                            const nnmem_plan_t *plan,
+                                            nnmem_backend_t *backend,
+                                            nnmem_arena_t **out,
+                                            nnmem_diag_t *diag);
 
 /* `n` plans (models that never run at the same time) sharing one region.
  * NNMEM_ERR_INVALID when a plan does not match its problem. */
-nnmem_status_t nnmem_arena_create_shared(const nnmem_problem_t *const *problems,
-                                         const nnmem_plan_t *const *plans,
-                                         size_t n, nnmem_backend_t *backend,
-                                         nnmem_arena_t **out,
-                                         nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_arena_create_shared(
+    const nnmem_problem_t *const *problems, const nnmem_plan_t *const *plans,
+    size_t n, nnmem_backend_t *backend, nnmem_arena_t **out,
+    nnmem_diag_t *diag);
 
-void nnmem_arena_destroy(nnmem_arena_t *arena);
+NNMEM_API void nnmem_arena_destroy(nnmem_arena_t *arena);
 
 /* Address of buffer `buffer` of model `model` (0 for nnmem_arena_create).
  * NNMEM_ERR_NOT_FOUND when out of range. */
-nnmem_status_t nnmem_arena_address(const nnmem_arena_t *arena, size_t model,
-                                   size_t buffer, void **out);
+NNMEM_API nnmem_status_t nnmem_arena_address(const nnmem_arena_t *arena,
+                                             size_t model, size_t buffer,
+                                             void **out);
 
 typedef struct nnmem_arena_info {
   void *base;           /* region start (may be unbacked on a sim device) */
@@ -51,7 +52,8 @@ typedef struct nnmem_arena_info {
   size_t models;
 } nnmem_arena_info_t;
 
-void nnmem_arena_info(const nnmem_arena_t *arena, nnmem_arena_info_t *out);
+NNMEM_API void nnmem_arena_info(const nnmem_arena_t *arena,
+                                nnmem_arena_info_t *out);
 
 #ifdef __cplusplus
 }

@@ -66,7 +66,7 @@ typedef struct nnmem_backend {
 } nnmem_backend_t;
 
 /* Host heap backend (posix_memalign). Alignment at least 16. */
-nnmem_status_t nnmem_backend_host_create(nnmem_backend_t **out);
+NNMEM_API nnmem_status_t nnmem_backend_host_create(nnmem_backend_t **out);
 
 /* mmap backend options; zero means default. */
 typedef struct nnmem_mmap_config {
@@ -76,8 +76,8 @@ typedef struct nnmem_mmap_config {
 
 /* Anonymous-mapping backend; `cfg` may be NULL. Alignment = page size;
  * larger alignments are served by over-mapping and trimming. */
-nnmem_status_t nnmem_backend_mmap_create(const nnmem_mmap_config_t *cfg,
-                                         nnmem_backend_t **out);
+NNMEM_API nnmem_status_t nnmem_backend_mmap_create(
+    const nnmem_mmap_config_t *cfg, nnmem_backend_t **out);
 
 /* Simulated device options; zero means default. */
 typedef struct nnmem_sim_config {
@@ -91,8 +91,8 @@ typedef struct nnmem_sim_config {
 
 /* Simulated device. Unbacked addresses start at 2^44 and are never reused
  * while the backend lives; they must not be dereferenced. */
-nnmem_status_t nnmem_backend_sim_create(const nnmem_sim_config_t *cfg,
-                                        nnmem_backend_t **out);
+NNMEM_API nnmem_status_t nnmem_backend_sim_create(const nnmem_sim_config_t *cfg,
+                                                  nnmem_backend_t **out);
 
 /* Sim counters. NNMEM_ERR_INVALID when `b` is not a sim backend. */
 typedef struct nnmem_sim_counters {
@@ -103,32 +103,34 @@ typedef struct nnmem_sim_counters {
   uint64_t live_bytes;   /* bytes currently reserved */
   uint64_t peak_bytes;   /* maximum of live_bytes */
 } nnmem_sim_counters_t;
-nnmem_status_t nnmem_backend_sim_counters(const nnmem_backend_t *b,
-                                          nnmem_sim_counters_t *out);
+NNMEM_API nnmem_status_t nnmem_backend_sim_counters(const nnmem_backend_t *b,
+                                                    nnmem_sim_counters_t *out);
 /* Re-arms fault injection: fail the `n`-th request counted from now
  * (1 = the next one); 0 disarms. */
-nnmem_status_t nnmem_backend_sim_fail_at(nnmem_backend_t *b, uint64_t n,
-                                         int fail_after);
+NNMEM_API nnmem_status_t nnmem_backend_sim_fail_at(nnmem_backend_t *b,
+                                                   uint64_t n, int fail_after);
 
 /* Destroys a backend made by one of the create functions above (or any
  * table whose destroy is set). NULL is a no-op. Regions still reserved
  * from a sim backend are released. */
-void nnmem_backend_destroy(nnmem_backend_t *b);
+NNMEM_API void nnmem_backend_destroy(nnmem_backend_t *b);
 
 /* Checked wrappers: validate arguments (size 0, non-power-of-two align,
  * NULL table), then call the table. */
-nnmem_status_t nnmem_backend_alloc(nnmem_backend_t *b, uint64_t size,
-                                   uint64_t align, void **out);
-nnmem_status_t nnmem_backend_free(nnmem_backend_t *b, void *ptr, uint64_t size);
+NNMEM_API nnmem_status_t nnmem_backend_alloc(nnmem_backend_t *b, uint64_t size,
+                                             uint64_t align, void **out);
+NNMEM_API nnmem_status_t nnmem_backend_free(nnmem_backend_t *b, void *ptr,
+                                            uint64_t size);
 /* NNMEM_ERR_UNSUPPORTED when the backend has no mem_info. */
-nnmem_status_t nnmem_backend_mem_info(nnmem_backend_t *b, uint64_t *free_bytes,
-                                      uint64_t *total_bytes);
+NNMEM_API nnmem_status_t nnmem_backend_mem_info(nnmem_backend_t *b,
+                                                uint64_t *free_bytes,
+                                                uint64_t *total_bytes);
 /* Uses the table's copy, or memcpy for backed host backends. */
-nnmem_status_t nnmem_backend_copy(nnmem_backend_t *b, void *dst,
-                                  const void *src, uint64_t n,
-                                  nnmem_copy_kind_t kind);
-nnmem_status_t nnmem_backend_memset(nnmem_backend_t *b, void *dst, int value,
-                                    uint64_t n);
+NNMEM_API nnmem_status_t nnmem_backend_copy(nnmem_backend_t *b, void *dst,
+                                            const void *src, uint64_t n,
+                                            nnmem_copy_kind_t kind);
+NNMEM_API nnmem_status_t nnmem_backend_memset(nnmem_backend_t *b, void *dst,
+                                              int value, uint64_t n);
 
 #ifdef __cplusplus
 }

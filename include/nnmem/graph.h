@@ -36,11 +36,12 @@ typedef enum nnmem_dtype {
 } nnmem_dtype_t;
 
 /* Size of one element in bytes (0 for UNDEFINED). */
-size_t nnmem_dtype_size(nnmem_dtype_t t);
+NNMEM_API size_t nnmem_dtype_size(nnmem_dtype_t t);
 /* "float32", "float16", "bfloat16", "float64", "int8", ... */
-const char *nnmem_dtype_name(nnmem_dtype_t t);
+NNMEM_API const char *nnmem_dtype_name(nnmem_dtype_t t);
 /* Parses a dtype name; also accepts "f32", "fp16", "half", "float", ... */
-nnmem_status_t nnmem_dtype_parse(const char *name, nnmem_dtype_t *out);
+NNMEM_API nnmem_status_t nnmem_dtype_parse(const char *name,
+                                           nnmem_dtype_t *out);
 
 typedef enum nnmem_tensor_kind {
   NNMEM_TENSOR_ACTIVATION = 0, /* produced and consumed inside the graph */
@@ -53,9 +54,9 @@ typedef enum nnmem_tensor_kind {
 } nnmem_tensor_kind_t;
 
 /* "activation", "input", "output", "weight", "constant", "workspace". */
-const char *nnmem_tensor_kind_name(nnmem_tensor_kind_t k);
-nnmem_status_t nnmem_tensor_kind_parse(const char *name,
-                                       nnmem_tensor_kind_t *out);
+NNMEM_API const char *nnmem_tensor_kind_name(nnmem_tensor_kind_t k);
+NNMEM_API nnmem_status_t nnmem_tensor_kind_parse(const char *name,
+                                                 nnmem_tensor_kind_t *out);
 
 #define NNMEM_MAX_RANK 8
 
@@ -122,46 +123,53 @@ typedef struct nnmem_op_info {
 
 typedef struct nnmem_graph nnmem_graph_t;
 
-nnmem_status_t nnmem_graph_create(const char *name, nnmem_graph_t **out);
-void nnmem_graph_destroy(nnmem_graph_t *g);
-const char *nnmem_graph_name(const nnmem_graph_t *g);
+NNMEM_API nnmem_status_t nnmem_graph_create(const char *name,
+                                            nnmem_graph_t **out);
+NNMEM_API void nnmem_graph_destroy(nnmem_graph_t *g);
+NNMEM_API const char *nnmem_graph_name(const nnmem_graph_t *g);
 
 /* Adds a tensor. NNMEM_ERR_DUPLICATE for a name already used,
  * NNMEM_ERR_INVALID for a negative dim, rank > NNMEM_MAX_RANK, a missing
  * name or an unknown dtype without `bytes`, NNMEM_ERR_OVERFLOW when the
  * byte size overflows 64 bits. `diag` (nullable) names the tensor. */
-nnmem_status_t nnmem_graph_add_tensor(nnmem_graph_t *g,
-                                      const nnmem_tensor_desc_t *desc,
-                                      uint32_t *id_out, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_graph_add_tensor(nnmem_graph_t *g,
+                                                const nnmem_tensor_desc_t *desc,
+                                                uint32_t *id_out,
+                                                nnmem_diag_t *diag);
 
 /* Adds an operator. Fails with NNMEM_ERR_INVALID for an unknown tensor id, a
  * tensor that already has a producer, an output that is a weight / constant /
  * input, a flag index out of range, or a view / in-place op without inputs
  * and outputs. `diag` (nullable) names the op. */
-nnmem_status_t nnmem_graph_add_op(nnmem_graph_t *g, const nnmem_op_desc_t *desc,
-                                  uint32_t *id_out, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_graph_add_op(nnmem_graph_t *g,
+                                            const nnmem_op_desc_t *desc,
+                                            uint32_t *id_out,
+                                            nnmem_diag_t *diag);
 
-size_t nnmem_graph_tensor_count(const nnmem_graph_t *g);
-size_t nnmem_graph_op_count(const nnmem_graph_t *g);
-nnmem_status_t nnmem_graph_tensor(const nnmem_graph_t *g, uint32_t id,
-                                  nnmem_tensor_info_t *out);
-nnmem_status_t nnmem_graph_op(const nnmem_graph_t *g, uint32_t id,
-                              nnmem_op_info_t *out);
+NNMEM_API size_t nnmem_graph_tensor_count(const nnmem_graph_t *g);
+NNMEM_API size_t nnmem_graph_op_count(const nnmem_graph_t *g);
+NNMEM_API nnmem_status_t nnmem_graph_tensor(const nnmem_graph_t *g, uint32_t id,
+                                            nnmem_tensor_info_t *out);
+NNMEM_API nnmem_status_t nnmem_graph_op(const nnmem_graph_t *g, uint32_t id,
+                                        nnmem_op_info_t *out);
 /* NNMEM_ERR_NOT_FOUND when no tensor has that name. O(1) average. */
-nnmem_status_t nnmem_graph_find_tensor(const nnmem_graph_t *g, const char *name,
-                                       uint32_t *id_out);
+NNMEM_API nnmem_status_t nnmem_graph_find_tensor(const nnmem_graph_t *g,
+                                                 const char *name,
+                                                 uint32_t *id_out);
 
 /* Validates the whole graph: every activation / output read by an op has a
  * producer, no cycles, every activation and output is produced. Fills diag
  * with the first problem, naming the op / tensor. */
-nnmem_status_t nnmem_graph_check(const nnmem_graph_t *g, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_graph_check(const nnmem_graph_t *g,
+                                           nnmem_diag_t *diag);
 
 /* Computes a topological operator order into `order` (nnmem_graph_op_count
  * entries). Stable: among ready ops the lowest index runs first, so a graph
  * built in a valid order keeps it. NNMEM_ERR_CYCLE (diag names an op on the
  * cycle) when none exists. */
-nnmem_status_t nnmem_graph_schedule(const nnmem_graph_t *g, uint32_t *order,
-                                    nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_graph_schedule(const nnmem_graph_t *g,
+                                              uint32_t *order,
+                                              nnmem_diag_t *diag);
 
 #ifdef __cplusplus
 }

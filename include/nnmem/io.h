@@ -28,47 +28,50 @@ extern "C" {
  * inclusive `end` (upper = end + 1). */
 typedef struct nnmem_csv nnmem_csv_t;
 
-nnmem_status_t nnmem_csv_parse(const char *data, size_t len,
-                               const char *display_name, nnmem_csv_t **out,
-                               nnmem_diag_t *diag);
-nnmem_status_t nnmem_csv_read_file(const char *path, nnmem_csv_t **out,
-                                   nnmem_diag_t *diag);
-void nnmem_csv_destroy(nnmem_csv_t *csv);
+NNMEM_API nnmem_status_t nnmem_csv_parse(const char *data, size_t len,
+                                         const char *display_name,
+                                         nnmem_csv_t **out, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_csv_read_file(const char *path,
+                                             nnmem_csv_t **out,
+                                             nnmem_diag_t *diag);
+NNMEM_API void nnmem_csv_destroy(nnmem_csv_t *csv);
 
 /* The problem the file describes (owned by the csv object). */
-const nnmem_problem_t *nnmem_csv_problem(const nnmem_csv_t *csv);
+NNMEM_API const nnmem_problem_t *nnmem_csv_problem(const nnmem_csv_t *csv);
 /* The `offset` column, one per buffer; NULL when the file has none. */
-const uint64_t *nnmem_csv_offsets(const nnmem_csv_t *csv);
+NNMEM_API const uint64_t *nnmem_csv_offsets(const nnmem_csv_t *csv);
 
 /* Writes the file's columns plus `offset` (replacing an existing one) with
  * the given offsets, atomically. */
-nnmem_status_t nnmem_csv_write_solution(const nnmem_csv_t *csv,
-                                        const uint64_t *offsets,
-                                        const char *path, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_csv_write_solution(const nnmem_csv_t *csv,
+                                                  const uint64_t *offsets,
+                                                  const char *path,
+                                                  nnmem_diag_t *diag);
 
 /* Writes any problem and offsets in MiniMalloc form
  * (`id,lower,upper,size,alignment,offset`), atomically. */
-nnmem_status_t nnmem_problem_write_csv(const nnmem_problem_t *p,
-                                       const uint64_t *offsets,
-                                       const char *path, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_problem_write_csv(const nnmem_problem_t *p,
+                                                 const uint64_t *offsets,
+                                                 const char *path,
+                                                 nnmem_diag_t *diag);
 
 /* ---- JSON graph ---------------------------------------------------------- */
-nnmem_status_t nnmem_graph_parse_json(const char *data, size_t len,
-                                      const char *display_name,
-                                      nnmem_graph_t **out, nnmem_diag_t *diag);
-nnmem_status_t nnmem_graph_read_json_file(const char *path, nnmem_graph_t **out,
-                                          nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_graph_parse_json(const char *data, size_t len,
+                                                const char *display_name,
+                                                nnmem_graph_t **out,
+                                                nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_graph_read_json_file(const char *path,
+                                                    nnmem_graph_t **out,
+                                                    nnmem_diag_t *diag);
 
 /* ---- Plan JSON and profile ------------------------------------------------
  * Plan JSON of a graph: {"model", "strategy", "alignment", "arena_height",
  * "weight_bytes", "buffers": [{"id","offset","size","first","last","kind"}],
  * "tensors": [{"name","kind","region":"arena"|"weights","buffer","offset",
  * "size","first","last"}]}. */
-nnmem_status_t nnmem_plan_write_json(const nnmem_graph_t *g,
-                                     const nnmem_liveness_t *l,
-                                     const nnmem_plan_t *plan,
-                                     uint64_t alignment, const char *path,
-                                     nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_plan_write_json(
+    const nnmem_graph_t *g, const nnmem_liveness_t *l, const nnmem_plan_t *plan,
+    uint64_t alignment, const char *path, nnmem_diag_t *diag);
 
 /* Plan JSON of a bare problem (e.g. a MiniMalloc CSV): {"strategy",
  * "alignment", "arena_height", "buffers": [{"id","offset","size","first",
@@ -97,19 +100,22 @@ nnmem_plan_read_json_file(const char *path, nnmem_problem_t **problem_out,
 
 /* Formats the profile as a JSON object into a new malloc'd string
  * (caller frees). `model` may be NULL. */
-nnmem_status_t nnmem_profile_format_json(const nnmem_profile_t *prof,
-                                         const char *model, char **out);
+NNMEM_API nnmem_status_t nnmem_profile_format_json(const nnmem_profile_t *prof,
+                                                   const char *model,
+                                                   char **out);
 /* Writes nnmem_profile_format_json's text to `path` atomically. */
-nnmem_status_t nnmem_profile_write_json(const nnmem_profile_t *prof,
-                                        const char *model, const char *path,
-                                        nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_profile_write_json(const nnmem_profile_t *prof,
+                                                  const char *model,
+                                                  const char *path,
+                                                  nnmem_diag_t *diag);
 
 /* Reads a whole file into a new NUL-terminated malloc'd buffer. */
-nnmem_status_t nnmem_file_read(const char *path, char **data_out,
-                               size_t *len_out, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_file_read(const char *path, char **data_out,
+                                         size_t *len_out, nnmem_diag_t *diag);
 /* Writes `len` bytes to `path` through a temporary file and rename. */
-nnmem_status_t nnmem_file_write_atomic(const char *path, const void *data,
-                                       size_t len, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_file_write_atomic(const char *path,
+                                                 const void *data, size_t len,
+                                                 nnmem_diag_t *diag);
 
 #ifdef __cplusplus
 }

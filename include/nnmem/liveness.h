@@ -29,7 +29,7 @@ typedef struct nnmem_liveness_config {
                             0 = 1 */
 } nnmem_liveness_config_t;
 
-void nnmem_liveness_config_init(nnmem_liveness_config_t *cfg);
+NNMEM_API void nnmem_liveness_config_init(nnmem_liveness_config_t *cfg);
 
 #define NNMEM_NO_BUFFER UINT32_MAX
 
@@ -50,27 +50,28 @@ typedef struct nnmem_liveness nnmem_liveness_t;
 
 /* Runs the analysis. Validates the graph (nnmem_graph_check) and the order.
  * `cfg` may be NULL. */
-nnmem_status_t nnmem_liveness_analyze(const nnmem_graph_t *g,
-                                      const nnmem_liveness_config_t *cfg,
-                                      nnmem_liveness_t **out,
-                                      nnmem_diag_t *diag);
-void nnmem_liveness_destroy(nnmem_liveness_t *l);
+NNMEM_API nnmem_status_t nnmem_liveness_analyze(
+    const nnmem_graph_t *g, const nnmem_liveness_config_t *cfg,
+    nnmem_liveness_t **out, nnmem_diag_t *diag);
+NNMEM_API void nnmem_liveness_destroy(nnmem_liveness_t *l);
 
 /* The problem: one buffer per activation buffer and per workspace. Buffer
  * ids are the name of the first tensor in the buffer (or "<op>:workspace"). */
-const nnmem_problem_t *nnmem_liveness_problem(const nnmem_liveness_t *l);
+NNMEM_API const nnmem_problem_t *nnmem_liveness_problem(
+    const nnmem_liveness_t *l);
 /* Number of steps (= number of ops). */
-uint64_t nnmem_liveness_steps(const nnmem_liveness_t *l);
+NNMEM_API uint64_t nnmem_liveness_steps(const nnmem_liveness_t *l);
 /* The op order used (nnmem_liveness_steps entries). */
-const uint32_t *nnmem_liveness_order(const nnmem_liveness_t *l);
-nnmem_status_t nnmem_liveness_tensor(const nnmem_liveness_t *l, uint32_t tensor,
-                                     nnmem_tensor_live_t *out);
-nnmem_buffer_kind_t nnmem_liveness_buffer_kind(const nnmem_liveness_t *l,
-                                               size_t buffer);
+NNMEM_API const uint32_t *nnmem_liveness_order(const nnmem_liveness_t *l);
+NNMEM_API nnmem_status_t nnmem_liveness_tensor(const nnmem_liveness_t *l,
+                                               uint32_t tensor,
+                                               nnmem_tensor_live_t *out);
+NNMEM_API nnmem_buffer_kind_t
+nnmem_liveness_buffer_kind(const nnmem_liveness_t *l, size_t buffer);
 /* Total bytes of the weight region (weights + constants, each aligned). */
-uint64_t nnmem_liveness_weight_bytes(const nnmem_liveness_t *l);
+NNMEM_API uint64_t nnmem_liveness_weight_bytes(const nnmem_liveness_t *l);
 /* Number of tensors merged into another's buffer by views / in-place. */
-size_t nnmem_liveness_aliased_tensors(const nnmem_liveness_t *l);
+NNMEM_API size_t nnmem_liveness_aliased_tensors(const nnmem_liveness_t *l);
 
 #ifdef __cplusplus
 }

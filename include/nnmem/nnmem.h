@@ -2,11 +2,7 @@
 #ifndef NNMEM_NNMEM_H
 #define NNMEM_NNMEM_H
 
-#define NNMEM_VERSION_MAJOR 0
-#define NNMEM_VERSION_MINOR 1
-#define NNMEM_VERSION_PATCH 0
-#define NNMEM_VERSION_STRING "0.1.0"
-
+#include "nnmem/version.h" /* generated: NNMEM_VERSION_*, nnmem_version() */
 #include "nnmem/status.h"
 #include "nnmem/problem.h"
 #include "nnmem/plan.h"

@@ -71,7 +71,7 @@ typedef struct nnmem_onnx_config {
   int strict;         /* nonzero: any unresolved tensor fails the import */
 } nnmem_onnx_config_t;
 
-void nnmem_onnx_config_init(nnmem_onnx_config_t *cfg);
+NNMEM_API void nnmem_onnx_config_init(nnmem_onnx_config_t *cfg);
 
 #define NNMEM_ONNX_REPORT_LIST 16
 #define NNMEM_ONNX_NAME_MAX 96
@@ -113,27 +113,27 @@ typedef struct nnmem_onnx_report {
  * tensors), NNMEM_ERR_CYCLE, NNMEM_ERR_DUPLICATE, NNMEM_ERR_INVALID (bad
  * dims), NNMEM_ERR_OVERFLOW, NNMEM_ERR_NOMEM. Nothing is allocated on error.
  */
-nnmem_status_t nnmem_onnx_import(const void *data, size_t len,
-                                 const char *display_name,
-                                 const nnmem_onnx_config_t *cfg,
-                                 nnmem_graph_t **out,
-                                 nnmem_onnx_report_t *report,
-                                 nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_onnx_import(const void *data, size_t len,
+                                           const char *display_name,
+                                           const nnmem_onnx_config_t *cfg,
+                                           nnmem_graph_t **out,
+                                           nnmem_onnx_report_t *report,
+                                           nnmem_diag_t *diag);
 
 /* Same, reading the file at `path`. */
-nnmem_status_t nnmem_onnx_import_file(const char *path,
-                                      const nnmem_onnx_config_t *cfg,
-                                      nnmem_graph_t **out,
-                                      nnmem_onnx_report_t *report,
-                                      nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_onnx_import_file(const char *path,
+                                                const nnmem_onnx_config_t *cfg,
+                                                nnmem_graph_t **out,
+                                                nnmem_onnx_report_t *report,
+                                                nnmem_diag_t *diag);
 
 /* Parses a layout name: "NCHW", "NHWC", "NC1HWC0" (case-insensitive). */
-nnmem_status_t nnmem_onnx_layout_parse(const char *name,
-                                       nnmem_onnx_layout_t *out);
+NNMEM_API nnmem_status_t nnmem_onnx_layout_parse(const char *name,
+                                                 nnmem_onnx_layout_t *out);
 
 /* Number of supported operator types, and the i-th name ("Conv", ...). */
-size_t nnmem_onnx_supported_count(void);
-const char *nnmem_onnx_supported_name(size_t i);
+NNMEM_API size_t nnmem_onnx_supported_count(void);
+NNMEM_API const char *nnmem_onnx_supported_name(size_t i);
 
 #ifdef __cplusplus
 }

@@ -30,10 +30,11 @@ typedef enum nnmem_strategy {
 
 /* "auto", "naive", "greedy-size", "greedy-breadth", "heap-best-fit",
  * "greedy-class". */
-const char *nnmem_strategy_name(nnmem_strategy_t s);
+NNMEM_API const char *nnmem_strategy_name(nnmem_strategy_t s);
 
 /* Parses a strategy name; NNMEM_ERR_NOT_FOUND for unknown names. */
-nnmem_status_t nnmem_strategy_parse(const char *name, nnmem_strategy_t *out);
+NNMEM_API nnmem_status_t nnmem_strategy_parse(const char *name,
+                                              nnmem_strategy_t *out);
 
 /* Planner options. Zero means default for every field. */
 typedef struct nnmem_planner_config {
@@ -47,7 +48,7 @@ typedef struct nnmem_planner_config {
 } nnmem_planner_config_t;
 
 /* Fills `cfg` with defaults (the same as a zeroed struct). */
-void nnmem_planner_config_init(nnmem_planner_config_t *cfg);
+NNMEM_API void nnmem_planner_config_init(nnmem_planner_config_t *cfg);
 
 typedef struct nnmem_plan nnmem_plan_t;
 
@@ -55,27 +56,28 @@ typedef struct nnmem_plan nnmem_plan_t;
  * nnmem_plan_destroy). NNMEM_ERR_CAPACITY when no strategy tried fits
  * cfg->capacity (*out is then NULL and diag names the best height found).
  * `cfg` may be NULL for defaults. */
-nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
-                                 const nnmem_planner_config_t *cfg,
-                                 nnmem_plan_t **out, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
+                                           const nnmem_planner_config_t *cfg,
+                                           nnmem_plan_t **out,
+                                           nnmem_diag_t *diag);
 
 /* Wraps offsets computed elsewhere (one per buffer) into a plan, for
  * verification and export. Does not verify. */
-nnmem_status_t nnmem_plan_from_offsets(const nnmem_problem_t *problem,
-                                       const uint64_t *offsets,
-                                       nnmem_plan_t **out);
+NNMEM_API nnmem_status_t nnmem_plan_from_offsets(const nnmem_problem_t *problem,
+                                                 const uint64_t *offsets,
+                                                 nnmem_plan_t **out);
 
-void nnmem_plan_destroy(nnmem_plan_t *plan);
+NNMEM_API void nnmem_plan_destroy(nnmem_plan_t *plan);
 
-size_t nnmem_plan_count(const nnmem_plan_t *plan);
+NNMEM_API size_t nnmem_plan_count(const nnmem_plan_t *plan);
 /* Offsets, one per buffer in problem order. */
-const uint64_t *nnmem_plan_offsets(const nnmem_plan_t *plan);
+NNMEM_API const uint64_t *nnmem_plan_offsets(const nnmem_plan_t *plan);
 /* max(offset + size) over buffers; 0 for an empty plan. */
-uint64_t nnmem_plan_height(const nnmem_plan_t *plan);
+NNMEM_API uint64_t nnmem_plan_height(const nnmem_plan_t *plan);
 /* The strategy that produced the plan (for auto: the one that won). */
-nnmem_strategy_t nnmem_plan_strategy(const nnmem_plan_t *plan);
+NNMEM_API nnmem_strategy_t nnmem_plan_strategy(const nnmem_plan_t *plan);
 /* Seconds spent planning (0 for nnmem_plan_from_offsets). */
-double nnmem_plan_seconds(const nnmem_plan_t *plan);
+NNMEM_API double nnmem_plan_seconds(const nnmem_plan_t *plan);
 
 /* What the verifier found. */
 typedef struct nnmem_verify_report {
@@ -98,11 +100,9 @@ typedef struct nnmem_verify_report {
  * lifetime events with an ordered set of live address ranges.
  * Returns NNMEM_OK when valid, NNMEM_ERR_CONFLICT / NNMEM_ERR_CAPACITY
  * otherwise; `report` (nullable) and `diag` (nullable) say what and where. */
-nnmem_status_t nnmem_plan_verify(const nnmem_problem_t *problem,
-                                 const uint64_t *offsets, uint64_t alignment,
-                                 uint64_t capacity,
-                                 nnmem_verify_report_t *report,
-                                 nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_plan_verify(
+    const nnmem_problem_t *problem, const uint64_t *offsets, uint64_t alignment,
+    uint64_t capacity, nnmem_verify_report_t *report, nnmem_diag_t *diag);
 
 #ifdef __cplusplus
 }

@@ -46,9 +46,10 @@ typedef enum nnmem_pool_kind {
 } nnmem_pool_kind_t;
 
 /* "tiered", "tlsf", "best-fit", "first-fit", "buddy", "slab", "fixed". */
-const char *nnmem_pool_kind_name(nnmem_pool_kind_t k);
+NNMEM_API const char *nnmem_pool_kind_name(nnmem_pool_kind_t k);
 /* NNMEM_ERR_NOT_FOUND for unknown names. */
-nnmem_status_t nnmem_pool_kind_parse(const char *name, nnmem_pool_kind_t *out);
+NNMEM_API nnmem_status_t nnmem_pool_kind_parse(const char *name,
+                                               nnmem_pool_kind_t *out);
 
 /* Pool options. Zero means default for every field. */
 typedef struct nnmem_pool_config {
@@ -74,7 +75,7 @@ typedef struct nnmem_pool_config {
 } nnmem_pool_config_t;
 
 /* Fills `cfg` with defaults (the same as a zeroed struct). */
-void nnmem_pool_config_init(nnmem_pool_config_t *cfg);
+NNMEM_API void nnmem_pool_config_init(nnmem_pool_config_t *cfg);
 
 typedef struct nnmem_pool nnmem_pool_t;
 
@@ -82,42 +83,47 @@ typedef struct nnmem_pool nnmem_pool_t;
  * `cfg` may be NULL (fixed needs cfg->block_size). NNMEM_ERR_INVALID for a
  * bad config, NNMEM_ERR_NOMEM. Reserves nothing until the first
  * allocation. */
-nnmem_status_t nnmem_pool_create(nnmem_pool_kind_t kind,
-                                 const nnmem_pool_config_t *cfg,
-                                 nnmem_backend_t *backend, nnmem_pool_t **out);
+NNMEM_API nnmem_status_t nnmem_pool_create(nnmem_pool_kind_t kind,
+                                           const nnmem_pool_config_t *cfg,
+                                           nnmem_backend_t *backend,
+                                           nnmem_pool_t **out);
 
 /* The same; `diag` (nullable) names the bad config field. */
-nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
-                                      const nnmem_pool_config_t *cfg,
-                                      nnmem_backend_t *backend,
-                                      nnmem_pool_t **out, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
+                                                const nnmem_pool_config_t *cfg,
+                                                nnmem_backend_t *backend,
+                                                nnmem_pool_t **out,
+                                                nnmem_diag_t *diag);
 
 /* Releases every region to the backend and frees the pool. NULL: no-op. */
-void nnmem_pool_destroy(nnmem_pool_t *pool);
+NNMEM_API void nnmem_pool_destroy(nnmem_pool_t *pool);
 
 /* Allocates `size` bytes aligned to `align` (0 = pool alignment; else a
  * power of two). NNMEM_ERR_INVALID for size 0, a size over 2^56,
  * a bad alignment; NNMEM_ERR_NOMEM when the backend refuses or the
  * capacity is reached. *out is NULL on failure. */
-nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
-                                uint64_t align, void **out);
+NNMEM_API nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
+                                          uint64_t align, void **out);
 
 /* Frees a block. NNMEM_ERR_INVALID (and nothing changes) for NULL, a double
  * free, a foreign or interior pointer, a misaligned pointer. */
-nnmem_status_t nnmem_pool_free(nnmem_pool_t *pool, void *ptr);
+NNMEM_API nnmem_status_t nnmem_pool_free(nnmem_pool_t *pool, void *ptr);
 
 /* Bytes a live block may use: its request rounded up to the pool granule
  * (the block itself may be larger). NNMEM_ERR_INVALID for other pointers. */
-nnmem_status_t nnmem_pool_usable_size(nnmem_pool_t *pool, const void *ptr,
-                                      uint64_t *size_out);
+NNMEM_API nnmem_status_t nnmem_pool_usable_size(nnmem_pool_t *pool,
+                                                const void *ptr,
+                                                uint64_t *size_out);
 
 /* Walks every invariant of the pool's structures (block lists, bitmaps,
  * counters, accounting). NNMEM_ERR_STATE and diag on the first violation.
  * O(blocks). */
-nnmem_status_t nnmem_pool_check(nnmem_pool_t *pool, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_pool_check(nnmem_pool_t *pool,
+                                          nnmem_diag_t *diag);
 
 /* Snapshot of the pool's statistics (fragmentation computed now). */
-nnmem_status_t nnmem_pool_stats(nnmem_pool_t *pool, nnmem_stats_t *out);
+NNMEM_API nnmem_status_t nnmem_pool_stats(nnmem_pool_t *pool,
+                                          nnmem_stats_t *out);
 
 /* Replays a problem as a trace through a fresh pool of `kind` on an
  * unbacked simulated device (alignment `device_align`, 0 = 256): buffer i
@@ -138,12 +144,12 @@ typedef struct nnmem_replay_result {
   uint64_t backend_allocs;
 } nnmem_replay_result_t;
 
-nnmem_status_t nnmem_pool_replay(const nnmem_problem_t *problem,
-                                 nnmem_pool_kind_t kind,
-                                 const nnmem_pool_config_t *cfg,
-                                 uint64_t device_align,
-                                 nnmem_replay_result_t *out,
-                                 nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_pool_replay(const nnmem_problem_t *problem,
+                                           nnmem_pool_kind_t kind,
+                                           const nnmem_pool_config_t *cfg,
+                                           uint64_t device_align,
+                                           nnmem_replay_result_t *out,
+                                           nnmem_diag_t *diag);
 
 /* nnmem_pool_replay that also returns, in *stats_out (may be NULL), the
  * stats snapshot of the measuring pass's pool after the last event: its
@@ -154,8 +160,8 @@ NNMEM_API nnmem_status_t nnmem_pool_replay_stats(
     const nnmem_pool_config_t *cfg, uint64_t device_align,
     nnmem_replay_result_t *out, nnmem_stats_t *stats_out, nnmem_diag_t *diag);
 
-nnmem_pool_kind_t nnmem_pool_get_kind(const nnmem_pool_t *pool);
-const char *nnmem_pool_name(const nnmem_pool_t *pool);
+NNMEM_API nnmem_pool_kind_t nnmem_pool_get_kind(const nnmem_pool_t *pool);
+NNMEM_API const char *nnmem_pool_name(const nnmem_pool_t *pool);
 
 #ifdef __cplusplus
 }

@@ -28,47 +28,50 @@ typedef struct nnmem_buffer {
 typedef struct nnmem_problem nnmem_problem_t;
 
 /* Creates an empty problem. Returns NNMEM_ERR_NOMEM on allocation failure. */
-nnmem_status_t nnmem_problem_create(nnmem_problem_t **out);
+NNMEM_API nnmem_status_t nnmem_problem_create(nnmem_problem_t **out);
 
 /* Frees the problem; NULL is a no-op. */
-void nnmem_problem_destroy(nnmem_problem_t *p);
+NNMEM_API void nnmem_problem_destroy(nnmem_problem_t *p);
 
 /* Appends a buffer. `id` is an optional name (copied; NULL gives none).
  * `align` 0 means 1. Fails with NNMEM_ERR_INVALID when last <= first or align
  * is not a power of two, NNMEM_ERR_OVERFLOW when size rounded up to align
  * overflows. `index_out` (nullable) receives the buffer's index. */
-nnmem_status_t nnmem_problem_add(nnmem_problem_t *p, const char *id,
-                                 uint64_t size, uint64_t align, uint64_t first,
-                                 uint64_t last, size_t *index_out);
+NNMEM_API nnmem_status_t nnmem_problem_add(nnmem_problem_t *p, const char *id,
+                                           uint64_t size, uint64_t align,
+                                           uint64_t first, uint64_t last,
+                                           size_t *index_out);
 
 /* Number of buffers. */
-size_t nnmem_problem_count(const nnmem_problem_t *p);
+NNMEM_API size_t nnmem_problem_count(const nnmem_problem_t *p);
 
 /* The buffer array (valid until the next nnmem_problem_add). */
-const nnmem_buffer_t *nnmem_problem_buffers(const nnmem_problem_t *p);
+NNMEM_API const nnmem_buffer_t *nnmem_problem_buffers(const nnmem_problem_t *p);
 
 /* The id of buffer `i`, or NULL when it has none. */
-const char *nnmem_problem_id(const nnmem_problem_t *p, size_t i);
+NNMEM_API const char *nnmem_problem_id(const nnmem_problem_t *p, size_t i);
 
 /* Looks a buffer up by id. NNMEM_ERR_NOT_FOUND when absent. */
-nnmem_status_t nnmem_problem_find(const nnmem_problem_t *p, const char *id,
-                                  size_t *index_out);
+NNMEM_API nnmem_status_t nnmem_problem_find(const nnmem_problem_t *p,
+                                            const char *id, size_t *index_out);
 
 /* Lower bound on the height of any plan: the maximum over steps of the live
  * bytes, each buffer's size rounded up to max(its align, `align`).
  * O(n log n). */
-nnmem_status_t nnmem_problem_lower_bound(const nnmem_problem_t *p,
-                                         uint64_t align, uint64_t *lb_out);
+NNMEM_API nnmem_status_t nnmem_problem_lower_bound(const nnmem_problem_t *p,
+                                                   uint64_t align,
+                                                   uint64_t *lb_out);
 
 /* Sum of all buffer sizes (each rounded up to max(its align, `align`)): the
  * height of a plan without any reuse. NNMEM_ERR_OVERFLOW past 2^64. */
-nnmem_status_t nnmem_problem_total_bytes(const nnmem_problem_t *p,
-                                         uint64_t align, uint64_t *total_out);
+NNMEM_API nnmem_status_t nnmem_problem_total_bytes(const nnmem_problem_t *p,
+                                                   uint64_t align,
+                                                   uint64_t *total_out);
 
 /* Invariant checker: every buffer has last > first, power-of-two align, and
  * ids are unique. Fills `diag` with the first violation. */
-nnmem_status_t nnmem_problem_check(const nnmem_problem_t *p,
-                                   nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_problem_check(const nnmem_problem_t *p,
+                                             nnmem_diag_t *diag);
 
 #ifdef __cplusplus
 }

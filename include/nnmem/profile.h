@@ -46,10 +46,11 @@ typedef struct nnmem_profile {
 
 /* Computes the profile of `plan` (a plan of nnmem_liveness_problem(l)).
  * `alignment` is the planner's alignment (sizes are rounded to it). */
-nnmem_status_t nnmem_profile_compute(const nnmem_graph_t *g,
-                                     const nnmem_liveness_t *l,
-                                     const nnmem_plan_t *plan,
-                                     uint64_t alignment, nnmem_profile_t *out);
+NNMEM_API nnmem_status_t nnmem_profile_compute(const nnmem_graph_t *g,
+                                               const nnmem_liveness_t *l,
+                                               const nnmem_plan_t *plan,
+                                               uint64_t alignment,
+                                               nnmem_profile_t *out);
 
 #ifdef __cplusplus
 }

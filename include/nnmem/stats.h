@@ -50,11 +50,12 @@ typedef struct nnmem_stats {
 } nnmem_stats_t;
 
 /* Zeroes `st` and sets size/version. */
-void nnmem_stats_init(nnmem_stats_t *st);
+NNMEM_API void nnmem_stats_init(nnmem_stats_t *st);
 
 /* Approximate latency percentile (0..100) in ns from the histogram (upper
  * edge of the bucket); 0 when there are no samples. */
-uint64_t nnmem_stats_latency_percentile(const nnmem_stats_t *st, double pct);
+NNMEM_API uint64_t nnmem_stats_latency_percentile(const nnmem_stats_t *st,
+                                                  double pct);
 
 /* Render `n` records into buf[cap]. On success *len_out (nullable) is the
  * string length (NUL-terminated). NNMEM_ERR_OVERFLOW when cap is too small;
@@ -66,11 +67,13 @@ uint64_t nnmem_stats_latency_percentile(const nnmem_stats_t *st, double pct);
  * nnmem_pool_reserved_bytes{pool="tlsf0"} 1048576; the latency histogram
  * nnmem_pool_op_latency_ns has cumulative _bucket{le=...} samples ending
  * in le="+Inf", then _sum and _count. */
-nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st, size_t n,
-                                       char *buf, size_t cap, size_t *len_out);
-nnmem_status_t nnmem_stats_format_prometheus(const nnmem_stats_t *st, size_t n,
-                                             char *buf, size_t cap,
-                                             size_t *len_out);
+NNMEM_API nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st,
+                                                 size_t n, char *buf,
+                                                 size_t cap, size_t *len_out);
+NNMEM_API nnmem_status_t nnmem_stats_format_prometheus(const nnmem_stats_t *st,
+                                                       size_t n, char *buf,
+                                                       size_t cap,
+                                                       size_t *len_out);
 
 #ifdef __cplusplus
 }

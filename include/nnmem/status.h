@@ -41,10 +41,10 @@ typedef enum nnmem_status {
 
 /* Returns a static description of `s` ("ok", "invalid argument", ...);
  * "unknown status" for values outside the list. Thread-safe. */
-const char *nnmem_status_str(nnmem_status_t s);
+NNMEM_API const char *nnmem_status_str(nnmem_status_t s);
 
 /* Returns the symbolic name of `s` ("NNMEM_ERR_PARSE"). Thread-safe. */
-const char *nnmem_status_name(nnmem_status_t s);
+NNMEM_API const char *nnmem_status_name(nnmem_status_t s);
 
 /* Diagnostic message filled by functions that validate user input. Callers
  * may pass NULL when they only want the status. */

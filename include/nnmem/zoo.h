@@ -12,12 +12,13 @@ extern "C" {
 #endif
 
 /* Names of the built-in models; *count receives how many. */
-const char *const *nnmem_zoo_names(size_t *count);
+NNMEM_API const char *const *nnmem_zoo_names(size_t *count);
 
 /* Builds model `name` with batch size `batch` (0 = 1). NNMEM_ERR_NOT_FOUND
  * for an unknown name. */
-nnmem_status_t nnmem_zoo_build(const char *name, uint32_t batch,
-                               nnmem_graph_t **out, nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_zoo_build(const char *name, uint32_t batch,
+                                         nnmem_graph_t **out,
+                                         nnmem_diag_t *diag);
 
 #ifdef __cplusplus
 }

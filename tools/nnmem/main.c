@@ -4,7 +4,8 @@
  *
  * Steps: 1. no argument -> usage (every command) on stderr, exit 1; 2. --help /
  * -h / help
- * -> help on stdout, exit 0; 3. --version / -V -> version, exit 0;
+ * -> help on stdout, exit 0; 3. --version / -V / version -> the library's
+ *    version (nnmem_version()), exit 0;
  * 4. "plan" / "verify" / "replay" / "inspect" -> the command with the
  *    remaining arguments;
  * 5. anything else -> "unknown command" (with the nearest command as a
@@ -50,7 +51,7 @@ static void print_help(FILE *f) {
       "Options:\n"
       "  -h, --help            show this help (also: nnmem <command> "
       "--help)\n"
-      "  -V, --version         show the version\n"
+      "  -V, --version         show the version (also: nnmem version)\n"
       "\n"
       "Exit codes:\n"
       "  0  success (verify: the plan is valid)\n"
@@ -98,8 +99,9 @@ static int dispatch(int argc, char **argv) {
     print_help(stdout);
     return CLI_EXIT_OK;
   }
-  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
-    printf("nnmem %s\n", NNMEM_VERSION_STRING);
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 ||
+      strcmp(cmd, "version") == 0) {
+    printf("nnmem %s\n", nnmem_version());
     return CLI_EXIT_OK;
   }
   if (strcmp(cmd, "plan") == 0) return cli_cmd_plan(argc - 2, argv + 2);
