@@ -345,17 +345,6 @@ static void test_bad_input_shapes(void **state) {
 }
 
 /* A float32 initializer with values (raw data). */
-static pb_t ftensor(const char *name, int rank, const int64_t *dims,
-                    const float *vals, size_t n) {
-  pb_t t = {0};
-  for (int i = 0; i < rank; i++)
-    f_int(&t, 1, dims[i]);
-  f_int(&t, 2, FLOAT);
-  f_str(&t, 8, name);
-  f_bytes(&t, 9, vals, n * sizeof *vals);
-  return t;
-}
-
 /* Resize 18: keep_aspect_ratio_policy (one scale over `axes`, rounded) and
  * tf_crop_and_resize (the roi extent scales the input). */
 static void test_resize_policies(void **state) {

@@ -111,6 +111,10 @@ extern const ox_op_t nnmem__onnx_ops_nn[];
 extern const ox_op_t nnmem__onnx_ops_shape[];
 extern const ox_op_t nnmem__onnx_ops_control[];
 extern const ox_op_t nnmem__onnx_ops_misc[];
+extern const ox_op_t nnmem__onnx_ops_legacy[];
+
+/* Slice (onnx_ops_shape.c), also behind DynamicSlice (onnx_ops_legacy.c). */
+nnmem_status_t nnmem__onnx_infer_slice(struct ox_ctx *c, ox_node_t *n);
 
 /* Finds the operator `type` of the default domain; NULL when unsupported. */
 const ox_op_t *nnmem__onnx_find_op(const char *type);
