@@ -2,8 +2,8 @@
  * graph), run the liveness analysis and list every tensor: name, kind,
  * dtype, shape, bytes and lifetime [first, last) in schedule steps, as a
  * table or as JSON ({"model", "tensors": [{"name", "kind", "dtype",
- * "shape", "bytes", "first", "last"}], "ops", "steps",
- * "unresolved_tensors", "onnx"}).
+ * "shape", "bytes", "upper_bound" (only when true: a data-dependent size),
+ * "first", "last"}], "ops", "steps", "unresolved_tensors", "onnx"}).
  *
  * Steps: 1. options (errors -> exit 1); 2. import (ONNX options as for
  * `nnmem plan`); 3. liveness (lifetimes); 4. print.
@@ -145,6 +145,8 @@ static cJSON *tensor_json(const nnmem_graph_t *g, const nnmem_liveness_t *l,
     cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t.shape[k]));
   cJSON_AddItemToObject(o, "shape", sh);
   cJSON_AddNumberToObject(o, "bytes", (double)t.bytes);
+  if (nnmem_graph_tensor_size_is_upper_bound(g, i))
+    cJSON_AddTrueToObject(o, "upper_bound"); /* data-dependent: at most */
   if (nnmem_liveness_tensor(l, i, &lv) == NNMEM_OK) {
     cJSON_AddNumberToObject(o, "first", (double)lv.first);
     cJSON_AddNumberToObject(o, "last", (double)lv.last);

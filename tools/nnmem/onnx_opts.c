@@ -99,6 +99,16 @@ void cli_onnx_summary(FILE *f, const nnmem_onnx_report_t *r) {
     fprintf(f, ", %zu more in subgraphs", r->subgraph_nodes);
   fprintf(f, "), unresolved tensors %zu\n", r->unresolved_tensors);
   put_list(f, "defaults", r->n_defaults, r->defaults, 1);
+  if (r->n_unsupported) {
+    const nnmem_onnx_first_unsupported_t *u = &r->first_unsupported;
+    char op[128], node[128];
+    fprintf(f,
+            "  unsupported operator '%s' (domain %s, opset %lld) at node "
+            "'%s': %zu tensor%s downstream unresolved\n",
+            cli_printable(u->op_type, op, sizeof op), u->domain,
+            (long long)u->opset, cli_printable(u->node, node, sizeof node),
+            u->downstream_unresolved, u->downstream_unresolved == 1 ? "" : "s");
+  }
   put_list(f, "unsupported", r->n_unsupported, r->unsupported, 0);
   put_list(f, "unresolved", r->n_unresolved_listed, r->unresolved, 0);
   put_list(f, "upper bounds", r->n_data_dependent, r->data_dependent, 0);
@@ -120,6 +130,20 @@ static cJSON *named_list(const nnmem_onnx_named_t *e, size_t count,
   return a;
 }
 
+/* {"node", "op_type", "domain", "opset", "downstream_unresolved"}. */
+static cJSON *first_unsupported(const nnmem_onnx_report_t *r) {
+  const nnmem_onnx_first_unsupported_t *u = &r->first_unsupported;
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "node", u->node);
+  cJSON_AddStringToObject(o, "op_type", u->op_type);
+  cJSON_AddStringToObject(o, "domain", u->domain);
+  cJSON_AddNumberToObject(o, "opset", (double)u->opset);
+  cJSON_AddNumberToObject(o, "downstream_unresolved",
+                          (double)u->downstream_unresolved);
+  return o;
+}
+
 /* The "onnx" object as text (caller frees); NULL on NOMEM. */
 static char *onnx_object(const nnmem_onnx_report_t *r) {
   cJSON *o = cJSON_CreateObject();
@@ -136,6 +160,8 @@ static char *onnx_object(const nnmem_onnx_report_t *r) {
   cJSON_AddItemToObject(
       o, "unsupported",
       named_list(r->unsupported, r->n_unsupported, "node", "op_type", 0));
+  if (r->n_unsupported)
+    cJSON_AddItemToObject(o, "first_unsupported", first_unsupported(r));
   char *text = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return text;

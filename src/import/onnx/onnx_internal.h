@@ -61,6 +61,7 @@ typedef struct ox_val {
   uint8_t is_output;         /* a graph output */
   uint8_t data_dep;          /* sized by a documented upper bound */
   uint8_t non_tensor;        /* sequence / map / optional: not sized */
+  uint8_t unresolved;        /* main graph: sized 0, counted (convert) */
   uint8_t has_vals;
   uint8_t is_outer; /* lives in an enclosing scope (captured) */
   int64_t *iv;      /* values of integer / bool tensors (has_vals) */
@@ -148,6 +149,10 @@ typedef struct ox_ctx {
   const void *const *in_pb; /* conformance: serialized TensorProto values of
                                cfg.input_shapes[i] (NULL entries allowed) */
   const size_t *in_pb_len;
+  int64_t top_node;          /* main-graph node being inferred (its bodies
+                                too), or -1 */
+  int64_t first_unsupported; /* main-graph node holding the first
+                                unsupported one, or -1 */
 } ox_ctx_t;
 
 /* ---- onnx_wire.c: 1 when protobuf messages nest deeper than
@@ -225,6 +230,9 @@ int nnmem__onnx_decl_mismatch(ox_ctx_t *c, const ox_val_t *v, char *why,
 ox_val_t *nnmem__onnx_scope_find(ox_scope_t *s, const char *name);
 /* Marks data-dependent outputs (adds to the report). */
 void nnmem__onnx_mark_data_dep(ox_ctx_t *c, const ox_node_t *n, ox_val_t *v);
+/* Counts the unresolved main-graph values computed from the outputs of
+ * c->first_unsupported into the report (after conversion). */
+void nnmem__onnx_count_downstream(ox_ctx_t *c, const ox_scope_t *s);
 /* Binds a symbolic dim name to a value (cfg, or the documented default). */
 int64_t nnmem__onnx_bind_dim(ox_ctx_t *c, const char *param);
 
