@@ -232,7 +232,7 @@ static void test_bad_attributes(void **state) {
   a = attr_floats("scales", 4, half);
   fails(bad_model(7, "Upsample", "X", 1, &a, 0), INV, ">= 1");
   a = attr_floats("scales", 3, s3);
-  fails(bad_model(8, "Upsample", "X", 1, &a, 0), INV, "one value per");
+  fails(bad_model(8, "Upsample", "X", 1, &a, 0), INV, "3 values");
   a = attr_float("height_scale", 2);
   fails(bad_model(1, "Upsample", "X", 1, &a, 0), INV, "width_scale");
   pb_t um[2] = {attr_str("mode", "cubic"), attr_floats("scales", 4, half)};

@@ -193,7 +193,7 @@ static nnmem_status_t fill_shape(ox_ctx_t *c, ox_node_t *n, int32_t elem,
     if (dims[i] < 0 && (i >= nbase || !x || as_shape))
       return bad(c, n, "the output shape has a negative dim");
   if (!known && as_shape && x->rank == 1 && x->dims[0] >= 0 &&
-      x->dims[0] + (int64_t)nex <= OX_MAX_RANK)
+      x->dims[0] <= OX_MAX_RANK - (int64_t)nex)
     nnmem__onnx_set(y, elem, (int32_t)(x->dims[0] + (int64_t)nex), NULL);
   else if (known)
     nnmem__onnx_set(y, elem, (int32_t)r, dims);
@@ -285,39 +285,41 @@ static nnmem_status_t infer_mvn(ox_ctx_t *c, ox_node_t *n) {
  * 1 when known. */
 static int upsample_attr_scales(ox_ctx_t *c, ox_node_t *n, int32_t rank,
                                 double *sc, nnmem_status_t *st) {
+  const float *f = NULL;
+  size_t nf = 0;
+  double hw[2] = {0, 0};
   if (n->opset < 7) {
-    double hs = 0, ws = 0;
-    if ((*st = need_float(c, n, "height_scale", &hs)) != NNMEM_OK ||
-        (*st = need_float(c, n, "width_scale", &ws)) != NNMEM_OK)
+    if ((*st = need_float(c, n, "height_scale", &hw[0])) != NNMEM_OK ||
+        (*st = need_float(c, n, "width_scale", &hw[1])) != NNMEM_OK)
       return 0;
     if (rank >= 0 && rank != 4) {
       *st = bad(c, n, "opset 1 Upsample takes a 4-D input (N, C, H, W)");
       return 0;
     }
-    sc[0] = sc[1] = 1;
-    sc[2] = hs;
-    sc[3] = ws;
-    rank = 4;
   } else {
-    const float *f;
-    size_t nf;
     if ((*st = nnmem__onnx_attr_floats(c, n, "scales", &f, &nf)) != NNMEM_OK)
       return 0;
-    if (!f || (rank >= 0 && nf != (size_t)rank)) {
-      *st = nnmem__onnx_node_error(
-          c, n, NNMEM_ERR_INVALID,
-          "attribute 'scales' must hold one value per input dim (%d)",
-          (int)rank);
+    if (!f) {
+      *st = bad(c, n, "attribute 'scales' (one value per dim) is required");
       return 0;
     }
-    for (size_t i = 0; rank >= 0 && i < nf; i++)
-      sc[i] = f[i];
+    if (rank >= 0 && nf != (size_t)rank) {
+      *st = nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                   "attribute 'scales' has %zu values for a "
+                                   "rank-%d input",
+                                   nf, (int)rank);
+      return 0;
+    }
   }
-  for (int32_t i = 0; i < rank; i++)
-    if (!(sc[i] >= 1 && sc[i] < 1e18)) {
+  size_t ns = f ? nf : 4; /* opset 1: [1, 1, height, width] */
+  for (size_t i = 0; i < ns; i++) {
+    double v = f ? f[i] : i < 2 ? 1 : hw[i - 2];
+    if (!(v >= 1 && v < 1e18)) {
       *st = bad(c, n, "scales must be >= 1 (and finite)");
       return 0;
     }
+    if (i < OX_MAX_RANK) sc[i] = v;
+  }
   return rank >= 0;
 }
 
