@@ -83,7 +83,9 @@ static void test_first_unsupported(void **state) {
 }
 
 /* NonZero of X [2, 3] is sized [2, 6] (rank x numel) and flagged as an
- * upper bound; S [4] strings -> Identity -> T: dtype string, 4 x 16 bytes. */
+ * upper bound, and so is its Transpose [6, 2] (computed from it) and a
+ * Range whose limit comes from its shape; Shape(NZ) has an exact size.
+ * S [4] strings -> Identity -> T: dtype string, 4 x 16 bytes. */
 static void test_upper_bound_and_strings(void **state) {
   (void)state;
   const int64_t xd[] = {2, 3}, sd[] = {4};
@@ -93,6 +95,14 @@ static void test_upper_bound_and_strings(void **state) {
   g_node(&g, node("NonZero", "nz", "X", "NZ", 0, NULL));
   g_node(&g, node("Relu", "relu", "X", "R", 0, NULL));
   g_node(&g, node("Identity", "id", "S", "T", 0, NULL));
+  g_node(&g, node("Transpose", "tr", "NZ", "NZT", 0, NULL));
+  g_node(&g, node("Shape", "sh", "NZ", "SH", 0, NULL));
+  g_node(&g, node("Gather", "ga", "SH,one", "N", 0, NULL));
+  g_node(&g, node("Range", "rg", "zero,N,one", "RG", 0, NULL));
+  g_init(&g, tensor("zero", INT64, 0, NULL, (const int64_t[]){0}));
+  g_init(&g, tensor("one", INT64, 0, NULL, (const int64_t[]){1}));
+  g_output(&g, value_info("NZT", INT64, -1, NULL));
+  g_output(&g, value_info("RG", INT64, -1, NULL));
   g_output(&g, value_info("NZ", INT64, -1, NULL));
   g_output(&g, value_info("R", FLOAT, -1, NULL));
   g_output(&g, value_info("T", STRING, -1, NULL));
@@ -110,6 +120,13 @@ static void test_upper_bound_and_strings(void **state) {
   assert_true(nnmem_graph_tensor_size_is_upper_bound(gr, nz));
   assert_true(tinfo(gr, "NZ").flags & NNMEM_TENSOR_UPPER_BOUND);
   assert_false(nnmem_graph_tensor_size_is_upper_bound(gr, r));
+  SHAPE(gr, "NZT", 6, 2);
+  assert_true(tinfo(gr, "NZT").flags & NNMEM_TENSOR_UPPER_BOUND);
+  SHAPE(gr, "SH", 2);
+  assert_false(tinfo(gr, "SH").flags & NNMEM_TENSOR_UPPER_BOUND);
+  SHAPE(gr, "RG", 6); /* Range(0, Shape(NZ)[1] = 6, 1) */
+  assert_true(tinfo(gr, "RG").flags & NNMEM_TENSOR_UPPER_BOUND);
+  assert_int_equal(rep.n_data_dependent, 1); /* the report lists sources */
   assert_false(nnmem_graph_tensor_size_is_upper_bound(gr, 9999));
   assert_false(nnmem_graph_tensor_size_is_upper_bound(NULL, 0));
   nnmem_tensor_info_t ti = tinfo(gr, "T");

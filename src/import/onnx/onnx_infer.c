@@ -14,7 +14,8 @@
  *   3. inference (nnmem__onnx_scope_infer): in that order, check the node's
  *      domain, run the registry's inference function, fold (outputs become
  *      constants when every input is constant or every output got its
- *      values), take declared types for what is still unknown; the first
+ *      values), flag outputs computed from an upper bound (propagate_bound),
+ *      take declared types for what is still unknown; the first
  *      unsupported node is described in the report (op, domain, opset);
  *   4. after conversion (nnmem__onnx_count_downstream): forward
  *      reachability from that node's outputs counts the unresolved
@@ -331,6 +332,23 @@ void nnmem__onnx_mark_data_dep(ox_ctx_t *c, const ox_node_t *n, ox_val_t *v) {
   r->n_data_dependent++;
 }
 
+/* Sizes computed from an upper bound are upper bounds too. Conservative:
+ * any input that is a bound or holds values computed from one flags every
+ * output, except that Shape / Size of a bound have an exact size (only
+ * their values are bounds). The report lists only the sources. */
+static void propagate_bound(ox_node_t *n) {
+  int dep = 0;
+  for (size_t k = 0; k < n->n_in + n->n_implicit && !dep; k++)
+    dep = n->in[k] && (n->in[k]->data_dep || n->in[k]->vals_dep);
+  if (!dep) return;
+  int exact = strcmp(n->type, "Shape") == 0 || strcmp(n->type, "Size") == 0;
+  for (size_t k = 0; k < n->n_out; k++) {
+    if (!n->out[k]) continue;
+    n->out[k]->vals_dep = 1;
+    if (!exact) n->out[k]->data_dep = 1;
+  }
+}
+
 /* Outputs become constants when all inputs are, or all outputs got values. */
 static void fold(ox_scope_t *s, size_t i, const ox_op_t *op) {
   ox_node_t *n = &s->nodes[i];
@@ -363,6 +381,7 @@ static nnmem_status_t infer_node(ox_ctx_t *c, ox_scope_t *s, size_t i) {
     nnmem_status_t st = op->infer(c, n);
     if (st != NNMEM_OK) return st;
     fold(s, i, op);
+    propagate_bound(n);
   }
   for (size_t k = 0; k < n->n_out && !(op && c->no_decl_fallback); k++) {
     ox_val_t *v = n->out[k];

@@ -59,7 +59,10 @@ typedef struct ox_val {
   uint8_t is_init;           /* an initializer */
   uint8_t is_input;          /* a graph input (not an initializer) */
   uint8_t is_output;         /* a graph output */
-  uint8_t data_dep;          /* sized by a documented upper bound */
+  uint8_t data_dep;          /* sized by an upper bound (a data-dependent
+                                output, or computed from one) */
+  uint8_t vals_dep;          /* values computed from an upper bound (e.g.
+                                Shape of a data-dependent tensor) */
   uint8_t non_tensor;        /* sequence / map / optional: not sized */
   uint8_t unresolved;        /* main graph: sized 0, counted (convert) */
   uint8_t has_vals;
