@@ -171,9 +171,7 @@ static nnmem_status_t fill_shape(ox_ctx_t *c, ox_node_t *n, int32_t elem,
     st = nnmem__onnx_attr_int(c, n, "input_as_shape", 0, &as_shape);
   if (st != NNMEM_OK) return st;
   if (x && sh)
-    return bad(c, n,
-               "takes the 'shape' attribute or an input, "
-               "not both");
+    return bad(c, n, "takes the 'shape' attribute or an input, not both");
   if (!x && (ex || as_shape))
     return bad(c, n, "'extra_shape' and 'input_as_shape' need an input");
   int64_t dims[OX_MAX_RANK];
