@@ -82,6 +82,41 @@ static void test_first_unsupported(void **state) {
   nnmem_graph_destroy(gr);
 }
 
+/* Unsupported ops inside both If branches count at the If node: the If's
+ * output Y (unknown: no branch sizes it) and Relu(Y) -> Z are downstream;
+ * the node named is the first one in the bodies (then_branch). */
+static void test_first_unsupported_in_body(void **state) {
+  (void)state;
+  const int64_t xd[] = {4, 8};
+  gb_t tb = {{0}}, eb = {{0}};
+  g_node(&tb, node("Qux", "inner", "X", "t_out", 0, NULL));
+  g_output(&tb, value_info("t_out", FLOAT, -1, NULL));
+  f_str(&tb.g, 2, "then");
+  g_node(&eb, node("Quux", "inner2", "X", "e_out", 0, NULL));
+  g_output(&eb, value_info("e_out", FLOAT, -1, NULL));
+  f_str(&eb.g, 2, "else");
+  gb_t g = {{0}};
+  g_input(&g, value_info("C", BOOL, 0, NULL));
+  g_input(&g, value_info("X", FLOAT, 2, xd));
+  g_node(&g, node("Relu", "pre", "X", "P", 0, NULL));
+  pb_t a[] = {attr_graph("then_branch", &tb.g),
+              attr_graph("else_branch", &eb.g)};
+  g_node(&g, node("If", "if", "C", "Y", 2, a));
+  g_node(&g, node("Relu", "post", "Y", "Z", 0, NULL));
+  g_output(&g, value_info("Z", FLOAT, -1, NULL));
+  g_output(&g, value_info("P", FLOAT, -1, NULL));
+  pb_t m = model(&g, 11, "");
+  nnmem_onnx_report_t rep;
+  nnmem_graph_t *gr = import_ok(&m, &rep);
+  assert_int_equal(rep.n_unsupported, 2);
+  assert_string_equal(rep.first_unsupported.node, "inner");
+  assert_string_equal(rep.first_unsupported.op_type, "Qux");
+  assert_int_equal(rep.first_unsupported.opset, 11);
+  assert_int_equal(rep.unresolved_tensors, 2); /* Y, Z */
+  assert_int_equal(rep.first_unsupported.downstream_unresolved, 2);
+  nnmem_graph_destroy(gr);
+}
+
 /* NonZero of X [2, 3] is sized [2, 6] (rank x numel) and flagged as an
  * upper bound, and so is its Transpose [6, 2] (computed from it) and a
  * Range whose limit comes from its shape; Shape(NZ) has an exact size.
@@ -190,6 +225,7 @@ static void test_graph_flag_and_string_dtype(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_first_unsupported),
+      cmocka_unit_test(test_first_unsupported_in_body),
       cmocka_unit_test(test_upper_bound_and_strings),
       cmocka_unit_test(test_graph_flag_and_string_dtype),
   };
