@@ -242,7 +242,8 @@ def legacy():
     """The experimental operators of the early opsets at opset 8: a
     style-transfer chain (ImageScaler, Upsample with the `scales`
     attribute, Crop) and the fills, GRUUnit and DynamicSlice; plus a string
-    input and a data-dependent NonZero (upper bound)."""
+    input, TfIdfVectorizer on it and a data-dependent NonZero (upper
+    bound)."""
     nodes = [
         node("ImageScaler", "is", ["x"], ["a"],
              [attr_float("scale", 0.5), attr_floats("bias", [1, 2, 3])]),
@@ -267,6 +268,11 @@ def legacy():
              [attr_int("across_channels", 1)]),
         node("NonZero", "nz", ["x"], ["nzo"]),
         node("Identity", "sid", ["strs"], ["stro"]),
+        node("TfIdfVectorizer", "tfidf", ["strs"], ["tfo"],
+             [attr_str("mode", "TFIDF"), attr_int("min_gram_length", 1),
+              attr_int("max_gram_length", 2), attr_int("max_skip_count", 1),
+              attr_ints("ngram_counts", [0, 2]), attr_ints("ngram_indexes", [0, 1, 2]),
+              attr_ints("pool_int64s", [3, 4, 3, 4])]),
     ]
     inits = [tensor("w", FLOAT, [4, 3, 3, 3]), tensor("s0", INT64, [1], ints=[1]),
              tensor("s1", INT64, [1], ints=[3]), tensor("s2", INT64, [1], ints=[1])]
@@ -275,7 +281,7 @@ def legacy():
            value_info("t", FLOAT, [1]), value_info("strs", 8, [3])]
     outs = [value_info(n, FLOAT, None) for n in ["y", "ho", "mvo", "gfo"]]
     outs += [value_info("cfo", INT64, None), value_info("nzo", INT64, None),
-             value_info("stro", 8, None)]
+             value_info("stro", 8, None), value_info("tfo", FLOAT, None)]
     return model(graph("legacy", nodes, ins, outs, inits), opset=8)
 
 
