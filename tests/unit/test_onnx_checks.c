@@ -3,9 +3,10 @@
  * batch_dims, negative pads, pooling ceil mode, out-of-range window
  * attributes, ConvTranspose / MaxUnpool overflow, Einsum ellipses, TopK k,
  * DepthToSpace divisibility, Reshape element counts, DFT negative axes,
- * Cast to bool folding and TfIdfVectorizer's output width. Each bad case fails with INVALID, a message naming
- * the node, no graph and no leak (ASan). Expected shapes are computed by
- * hand from the ONNX operator documents. */
+ * Cast to bool folding and TfIdfVectorizer's output width. Each bad case
+ * fails with INVALID, a message naming the node, no graph and no leak
+ * (ASan). Expected shapes are computed by hand from the ONNX operator
+ * documents. */
 #include <stdint.h>
 
 #include "test_onnx_pb.h"
