@@ -32,12 +32,16 @@ typedef enum nnmem_dtype {
   NNMEM_DTYPE_INT64,
   NNMEM_DTYPE_UINT64,
   NNMEM_DTYPE_BOOL,
+  NNMEM_DTYPE_STRING, /* 16 bytes per element: a handle (pointer +
+                         length); the characters are not planned */
   NNMEM_DTYPE_COUNT_
 } nnmem_dtype_t;
 
-/* Size of one element in bytes (0 for UNDEFINED). */
+/* Size of one element in bytes (0 for UNDEFINED; 16 for STRING, the
+ * per-element handle: string contents have no size known before the run
+ * and live outside the planned memory). */
 NNMEM_API size_t nnmem_dtype_size(nnmem_dtype_t t);
-/* "float32", "float16", "bfloat16", "float64", "int8", ... */
+/* "float32", "float16", "bfloat16", "float64", "int8", ..., "string" */
 NNMEM_API const char *nnmem_dtype_name(nnmem_dtype_t t);
 /* Parses a dtype name; also accepts "f32", "fp16", "half", "float", ... */
 NNMEM_API nnmem_status_t nnmem_dtype_parse(const char *name,
@@ -60,6 +64,11 @@ NNMEM_API nnmem_status_t nnmem_tensor_kind_parse(const char *name,
 
 #define NNMEM_MAX_RANK 8
 
+/* Tensor flags. */
+#define NNMEM_TENSOR_UPPER_BOUND                              \
+  0x1u /* the shape (so the size) is an upper bound: the real \
+          size depends on the data (NonZero, Unique, ...) */
+
 /* Describes a tensor to add. When `bytes` is nonzero it is the size;
  * otherwise size = nnmem_dtype_size(dtype) * product(shape) (rank 0 is a
  * scalar of one element). Every dim must be >= 0. */
@@ -71,6 +80,7 @@ typedef struct nnmem_tensor_desc {
   const int64_t *shape; /* rank entries */
   uint64_t bytes;       /* explicit byte size, overrides shape */
   uint64_t align;       /* 0 = no requirement beyond the planner's */
+  uint32_t flags;       /* NNMEM_TENSOR_* (0 = an exact size) */
 } nnmem_tensor_desc_t;
 
 /* Op flags. */
@@ -106,6 +116,7 @@ typedef struct nnmem_tensor_info {
   uint64_t align;
   int32_t producer; /* op index, or -1 */
   uint32_t n_consumers;
+  uint32_t flags; /* NNMEM_TENSOR_* */
 } nnmem_tensor_info_t;
 
 typedef struct nnmem_op_info {
@@ -152,6 +163,12 @@ NNMEM_API nnmem_status_t nnmem_graph_tensor(const nnmem_graph_t *g, uint32_t id,
                                             nnmem_tensor_info_t *out);
 NNMEM_API nnmem_status_t nnmem_graph_op(const nnmem_graph_t *g, uint32_t id,
                                         nnmem_op_info_t *out);
+/* 1 when tensor `id`'s size is an upper bound (NNMEM_TENSOR_UPPER_BOUND:
+ * a data-dependent shape sized by its largest possible value), 0 when it is
+ * exact or `id` / `g` is invalid. */
+NNMEM_API int nnmem_graph_tensor_size_is_upper_bound(const nnmem_graph_t *g,
+                                                     uint32_t id);
+
 /* NNMEM_ERR_NOT_FOUND when no tensor has that name. O(1) average. */
 NNMEM_API nnmem_status_t nnmem_graph_find_tensor(const nnmem_graph_t *g,
                                                  const char *name,

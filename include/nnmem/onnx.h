@@ -22,7 +22,10 @@
  * otherwise; each default used is listed in the report.
  * Data-dependent outputs (NonZero, NonMaxSuppression, TopK with a runtime k,
  * Unique, Compress...) take an upper bound (documented per op in
- * docs/onnx-operators.md) and are counted in the report.
+ * docs/onnx-operators.md), are counted in the report and carry
+ * NNMEM_TENSOR_UPPER_BOUND (nnmem_graph_tensor_size_is_upper_bound).
+ * String tensors are NNMEM_DTYPE_STRING: 16 bytes per element (a handle);
+ * the characters are not planned.
  *
  * Thread-safety: each call is independent. */
 #ifndef NNMEM_ONNX_H
@@ -82,6 +85,18 @@ typedef struct nnmem_onnx_named {
   int64_t value;                  /* the default value used (defaults) */
 } nnmem_onnx_named_t;
 
+/* The first node (in execution order; a node inside an If / Loop / Scan
+ * body counts at its enclosing main-graph node) whose operator the importer
+ * does not support. */
+typedef struct nnmem_onnx_first_unsupported {
+  char node[NNMEM_ONNX_NAME_MAX];    /* node name (truncated) */
+  char op_type[NNMEM_ONNX_NAME_MAX]; /* "Foo" */
+  char domain[NNMEM_ONNX_NAME_MAX];  /* "ai.onnx" for the default domain */
+  int64_t opset;                     /* the model's opset of that domain */
+  size_t downstream_unresolved;      /* unresolved main-graph tensors computed
+                                        from its outputs (its own included) */
+} nnmem_onnx_first_unsupported_t;
+
 /* What the import did. Lists hold the first NNMEM_ONNX_REPORT_LIST entries;
  * the counts are complete. */
 typedef struct nnmem_onnx_report {
@@ -103,6 +118,7 @@ typedef struct nnmem_onnx_report {
   nnmem_onnx_named_t data_dependent[NNMEM_ONNX_REPORT_LIST]; /* tensor, op */
   size_t n_unresolved_listed;
   nnmem_onnx_named_t unresolved[NNMEM_ONNX_REPORT_LIST]; /* tensor, node */
+  nnmem_onnx_first_unsupported_t first_unsupported;      /* n_unsupported > 0 */
 } nnmem_onnx_report_t;
 
 /* Imports an ONNX model from memory. `display_name` (nullable) is used in

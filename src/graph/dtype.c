@@ -24,7 +24,7 @@ static const dtype_row_t dtype_rows[] = {
     {"undefined", 0}, {"float32", 4}, {"float16", 2}, {"bfloat16", 2},
     {"float64", 8},   {"int8", 1},    {"uint8", 1},   {"int16", 2},
     {"uint16", 2},    {"int32", 4},   {"uint32", 4},  {"int64", 8},
-    {"uint64", 8},    {"bool", 1},
+    {"uint64", 8},    {"bool", 1},    {"string", 16},
 };
 _Static_assert(sizeof dtype_rows / sizeof dtype_rows[0] == NNMEM_DTYPE_COUNT_,
                "dtype table out of sync with nnmem_dtype_t");

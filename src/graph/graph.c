@@ -51,6 +51,7 @@ typedef struct tensor_rec {
   int32_t producer;
   uint32_t n_consumers;
   uint32_t last_reader; /* op id + 1 of the last op counted in n_consumers */
+  uint32_t flags;       /* NNMEM_TENSOR_* */
 } tensor_rec_t;
 
 typedef struct op_rec {
@@ -194,6 +195,10 @@ static nnmem_status_t tensor_desc_check(const nnmem_tensor_desc_t *d,
   if ((unsigned)d->dtype >= NNMEM_DTYPE_COUNT_)
     return nnmem__diag(diag, NNMEM_ERR_INVALID, "tensor '%s': unknown dtype %d",
                        n, (int)d->dtype);
+  if (d->flags & ~NNMEM_TENSOR_UPPER_BOUND)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "tensor '%s': unknown flags 0x%x", n,
+                       (unsigned)d->flags);
   if (d->rank > NNMEM_MAX_RANK)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "tensor '%s': rank %u exceeds %d", n, d->rank,
@@ -260,6 +265,7 @@ nnmem_status_t nnmem_graph_add_tensor(nnmem_graph_t *g,
     memcpy(t->shape, desc->shape, desc->rank * sizeof desc->shape[0]);
   t->bytes = bytes;
   t->align = desc->align ? desc->align : 1;
+  t->flags = desc->flags;
   t->producer = PRODUCER_NONE;
   uint32_t id = (uint32_t)g->n_tensors++;
   index_insert(g, &g->tensor_names, tensor_name_of, id);
@@ -443,7 +449,14 @@ nnmem_status_t nnmem_graph_tensor(const nnmem_graph_t *g, uint32_t id,
   out->align = t->align;
   out->producer = t->producer;
   out->n_consumers = t->n_consumers;
+  out->flags = t->flags;
   return NNMEM_OK;
+}
+
+int nnmem_graph_tensor_size_is_upper_bound(const nnmem_graph_t *g,
+                                           uint32_t id) {
+  if (!g || id >= g->n_tensors) return 0;
+  return (g->tensors[id].flags & NNMEM_TENSOR_UPPER_BOUND) != 0;
 }
 
 nnmem_status_t nnmem_graph_op(const nnmem_graph_t *g, uint32_t id,

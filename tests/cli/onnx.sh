@@ -30,7 +30,8 @@ out_has "--dim NAME=VALUE"
 
 # ---- a model written here (needs python3): an unsupported operator ----
 # X[3,5] -> FancyOp -> F -> Relu -> Y; F has no declared shape, so it and Y
-# stay unresolved: reported, and --strict fails.
+# stay unresolved: reported, and --strict fails. NonZero(X) -> NZ is an
+# upper bound; S (4 strings) -> Identity -> T is a string tensor.
 if have_python; then
   python3 - "$T/fancy.onnx" <<'PY'
 import struct, sys
@@ -49,23 +50,27 @@ def field(num, wire, payload):
     return key + varint(len(payload)) + payload
 def s(num, text):
     return field(num, 2, text.encode())
-def value_info(name, dims):
+def value_info(name, dims, elem=1):
     shape = b"".join(field(1, 2, field(1, 0, d)) for d in dims)
-    tensor = field(1, 0, 1) + field(2, 2, shape)
+    tensor = field(1, 0, elem) + field(2, 2, shape)
     return s(1, name) + field(2, 2, field(1, 2, tensor))
 def node(op, name, ins, outs):
     return b"".join(s(1, i) for i in ins) + b"".join(s(2, o) for o in outs) \
         + s(3, name) + s(4, op)
 graph = field(1, 2, node("FancyOp", "fancy", ["X"], ["F"])) \
     + field(1, 2, node("Relu", "relu", ["F"], ["Y"])) + s(2, "g") \
+    + field(1, 2, node("NonZero", "nz", ["X"], ["NZ"])) \
+    + field(1, 2, node("Identity", "sid", ["S"], ["T"])) \
     + field(11, 2, value_info("X", [3, 5])) \
-    + field(12, 2, s(1, "Y"))
+    + field(11, 2, value_info("S", [4], 8)) \
+    + field(12, 2, s(1, "Y")) + field(12, 2, s(1, "NZ")) + field(12, 2, s(1, "T"))
 model = field(1, 0, 8) + field(8, 2, s(1, "") + field(2, 0, 13)) + field(7, 2, graph)
 open(sys.argv[1], "wb").write(model)
 PY
   expect_rc 0 plan "$T/fancy.onnx"
   out_has "unsupported    fancy (FancyOp)"
   out_has "unresolved tensors 2"
+  out_has "unsupported operator 'FancyOp' (domain ai.onnx, opset 13) at node 'fancy': 2 tensors downstream unresolved"
   expect_rc 0 plan "$T/fancy.onnx" --json
   py 'import json,sys
 d = json.load(open(sys.argv[1]))
@@ -76,6 +81,17 @@ assert d["onnx"]["unsupported"] == [{"node": "fancy", "op_type": "FancyOp"}]' "$
   err_has "strict"
   expect_rc 0 inspect "$T/fancy.onnx"
   out_matches "^X +input +float32 +\[3,5\] +60"
+  out_matches "^T +output +string +\[4\] +64"
+  out_has "unsupported operator 'FancyOp' (domain ai.onnx, opset 13) at node 'fancy'"
+  expect_rc 0 inspect "$T/fancy.onnx" --json
+  py 'import json,sys
+d = json.load(open(sys.argv[1]))
+t = {x["name"]: x for x in d["tensors"]}
+assert t["NZ"]["upper_bound"] is True and t["NZ"]["shape"] == [2, 15], t["NZ"]
+assert "upper_bound" not in t["X"] and "upper_bound" not in t["Y"]
+assert t["T"]["dtype"] == "string" and t["T"]["bytes"] == 64, t["T"]
+assert d["onnx"]["first_unsupported"] == {"node": "fancy", "op_type": "FancyOp",
+    "domain": "ai.onnx", "opset": 13, "downstream_unresolved": 2}, d["onnx"]' "$T/stdout"
 fi
 
 M="${NNMEM_DATA_DIR:-}/models"

@@ -11,7 +11,7 @@ from sweep_onnx import varint  # one protobuf varint encoder for both scripts
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "onnx")
 FLOAT, INT64 = 1, 7
-A_FLOAT, A_INT, A_STRING, A_TENSOR, A_GRAPH, A_INTS = 1, 2, 3, 4, 5, 7
+A_FLOAT, A_INT, A_STRING, A_TENSOR, A_GRAPH, A_FLOATS, A_INTS = 1, 2, 3, 4, 5, 6, 7
 
 
 def f_int(field, v):
@@ -64,6 +64,14 @@ def attr_ints(name, vs):
 
 def attr_float(name, v):
     return f_bytes(1, name) + f_float(2, v) + f_int(20, A_FLOAT)
+
+
+def attr_floats(name, vs):
+    return f_bytes(1, name) + b"".join(f_float(7, v) for v in vs) + f_int(20, A_FLOATS)
+
+
+def attr_str(name, v):
+    return f_bytes(1, name) + f_bytes(4, v) + f_int(20, A_STRING)
 
 
 def attr_tensor(name, t):
@@ -230,6 +238,62 @@ def zoo():
     return model(graph("zoo", nodes, ins, outs, inits), opset=17)
 
 
+def legacy():
+    """The experimental operators of the early opsets at opset 8: a
+    style-transfer chain (ImageScaler, Upsample with the `scales`
+    attribute, Crop) and the fills, GRUUnit and DynamicSlice; plus a string
+    input, TfIdfVectorizer on it and a data-dependent NonZero (upper
+    bound)."""
+    nodes = [
+        node("ImageScaler", "is", ["x"], ["a"],
+             [attr_float("scale", 0.5), attr_floats("bias", [1, 2, 3])]),
+        node("Conv", "conv", ["a", "w"], ["c"], [attr_ints("pads", [1, 1, 1, 1])]),
+        node("Upsample", "up", ["c"], ["u"],
+             [attr_floats("scales", [1, 1, 2, 2]), attr_str("mode", "nearest")]),
+        node("Crop", "crop", ["u"], ["cr"],
+             [attr_ints("border", [1, 2, 1, 2]), attr_ints("scale", [4, 6])]),
+        node("Affine", "af", ["cr"], ["af"], [attr_float("alpha", 2.0)]),
+        node("ScaledTanh", "st", ["af"], ["sto"], [attr_float("beta", 0.5)]),
+        node("ParametricSoftplus", "ps", ["sto"], ["pso"]),
+        node("Scale", "sc", ["pso"], ["y"], [attr_float("scale", 3.0)]),
+        node("Shape", "shape", ["x"], ["sx"]),
+        node("ConstantFill", "cf", ["sx"], ["cfo"],
+             [attr_int("input_as_shape", 1), attr_ints("extra_shape", [2]),
+              attr_int("dtype", 7), attr_float("value", 1.0)]),
+        node("GivenTensorFill", "gf", [], ["gfo"],
+             [attr_ints("shape", [2, 2]), attr_floats("values", [1, 2, 3, 4])]),
+        node("GRUUnit", "gru", ["h", "g", "sl", "t"], ["ho"]),
+        node("DynamicSlice", "ds", ["x", "s0", "s1", "s2"], ["dso"]),
+        node("MeanVarianceNormalization", "mvn", ["dso"], ["mvo"],
+             [attr_int("across_channels", 1)]),
+        node("NonZero", "nz", ["x"], ["nzo"]),
+        node("Identity", "sid", ["strs"], ["stro"]),
+        node("TfIdfVectorizer", "tfidf", ["strs"], ["tfo"],
+             [attr_str("mode", "TFIDF"), attr_int("min_gram_length", 1),
+              attr_int("max_gram_length", 2), attr_int("max_skip_count", 1),
+              attr_ints("ngram_counts", [0, 2]), attr_ints("ngram_indexes", [0, 1, 2]),
+              attr_ints("pool_int64s", [3, 4, 3, 4])]),
+    ]
+    inits = [tensor("w", FLOAT, [4, 3, 3, 3]), tensor("s0", INT64, [1], ints=[1]),
+             tensor("s1", INT64, [1], ints=[3]), tensor("s2", INT64, [1], ints=[1])]
+    ins = [value_info("x", FLOAT, [1, 3, 4, 4]), value_info("h", FLOAT, [1, 2, 3]),
+           value_info("g", FLOAT, [1, 2, 9]), value_info("sl", FLOAT, [2]),
+           value_info("t", FLOAT, [1]), value_info("strs", 8, [3])]
+    outs = [value_info(n, FLOAT, None) for n in ["y", "ho", "mvo", "gfo"]]
+    outs += [value_info("cfo", INT64, None), value_info("nzo", INT64, None),
+             value_info("stro", 8, None), value_info("tfo", FLOAT, None)]
+    return model(graph("legacy", nodes, ins, outs, inits), opset=8)
+
+
+def legacy_opset1():
+    """Upsample of opset 1 (height_scale / width_scale, bilinear)."""
+    n = node("Upsample", "up", ["x"], ["y"],
+             [attr_float("height_scale", 2.0), attr_float("width_scale", 3.0),
+              attr_str("mode", "bilinear")])
+    return model(graph("up1", [n], [value_info("x", FLOAT, [1, 2, 3, 3])],
+                       [value_info("y", FLOAT, None)]), opset=1)
+
+
 def regress_split():
     """Split into equal parts of a 2^63 - 1 long axis (signed overflow,
     found by the attribute sweep)."""
@@ -242,7 +306,8 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     for name, data in [("cnn.onnx", cnn()), ("shape_chain.onnx", shape_chain()),
                        ("control.onnx", control()), ("misc.onnx", misc()),
-                       ("zoo.onnx", zoo()),
+                       ("zoo.onnx", zoo()), ("legacy.onnx", legacy()),
+                       ("legacy_opset1.onnx", legacy_opset1()),
                        ("regress-split-equal-parts-overflow.onnx", regress_split())]:
         with open(os.path.join(OUT, name), "wb") as f:
             f.write(data)

@@ -2,10 +2,11 @@
  * specification on edge cases found in review: split sizes, GatherND
  * batch_dims, negative pads, pooling ceil mode, out-of-range window
  * attributes, ConvTranspose / MaxUnpool overflow, Einsum ellipses, TopK k,
- * DepthToSpace divisibility, Reshape element counts, DFT negative axes and
- * Cast to bool folding. Each bad case fails with INVALID, a message naming
- * the node, no graph and no leak (ASan). Expected shapes are computed by
- * hand from the ONNX operator documents. */
+ * DepthToSpace divisibility, Reshape element counts, DFT negative axes,
+ * Cast to bool folding and TfIdfVectorizer's output width. Each bad case
+ * fails with INVALID, a message naming the node, no graph and no leak
+ * (ASan). Expected shapes are computed by hand from the ONNX operator
+ * documents. */
 #include <stdint.h>
 
 #include "test_onnx_pb.h"
@@ -345,17 +346,6 @@ static void test_bad_input_shapes(void **state) {
 }
 
 /* A float32 initializer with values (raw data). */
-static pb_t ftensor(const char *name, int rank, const int64_t *dims,
-                    const float *vals, size_t n) {
-  pb_t t = {0};
-  for (int i = 0; i < rank; i++)
-    f_int(&t, 1, dims[i]);
-  f_int(&t, 2, FLOAT);
-  f_str(&t, 8, name);
-  f_bytes(&t, 9, vals, n * sizeof *vals);
-  return t;
-}
-
 /* Resize 18: keep_aspect_ratio_policy (one scale over `axes`, rounded) and
  * tf_crop_and_resize (the roi extent scales the input). */
 static void test_resize_policies(void **state) {
@@ -388,6 +378,45 @@ static void test_resize_policies(void **state) {
   nnmem_graph_destroy(g);
 }
 
+/* TfIdfVectorizer: [N, C] -> [N, max(ngram_indexes) + 1] float, [C] ->
+ * [max + 1]; a bad mode, no pool or an empty index list fail. */
+static void test_tfidf(void **state) {
+  (void)state;
+  const int64_t xd[] = {2, 6}, cnt[] = {0, 4}, idx[] = {0, 1, 2, 3, 6, 4, 5},
+                pool[] = {2, 3, 5, 4, 5, 6, 7, 8, 6, 7, 1};
+  for (int rank = 1; rank <= 2; rank++) {
+    pb_t a[7] = {attr_str("mode", "TF"),
+                 attr_int("min_gram_length", 1),
+                 attr_int("max_gram_length", 2),
+                 attr_int("max_skip_count", 0),
+                 attr_ints("ngram_counts", 2, cnt),
+                 attr_ints("ngram_indexes", 7, idx),
+                 attr_ints("pool_int64s", 11, pool)};
+    pb_t m = one_node(9, rank, rank == 2 ? xd : xd + 1,
+                      node("TfIdfVectorizer", "tfidf", "X", "Y", 7, a), 0, NULL,
+                      "Y");
+    nnmem_graph_t *g = import_ok(&m);
+    if (rank == 2)
+      SHAPE(g, "Y", 2, 7);
+    else
+      SHAPE(g, "Y", 7);
+    assert_int_equal(tinfo(g, "Y").dtype, NNMEM_DTYPE_FLOAT32);
+    nnmem_graph_destroy(g);
+  }
+  pb_t a[4] = {attr_str("mode", "TFX"), attr_int("min_gram_length", 1),
+               attr_int("max_gram_length", 1),
+               attr_ints("ngram_indexes", 1, idx)};
+  pb_t m = one_node(9, 2, xd, node("TfIdfVectorizer", "tfidf", "X", "Y", 4, a),
+                    0, NULL, "Y");
+  expect_fail(&m, NNMEM_ERR_INVALID, "'TFX'");
+  pb_t b[4] = {attr_str("mode", "TF"), attr_int("min_gram_length", 1),
+               attr_int("max_gram_length", 1),
+               attr_ints("ngram_indexes", 1, idx)};
+  m = one_node(9, 2, xd, node("TfIdfVectorizer", "tfidf", "X", "Y", 4, b), 0,
+               NULL, "Y");
+  expect_fail(&m, NNMEM_ERR_INVALID, "pool_int64s");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_split_sizes),
@@ -403,6 +432,7 @@ int main(void) {
       cmocka_unit_test(test_loop_unbounded_trip_count),
       cmocka_unit_test(test_bad_input_shapes),
       cmocka_unit_test(test_resize_policies),
+      cmocka_unit_test(test_tfidf),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -149,6 +149,35 @@ static inline pb_t attr_str(const char *name, const char *s) {
   return a;
 }
 
+static inline pb_t attr_float(const char *name, float v) {
+  pb_t a = {0};
+  f_str(&a, 1, name);
+  f_int(&a, 20, 1);
+  f_float(&a, 2, v);
+  return a;
+}
+
+static inline pb_t attr_floats(const char *name, int n, const float *v) {
+  pb_t a = {0};
+  f_str(&a, 1, name);
+  f_int(&a, 20, 6);
+  for (int i = 0; i < n; i++)
+    f_float(&a, 7, v[i]);
+  return a;
+}
+
+/* A float tensor with n values (raw_data). */
+static inline pb_t ftensor(const char *name, int rank, const int64_t *dims,
+                           const float *vals, size_t n) {
+  pb_t t = {0};
+  for (int i = 0; i < rank; i++)
+    f_int(&t, 1, dims[i]);
+  f_int(&t, 2, FLOAT);
+  f_str(&t, 8, name);
+  f_bytes(&t, 9, vals, n * sizeof *vals);
+  return t;
+}
+
 static inline pb_t attr_graph(const char *name, pb_t *g) {
   pb_t a = {0};
   f_str(&a, 1, name);

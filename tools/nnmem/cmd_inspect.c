@@ -2,8 +2,8 @@
  * graph), run the liveness analysis and list every tensor: name, kind,
  * dtype, shape, bytes and lifetime [first, last) in schedule steps, as a
  * table or as JSON ({"model", "tensors": [{"name", "kind", "dtype",
- * "shape", "bytes", "first", "last"}], "ops", "steps",
- * "unresolved_tensors", "onnx"}).
+ * "shape", "bytes", "upper_bound" (only when true: a data-dependent size),
+ * "first", "last"}], "ops", "steps", "unresolved_tensors", "onnx"}).
  *
  * Steps: 1. options (errors -> exit 1); 2. import (ONNX options as for
  * `nnmem plan`); 3. liveness (lifetimes); 4. print.
@@ -141,6 +141,8 @@ static void tensor_json(nnmem__jw_t *w, const nnmem_graph_t *g,
     nnmem__jw_i64(w, t.shape[k]);
   nnmem__jw_end(w);
   nnmem__jw_kv_u64(w, "bytes", t.bytes);
+  if (nnmem_graph_tensor_size_is_upper_bound(g, i))
+    nnmem__jw_kv_bool(w, "upper_bound", 1); /* data-dependent: at most */
   if (nnmem_liveness_tensor(l, i, &lv) == NNMEM_OK) {
     nnmem__jw_kv_u64(w, "first", lv.first);
     nnmem__jw_kv_u64(w, "last", lv.last);

@@ -98,6 +98,16 @@ void cli_onnx_summary(FILE *f, const nnmem_onnx_report_t *r) {
     fprintf(f, ", %zu more in subgraphs", r->subgraph_nodes);
   fprintf(f, "), unresolved tensors %zu\n", r->unresolved_tensors);
   put_list(f, "defaults", r->n_defaults, r->defaults, 1);
+  if (r->n_unsupported) {
+    const nnmem_onnx_first_unsupported_t *u = &r->first_unsupported;
+    char op[128], node[128];
+    fprintf(f,
+            "  unsupported operator '%s' (domain %s, opset %lld) at node "
+            "'%s': %zu tensor%s downstream unresolved\n",
+            cli_printable(u->op_type, op, sizeof op), u->domain,
+            (long long)u->opset, cli_printable(u->node, node, sizeof node),
+            u->downstream_unresolved, u->downstream_unresolved == 1 ? "" : "s");
+  }
   put_list(f, "unsupported", r->n_unsupported, r->unsupported, 0);
   put_list(f, "unresolved", r->n_unresolved_listed, r->unresolved, 0);
   put_list(f, "upper bounds", r->n_data_dependent, r->data_dependent, 0);
@@ -133,5 +143,16 @@ void cli_onnx_json_add(nnmem__jw_t *w, const nnmem_onnx_report_t *r) {
   named_list(w, "defaults", r->defaults, r->n_defaults, "dim", "class", 1);
   named_list(w, "unsupported", r->unsupported, r->n_unsupported, "node",
              "op_type", 0);
+  if (r->n_unsupported) {
+    const nnmem_onnx_first_unsupported_t *u = &r->first_unsupported;
+    nnmem__jw_key(w, "first_unsupported");
+    nnmem__jw_object(w);
+    nnmem__jw_kv_string(w, "node", u->node);
+    nnmem__jw_kv_string(w, "op_type", u->op_type);
+    nnmem__jw_kv_string(w, "domain", u->domain);
+    nnmem__jw_kv_i64(w, "opset", (int64_t)u->opset);
+    nnmem__jw_kv_u64(w, "downstream_unresolved", u->downstream_unresolved);
+    nnmem__jw_end(w);
+  }
   nnmem__jw_end(w);
 }

@@ -6,12 +6,15 @@
  *      outputs of folded nodes -> CONSTANT, graph outputs -> OUTPUT, others
  *      -> ACTIVATION; values of an enclosing scope used by a body become
  *      WEIGHT tensors of the body graph (they live outside its arena);
- *   2. size: dtype (cfg->dtype replaces floating types), layout (NHWC
- *      permutes rank-4 non-weight shapes; NC1HWC0 makes them
- *      [N, ceil(C / C0), H, W, C0]), types nnmem has no enum for (string,
- *      complex, 8-bit floats, 4-bit ints) get explicit byte sizes; a value
- *      whose type or shape is unknown is unresolved: 0 bytes, counted and
- *      listed in the report (strict mode: an error naming it);
+ *   2. size: dtype (cfg->dtype replaces floating types; strings are
+ *      NNMEM_DTYPE_STRING, a 16-byte handle per element, the characters
+ *      unplanned), layout (NHWC permutes rank-4 non-weight shapes; NC1HWC0
+ *      makes them [N, ceil(C / C0), H, W, C0]), types nnmem has no enum for
+ *      (complex, 8-bit floats, 4-bit ints) get explicit byte sizes; a
+ *      data-dependent value (sized by an upper bound) carries
+ *      NNMEM_TENSOR_UPPER_BOUND; a value whose type or shape is unknown is
+ *      unresolved: 0 bytes, counted and listed in the report (strict mode:
+ *      an error naming it);
  *   3. one op per node that is not folded, in execution order, with
  *      implicit (captured) inputs appended; VIEW / INPLACE flags from the
  *      registry when sizes allow; control ops carry their body workspace;
@@ -54,6 +57,8 @@ static nnmem_dtype_t map_dtype(int32_t e) {
       return NNMEM_DTYPE_UINT64;
     case OX_BFLOAT16:
       return NNMEM_DTYPE_BFLOAT16;
+    case OX_STRING:
+      return NNMEM_DTYPE_STRING;
     default:
       return NNMEM_DTYPE_UNDEFINED;
   }
@@ -124,11 +129,12 @@ static int size_desc(const ox_ctx_t *c, const ox_val_t *v, int weight,
   d->dtype = dt;
   d->rank = (uint32_t)r;
   d->shape = dims;
+  d->flags = v->data_dep ? NNMEM_TENSOR_UPPER_BOUND : 0;
   if (dt == NNMEM_DTYPE_UNDEFINED) { /* explicit bytes */
     uint64_t n = 1;
     for (int32_t i = 0; i < r; i++)
       if (nnmem__mul_overflow(n, (uint64_t)dims[i], &n)) n = UINT64_MAX;
-    if (!bits) bits = 128; /* strings: a 16-byte handle each */
+    if (!bits) bits = 128; /* a type of no known width: the widest */
     d->bytes = n > UINT64_MAX / bits ? UINT64_MAX : (n * bits + 7) / 8;
     if (d->bytes == 0)
       d->shape = NULL, d->rank = 0, d->dtype = NNMEM_DTYPE_UINT8;
@@ -156,6 +162,7 @@ static nnmem_status_t add_value(ox_ctx_t *c, ox_scope_t *s, nnmem_graph_t *g,
           v->producer >= 0 ? s->nodes[v->producer].name : "graph input",
           v->elem ? "shape" : "type");
     if (s->depth == 0) note_unresolved(c, s, v);
+    v->unresolved = s->depth == 0;
     d.dtype = NNMEM_DTYPE_UINT8;
     d.rank = 1;
     d.shape = zero;

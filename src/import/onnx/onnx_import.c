@@ -66,9 +66,11 @@ static nnmem_status_t check_config(ox_ctx_t *c) {
   }
   if ((unsigned)k->layout > NNMEM_ONNX_LAYOUT_NC1HWC0 ||
       (unsigned)k->dtype >= NNMEM_DTYPE_COUNT_ ||
+      k->dtype == NNMEM_DTYPE_STRING ||
       (k->alignment && !nnmem__is_pow2(k->alignment)))
     return nnmem__diag(c->diag, NNMEM_ERR_INVALID,
-                       "%s: bad layout, dtype or alignment in the config",
+                       "%s: bad layout, dtype (floating tensors convert to a "
+                       "numeric type) or alignment in the config",
                        c->file);
   return NNMEM_OK;
 }
@@ -179,6 +181,7 @@ static nnmem_status_t run(ox_ctx_t *c, const Onnx__ModelProto *m,
       nnmem__diag(c->diag, st, "%s: %s", c->file, tmp.message);
   }
   if (st == NNMEM_OK) fill_report(c, m, s, g);
+  if (st == NNMEM_OK) nnmem__onnx_count_downstream(c, s);
   nnmem__onnx_scope_free(s);
   if (st != NNMEM_OK) {
     nnmem_graph_destroy(g);

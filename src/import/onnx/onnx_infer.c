@@ -14,7 +14,12 @@
  *   3. inference (nnmem__onnx_scope_infer): in that order, check the node's
  *      domain, run the registry's inference function, fold (outputs become
  *      constants when every input is constant or every output got its
- *      values), take declared types for what is still unknown.
+ *      values), flag outputs computed from an upper bound (propagate_bound),
+ *      take declared types for what is still unknown; the first
+ *      unsupported node is described in the report (op, domain, opset);
+ *   4. after conversion (nnmem__onnx_count_downstream): forward
+ *      reachability from that node's outputs counts the unresolved
+ *      main-graph values it leaves behind.
  * Complexity: O(V + E) plus the bodies. Thread-safety: per context. */
 #include <stdio.h>
 #include <string.h>
@@ -280,8 +285,32 @@ static int domain_imported(const ox_ctx_t *c, const char *domain) {
   return 0;
 }
 
+/* The model's opset of `domain` (0 when not imported). */
+static int64_t domain_opset(const ox_ctx_t *c, const char *domain) {
+  if (default_domain(domain)) return c->opset;
+  const Onnx__ModelProto *m = c->model;
+  for (size_t i = 0; i < m->n_opset_import; i++) {
+    const char *d = m->opset_import[i]->domain;
+    if (d && strcmp(d, domain) == 0) return m->opset_import[i]->version;
+  }
+  return 0;
+}
+
+static void note_first_unsupported(ox_ctx_t *c, const ox_node_t *n) {
+  nnmem_onnx_first_unsupported_t *f = &c->rep->first_unsupported;
+  const char *dom = n->np->domain;
+  snprintf(f->node, sizeof f->node, "%s", n->name);
+  snprintf(f->op_type, sizeof f->op_type, "%s", n->type);
+  snprintf(f->domain, sizeof f->domain, "%s",
+           default_domain(dom) ? "ai.onnx" : dom);
+  f->opset = domain_opset(c, dom);
+  f->downstream_unresolved = 0;
+  c->first_unsupported = c->top_node;
+}
+
 static void note_unsupported(ox_ctx_t *c, const ox_node_t *n) {
   nnmem_onnx_report_t *r = c->rep;
+  if (r->n_unsupported == 0) note_first_unsupported(c, n);
   if (r->n_unsupported < NNMEM_ONNX_REPORT_LIST) {
     nnmem_onnx_named_t *e = &r->unsupported[r->n_unsupported];
     snprintf(e->name, sizeof e->name, "%s", n->name);
@@ -301,6 +330,23 @@ void nnmem__onnx_mark_data_dep(ox_ctx_t *c, const ox_node_t *n, ox_val_t *v) {
     snprintf(e->what, sizeof e->what, "%s", n->type);
   }
   r->n_data_dependent++;
+}
+
+/* Sizes computed from an upper bound are upper bounds too. Conservative:
+ * any input that is a bound or holds values computed from one flags every
+ * output, except that Shape / Size of a bound have an exact size (only
+ * their values are bounds). The report lists only the sources. */
+static void propagate_bound(ox_node_t *n) {
+  int dep = 0;
+  for (size_t k = 0; k < n->n_in + n->n_implicit && !dep; k++)
+    dep = n->in[k] && (n->in[k]->data_dep || n->in[k]->vals_dep);
+  if (!dep) return;
+  int exact = strcmp(n->type, "Shape") == 0 || strcmp(n->type, "Size") == 0;
+  for (size_t k = 0; k < n->n_out; k++) {
+    if (!n->out[k]) continue;
+    n->out[k]->vals_dep = 1;
+    if (!exact) n->out[k]->data_dep = 1;
+  }
 }
 
 /* Outputs become constants when all inputs are, or all outputs got values. */
@@ -335,6 +381,7 @@ static nnmem_status_t infer_node(ox_ctx_t *c, ox_scope_t *s, size_t i) {
     nnmem_status_t st = op->infer(c, n);
     if (st != NNMEM_OK) return st;
     fold(s, i, op);
+    propagate_bound(n);
   }
   for (size_t k = 0; k < n->n_out && !(op && c->no_decl_fallback); k++) {
     ox_val_t *v = n->out[k];
@@ -346,9 +393,37 @@ static nnmem_status_t infer_node(ox_ctx_t *c, ox_scope_t *s, size_t i) {
 }
 
 nnmem_status_t nnmem__onnx_scope_infer(ox_ctx_t *c, ox_scope_t *s) {
+  if (s->depth == 0) c->top_node = c->first_unsupported = -1;
   for (size_t k = 0; k < s->n_nodes; k++) {
+    if (s->depth == 0) c->top_node = s->order[k];
     nnmem_status_t st = infer_node(c, s, s->order[k]);
     if (st != NNMEM_OK) return st;
   }
   return NNMEM_OK;
+}
+
+/* Forward reachability from the first unsupported node's outputs in
+ * execution order; O(V + E). */
+void nnmem__onnx_count_downstream(ox_ctx_t *c, const ox_scope_t *s) {
+  if (c->first_unsupported < 0 || s->n_vals == 0) return;
+  uint8_t *reach = calloc(s->n_vals, 1);
+  if (!reach) return; /* the count stays 0 */
+  size_t count = 0;
+  for (size_t k = 0; k < s->n_nodes; k++) {
+    const ox_node_t *n = &s->nodes[s->order[k]];
+    int hit = (int64_t)s->order[k] == c->first_unsupported;
+    for (size_t i = 0; !hit && i < n->n_in + n->n_implicit; i++) {
+      const ox_val_t *v = n->in[i];
+      hit = v && v >= s->vals && v < s->vals + s->n_vals && reach[v - s->vals];
+    }
+    for (size_t i = 0; hit && i < n->n_out; i++) {
+      const ox_val_t *v = n->out[i];
+      if (!v || v < s->vals || v >= s->vals + s->n_vals || reach[v - s->vals])
+        continue;
+      reach[v - s->vals] = 1;
+      count += v->unresolved;
+    }
+  }
+  free(reach);
+  c->rep->first_unsupported.downstream_unresolved = count;
 }

@@ -59,8 +59,12 @@ typedef struct ox_val {
   uint8_t is_init;           /* an initializer */
   uint8_t is_input;          /* a graph input (not an initializer) */
   uint8_t is_output;         /* a graph output */
-  uint8_t data_dep;          /* sized by a documented upper bound */
+  uint8_t data_dep;          /* sized by an upper bound (a data-dependent
+                                output, or computed from one) */
+  uint8_t vals_dep;          /* values computed from an upper bound (e.g.
+                                Shape of a data-dependent tensor) */
   uint8_t non_tensor;        /* sequence / map / optional: not sized */
+  uint8_t unresolved;        /* main graph: sized 0, counted (convert) */
   uint8_t has_vals;
   uint8_t is_outer; /* lives in an enclosing scope (captured) */
   int64_t *iv;      /* values of integer / bool tensors (has_vals) */
@@ -111,6 +115,10 @@ extern const ox_op_t nnmem__onnx_ops_nn[];
 extern const ox_op_t nnmem__onnx_ops_shape[];
 extern const ox_op_t nnmem__onnx_ops_control[];
 extern const ox_op_t nnmem__onnx_ops_misc[];
+extern const ox_op_t nnmem__onnx_ops_legacy[];
+
+/* Slice (onnx_ops_shape.c), also behind DynamicSlice (onnx_ops_legacy.c). */
+nnmem_status_t nnmem__onnx_infer_slice(struct ox_ctx *c, ox_node_t *n);
 
 /* Finds the operator `type` of the default domain; NULL when unsupported. */
 const ox_op_t *nnmem__onnx_find_op(const char *type);
@@ -144,6 +152,10 @@ typedef struct ox_ctx {
   const void *const *in_pb; /* conformance: serialized TensorProto values of
                                cfg.input_shapes[i] (NULL entries allowed) */
   const size_t *in_pb_len;
+  int64_t top_node;          /* main-graph node being inferred (its bodies
+                                too), or -1 */
+  int64_t first_unsupported; /* main-graph node holding the first
+                                unsupported one, or -1 */
 } ox_ctx_t;
 
 /* ---- onnx_wire.c: 1 when protobuf messages nest deeper than
@@ -221,6 +233,9 @@ int nnmem__onnx_decl_mismatch(ox_ctx_t *c, const ox_val_t *v, char *why,
 ox_val_t *nnmem__onnx_scope_find(ox_scope_t *s, const char *name);
 /* Marks data-dependent outputs (adds to the report). */
 void nnmem__onnx_mark_data_dep(ox_ctx_t *c, const ox_node_t *n, ox_val_t *v);
+/* Counts the unresolved main-graph values computed from the outputs of
+ * c->first_unsupported into the report (after conversion). */
+void nnmem__onnx_count_downstream(ox_ctx_t *c, const ox_scope_t *s);
 /* Binds a symbolic dim name to a value (cfg, or the documented default). */
 int64_t nnmem__onnx_bind_dim(ox_ctx_t *c, const char *param);
 

@@ -292,8 +292,8 @@ const ox_op_t nnmem__onnx_ops_control[] = {{"If", infer_if, OX_CONTROL},
 /* ---- registry ------------------------------------------------------------*/
 
 static const ox_op_t *const families[] = {
-    nnmem__onnx_ops_elem, nnmem__onnx_ops_nn, nnmem__onnx_ops_shape,
-    nnmem__onnx_ops_control, nnmem__onnx_ops_misc};
+    nnmem__onnx_ops_elem,    nnmem__onnx_ops_nn,   nnmem__onnx_ops_shape,
+    nnmem__onnx_ops_control, nnmem__onnx_ops_misc, nnmem__onnx_ops_legacy};
 
 const ox_op_t *nnmem__onnx_find_op(const char *type) {
   if (!type) return NULL;

@@ -244,7 +244,6 @@ const ox_op_t nnmem__onnx_ops_elem[] = {
     {"Hardmax", infer_unary, 0},
     {"InstanceNormalization", infer_unary, 0},
     {"LpNormalization", infer_unary, 0},
-    {"MeanVarianceNormalization", infer_unary, 0},
     {"GroupNormalization", infer_unary, 0},
     {"LRN", infer_unary, 0},
     {"CumSum", infer_unary, 0},

@@ -1,7 +1,7 @@
 /* onnx_ops_misc.c - shape / dtype inference of the less common operators:
  * losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), Det, signal
  * processing (DFT, STFT, window generators, MelWeightMatrix),
- * StringNormalizer, CenterCropPad, AffineGrid and Col2Im.
+ * StringNormalizer, TfIdfVectorizer, CenterCropPad, AffineGrid and Col2Im.
  *
  * Rules (ONNX operator specification):
  *   1. losses: reduction "none" -> the target / label shape, else a scalar;
@@ -14,7 +14,9 @@
  *   5. windows: [size] with `output_datatype`; MelWeightMatrix:
  *      [dft_length / 2 + 1, num_mel_bins];
  *   6. StringNormalizer keeps the shape (an upper bound when stopwords may
- *      remove strings);
+ *      remove strings); TfIdfVectorizer: [C] -> [K], [N, C] -> [N, K] float
+ *      with K = max(ngram_indexes) + 1 (mode TF / IDF / TFIDF,
+ *      1 <= min_gram_length <= max_gram_length, indexes >= 0, one pool);
  *   7. CenterCropPad, AffineGrid and Col2Im take their output dims from
  *      their (folded) shape inputs.
  * Complexity O(rank) per node. Thread-safety: pure. */
@@ -118,6 +120,69 @@ static nnmem_status_t infer_strnorm(ox_ctx_t *c, ox_node_t *n) {
   return NNMEM_OK;
 }
 
+static nnmem_status_t tfidf_attrs(ox_ctx_t *c, ox_node_t *n, int64_t *k) {
+  char mode[16];
+  int64_t lo, hi, skip;
+  const int64_t *idx, *pool;
+  size_t nidx, npool;
+  nnmem_status_t st =
+      nnmem__onnx_attr_string(c, n, "mode", "", mode, sizeof mode);
+  if (st == NNMEM_OK)
+    st = nnmem__onnx_attr_int(c, n, "min_gram_length", 0, &lo);
+  if (st == NNMEM_OK)
+    st = nnmem__onnx_attr_int(c, n, "max_gram_length", 0, &hi);
+  if (st == NNMEM_OK)
+    st = nnmem__onnx_attr_int(c, n, "max_skip_count", 0, &skip);
+  if (st == NNMEM_OK)
+    st = nnmem__onnx_attr_ints(c, n, "ngram_indexes", &idx, &nidx);
+  if (st == NNMEM_OK)
+    st = nnmem__onnx_attr_ints(c, n, "pool_int64s", &pool, &npool);
+  if (st != NNMEM_OK) return st;
+  if (strcmp(mode, "TF") != 0 && strcmp(mode, "IDF") != 0 &&
+      strcmp(mode, "TFIDF") != 0)
+    return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                  "mode '%s' is not TF, IDF or TFIDF", mode);
+  if (lo < 1 || hi < lo || skip < 0)
+    return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                  "needs 1 <= min_gram_length <= "
+                                  "max_gram_length and max_skip_count >= 0");
+  if (!pool == !nnmem__onnx_attr(n, "pool_strings"))
+    return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                  "needs exactly one of pool_int64s and "
+                                  "pool_strings");
+  *k = 0;
+  for (size_t i = 0; i < nidx; i++) {
+    if (idx[i] < 0 || idx[i] == INT64_MAX)
+      return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                    "ngram_indexes holds %lld",
+                                    (long long)idx[i]);
+    if (idx[i] + 1 > *k) *k = idx[i] + 1;
+  }
+  if (!nidx)
+    return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                  "ngram_indexes is empty");
+  return NNMEM_OK;
+}
+
+static nnmem_status_t infer_tfidf(ox_ctx_t *c, ox_node_t *n) {
+  ox_val_t *x = OX_IN(n, 0);
+  int64_t k = 0, d[2];
+  nnmem_status_t st = tfidf_attrs(c, n, &k);
+  if (st != NNMEM_OK || !x) return st;
+  if (x->rank != 1 && x->rank != 2) {
+    if (x->rank >= 0)
+      return nnmem__onnx_node_error(c, n, NNMEM_ERR_INVALID,
+                                    "input has rank %d, want 1 or 2",
+                                    (int)x->rank);
+    nnmem__onnx_set(OX_OUT(n, 0), OX_FLOAT, -1, NULL);
+    return NNMEM_OK;
+  }
+  d[0] = x->rank == 2 ? x->dims[0] : k;
+  d[1] = k;
+  nnmem__onnx_set(OX_OUT(n, 0), OX_FLOAT, x->rank, d);
+  return NNMEM_OK;
+}
+
 /* CenterCropPad: the `axes` dims (all by default) take the shape input. */
 static nnmem_status_t infer_center_crop_pad(ox_ctx_t *c, ox_node_t *n) {
   ox_val_t *x = OX_IN(n, 0), *sh = OX_IN(n, 1);
@@ -188,4 +253,5 @@ const ox_op_t nnmem__onnx_ops_misc[] = {
     {"BlackmanWindow", infer_window, 0},
     {"MelWeightMatrix", infer_mel, 0},
     {"StringNormalizer", infer_strnorm, 0},
+    {"TfIdfVectorizer", infer_tfidf, 0},
     {NULL, NULL, 0}};

@@ -489,13 +489,12 @@ static int64_t scaled(int64_t x, double scale) {
 
 /* Resize (scales or sizes, opset 18 `axes` and keep_aspect_ratio_policy:
  * one scale min / max over the axes of sizes / input, each dim
- * round(scale x)) and Upsample; tf_crop_and_resize scales the roi extent
- * (roi end - start) of each axis. */
+ * round(scale x)); tf_crop_and_resize scales the roi extent (roi end -
+ * start) of each axis. Upsample lives in onnx_ops_legacy.c. */
 static nnmem_status_t infer_resize(ox_ctx_t *c, ox_node_t *n) {
   ox_val_t *x = OX_IN(n, 0), *y = OX_OUT(n, 0);
-  int upsample = strcmp(n->type, "Upsample") == 0;
-  ox_val_t *sz = upsample ? NULL : OX_IN(n, 3);
-  ox_val_t *sc = OX_IN(n, upsample || n->opset < 11 ? 1 : 2);
+  ox_val_t *sz = OX_IN(n, 3);
+  ox_val_t *sc = OX_IN(n, n->opset < 11 ? 1 : 2);
   const float *fa = NULL;
   const int64_t *ax = NULL;
   size_t nfa = 0, nax = 0;
@@ -517,7 +516,7 @@ static nnmem_status_t infer_resize(ox_ctx_t *c, ox_node_t *n) {
   if (st != NNMEM_OK) return st;
   int use_sizes = sz && sz->has_vals && sz->nvals == na;
   double keep = -1; /* not_larger / not_smaller: one scale for all axes */
-  ox_val_t *roi = !upsample && n->opset >= 11 ? OX_IN(n, 1) : NULL;
+  ox_val_t *roi = n->opset >= 11 ? OX_IN(n, 1) : NULL;
   int crop = strcmp(mode, "tf_crop_and_resize") == 0 && roi && roi->has_vals &&
              roi->nvals == 2 * na;
   int32_t axes[OX_MAX_RANK];
@@ -702,7 +701,6 @@ const ox_op_t nnmem__onnx_ops_nn[] = {
     {"TopK", infer_topk, 0},
     {"NonMaxSuppression", infer_nms, 0},
     {"Resize", infer_resize, 0},
-    {"Upsample", infer_resize, 0},
     {"DepthToSpace", infer_depth_space, 0},
     {"SpaceToDepth", infer_depth_space, 0},
     {"LSTM", infer_rnn, 0},

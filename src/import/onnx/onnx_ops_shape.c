@@ -8,12 +8,11 @@
  * (Shape -> Gather -> Unsqueeze -> Concat -> Reshape), so each one also
  * computes its output values when its inputs have them (values are kept
  * for tensors up to OX_MAX_VALUES elements). Opset differences handled:
- * Squeeze / Unsqueeze / Split / Slice / Pad / Reshape / Tile / Upsample
- * take attributes in old opsets and inputs in new ones.
- * Data-dependent outputs: NonZero -> [rank, numel(X)], Compress -> the
- * condition length (bounded by the axis), Unique -> numel(X); each marked in
- * the report. Complexity O(rank) per node plus the folded elements.
- * Thread-safety: pure. */
+ * Squeeze / Unsqueeze / Split / Slice / Pad / Reshape / Tile take attributes in
+ * old opsets and inputs in new ones. Data-dependent outputs: NonZero -> [rank,
+ * numel(X)], Compress -> the condition length (bounded by the axis), Unique ->
+ * numel(X); each marked in the report. Complexity O(rank) per node plus the
+ * folded elements. Thread-safety: pure. */
 #include <math.h>
 #include <string.h>
 
@@ -390,7 +389,7 @@ static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
   return v < lo ? lo : v > hi ? hi : v;
 }
 
-static nnmem_status_t infer_slice(ox_ctx_t *c, ox_node_t *n) {
+nnmem_status_t nnmem__onnx_infer_slice(ox_ctx_t *c, ox_node_t *n) {
   ox_val_t *x = OX_IN(n, 0), *y = OX_OUT(n, 0);
   const int64_t *s, *e, *ax, *stp;
   size_t ns, nax, nst;
@@ -824,7 +823,7 @@ const ox_op_t nnmem__onnx_ops_shape[] = {
     {"Transpose", infer_transpose, 0},
     {"Concat", infer_concat, 0},
     {"Split", infer_split, 0},
-    {"Slice", infer_slice, 0},
+    {"Slice", nnmem__onnx_infer_slice, 0},
     {"Gather", infer_gather, 0},
     {"GatherElements", infer_gather_elements, 0},
     {"GatherND", infer_gather_nd, 0},
