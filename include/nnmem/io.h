@@ -46,11 +46,25 @@ nnmem_status_t nnmem_csv_write_solution(const nnmem_csv_t *csv,
                                         const uint64_t *offsets,
                                         const char *path, nnmem_diag_t *diag);
 
+/* The text nnmem_csv_write_solution writes, as a new malloc'd
+ * NUL-terminated string (*out, caller frees) of *len_out bytes (len_out may
+ * be NULL), for callers that stage several outputs (all or none). */
+NNMEM_API nnmem_status_t nnmem_csv_format_solution(const nnmem_csv_t *csv,
+                                                   const uint64_t *offsets,
+                                                   char **out, size_t *len_out,
+                                                   nnmem_diag_t *diag);
+
 /* Writes any problem and offsets in MiniMalloc form
  * (`id,lower,upper,size,alignment,offset`), atomically. */
 nnmem_status_t nnmem_problem_write_csv(const nnmem_problem_t *p,
                                        const uint64_t *offsets,
                                        const char *path, nnmem_diag_t *diag);
+
+/* The text nnmem_problem_write_csv writes, as a new malloc'd string. */
+NNMEM_API nnmem_status_t nnmem_problem_format_csv(const nnmem_problem_t *p,
+                                                  const uint64_t *offsets,
+                                                  char **out, size_t *len_out,
+                                                  nnmem_diag_t *diag);
 
 /* ---- JSON graph ---------------------------------------------------------- */
 nnmem_status_t nnmem_graph_parse_json(const char *data, size_t len,
@@ -69,6 +83,11 @@ nnmem_status_t nnmem_plan_write_json(const nnmem_graph_t *g,
                                      const nnmem_plan_t *plan,
                                      uint64_t alignment, const char *path,
                                      nnmem_diag_t *diag);
+
+/* The text nnmem_plan_write_json writes, as a new malloc'd string. */
+NNMEM_API nnmem_status_t nnmem_plan_format_json(
+    const nnmem_graph_t *g, const nnmem_liveness_t *l, const nnmem_plan_t *plan,
+    uint64_t alignment, char **out, size_t *len_out, nnmem_diag_t *diag);
 
 /* Formats the profile as a JSON object into a new malloc'd string
  * (caller frees). `model` may be NULL. */

@@ -109,14 +109,13 @@ static nnmem_status_t put_tensor(nnmem__text_t *t, const nnmem_graph_t *g,
   return NNMEM_OK;
 }
 
-nnmem_status_t nnmem_plan_write_json(const nnmem_graph_t *g,
-                                     const nnmem_liveness_t *l,
-                                     const nnmem_plan_t *plan,
-                                     uint64_t alignment, const char *path,
-                                     nnmem_diag_t *diag) {
-  if (!g || !l || !plan || !path)
-    return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "nnmem_plan_write_json: NULL argument");
+/* nnmem_plan_format_json with `path`, the name messages give the output. */
+static nnmem_status_t format_plan(const nnmem_graph_t *g,
+                                  const nnmem_liveness_t *l,
+                                  const nnmem_plan_t *plan, uint64_t alignment,
+                                  const char *path, char **out, size_t *len_out,
+                                  nnmem_diag_t *diag) {
+  *out = NULL;
   size_t n_buf = nnmem_problem_count(nnmem_liveness_problem(l));
   if (nnmem_plan_count(plan) != n_buf)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
@@ -148,8 +147,39 @@ nnmem_status_t nnmem_plan_write_json(const nnmem_graph_t *g,
                 path);
   else if ((st = nnmem__text_status(&t)) != NNMEM_OK)
     nnmem__diag(diag, st, "%s: out of memory", path);
-  else
-    st = nnmem_file_write_atomic(path, t.data, t.len, diag);
-  nnmem__text_free(&t);
+  if (st != NNMEM_OK) {
+    nnmem__text_free(&t);
+    return st;
+  }
+  *out = t.data;
+  if (len_out) *len_out = t.len;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_plan_format_json(const nnmem_graph_t *g,
+                                      const nnmem_liveness_t *l,
+                                      const nnmem_plan_t *plan,
+                                      uint64_t alignment, char **out,
+                                      size_t *len_out, nnmem_diag_t *diag) {
+  if (!g || !l || !plan || !out)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_plan_format_json: NULL argument");
+  return format_plan(g, l, plan, alignment, "plan JSON", out, len_out, diag);
+}
+
+nnmem_status_t nnmem_plan_write_json(const nnmem_graph_t *g,
+                                     const nnmem_liveness_t *l,
+                                     const nnmem_plan_t *plan,
+                                     uint64_t alignment, const char *path,
+                                     nnmem_diag_t *diag) {
+  if (!g || !l || !plan || !path)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_plan_write_json: NULL argument");
+  char *text = NULL;
+  size_t len = 0;
+  nnmem_status_t st =
+      format_plan(g, l, plan, alignment, path, &text, &len, diag);
+  if (st == NNMEM_OK) st = nnmem_file_write_atomic(path, text, len, diag);
+  free(text);
   return st;
 }

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "common/outset.h"
 #include "nnmem/nnmem.h"
 
 /* Exit codes (documented in `nnmem --help`). */
@@ -110,6 +111,13 @@ const char *cli_printable(const char *s, char *buf, size_t cap);
  * cli_printable. */
 const char *cli_buffer_name(const nnmem_problem_t *p, size_t i, char *buf,
                             size_t cap);
+
+/* ---- outputs.c ---- */
+
+/* Until cli_outputs_unguard(), SIGINT / SIGTERM / SIGHUP first remove the
+ * temporaries staged in `set` (then kill the process as usual). */
+void cli_outputs_guard(const nnmem__outset_t *set);
+void cli_outputs_unguard(void);
 
 /* ---- onnx_opts.c ---- */
 

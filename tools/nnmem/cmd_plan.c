@@ -14,18 +14,18 @@
  *      failure is a planner bug -> exit 3;
  *   6. compute the profile (graphs: nnmem_profile_compute; problems: built
  *      here with no weights and no workspace);
- *   7. only now write --out and --profile (atomic library writers; if the
- *      second write fails the first file is removed again);
+ *   7. only now write --out and --profile as one output set (common/
+ *      outset.h): both are staged as temporaries, then renamed; on any
+ *      failure every existing file keeps its old bytes;
  *   8. print the human report (or the JSON report with --json).
- * Invariant: no output file exists after a non-zero exit that this run
- * created; every resource is freed on every path (plan_ctx_free).
+ * Invariant: after a non-zero exit every output file is as it was before
+ * (absent, or its old bytes); every resource is freed on every path
+ * (plan_ctx_free).
  * Thread-safety: single-threaded. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
@@ -445,7 +445,9 @@ static nnmem_status_t make_profile(plan_ctx_t *c) {
   return NNMEM_OK;
 }
 
-static nnmem_status_t write_plan_file(plan_ctx_t *c) {
+/* The bytes of the --out file, as a new malloc'd string. */
+static nnmem_status_t format_plan_file(plan_ctx_t *c, char **text,
+                                       size_t *len) {
   const char *out = c->opts.out;
   const uint64_t *offs = nnmem_plan_offsets(c->plan);
   if (c->kind == IN_CSV) {
@@ -454,57 +456,59 @@ static nnmem_status_t write_plan_file(plan_ctx_t *c) {
                          "%s: plan JSON needs a graph input; write the plan "
                          "of a CSV problem to a .csv file",
                          out);
-    return nnmem_csv_write_solution(c->csv, offs, out, &c->diag);
+    return nnmem_csv_format_solution(c->csv, offs, text, len, &c->diag);
   }
   if (has_ext(out, ".json"))
-    return nnmem_plan_write_json(c->graph, c->live, c->plan, c->opts.align, out,
-                                 &c->diag);
-  return nnmem_problem_write_csv(c->problem, offs, out, &c->diag);
+    return nnmem_plan_format_json(c->graph, c->live, c->plan, c->opts.align,
+                                  text, len, &c->diag);
+  return nnmem_problem_format_csv(c->problem, offs, text, len, &c->diag);
 }
 
-/* The cheap checks that a file can be written at `path` (not a folder, its
- * folder exists and is writable), so that --profile failing for those
- * reasons does not cost an --out file that was already replaced. */
-static nnmem_status_t output_path_ok(plan_ctx_t *c, const char *path) {
-  struct stat sb;
-  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-    return nnmem__diag(&c->diag, NNMEM_ERR_IO, "%s: is a directory", path);
-  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) return NNMEM_OK;
-  const char *slash = strrchr(path, '/');
-  char *dir = slash ? nnmem__strdup(path) : NULL;
-  if (dir) dir[slash == path ? 1 : slash - path] = '\0';
-  int ok = access(dir ? dir : ".", W_OK | X_OK) == 0;
-  int e = errno;
-  free(dir);
-  if (!ok)
-    return nnmem__diag(&c->diag, NNMEM_ERR_IO,
-                       "%s: cannot create a file there: %s", path, strerror(e));
-  return NNMEM_OK;
-}
-
-/* Step 7: --out, then --profile; on failure nothing new is left behind. */
-static nnmem_status_t write_outputs(plan_ctx_t *c) {
-  nnmem_status_t st = NNMEM_OK;
-  if (c->opts.out && c->opts.profile) st = output_path_ok(c, c->opts.profile);
-  if (st == NNMEM_OK && c->opts.out) st = write_plan_file(c);
-  if (st != NNMEM_OK || !c->opts.profile) return st;
+/* The bytes of the --profile file, as a new malloc'd string. */
+static nnmem_status_t format_profile_file(plan_ctx_t *c, char **text) {
   const char *model = c->graph ? nnmem_graph_name(c->graph) : c->run.title;
-  if (c->is_onnx) {
-    char *text = NULL;
-    st = nnmem_profile_format_json(&c->run.prof, model, &text);
-    if (st == NNMEM_OK) st = cli_onnx_json_add(&text, &c->onnx);
+  nnmem_status_t st = nnmem_profile_format_json(&c->run.prof, model, text);
+  if (st == NNMEM_OK && c->is_onnx) st = cli_onnx_json_add(text, &c->onnx);
+  if (st != NNMEM_OK)
+    nnmem__diag(&c->diag, st, "formatting the profile: %s",
+                nnmem_status_str(st));
+  return st;
+}
+
+/* Stages --out and --profile in `set` (each formatted in memory first). */
+static nnmem_status_t stage_outputs(plan_ctx_t *c, nnmem__outset_t *set) {
+  nnmem_status_t st = NNMEM_OK;
+  char *text = NULL;
+  size_t len = 0;
+  if (c->opts.out) {
+    st = format_plan_file(c, &text, &len);
     if (st == NNMEM_OK)
-      st = nnmem_file_write_atomic(c->opts.profile, text, strlen(text),
-                                   &c->diag);
-    else
-      nnmem__diag(&c->diag, st, "formatting the profile: %s",
-                  nnmem_status_str(st));
+      st = nnmem__outset_add_bytes(set, c->opts.out, text, len, &c->diag);
     free(text);
-  } else {
-    st = nnmem_profile_write_json(&c->run.prof, model, c->opts.profile,
-                                  &c->diag);
+    text = NULL;
   }
-  if (st != NNMEM_OK && c->opts.out) remove(c->opts.out);
+  if (st == NNMEM_OK && c->opts.profile) {
+    st = format_profile_file(c, &text);
+    if (st == NNMEM_OK)
+      st = nnmem__outset_add_bytes(set, c->opts.profile, text, strlen(text),
+                                   &c->diag);
+    free(text);
+  }
+  return st;
+}
+
+/* Step 7: every output file is replaced, or (on any failure) none is: the
+ * outputs are staged as temporaries and renamed only when all succeeded. */
+static nnmem_status_t write_outputs(plan_ctx_t *c) {
+  if (!c->opts.out && !c->opts.profile) return NNMEM_OK;
+  nnmem__outset_t *set = NULL;
+  nnmem_status_t st = nnmem__outset_create(&set);
+  if (st != NNMEM_OK) return nnmem__diag(&c->diag, st, "out of memory");
+  cli_outputs_guard(set);
+  st = stage_outputs(c, set);
+  if (st == NNMEM_OK) st = nnmem__outset_commit(set, &c->diag);
+  nnmem__outset_destroy(set);
+  cli_outputs_unguard();
   return st;
 }
 
