@@ -98,7 +98,24 @@ nnmem_status_t nnmem_profile_write_json(const nnmem_profile_t *prof,
                                         const char *model, const char *path,
                                         nnmem_diag_t *diag);
 
-/* Reads a whole file into a new NUL-terminated malloc'd buffer. */
+/* The default limit on an input file: 2 GiB. No single-file ONNX model is
+ * larger (protobuf messages are limited to 2 GiB; bigger models keep their
+ * weights in external data files, which nnmem never reads), and a
+ * MiniMalloc CSV of 2 GiB holds some 50 million buffers. Reading stops
+ * there instead of at the end of memory (/dev/zero, an endless pipe). */
+#define NNMEM_INPUT_MAX_DEFAULT ((uint64_t)2 << 30)
+
+/* Reads a whole file into a new NUL-terminated malloc'd buffer (*data_out,
+ * caller frees; *len_out bytes without the NUL). `path` "-" reads standard
+ * input. Inputs over `max_bytes` (0 = NNMEM_INPUT_MAX_DEFAULT) fail with
+ * NNMEM_ERR_UNSUPPORTED; a regular file is refused by its size before any
+ * byte is read, a pipe or device after max_bytes + 1 bytes. */
+NNMEM_API nnmem_status_t nnmem_file_read_limited(const char *path,
+                                                 uint64_t max_bytes,
+                                                 char **data_out,
+                                                 size_t *len_out,
+                                                 nnmem_diag_t *diag);
+/* nnmem_file_read_limited with the default limit. */
 nnmem_status_t nnmem_file_read(const char *path, char **data_out,
                                size_t *len_out, nnmem_diag_t *diag);
 /* Writes `len` bytes to `path` through a temporary file and rename. */

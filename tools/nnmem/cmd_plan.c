@@ -4,8 +4,9 @@
  * Steps:
  *   1. parse the options (errors -> exit 1 before any work);
  *   2. load the input: no file -> a built-in model (nnmem_zoo_build);
- *      .json -> graph; .csv -> MiniMalloc problem; another extension ->
- *      decided by the content ('{' first -> JSON graph, else CSV);
+ *      else (a path, or "-" for standard input) read it whole under the
+ *      --max-input-size limit and parse it as ONNX, JSON graph or CSV
+ *      problem, as its extension says and its content confirms (input.c);
  *   3. graphs: liveness analysis -> problem (--no-reuse disables views and
  *      in-place there and forces the naive planner);
  *   4. plan with the requested strategy, alignment, capacity and time
@@ -50,7 +51,8 @@ enum {
   OPT_DIM,
   OPT_DTYPE,
   OPT_LAYOUT,
-  OPT_STRICT
+  OPT_STRICT,
+  OPT_MAX_INPUT
 };
 
 static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
@@ -69,6 +71,7 @@ static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
                                        {"dtype", 0, 1, OPT_DTYPE},
                                        {"layout", 0, 1, OPT_LAYOUT},
                                        {"strict", 0, 0, OPT_STRICT},
+                                       {"max-input-size", 0, 1, OPT_MAX_INPUT},
                                        {NULL, 0, 0, 0}};
 
 typedef struct plan_ctx {
@@ -132,8 +135,10 @@ static void print_plan_help(void) {
       "\n"
       "INPUT is an ONNX model (.onnx), a graph (.json), a MiniMalloc problem\n"
       "(.csv: id,lower,upper,size with half-open lifetimes [lower, upper)), "
-      "or\n"
-      "nothing for a built-in model.\n"
+      "'-'\n"
+      "for standard input (format from the content), or nothing for a "
+      "built-in\n"
+      "model.\n"
       "\n"
       "Options:\n"
       "  -m, --model NAME       built-in model (default " CLI_DEFAULT_MODEL
@@ -161,6 +166,8 @@ static void print_plan_help(void) {
       "  -p, --profile FILE     write memory_profile JSON\n"
       "      --json             print a machine-readable JSON report instead\n"
       "  -q, --quiet            print nothing on success\n"
+      "      --max-input-size SIZE  refuse inputs larger than SIZE (default\n"
+      "                         2GiB, the largest single-file ONNX model)\n"
       "  -h, --help             show this help\n"
       "\n"
       "ONNX models:\n"
@@ -249,6 +256,8 @@ static int set_option(void *opts, int id, const char *v) {
       return cli_onnx_option("plan", &o->onnx, "layout", v);
     case OPT_STRICT:
       return cli_onnx_option("plan", &o->onnx, "strict", v);
+    case OPT_MAX_INPUT:
+      return cli_parse_max_input("plan", v, &o->max_input);
   }
   return 0;
 }
@@ -271,7 +280,9 @@ static int check_options(const cli_plan_opts_t *o) {
                            "--out '%s': the name must end in .json "
                            "or .csv",
                            o->out);
-  if (o->onnx.first && !(o->input && cli_is_onnx(o->input)))
+  if (o->onnx.first &&
+      !(o->input && (cli_format_of_name(o->input) == CLI_FMT_ONNX ||
+                     cli_format_of_name(o->input) == CLI_FMT_UNKNOWN)))
     return cli_usage_error("plan", "--%s applies to ONNX models (.onnx) only",
                            o->onnx.first);
   if (o->no_reuse && o->strategy != NNMEM_STRATEGY_AUTO &&
@@ -314,47 +325,39 @@ static nnmem_status_t load_model(plan_ctx_t *c) {
   return st;
 }
 
-/* Decides the format of a file without a known extension by its first
- * non-blank byte. */
-static nnmem_status_t load_sniffed(plan_ctx_t *c) {
-  char *data = NULL;
-  size_t len = 0;
-  const char *path = c->opts.input;
-  nnmem_status_t st = nnmem_file_read(path, &data, &len, &c->diag);
-  if (st != NNMEM_OK) return st;
-  size_t i = 0;
-  while (i < len && strchr(" \t\r\n", data[i]))
-    i++;
-  if (i < len && data[i] == '{') {
-    c->kind = IN_GRAPH;
-    st = nnmem_graph_parse_json(data, len, path, &c->graph, &c->diag);
-  } else {
+/* Parses the input read by cli_input_read as its decided format. */
+static nnmem_status_t parse_input(plan_ctx_t *c, const cli_input_t *in) {
+  if (in->format == CLI_FMT_CSV) {
     c->kind = IN_CSV;
-    st = nnmem_csv_parse(data, len, path, &c->csv, &c->diag);
+    return nnmem_csv_parse(in->data, in->len, in->name, &c->csv, &c->diag);
   }
-  free(data);
-  return st;
+  c->kind = IN_GRAPH;
+  if (in->format == CLI_FMT_JSON)
+    return nnmem_graph_parse_json(in->data, in->len, in->name, &c->graph,
+                                  &c->diag);
+  nnmem_onnx_config_t cfg;
+  cli_onnx_config(&c->opts.onnx, c->opts.align, &cfg);
+  c->is_onnx = 1;
+  return nnmem_onnx_import(in->data, in->len, in->name, &cfg, &c->graph,
+                           &c->onnx, &c->diag);
 }
 
+/* Step 2 for a file (or "-"): read with the size limit, decide the format
+ * (extension checked against content), parse. */
 static nnmem_status_t load_input(plan_ctx_t *c) {
-  const char *path = c->opts.input;
-  if (!path) return load_model(c);
-  if (has_ext(path, ".csv")) {
-    c->kind = IN_CSV;
-    return nnmem_csv_read_file(path, &c->csv, &c->diag);
-  }
-  if (has_ext(path, ".json")) {
-    c->kind = IN_GRAPH;
-    return nnmem_graph_read_json_file(path, &c->graph, &c->diag);
-  }
-  if (cli_is_onnx(path)) {
-    nnmem_onnx_config_t cfg;
-    cli_onnx_config(&c->opts.onnx, c->opts.align, &cfg);
-    c->kind = IN_GRAPH;
-    c->is_onnx = 1;
-    return nnmem_onnx_import_file(path, &cfg, &c->graph, &c->onnx, &c->diag);
-  }
-  return load_sniffed(c);
+  if (!c->opts.input) return load_model(c);
+  cli_input_t in;
+  nnmem_status_t st =
+      cli_input_read(&in, c->opts.input, c->opts.max_input, &c->diag);
+  if (st != NNMEM_OK) return st;
+  if (c->opts.onnx.first && in.format != CLI_FMT_ONNX)
+    st = nnmem__diag(&c->diag, NNMEM_ERR_INVALID,
+                     "--%s applies to ONNX models only, and %s is not one",
+                     c->opts.onnx.first, in.name);
+  else
+    st = parse_input(c, &in);
+  cli_input_free(&in);
+  return st;
 }
 
 /* Graph -> liveness -> problem. */

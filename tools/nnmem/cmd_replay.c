@@ -21,13 +21,15 @@
 
 int cli_cmd_replay(int argc, char **argv);
 
-enum { ROPT_HELP, ROPT_POOL, ROPT_JSON, ROPT_ALIGN };
+enum { ROPT_HELP, ROPT_POOL, ROPT_JSON, ROPT_ALIGN, ROPT_MAX_INPUT };
 
-static const cli_opt_t replay_table[] = {{"help", 'h', 0, ROPT_HELP},
-                                         {"pool", 'p', 1, ROPT_POOL},
-                                         {"json", 'j', 0, ROPT_JSON},
-                                         {"device-align", 'a', 1, ROPT_ALIGN},
-                                         {NULL, 0, 0, 0}};
+static const cli_opt_t replay_table[] = {
+    {"help", 'h', 0, ROPT_HELP},
+    {"pool", 'p', 1, ROPT_POOL},
+    {"json", 'j', 0, ROPT_JSON},
+    {"device-align", 'a', 1, ROPT_ALIGN},
+    {"max-input-size", 0, 1, ROPT_MAX_INPUT},
+    {NULL, 0, 0, 0}};
 
 typedef struct replay_opts {
   const char *trace;
@@ -35,6 +37,7 @@ typedef struct replay_opts {
   nnmem_pool_kind_t kind;
   int json;
   uint64_t align;
+  uint64_t max_input; /* --max-input-size; 0 = default */
 } replay_opts_t;
 
 static void print_replay_help(void) {
@@ -54,7 +57,9 @@ static void print_replay_help(void) {
       "                        first-fit, slab, or all (side by side)\n"
       "  -a, --device-align N  device alignment: 64, 128, 256 (default), 512\n"
       "  -j, --json            machine-readable output\n"
+      "      --max-input-size SIZE  refuse larger traces (default 2GiB)\n"
       "  -h, --help            show this help\n"
+      "TRACE.csv '-' is read from standard input.\n"
       "\n"
       "Exit codes: 0 ok; 1 bad usage or bad input; 3 the pool failed.\n",
       stdout);
@@ -65,6 +70,8 @@ static int set_replay_option(void *opts, int id, const char *v) {
   const char *why = NULL;
   if (id == ROPT_JSON) {
     o->json = 1;
+  } else if (id == ROPT_MAX_INPUT) {
+    return cli_parse_max_input("replay", v, &o->max_input);
   } else if (id == ROPT_POOL) {
     if (strcmp(v, "all") == 0)
       o->all = 1;
@@ -143,7 +150,7 @@ int cli_cmd_replay(int argc, char **argv) {
   if (rc >= 0) return rc;
   nnmem_diag_t d = {{0}};
   nnmem_csv_t *csv = NULL;
-  nnmem_status_t st = nnmem_csv_read_file(o.trace, &csv, &d);
+  nnmem_status_t st = cli_read_csv(o.trace, o.max_input, &csv, &d);
   if (st != NNMEM_OK) return cli_fail(st, &d);
   const nnmem_problem_t *p = nnmem_csv_problem(csv);
   nnmem_pool_kind_t first = o.all ? NNMEM_POOL_TIERED : o.kind;

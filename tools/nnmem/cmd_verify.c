@@ -22,17 +22,20 @@
 #include "common/util.h"
 #include "units.h"
 
-enum { VOPT_HELP, VOPT_ALIGN, VOPT_CAPACITY, VOPT_QUIET };
+enum { VOPT_HELP, VOPT_ALIGN, VOPT_CAPACITY, VOPT_QUIET, VOPT_MAX_INPUT };
 
-static const cli_opt_t verify_table[] = {{"help", 'h', 0, VOPT_HELP},
-                                         {"align", 'a', 1, VOPT_ALIGN},
-                                         {"capacity", 'c', 1, VOPT_CAPACITY},
-                                         {"quiet", 'q', 0, VOPT_QUIET},
-                                         {NULL, 0, 0, 0}};
+static const cli_opt_t verify_table[] = {
+    {"help", 'h', 0, VOPT_HELP},
+    {"align", 'a', 1, VOPT_ALIGN},
+    {"capacity", 'c', 1, VOPT_CAPACITY},
+    {"quiet", 'q', 0, VOPT_QUIET},
+    {"max-input-size", 0, 1, VOPT_MAX_INPUT},
+    {NULL, 0, 0, 0}};
 
 typedef struct verify_opts {
   const char *problem_path;
   const char *solution_path; /* NULL: offsets come from problem_path */
+  uint64_t max_input;        /* --max-input-size; 0 = default */
   uint64_t align;
   uint64_t capacity;
   int quiet;
@@ -53,7 +56,9 @@ static void print_verify_help(void) {
       "  -c, --capacity SIZE   maximum height (K/M/G = 1024^n, KB/MB/GB = "
       "1000^n)\n"
       "  -q, --quiet           print nothing; only the exit code tells\n"
+      "      --max-input-size SIZE  refuse larger inputs (default 2GiB)\n"
       "  -h, --help            show this help\n"
+      "A file named '-' is read from standard input.\n"
       "\n"
       "Exit codes: 0 valid; 1 invalid plan (overlap, misaligned, overflow) or\n"
       "bad input; 2 height over --capacity.\n",
@@ -68,6 +73,8 @@ static int set_verify_option(void *opts, int id, const char *v) {
     o->quiet = 1;
     return 0;
   }
+  if (id == VOPT_MAX_INPUT)
+    return cli_parse_max_input("verify", v, &o->max_input);
   const char *name = id == VOPT_ALIGN ? "--align" : "--capacity";
   if (cli_parse_size(v, &n, &why) != 0)
     return cli_usage_error("verify", "bad %s '%s': %s", name, v, why);
@@ -98,6 +105,9 @@ static int parse_verify_args(int argc, char **argv, verify_opts_t *o) {
   int e = cli_args_parse(&p, argc, argv);
   if (e >= 0) return e;
   if (!o->problem_path) return cli_usage_error("verify", "missing PROBLEM.csv");
+  if (o->solution_path && strcmp(o->problem_path, "-") == 0 &&
+      strcmp(o->solution_path, "-") == 0)
+    return cli_usage_error("verify", "only one input can be '-' (stdin)");
   return -1;
 }
 
@@ -146,7 +156,7 @@ static nnmem_status_t load_offsets(const verify_opts_t *o,
     if (n) memcpy(offs, nnmem_csv_offsets(pcsv), n * sizeof *offs);
   } else {
     nnmem_csv_t *scsv = NULL;
-    st = nnmem_csv_read_file(o->solution_path, &scsv, d);
+    st = cli_read_csv(o->solution_path, o->max_input, &scsv, d);
     if (st == NNMEM_OK) st = match_offsets(o, pcsv, scsv, offs, d);
     nnmem_csv_destroy(scsv);
   }
@@ -223,7 +233,7 @@ int cli_cmd_verify(int argc, char **argv) {
   nnmem_diag_t d = {{0}};
   nnmem_csv_t *csv = NULL;
   uint64_t *offs = NULL;
-  nnmem_status_t st = nnmem_csv_read_file(o.problem_path, &csv, &d);
+  nnmem_status_t st = cli_read_csv(o.problem_path, o.max_input, &csv, &d);
   if (st == NNMEM_OK) st = load_offsets(&o, csv, &offs, &d);
   if (st != NNMEM_OK) {
     nnmem_csv_destroy(csv);

@@ -14,6 +14,7 @@
  * Invariant: on failure nothing stays allocated and *out is NULL.
  * Complexity: O(model size) plus inference. Thread-safety: each call is
  * independent. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -231,7 +232,12 @@ nnmem_status_t nnmem_onnx_import_file(const char *path,
     return nnmem__diag(diag, NNMEM_ERR_INVALID, "onnx_import: NULL argument");
   char *data = NULL;
   size_t len = 0;
-  nnmem_status_t st = nnmem_file_read(path, &data, &len, diag);
+  uint64_t max = 0; /* a config of an older, smaller size has no limit */
+  if (cfg && (cfg->size == 0 ||
+              cfg->size >= offsetof(nnmem_onnx_config_t, max_input_bytes) +
+                               sizeof cfg->max_input_bytes))
+    max = cfg->max_input_bytes;
+  nnmem_status_t st = nnmem_file_read_limited(path, max, &data, &len, diag);
   if (st != NNMEM_OK) return st;
   st = nnmem_onnx_import(data, len, path, cfg, out, report, diag);
   free(data);
