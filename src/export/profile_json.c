@@ -53,6 +53,9 @@ nnmem_status_t nnmem_profile_format_json(const nnmem_profile_t *prof,
   put_u64(&t, "arena_height", prof->arena_height);
   put_u64(&t, "arena_lower_bound", prof->arena_lower_bound);
   put_u64(&t, "naive_arena", prof->naive_arena);
+  nnmem__text_puts(&t, ",\n  \"naive_saturated\": "); /* naive is >= */
+  nnmem__text_puts(
+      &t, prof->flags & NNMEM_PROFILE_NAIVE_SATURATED ? "true" : "false");
   put_double(&t, "reuse_ratio", prof->reuse_ratio);
   nnmem__text_puts(&t, ",\n  \"strategy\": ");
   nnmem__text_json_string(&t, nnmem_strategy_name(prof->strategy));

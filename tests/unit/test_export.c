@@ -207,6 +207,7 @@ static const char *const profile_keys[] = {"model",
                                            "naive_memory",
                                            "arena_height",
                                            "arena_lower_bound",
+                                           "naive_saturated",
                                            "naive_arena",
                                            "reuse_ratio",
                                            "strategy",
@@ -246,6 +247,8 @@ static void test_profile_format(void **state) {
     assert_non_null(cJSON_GetObjectItemCaseSensitive(doc, profile_keys[i]));
   assert_int_equal(num(doc, "weight_memory"), 2);
   assert_int_equal(num(doc, "naive_arena"), 9);
+  assert_true(
+      cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "naive_saturated")));
   assert_int_equal(num(doc, "peak_step"), 12);
   assert_true(num(doc, "reuse_ratio") == 0.25);
   assert_true(num(doc, "plan_seconds") == 0.5);

@@ -416,8 +416,10 @@ static nnmem_status_t problem_profile(plan_ctx_t *c) {
   nnmem_profile_t *p = &c->run.prof;
   uint64_t lb = 0, total = 0, h = nnmem_plan_height(c->plan);
   nnmem_status_t st = nnmem_problem_lower_bound(c->problem, c->opts.align, &lb);
-  if (st == NNMEM_OK)
-    st = nnmem_problem_total_bytes(c->problem, c->opts.align, &total);
+  int saturated = 0; /* the naive total is informative: saturate it */
+  if (st == NNMEM_OK && nnmem_problem_total_bytes(c->problem, c->opts.align,
+                                                  &total) == NNMEM_ERR_OVERFLOW)
+    total = UINT64_MAX, saturated = 1;
   if (st != NNMEM_OK)
     return nnmem__diag(&c->diag, st, "%s: %s while summing buffer sizes",
                        c->opts.input, nnmem_status_str(st));
@@ -427,6 +429,7 @@ static nnmem_status_t problem_profile(plan_ctx_t *c) {
   p->lower_bound = p->arena_lower_bound = lb;
   p->naive_memory = p->naive_arena = total;
   p->reuse_ratio = total ? 1.0 - (double)h / (double)total : 0.0;
+  if (saturated) p->flags |= NNMEM_PROFILE_NAIVE_SATURATED;
   p->strategy = nnmem_plan_strategy(c->plan);
   p->buffers = p->tensors = nnmem_problem_count(c->problem);
   p->plan_seconds = nnmem_plan_seconds(c->plan);
@@ -437,10 +440,30 @@ static nnmem_status_t problem_profile(plan_ctx_t *c) {
   return NNMEM_OK;
 }
 
+/* Weights + arena past 2^64 - 1 bytes: names the largest tensor. */
+static nnmem_status_t profile_overflow(plan_ctx_t *c) {
+  nnmem_tensor_info_t ti, big = {0};
+  for (uint32_t t = 0; t < nnmem_graph_tensor_count(c->graph); t++)
+    if (nnmem_graph_tensor(c->graph, t, &ti) == NNMEM_OK &&
+        ti.bytes > big.bytes)
+      big = ti;
+  char name[128];
+  return nnmem__diag(
+      &c->diag, NNMEM_ERR_OVERFLOW,
+      "%s: weights (%llu B) plus the arena (%llu B) exceed 2^64 - 1 bytes; "
+      "the largest tensor is '%s' (%llu B)",
+      c->opts.input ? c->opts.input : c->run.title,
+      (unsigned long long)nnmem_liveness_weight_bytes(c->live),
+      (unsigned long long)nnmem_plan_height(c->plan),
+      cli_printable(big.name ? big.name : "?", name, sizeof name),
+      (unsigned long long)big.bytes);
+}
+
 static nnmem_status_t make_profile(plan_ctx_t *c) {
   if (c->kind == IN_CSV) return problem_profile(c);
   nnmem_status_t st = nnmem_profile_compute(c->graph, c->live, c->plan,
                                             c->opts.align, &c->run.prof);
+  if (st == NNMEM_ERR_OVERFLOW) return profile_overflow(c);
   if (st != NNMEM_OK)
     return nnmem__diag(&c->diag, st, "computing the memory profile: %s",
                        nnmem_status_str(st));
