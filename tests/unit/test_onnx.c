@@ -587,6 +587,27 @@ static void test_not_onnx(void **state) {
   }
 }
 
+/* Names with control bytes reach messages escaped: one line, and the name
+ * still readable (defect 9). */
+static void test_control_bytes_in_names(void **state) {
+  (void)state;
+  const int64_t xd[] = {2, 3};
+  gb_t g = {{0}};
+  g_input(&g, value_info("X", FLOAT, 2, xd));
+  g_node(&g,
+         node("Add", "evil\n\x1b[31m", "X,no\nwhere\x1b[31m", "Y", 0, NULL));
+  pb_t m = model(&g, 13, "");
+  nnmem_graph_t *gr = NULL;
+  nnmem_diag_t d = {{0}};
+  assert_int_not_equal(import(&m, NULL, &gr, NULL, &d), NNMEM_OK);
+  assert_null(gr);
+  for (const char *c = d.message; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f)
+      fail_msg("raw control byte 0x%02x in '%s'", (unsigned char)*c, d.message);
+  assert_non_null(strstr(d.message, "no\\nwhere\\x1b[31m"));
+  free(m.b);
+}
+
 static void test_bad_graphs(void **state) {
   (void)state;
   const int64_t xd[] = {2, 3}, zd[] = {0, 3}, nd[] = {-2},
@@ -767,6 +788,7 @@ int main(void) {
       cmocka_unit_test(test_corrupted_bytes),
       cmocka_unit_test(test_not_onnx),
       cmocka_unit_test(test_bad_graphs),
+      cmocka_unit_test(test_control_bytes_in_names),
       cmocka_unit_test(test_deep_nesting),
       cmocka_unit_test(test_deep_type_nesting),
       cmocka_unit_test(test_supported_list),

@@ -105,7 +105,8 @@ nnmem_status_t cli_report_json(const cli_run_t *run, char **out);
 
 /* `s` as it can be shown on a terminal: `s` itself, or (when it holds
  * control bytes, e.g. a newline or an escape sequence in a tensor name) a
- * copy in `buf` with each of them replaced by '?', truncated to `cap`. */
+ * copy in `buf` with each of them escaped ("\\n", "\\x1b"; nnmem__escape),
+ * truncated to `cap`, so names stay distinguishable. */
 const char *cli_printable(const char *s, char *buf, size_t cap);
 
 /* The display name of problem buffer `i` ("#i" when it has no id), through

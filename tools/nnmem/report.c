@@ -99,10 +99,7 @@ const char *cli_printable(const char *s, char *buf, size_t cap) {
   while (u[n] && u[n] >= 0x20 && u[n] != 0x7f)
     n++;
   if (!u[n] || !cap) return s;
-  size_t i = 0;
-  for (; u[i] && i + 1 < cap; i++)
-    buf[i] = u[i] < 0x20 || u[i] == 0x7f ? '?' : (char)u[i];
-  buf[i] = '\0';
+  nnmem__escape(s, buf, cap);
   return buf;
 }
 
