@@ -191,6 +191,51 @@ static void test_folding_chain(void **state) {
   free(m.b);
 }
 
+/* A binding that matches no symbolic dim is an error listing the model's
+ * dims, with a suggestion for a typo; the aliases "batch" / "sequence" are
+ * errors only when the model has no dim of that kind (defect 10). */
+static void test_unknown_dim_binding(void **state) {
+  (void)state;
+  const int64_t xd[] = {-1, -3, 4}; /* [batch, other, 4] */
+  gb_t gb = {{0}};
+  g_input(&gb, value_info("X", FLOAT, 3, xd));
+  g_node(&gb, node("Relu", "relu", "X", "Y", 0, NULL));
+  g_output(&gb, value_info("Y", FLOAT, -1, NULL));
+  pb_t m = model(&gb, 13, "");
+  struct {
+    const char *name, *needle; /* needle NULL: accepted */
+  } cases[] = {{"batch", NULL},
+               {"other", NULL},
+               {"bacth", "did you mean 'batch'?"},
+               {"othr", "did you mean 'other'?"},
+               {"zzzzzzzz", "symbolic dims of the model: batch, other"},
+               {"sequence", "no symbolic dim of the model is sequence-like"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    nnmem_onnx_config_t cfg;
+    nnmem_onnx_config_init(&cfg);
+    nnmem_onnx_dim_t dims[] = {{cases[i].name, 8}};
+    cfg.dims = dims;
+    cfg.n_dims = 1;
+    nnmem_graph_t *g = NULL;
+    nnmem_diag_t d = {{0}};
+    nnmem_status_t st = import(&m, &cfg, &g, NULL, &d);
+    if (!cases[i].needle) {
+      assert_ok(st);
+      nnmem_graph_destroy(g);
+      continue;
+    }
+    assert_int_equal(st, NNMEM_ERR_INVALID);
+    assert_null(g);
+    if (!strstr(d.message, cases[i].needle))
+      fail_msg("'%s': message '%s' lacks '%s'", cases[i].name, d.message,
+               cases[i].needle);
+    if (strstr(cases[i].needle, "did you") == NULL &&
+        strstr(d.message, "did you"))
+      fail_msg("'%s': unexpected suggestion in '%s'", cases[i].name, d.message);
+  }
+  free(m.b);
+}
+
 /* The same ops across opsets: attributes (old) and inputs (new). */
 static void check_opset_variant(int64_t opset) {
   gb_t g = {{0}};
@@ -789,6 +834,7 @@ int main(void) {
       cmocka_unit_test(test_not_onnx),
       cmocka_unit_test(test_bad_graphs),
       cmocka_unit_test(test_control_bytes_in_names),
+      cmocka_unit_test(test_unknown_dim_binding),
       cmocka_unit_test(test_deep_nesting),
       cmocka_unit_test(test_deep_type_nesting),
       cmocka_unit_test(test_supported_list),

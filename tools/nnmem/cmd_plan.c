@@ -174,7 +174,12 @@ static void print_plan_help(void) {
       "      --dim NAME=VALUE   bind a symbolic dim (repeatable); unbound "
       "ones\n"
       "                         default to 1 (batch-like names) or 128\n"
-      "                         (sequence-like names), listed in the report\n"
+      "                         (sequence-like names), listed in the report;\n"
+      "                         --dim batch=N / sequence=N bind every batch- "
+      "/\n"
+      "                         sequence-like dim; a NAME the model lacks is "
+      "an\n"
+      "                         error\n"
       "      --dtype TYPE       plan floating tensors as if converted to TYPE\n"
       "      --layout L         NCHW (default), NHWC or NC1HWC0 (channels "
       "padded\n"
@@ -273,6 +278,13 @@ static int check_options(const cli_plan_opts_t *o) {
     return cli_usage_error("plan",
                            "give either an input file or --model, "
                            "not both");
+  if (o->input && o->batch && cli_format_of_name(o->input) != CLI_FMT_CSV &&
+      cli_format_of_name(o->input) != CLI_FMT_JSON)
+    return cli_usage_error("plan",
+                           "--batch applies to built-in models only; for an "
+                           "ONNX model use --dim batch=%u (binds every "
+                           "batch-like dim)",
+                           (unsigned)o->batch);
   if (o->input && o->batch)
     return cli_usage_error("plan", "--batch applies to built-in models only");
   if (o->out && !has_ext(o->out, ".json") && !has_ext(o->out, ".csv"))

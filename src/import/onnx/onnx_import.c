@@ -172,6 +172,7 @@ static nnmem_status_t run(ox_ctx_t *c, const Onnx__ModelProto *m,
   nnmem_graph_t *g = NULL;
   nnmem_status_t st = nnmem__onnx_scope_build(c, NULL, m->graph, 0, &s);
   if (st == NNMEM_OK) st = nnmem__onnx_scope_infer(c, s);
+  if (st == NNMEM_OK) st = nnmem__onnx_check_bindings(c);
   if (st == NNMEM_OK) st = nnmem__onnx_scope_to_graph(c, s, name, &g);
   if (st == NNMEM_OK) {
     nnmem_diag_t tmp = {{0}};
