@@ -16,7 +16,9 @@
  *      own mode), write the bytes, flush and fsync it.
  * Committing:
  *   1. write the device outputs in the order added (a failure, e.g. ENOSPC
- *      on /dev/full, stops here: no regular target has changed);
+ *      on /dev/full, stops here: no regular target has changed); a device
+ *      path naming the file standard output (or error) is redirected to is
+ *      written through that descriptor, at its offset;
  *   2. rename(2) every temporary over its target (atomic per file on POSIX
  *      file systems; each stays on its own file system by construction).
  * Every failure unlinks the temporaries, so the targets keep their old bytes.
@@ -272,7 +274,15 @@ nnmem_status_t nnmem__outset_add_fn(nnmem__outset_t *s, const char *path,
 /* Commit step 1 for one device output: open in place (no O_CREAT: the
  * device exists; no O_TRUNC: a device has nothing to truncate). */
 static nnmem_status_t write_device(entry_t *e, nnmem_diag_t *diag) {
-  int fd = open(e->target, O_WRONLY | O_NOCTTY);
+  int fd = -1;
+  struct stat t, s;
+  /* /dev/stdout on a redirected stdout: share its offset (dup), so what the
+   * program prints next follows instead of overwriting these bytes */
+  for (int std = 1; std <= 2 && fd < 0; std++)
+    if (stat(e->target, &t) == 0 && fstat(std, &s) == 0 &&
+        t.st_dev == s.st_dev && t.st_ino == s.st_ino && S_ISREG(s.st_mode))
+      fd = dup(std);
+  if (fd < 0) fd = open(e->target, O_WRONLY | O_NOCTTY);
   if (fd < 0)
     return nnmem__diag(diag, NNMEM_ERR_IO, "%s: cannot open for writing: %s",
                        e->shown, strerror(errno));

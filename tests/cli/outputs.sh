@@ -90,6 +90,13 @@ expect_rc 0 plan "$T/p.csv" --out "$T/keep.csv" --quiet
 # 7. Devices are written in place: /dev/null as --out still works.
 expect_rc 0 plan "$T/p.csv" --profile /dev/null --quiet
 
+#    /dev/stdout redirected to a file: the profile, then the report after it
+#    (not over it).
+"$NNMEM_BIN" plan "$T/p.csv" --profile /dev/stdout >"$T/both.txt" 2>"$T/stderr"
+head -1 "$T/both.txt" | grep -q '^{' || fail "the profile is not first"
+grep -q '^nnmem plan: ' "$T/both.txt" || fail "the report is missing"
+grep -q '"peak_memory": 12' "$T/both.txt" || fail "the profile was overwritten"
+
 # 8. A full file system, when a tiny tmpfs can be mounted (root only).
 if [ "$(id -u)" = 0 ] && mkdir "$T/tiny" &&
   mount -t tmpfs -o size=8k tmpfs "$T/tiny" 2>/dev/null; then
