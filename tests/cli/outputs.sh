@@ -50,6 +50,21 @@ if ! touch "$T/ro/probe" 2>/dev/null; then
 fi
 chmod 755 "$T/ro"
 rm -f "$T/ro/probe"
+#    as root the mode does not stop us: a read-only mount does (when mounting
+#    is allowed)
+if [ "$(id -u)" = 0 ] && mkdir "$T/rofs" &&
+  mount -t tmpfs -o size=64k tmpfs "$T/rofs" 2>/dev/null; then
+  echo "$OLD" >"$T/rofs/prof.json"
+  if mount -o remount,ro "$T/rofs" 2>/dev/null; then
+    echo "$OLD" >"$T/old.csv"
+    expect_rc 1 plan "$T/p.csv" --out "$T/old.csv" --profile "$T/rofs/prof.json"
+    err_has "rofs/prof.json"
+    same_bytes "$T/old.csv"
+    same_bytes "$T/rofs/prof.json"
+    no_temps "$T"
+  fi
+  umount "$T/rofs"
+fi
 
 # 4. A symbolic link --out is written through: the target gets the plan,
 #    the link stays a link.
