@@ -103,5 +103,8 @@ head -c 64 /dev/urandom | tr '\010\022' '\001\001' >"$T/random.bin"
 printf '\001' | cat - "$T/random.bin" >"$T/random"
 expect_error plan "$T/random"
 err_has "binary file"
+cp "$T/random" "$T/random.csv"
+expect_error plan "$T/random.csv"
+err_has "this looks like a binary file, not a CSV problem"
 
 finish

@@ -7,14 +7,16 @@
  *      refuses a regular file over the limit by its size, and stops reading
  *      a pipe or /dev/zero after limit + 1 bytes);
  *   2. classify the first bytes (sniff): compressed (gzip, zip, xz, zstd,
- *      bzip2 magic), binary (a NUL or another control byte in the first
+ *      bzip2 magic), binary (a control byte first, or a NUL in the first
  *      4 KiB: an ONNX protobuf when it starts with a ModelProto field tag,
  *      else unknown binary), JSON (first non-blank byte '{' or '['), CSV
  *      (other text), empty;
  *   3. the extension (.onnx, .json, .csv) names the expected format; a
  *      different sniffed format is an error saying what the file looks
  *      like ("this looks like an ONNX model (protobuf), not CSV") instead
- *      of a parser's message about byte 1. No or another extension (and
+ *      of a parser's message about byte 1 (binary content named .onnx
+ *      still goes to the ONNX parser, which says what is wrong with it). No or
+ * another extension (and
  *      "-"): the sniffed format is used. Empty and undecidable content goes
  *      to the expected parser, whose messages cover it.
  * Thread-safety: single-threaded program. */
@@ -85,10 +87,11 @@ cli_format_t cli_sniff(const char *data, size_t len) {
     return CLI_FMT_COMPRESSED;
   if (len >= 3 && memcmp(p, "BZh", 3) == 0) return CLI_FMT_COMPRESSED;
   size_t scan = len < 4096 ? len : 4096, i = 0;
-  for (size_t k = 0; k < scan; k++)
-    if (p[k] < 0x20 && !strchr("\t\n\r\f", p[k]))
-      return len && onnx_tag(p[0]) ? CLI_FMT_ONNX : CLI_FMT_BINARY;
-  if (len && p[0] == 0x08) return CLI_FMT_ONNX; /* ir_version first */
+  /* binary: starts with a control byte, or holds a NUL (text may hold a
+   * stray control byte, e.g. an escape sequence in an id) */
+  int binary = len && p[0] < 0x20 && !strchr("\t\n\r\f", p[0]);
+  binary = binary || memchr(p, 0, scan) != NULL;
+  if (binary) return onnx_tag(p[0]) ? CLI_FMT_ONNX : CLI_FMT_BINARY;
   if (len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) i = 3; /* UTF-8 BOM */
   while (i < len && strchr(" \t\r\n", p[i]))
     i++;
@@ -100,7 +103,8 @@ cli_format_t cli_sniff(const char *data, size_t len) {
 static nnmem_status_t decide(cli_input_t *in, nnmem_diag_t *diag) {
   cli_format_t named = cli_format_of_name(in->path);
   cli_format_t seen = cli_sniff(in->data, in->len);
-  if (seen == CLI_FMT_COMPRESSED || (seen == CLI_FMT_BINARY && !named))
+  if (seen == CLI_FMT_COMPRESSED ||
+      (seen == CLI_FMT_BINARY && named != CLI_FMT_ONNX))
     return nnmem__diag(diag, NNMEM_ERR_PARSE, "%s: this looks like %s, not %s",
                        in->name, format_name(seen),
                        named ? short_name(named)
