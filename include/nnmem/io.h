@@ -48,12 +48,26 @@ NNMEM_API nnmem_status_t nnmem_csv_write_solution(const nnmem_csv_t *csv,
                                                   const char *path,
                                                   nnmem_diag_t *diag);
 
+/* The text nnmem_csv_write_solution writes, as a new malloc'd
+ * NUL-terminated string (*out, caller frees) of *len_out bytes (len_out may
+ * be NULL), for callers that stage several outputs (all or none). */
+NNMEM_API nnmem_status_t nnmem_csv_format_solution(const nnmem_csv_t *csv,
+                                                   const uint64_t *offsets,
+                                                   char **out, size_t *len_out,
+                                                   nnmem_diag_t *diag);
+
 /* Writes any problem and offsets in MiniMalloc form
  * (`id,lower,upper,size,alignment,offset`), atomically. */
 NNMEM_API nnmem_status_t nnmem_problem_write_csv(const nnmem_problem_t *p,
                                                  const uint64_t *offsets,
                                                  const char *path,
                                                  nnmem_diag_t *diag);
+
+/* The text nnmem_problem_write_csv writes, as a new malloc'd string. */
+NNMEM_API nnmem_status_t nnmem_problem_format_csv(const nnmem_problem_t *p,
+                                                  const uint64_t *offsets,
+                                                  char **out, size_t *len_out,
+                                                  nnmem_diag_t *diag);
 
 /* ---- JSON graph ---------------------------------------------------------- */
 NNMEM_API nnmem_status_t nnmem_graph_parse_json(const char *data, size_t len,
@@ -82,6 +96,11 @@ NNMEM_API nnmem_status_t nnmem_problem_write_plan_json(const nnmem_problem_t *p,
                                                        uint64_t alignment,
                                                        const char *path,
                                                        nnmem_diag_t *diag);
+/* The text nnmem_problem_write_plan_json writes, as a new malloc'd string
+ * (*out, caller frees; *len_out bytes, may be NULL). */
+NNMEM_API nnmem_status_t nnmem_problem_format_plan_json(
+    const nnmem_problem_t *p, const nnmem_plan_t *plan, uint64_t alignment,
+    char **out, size_t *len_out, nnmem_diag_t *diag);
 
 /* Reads a plan JSON (either form above) back: its buffers as a new problem
  * (ids, sizes, lifetimes [first, last); alignment 1) and their offsets, in
@@ -98,6 +117,11 @@ NNMEM_API nnmem_status_t
 nnmem_plan_read_json_file(const char *path, nnmem_problem_t **problem_out,
                           uint64_t **offsets_out, nnmem_diag_t *diag);
 
+/* The text nnmem_plan_write_json writes, as a new malloc'd string. */
+NNMEM_API nnmem_status_t nnmem_plan_format_json(
+    const nnmem_graph_t *g, const nnmem_liveness_t *l, const nnmem_plan_t *plan,
+    uint64_t alignment, char **out, size_t *len_out, nnmem_diag_t *diag);
+
 /* Formats the profile as a JSON object into a new malloc'd string
  * (caller frees). `model` may be NULL. */
 NNMEM_API nnmem_status_t nnmem_profile_format_json(const nnmem_profile_t *prof,
@@ -109,7 +133,24 @@ NNMEM_API nnmem_status_t nnmem_profile_write_json(const nnmem_profile_t *prof,
                                                   const char *path,
                                                   nnmem_diag_t *diag);
 
-/* Reads a whole file into a new NUL-terminated malloc'd buffer. */
+/* The default limit on an input file: 2 GiB. No single-file ONNX model is
+ * larger (protobuf messages are limited to 2 GiB; bigger models keep their
+ * weights in external data files, which nnmem never reads), and a
+ * MiniMalloc CSV of 2 GiB holds some 50 million buffers. Reading stops
+ * there instead of at the end of memory (/dev/zero, an endless pipe). */
+#define NNMEM_INPUT_MAX_DEFAULT ((uint64_t)2 << 30)
+
+/* Reads a whole file into a new NUL-terminated malloc'd buffer (*data_out,
+ * caller frees; *len_out bytes without the NUL). `path` "-" reads standard
+ * input. Inputs over `max_bytes` (0 = NNMEM_INPUT_MAX_DEFAULT) fail with
+ * NNMEM_ERR_UNSUPPORTED; a regular file is refused by its size before any
+ * byte is read, a pipe or device after max_bytes + 1 bytes. */
+NNMEM_API nnmem_status_t nnmem_file_read_limited(const char *path,
+                                                 uint64_t max_bytes,
+                                                 char **data_out,
+                                                 size_t *len_out,
+                                                 nnmem_diag_t *diag);
+/* nnmem_file_read_limited with the default limit. */
 NNMEM_API nnmem_status_t nnmem_file_read(const char *path, char **data_out,
                                          size_t *len_out, nnmem_diag_t *diag);
 /* Writes `len` bytes to `path` through a temporary file and rename. */

@@ -72,6 +72,8 @@ typedef struct nnmem_onnx_config {
   nnmem_onnx_layout_t layout;
   uint64_t alignment; /* per-tensor alignment; 0 = none */
   int strict;         /* nonzero: any unresolved tensor fails the import */
+  uint64_t max_input_bytes; /* nnmem_onnx_import_file: the largest file
+                               read; 0 = NNMEM_INPUT_MAX_DEFAULT */
 } nnmem_onnx_config_t;
 
 NNMEM_API void nnmem_onnx_config_init(nnmem_onnx_config_t *cfg);

@@ -13,6 +13,12 @@
  *   naive_memory      weight_memory + naive_arena
  *   reuse_ratio       1 - arena_height / naive_arena (0 when naive_arena = 0)
  *
+ * Overflow: peak_memory (and so lower_bound) is a real requirement; when
+ * weights + arena exceed 2^64 - 1 bytes nnmem_profile_compute fails with
+ * NNMEM_ERR_OVERFLOW. naive_arena and naive_memory are only informative:
+ * they saturate at 2^64 - 1 with NNMEM_PROFILE_NAIVE_SATURATED set in
+ * `flags`; the true figure is larger and reuse_ratio is then a lower bound.
+ *
  * Thread-safety: pure functions of their arguments. */
 #ifndef NNMEM_PROFILE_H
 #define NNMEM_PROFILE_H
@@ -42,7 +48,11 @@ typedef struct nnmem_profile {
   size_t tensors;
   uint64_t peak_step; /* a step where the live arena bytes are largest */
   double plan_seconds;
+  uint32_t flags; /* NNMEM_PROFILE_* */
 } nnmem_profile_t;
+
+/* naive_arena / naive_memory stopped at 2^64 - 1 (the true sum is larger) */
+#define NNMEM_PROFILE_NAIVE_SATURATED 1u
 
 /* Computes the profile of `plan` (a plan of nnmem_liveness_problem(l)).
  * `alignment` is the planner's alignment (sizes are rounded to it). */

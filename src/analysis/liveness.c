@@ -137,7 +137,8 @@ static nnmem_status_t order_make(builder_t *b, nnmem_diag_t *diag) {
   b->l->order = malloc((n ? n : 1) * sizeof *b->l->order);
   b->pos = malloc((n ? n : 1) * sizeof *b->pos);
   if (!b->l->order || !b->pos)
-    return nnmem__diag(diag, NNMEM_ERR_NOMEM, "liveness: out of memory");
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM,
+                       "out of memory analyzing tensor lifetimes");
   if (b->cfg.order) {
     if (n) memcpy(b->l->order, b->cfg.order, n * sizeof *b->l->order);
     return order_check(b, diag);
@@ -337,13 +338,14 @@ static nnmem_status_t emit_problem(builder_t *b, nnmem_diag_t *diag) {
       st = nnmem_problem_add(l->problem, id, bf->size, bf->align, bf->first,
                              bf->last, NULL);
     if (st != NNMEM_OK)
-      nnmem__diag(diag, st, "liveness: buffer '%s': %s", id ? id : "?",
+      nnmem__diag(diag, st, "buffer '%s': %s", id ? id : "?",
                   nnmem_status_str(st));
     free(ws);
     l->kinds[i] = bf->kind;
   }
   if (st != NNMEM_OK && diag && !diag->message[0])
-    nnmem__diag(diag, st, "liveness: %s", nnmem_status_str(st));
+    nnmem__diag(diag, st, "analyzing tensor lifetimes: %s",
+                nnmem_status_str(st));
   return st;
 }
 
@@ -360,7 +362,7 @@ static nnmem_status_t config_read(const nnmem_liveness_config_t *cfg,
   if (!out->alignment) out->alignment = 1;
   if (!nnmem__is_pow2(out->alignment))
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "liveness: alignment %llu is not a power of two",
+                       "alignment %llu is not a power of two",
                        (unsigned long long)out->alignment);
   return NNMEM_OK;
 }
@@ -374,13 +376,15 @@ static nnmem_status_t analyze(builder_t *b, nnmem_diag_t *diag) {
   l->tensors = calloc(l->n_tensors ? l->n_tensors : 1, sizeof *l->tensors);
   b->in_weights = calloc(l->n_tensors ? l->n_tensors : 1, 1);
   if (!l->tensors || !b->in_weights)
-    return nnmem__diag(diag, NNMEM_ERR_NOMEM, "liveness: out of memory");
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM,
+                       "out of memory analyzing tensor lifetimes");
   st = order_make(b, diag);
   if (st == NNMEM_OK) st = lifetimes(b, diag);
   if (st != NNMEM_OK) return st;
   st = build_buffers(b);
   if (st != NNMEM_OK)
-    return nnmem__diag(diag, st, "liveness: %s", nnmem_status_str(st));
+    return nnmem__diag(diag, st, "analyzing tensor lifetimes: %s",
+                       nnmem_status_str(st));
   return emit_problem(b, diag);
 }
 
@@ -398,7 +402,9 @@ nnmem_status_t nnmem_liveness_analyze(const nnmem_graph_t *g,
   nnmem_status_t st = config_read(cfg, &b.cfg, diag);
   if (st != NNMEM_OK) return st;
   b.l = calloc(1, sizeof *b.l);
-  if (!b.l) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "liveness: no memory");
+  if (!b.l)
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM,
+                       "out of memory analyzing tensor lifetimes");
   st = analyze(&b, diag);
   free(b.pos);
   free(b.bufs);

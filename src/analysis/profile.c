@@ -13,12 +13,18 @@
  *   3. naive_arena = sum over non-weight tensors of their bytes rounded up to
  *      max(tensor align, alignment) + every op's workspace bytes rounded up
  *      to alignment: each tensor its own bytes, no aliasing, no reuse.
- *   4. activation = height - workspace (saturating), peak = weight +
- *      activation + workspace, lower_bound = weight + arena LB,
+ *   4. activation = height - workspace, peak = weight + activation +
+ *      workspace (NNMEM_ERR_OVERFLOW past 2^64 - 1: a model that does not
+ *      fit a 64-bit address space), lower_bound = weight + arena LB,
  *      naive_memory = weight + naive_arena, reuse = 1 - height / naive.
+ * Per figure on overflow: the sweeps cannot overflow for a plan of this
+ *   problem (the bytes live at a step are disjoint ranges below the height,
+ *   which is a uint64_t); peak and lower bound are errors; the naive sums
+ *   are informative and saturate at 2^64 - 1 with
+ *   NNMEM_PROFILE_NAIVE_SATURATED set (reuse_ratio is then a lower bound).
  *
  * Invariants: arena_lower_bound <= arena_height; peak_memory >= lower_bound.
- * Complexity: O(B log B + V + E) for B buffers. Sums saturate at 2^64 - 1.
+ * Complexity: O(B log B + V + E) for B buffers.
  * Thread-safety: pure function of its arguments. */
 #include <string.h>
 
@@ -80,7 +86,9 @@ static nnmem_status_t sweep(const nnmem_liveness_t *l, uint64_t alignment,
   return NNMEM_OK;
 }
 
-static uint64_t naive_arena(const nnmem_graph_t *g, uint64_t alignment) {
+/* Saturating sum of the naive layout; *saturated is set when it stopped. */
+static uint64_t naive_arena(const nnmem_graph_t *g, uint64_t alignment,
+                            int *saturated) {
   uint64_t total = 0;
   size_t nt = nnmem_graph_tensor_count(g), no = nnmem_graph_op_count(g);
   for (uint32_t t = 0; t < nt; t++) {
@@ -88,15 +96,19 @@ static uint64_t naive_arena(const nnmem_graph_t *g, uint64_t alignment) {
     nnmem_graph_tensor(g, t, &ti);
     if (ti.kind == NNMEM_TENSOR_WEIGHT || ti.kind == NNMEM_TENSOR_CONSTANT)
       continue;
-    total = sat_add(total, rounded(ti.bytes, ti.align, alignment));
+    uint64_t sz = rounded(ti.bytes, ti.align, alignment);
+    if (sz == UINT64_MAX || nnmem__add_overflow(total, sz, &total))
+      *saturated = 1;
   }
   for (uint32_t o = 0; o < no; o++) {
     nnmem_op_info_t oi;
     nnmem_graph_op(g, o, &oi);
-    if (oi.workspace_bytes)
-      total = sat_add(total, rounded(oi.workspace_bytes, 1, alignment));
+    uint64_t sz = rounded(oi.workspace_bytes, 1, alignment);
+    if (oi.workspace_bytes &&
+        (sz == UINT64_MAX || nnmem__add_overflow(total, sz, &total)))
+      *saturated = 1;
   }
-  return total;
+  return *saturated ? UINT64_MAX : total;
 }
 
 nnmem_status_t nnmem_profile_compute(const nnmem_graph_t *g,
@@ -125,11 +137,18 @@ nnmem_status_t nnmem_profile_compute(const nnmem_graph_t *g,
   r.activation_memory = r.arena_height > r.workspace_memory
                             ? r.arena_height - r.workspace_memory
                             : 0;
-  r.peak_memory = sat_add(r.weight_memory,
-                          sat_add(r.activation_memory, r.workspace_memory));
-  r.lower_bound = sat_add(r.weight_memory, r.arena_lower_bound);
-  r.naive_arena = naive_arena(g, alignment);
-  r.naive_memory = sat_add(r.weight_memory, r.naive_arena);
+  if (nnmem__add_overflow(r.weight_memory,
+                          r.activation_memory + r.workspace_memory,
+                          &r.peak_memory))
+    return NNMEM_ERR_OVERFLOW; /* activation + workspace <= 2^64 - 1 */
+  r.lower_bound = r.weight_memory + r.arena_lower_bound; /* <= peak */
+  int saturated = 0;
+  r.naive_arena = naive_arena(g, alignment, &saturated);
+  if (saturated ||
+      nnmem__add_overflow(r.weight_memory, r.naive_arena, &r.naive_memory)) {
+    r.naive_memory = UINT64_MAX;
+    r.flags |= NNMEM_PROFILE_NAIVE_SATURATED;
+  }
   r.reuse_ratio = r.naive_arena
                       ? 1.0 - (double)r.arena_height / (double)r.naive_arena
                       : 0.0;

@@ -7,13 +7,40 @@
 #include <string.h>
 #include <time.h>
 
+size_t nnmem__escape(const char *s, char *buf, size_t cap) {
+  static const char hex[] = "0123456789abcdef";
+  size_t o = 0;
+  if (!cap) return 0;
+  for (const unsigned char *u = (const unsigned char *)s; *u; u++) {
+    char e[5] = {0};
+    if (*u >= 0x20 && *u != 0x7f)
+      e[0] = (char)*u;
+    else if (*u == '\n' || *u == '\t' || *u == '\r')
+      e[0] = '\\', e[1] = *u == '\n' ? 'n' : *u == '\t' ? 't' : 'r';
+    else
+      e[0] = '\\', e[1] = 'x', e[2] = hex[*u >> 4], e[3] = hex[*u & 15];
+    size_t n = strlen(e);
+    if (o + n >= cap) break; /* truncated at a whole escape */
+    memcpy(buf + o, e, n);
+    o += n;
+  }
+  buf[o] = '\0';
+  return o;
+}
+
+/* Messages are one line: names from input files (ONNX node and tensor
+ * names, CSV ids, JSON strings) may hold newlines or terminal escapes, so
+ * every control byte in a formatted message is escaped here, in one place,
+ * whichever importer put the name in. */
 nnmem_status_t nnmem__diag(nnmem_diag_t *diag, nnmem_status_t status,
                            const char *fmt, ...) {
   if (diag) {
+    char raw[sizeof diag->message];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(diag->message, sizeof diag->message, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    nnmem__escape(raw, diag->message, sizeof diag->message);
   }
   return status;
 }

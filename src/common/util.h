@@ -25,9 +25,17 @@ enum { nnmem__debug = 0 };
 #endif
 
 /* Writes a formatted message into diag (when not NULL); returns `status` so
- * callers can `return nnmem__diag(diag, NNMEM_ERR_PARSE, "...")`. */
+ * callers can `return nnmem__diag(diag, NNMEM_ERR_PARSE, "...")`. Control
+ * bytes in the result (from user-controlled names) are escaped as by
+ * nnmem__escape, so a message is always one printable line. */
 nnmem_status_t nnmem__diag(nnmem_diag_t *diag, nnmem_status_t status,
                            const char *fmt, ...) NNMEM__PRINTF(3, 4);
+
+/* Copies `s` into buf (cap bytes, NUL-terminated, truncated at a whole
+ * escape) with each control byte written as an escape: newline "\\n", tab
+ * "\\t", carriage return "\\r", others (ESC, DEL, ...) "\\x1b". Other bytes,
+ * UTF-8 included, stay. Returns the length written. */
+size_t nnmem__escape(const char *s, char *buf, size_t cap);
 
 /* Checked arithmetic: return 0 on success, 1 on overflow. */
 static inline int nnmem__add_overflow(uint64_t a, uint64_t b, uint64_t *r) {

@@ -20,12 +20,38 @@
 #include "common/text.h"
 #include "import/csv_internal.h"
 
-nnmem_status_t nnmem_csv_write_solution(const nnmem_csv_t *csv,
-                                        const uint64_t *offsets,
-                                        const char *path, nnmem_diag_t *diag) {
-  if (!csv || !path)
-    return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "nnmem_csv_write_solution: NULL argument");
+/* Hands the finished text to the caller (*out, *len_out) or reports it. */
+static nnmem_status_t take_text(nnmem__text_t *t, const char *what, char **out,
+                                size_t *len_out, nnmem_diag_t *diag) {
+  nnmem_status_t st = nnmem__text_status(t);
+  if (st == NNMEM_OK && !t->data) { /* empty text: still a string */
+    nnmem__text_putc(t, '\0');
+    t->len = 0;
+    st = nnmem__text_status(t);
+  }
+  if (st != NNMEM_OK) {
+    nnmem__text_free(t);
+    return nnmem__diag(diag, st, "%s: out of memory", what);
+  }
+  *out = t->data;
+  if (len_out) *len_out = t->len;
+  return NNMEM_OK;
+}
+
+/* Writes formatted text to `path` atomically. */
+static nnmem_status_t write_text(nnmem_status_t st, char *text, size_t len,
+                                 const char *path, nnmem_diag_t *diag) {
+  if (st == NNMEM_OK) st = nnmem_file_write_atomic(path, text, len, diag);
+  free(text);
+  return st;
+}
+
+/* nnmem_csv_format_solution with `path`, the name messages give it. */
+static nnmem_status_t format_solution(const nnmem_csv_t *csv,
+                                      const uint64_t *offsets, const char *path,
+                                      char **out, size_t *len_out,
+                                      nnmem_diag_t *diag) {
+  *out = NULL;
   if (!offsets) offsets = csv->offsets;
   if (!offsets && csv->n_rows)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
@@ -55,13 +81,28 @@ nnmem_status_t nnmem_csv_write_solution(const nnmem_csv_t *csv,
     nnmem__text_putc(&t, '\n');
   }
   free(cells);
-  nnmem_status_t st = nnmem__text_status(&t);
-  if (st == NNMEM_OK)
-    st = nnmem_file_write_atomic(path, t.data ? t.data : "", t.len, diag);
-  else
-    nnmem__diag(diag, st, "%s: out of memory", path);
-  nnmem__text_free(&t);
-  return st;
+  return take_text(&t, path, out, len_out, diag);
+}
+
+nnmem_status_t nnmem_csv_format_solution(const nnmem_csv_t *csv,
+                                         const uint64_t *offsets, char **out,
+                                         size_t *len_out, nnmem_diag_t *diag) {
+  if (!csv || !out)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_csv_format_solution: NULL argument");
+  return format_solution(csv, offsets, "CSV solution", out, len_out, diag);
+}
+
+nnmem_status_t nnmem_csv_write_solution(const nnmem_csv_t *csv,
+                                        const uint64_t *offsets,
+                                        const char *path, nnmem_diag_t *diag) {
+  if (!csv || !path)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_csv_write_solution: NULL argument");
+  char *text = NULL;
+  size_t len = 0;
+  nnmem_status_t st = format_solution(csv, offsets, path, &text, &len, diag);
+  return write_text(st, text, len, path, diag);
 }
 
 /* Appends a CSV cell, quoting it when it would not read back as is. */
@@ -82,12 +123,13 @@ static void put_cell(nnmem__text_t *t, const char *s) {
   nnmem__text_putc(t, '"');
 }
 
-nnmem_status_t nnmem_problem_write_csv(const nnmem_problem_t *p,
-                                       const uint64_t *offsets,
-                                       const char *path, nnmem_diag_t *diag) {
-  if (!p || !path)
+nnmem_status_t nnmem_problem_format_csv(const nnmem_problem_t *p,
+                                        const uint64_t *offsets, char **out,
+                                        size_t *len_out, nnmem_diag_t *diag) {
+  if (!p || !out)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "nnmem_problem_write_csv: NULL argument");
+                       "nnmem_problem_format_csv: NULL argument");
+  *out = NULL;
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   size_t n = nnmem_problem_count(p);
   nnmem__text_t t;
@@ -110,11 +152,17 @@ nnmem_status_t nnmem_problem_write_csv(const nnmem_problem_t *p,
     }
     nnmem__text_putc(&t, '\n');
   }
-  nnmem_status_t st = nnmem__text_status(&t);
-  if (st == NNMEM_OK)
-    st = nnmem_file_write_atomic(path, t.data, t.len, diag);
-  else
-    nnmem__diag(diag, st, "%s: out of memory", path);
-  nnmem__text_free(&t);
-  return st;
+  return take_text(&t, "problem CSV", out, len_out, diag);
+}
+
+nnmem_status_t nnmem_problem_write_csv(const nnmem_problem_t *p,
+                                       const uint64_t *offsets,
+                                       const char *path, nnmem_diag_t *diag) {
+  if (!p || !path)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_problem_write_csv: NULL argument");
+  char *text = NULL;
+  size_t len = 0;
+  nnmem_status_t st = nnmem_problem_format_csv(p, offsets, &text, &len, diag);
+  return write_text(st, text, len, path, diag);
 }

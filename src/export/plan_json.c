@@ -26,6 +26,7 @@
  * Complexity: O(buffers + tensors). Thread-safety: each call is
  * independent; the inputs are only read. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "export/export_json.h"
 
@@ -134,19 +135,85 @@ nnmem_status_t nnmem__problem_plan_json(nnmem__jw_t *w,
   return NNMEM_OK;
 }
 
-/* Finishes the document and writes it to `path` atomically. */
-static nnmem_status_t finish_file(nnmem__jw_t *w, nnmem__text_t *t,
-                                  nnmem_status_t st, const char *path,
-                                  const char *what, nnmem_diag_t *diag) {
+/* Finishes the document into *out (malloc'd, caller frees). `name` is what
+ * messages call the output (its path, or "plan JSON"). */
+static nnmem_status_t finish_text(nnmem__jw_t *w, nnmem__text_t *t,
+                                  nnmem_status_t st, const char *name,
+                                  const char *what, char **out, size_t *len_out,
+                                  nnmem_diag_t *diag) {
   if (st != NNMEM_OK)
-    nnmem__diag(diag, st, "%s: %s", path, what);
+    nnmem__diag(diag, st, "%s: %s", name, what);
   else if ((st = nnmem__jw_finish(w)) != NNMEM_OK)
-    nnmem__diag(diag, st, "%s: %s", path,
+    nnmem__diag(diag, st, "%s: %s", name,
                 st == NNMEM_ERR_NOMEM ? "out of memory" : "JSON writer misuse");
-  else
-    st = nnmem_file_write_atomic(path, t->data, t->len, diag);
-  nnmem__text_free(t);
+  if (st != NNMEM_OK) {
+    nnmem__text_free(t);
+    return st;
+  }
+  *out = t->data;
+  if (len_out) *len_out = t->len;
+  return NNMEM_OK;
+}
+
+static nnmem_status_t format_graph_plan(const nnmem_graph_t *g,
+                                        const nnmem_liveness_t *l,
+                                        const nnmem_plan_t *plan,
+                                        uint64_t alignment, const char *name,
+                                        char **out, size_t *len_out,
+                                        nnmem_diag_t *diag) {
+  size_t n_buf = nnmem_problem_count(nnmem_liveness_problem(l));
+  if (nnmem_plan_count(plan) != n_buf)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "%s: the plan has %zu buffers but the liveness problem "
+                       "has %zu",
+                       name, nnmem_plan_count(plan), n_buf);
+  nnmem__text_t t;
+  nnmem__jw_t w;
+  nnmem__text_init(&t);
+  nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
+  nnmem_status_t st = nnmem__plan_json(&w, g, l, plan, alignment);
+  return finish_text(&w, &t, st, name,
+                     "the liveness analysis is not of this graph", out, len_out,
+                     diag);
+}
+
+static nnmem_status_t format_problem_plan(const nnmem_problem_t *p,
+                                          const nnmem_plan_t *plan,
+                                          uint64_t alignment, const char *name,
+                                          char **out, size_t *len_out,
+                                          nnmem_diag_t *diag) {
+  if (nnmem_plan_count(plan) != nnmem_problem_count(p))
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "%s: the plan has %zu buffers but the problem has %zu",
+                       name, nnmem_plan_count(plan), nnmem_problem_count(p));
+  nnmem__text_t t;
+  nnmem__jw_t w;
+  nnmem__text_init(&t);
+  nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
+  nnmem_status_t st = nnmem__problem_plan_json(&w, p, plan, alignment);
+  return finish_text(&w, &t, st, name, "the plan is not of this problem", out,
+                     len_out, diag);
+}
+
+/* Writes text that a format function made to `path` atomically. */
+static nnmem_status_t write_text(nnmem_status_t st, char *text, size_t len,
+                                 const char *path, nnmem_diag_t *diag) {
+  if (st == NNMEM_OK) st = nnmem_file_write_atomic(path, text, len, diag);
+  free(text);
   return st;
+}
+
+nnmem_status_t nnmem_plan_format_json(const nnmem_graph_t *g,
+                                      const nnmem_liveness_t *l,
+                                      const nnmem_plan_t *plan,
+                                      uint64_t alignment, char **out,
+                                      size_t *len_out, nnmem_diag_t *diag) {
+  if (out) *out = NULL;
+  if (!g || !l || !plan || !out)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_plan_format_json: NULL argument");
+  return format_graph_plan(g, l, plan, alignment, "plan JSON", out, len_out,
+                           diag);
 }
 
 nnmem_status_t nnmem_plan_write_json(const nnmem_graph_t *g,
@@ -157,19 +224,24 @@ nnmem_status_t nnmem_plan_write_json(const nnmem_graph_t *g,
   if (!g || !l || !plan || !path)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "nnmem_plan_write_json: NULL argument");
-  size_t n_buf = nnmem_problem_count(nnmem_liveness_problem(l));
-  if (nnmem_plan_count(plan) != n_buf)
+  char *text = NULL;
+  size_t len = 0;
+  nnmem_status_t st =
+      format_graph_plan(g, l, plan, alignment, path, &text, &len, diag);
+  return write_text(st, text, len, path, diag);
+}
+
+nnmem_status_t nnmem_problem_format_plan_json(const nnmem_problem_t *p,
+                                              const nnmem_plan_t *plan,
+                                              uint64_t alignment, char **out,
+                                              size_t *len_out,
+                                              nnmem_diag_t *diag) {
+  if (out) *out = NULL;
+  if (!p || !plan || !out)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "%s: the plan has %zu buffers but the liveness problem "
-                       "has %zu",
-                       path, nnmem_plan_count(plan), n_buf);
-  nnmem__text_t t;
-  nnmem__jw_t w;
-  nnmem__text_init(&t);
-  nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
-  nnmem_status_t st = nnmem__plan_json(&w, g, l, plan, alignment);
-  return finish_file(&w, &t, st, path,
-                     "the liveness analysis is not of this graph", diag);
+                       "nnmem_problem_format_plan_json: NULL argument");
+  return format_problem_plan(p, plan, alignment, "plan JSON", out, len_out,
+                             diag);
 }
 
 nnmem_status_t nnmem_problem_write_plan_json(const nnmem_problem_t *p,
@@ -180,14 +252,9 @@ nnmem_status_t nnmem_problem_write_plan_json(const nnmem_problem_t *p,
   if (!p || !plan || !path)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "nnmem_problem_write_plan_json: NULL argument");
-  if (nnmem_plan_count(plan) != nnmem_problem_count(p))
-    return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "%s: the plan has %zu buffers but the problem has %zu",
-                       path, nnmem_plan_count(plan), nnmem_problem_count(p));
-  nnmem__text_t t;
-  nnmem__jw_t w;
-  nnmem__text_init(&t);
-  nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
-  nnmem_status_t st = nnmem__problem_plan_json(&w, p, plan, alignment);
-  return finish_file(&w, &t, st, path, "the plan is not of this problem", diag);
+  char *text = NULL;
+  size_t len = 0;
+  nnmem_status_t st =
+      format_problem_plan(p, plan, alignment, path, &text, &len, diag);
+  return write_text(st, text, len, path, diag);
 }

@@ -4,7 +4,8 @@
  *   {"model": "resnet50", "peak_memory": 1, "weight_memory": 1,
  *    "activation_memory": 1, "workspace_memory": 1, "lower_bound": 1,
  *    "naive_memory": 1, "arena_height": 1, "arena_lower_bound": 1,
- *    "naive_arena": 1, "reuse_ratio": 0.5, "strategy": "greedy-size",
+ *    "naive_arena": 1, "naive_saturated": false, "reuse_ratio": 0.5,
+ *    "strategy": "greedy-size",
  *    "buffers": 1, "tensors": 1, "peak_step": 1, "plan_seconds": 0.01}
  *
  * Algorithm: write each key in that fixed order ("model" only when given)
@@ -30,6 +31,8 @@ void nnmem__profile_json_members(nnmem__jw_t *w, const nnmem_profile_t *prof,
   nnmem__jw_kv_u64(w, "arena_height", prof->arena_height);
   nnmem__jw_kv_u64(w, "arena_lower_bound", prof->arena_lower_bound);
   nnmem__jw_kv_u64(w, "naive_arena", prof->naive_arena);
+  nnmem__jw_kv_bool(w, "naive_saturated", /* the naive figures are >= */
+                    (prof->flags & NNMEM_PROFILE_NAIVE_SATURATED) != 0);
   nnmem__jw_kv_double(w, "reuse_ratio", prof->reuse_ratio);
   nnmem__jw_kv_string(w, "strategy", nnmem_strategy_name(prof->strategy));
   nnmem__jw_kv_u64(w, "buffers", prof->buffers);

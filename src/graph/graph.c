@@ -515,7 +515,9 @@ nnmem_status_t nnmem_graph_check(const nnmem_graph_t *g, nnmem_diag_t *diag) {
   }
   if (!g->n_ops) return NNMEM_OK;
   uint32_t *order = malloc(g->n_ops * sizeof *order);
-  if (!order) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "check: out of memory");
+  if (!order)
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM,
+                       "out of memory checking the graph");
   nnmem_status_t st = nnmem_graph_schedule(g, order, diag);
   free(order);
   return st;
@@ -660,7 +662,8 @@ nnmem_status_t nnmem_graph_schedule(const nnmem_graph_t *g, uint32_t *order,
   sched_t s;
   nnmem_status_t st = sched_init(g, &s);
   if (st != NNMEM_OK)
-    return nnmem__diag(diag, st, "schedule: %s", nnmem_status_str(st));
+    return nnmem__diag(diag, st, "ordering the operators: %s",
+                       nnmem_status_str(st));
   for (uint32_t o = 0; o < g->n_ops; o++)
     if (!s.indeg[o]) heap_push(&s, o);
   size_t n = 0;

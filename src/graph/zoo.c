@@ -50,15 +50,19 @@ nnmem_status_t nnmem_zoo_build(const char *name, uint32_t batch,
   const zoo_entry_t *e = NULL;
   for (size_t i = 0; i < ZOO_COUNT; i++)
     if (strcmp(name, zoo_table[i].name) == 0) e = &zoo_table[i];
-  if (!e)
+  if (!e) {
+    char known[128] = "";
+    for (size_t i = 0, o = 0; i < ZOO_COUNT && o < sizeof known; i++)
+      o += (size_t)snprintf(known + o, sizeof known - o, "%s%s", i ? ", " : "",
+                            zoo_table[i].name);
     return nnmem__diag(diag, NNMEM_ERR_NOT_FOUND,
-                       "zoo: unknown model '%s' (known: resnet50, "
-                       "mobilenetv2, bert-base)",
-                       name);
+                       "unknown built-in model '%s' (known: %s)", name, known);
+  }
   nnmem__zoo_t b = {NULL, NNMEM_OK, diag, batch ? batch : 1};
   b.st = nnmem_graph_create(name, &b.g);
   if (b.st != NNMEM_OK)
-    return nnmem__diag(diag, b.st, "zoo: %s", nnmem_status_str(b.st));
+    return nnmem__diag(diag, b.st, "building the built-in model '%s': %s", name,
+                       nnmem_status_str(b.st));
   e->build(&b);
   if (b.st != NNMEM_OK) {
     nnmem_graph_destroy(b.g);

@@ -39,7 +39,7 @@ static nnmem_status_t check_model(const nnmem_problem_t *pr,
                                   uint64_t *align, nnmem_diag_t *diag) {
   if (!pr || !pl || nnmem_plan_count(pl) != nnmem_problem_count(pr))
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "arena: model %zu: plan has %zu offsets for %zu "
+                       "model %zu: the plan has %zu offsets for %zu "
                        "buffers",
                        m, nnmem_plan_count(pl), nnmem_problem_count(pr));
   nnmem_verify_report_t rep;
@@ -48,7 +48,7 @@ static nnmem_status_t check_model(const nnmem_problem_t *pr,
   if (st != NNMEM_OK) return st;
   if (rep.height > nnmem_plan_height(pl)) /* the region is sized by heights */
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "arena: model %zu: buffers reach byte %llu, past the "
+                       "model %zu: buffers reach byte %llu, past the "
                        "plan's height %llu (a plan of another problem?)",
                        m, (unsigned long long)rep.height,
                        (unsigned long long)nnmem_plan_height(pl));
@@ -90,7 +90,7 @@ nnmem_status_t nnmem_arena_create_shared(const nnmem_problem_t *const *problems,
   *out = NULL;
   if (!problems || !plans || n == 0 || !backend)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "arena: needs at least one plan and a backend");
+                       "an arena needs at least one plan and a backend");
   uint64_t align = backend->alignment ? backend->alignment : 1, size = 0,
            sum = 0;
   for (size_t m = 0; m < n; m++) {
@@ -111,7 +111,7 @@ nnmem_status_t nnmem_arena_create_shared(const nnmem_problem_t *const *problems,
   if (st == NNMEM_OK) {
     st = nnmem_backend_alloc(backend, a->size, align, &a->base);
     if (st != NNMEM_OK)
-      nnmem__diag(diag, st, "arena: the backend refused %llu bytes",
+      nnmem__diag(diag, st, "the backend refused %llu bytes for the arena",
                   (unsigned long long)a->size);
   }
   if (st != NNMEM_OK) {

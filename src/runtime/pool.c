@@ -192,7 +192,7 @@ nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
   st = make_impl(kind, &p, &pool->src, &pool->impl);
   if (st != NNMEM_OK) {
     free(pool);
-    return nnmem__diag(diag, st, "pool: cannot create the %s structures",
+    return nnmem__diag(diag, st, "cannot create the structures of a %s pool",
                        kind_names[kind]);
   }
   pthread_mutex_init(&pool->lock, NULL);

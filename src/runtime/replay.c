@@ -73,7 +73,7 @@ static nnmem_status_t run_pass(pass_t *ps, nnmem_pool_t *pool,
         nnmem_pool_alloc(pool, b[j].size, b[j].align, &ps->addr[j]);
     if (s != NNMEM_OK)
       return nnmem__diag(diag, s,
-                         "replay: %s pool failed on buffer %u "
+                         "the %s pool failed on buffer %u "
                          "(%llu bytes): %s",
                          nnmem_pool_kind_name(nnmem_pool_get_kind(pool)), j,
                          (unsigned long long)b[j].size, nnmem_status_str(s));
@@ -127,7 +127,8 @@ nnmem_status_t nnmem_pool_replay_stats(
   pass_t ps = {0};
   event_t *ev = NULL;
   nnmem_status_t s = build_events(problem, &ev, &ps.n);
-  if (s != NNMEM_OK) return nnmem__diag(diag, s, "replay: out of memory");
+  if (s != NNMEM_OK)
+    return nnmem__diag(diag, s, "out of memory replaying the trace");
   ps.problem = problem;
   ps.ev = ev;
   ps.addr = calloc(nnmem_problem_count(problem) + 1, sizeof(void *));

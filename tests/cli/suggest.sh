@@ -53,7 +53,7 @@ no_hint plan --strategy best
 
 # Built-in models: checked when the option is read, before any work.
 hint resnet50 plan --model resnet5
-err_has "unknown model 'resnet5' (built-in: resnet50, mobilenetv2, bert-base)"
+err_has "unknown built-in model 'resnet5' (known: resnet50, mobilenetv2, bert-base)"
 hint mobilenetv2 plan --model mobilenet_v2
 hint bert-base plan --model bert
 hint resnet50 plan --model ResNet50

@@ -207,6 +207,7 @@ static const char *const profile_keys[] = {"model",
                                            "naive_memory",
                                            "arena_height",
                                            "arena_lower_bound",
+                                           "naive_saturated",
                                            "naive_arena",
                                            "reuse_ratio",
                                            "strategy",
@@ -246,6 +247,8 @@ static void test_profile_format(void **state) {
     assert_non_null(cJSON_GetObjectItemCaseSensitive(doc, profile_keys[i]));
   assert_int_equal(num(doc, "weight_memory"), 2);
   assert_int_equal(num(doc, "naive_arena"), 9);
+  assert_true(
+      cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "naive_saturated")));
   assert_int_equal(num(doc, "peak_step"), 12);
   assert_true(num(doc, "reuse_ratio") == 0.25);
   assert_true(num(doc, "plan_seconds") == 0.5);
@@ -409,6 +412,57 @@ static void test_plan_read_round_trip(void **state) {
   nnmem_problem_destroy(p);
 }
 
+/* The format functions give exactly the bytes the writers write. */
+static void test_format_matches_write(void **state) {
+  (void)state;
+  planned_t r = plan_example("tiny.json", 0);
+  const char *path = tu_tmp_path("fmt_plan.json");
+  assert_ok(nnmem_plan_write_json(r.g, r.l, r.plan, 0, path, NULL));
+  char *file = NULL, *text = NULL;
+  size_t flen = 0, tlen = 0;
+  assert_ok(nnmem_file_read(path, &file, &flen, NULL));
+  assert_ok(nnmem_plan_format_json(r.g, r.l, r.plan, 0, &text, &tlen, NULL));
+  assert_int_equal(flen, tlen);
+  assert_memory_equal(file, text, tlen);
+  free(file);
+  free(text);
+  const nnmem_problem_t *p = nnmem_liveness_problem(r.l);
+  path = tu_tmp_path("fmt_plan.csv");
+  assert_ok(nnmem_problem_write_csv(p, nnmem_plan_offsets(r.plan), path, NULL));
+  assert_ok(nnmem_file_read(path, &file, &flen, NULL));
+  assert_ok(nnmem_problem_format_csv(p, nnmem_plan_offsets(r.plan), &text,
+                                     &tlen, NULL));
+  assert_int_equal(flen, tlen);
+  assert_memory_equal(file, text, tlen);
+  free(file);
+  free(text);
+  planned_free(&r);
+}
+
+/* nnmem_file_read_limited: a regular file over the limit is refused by its
+ * size, /dev/zero after limit + 1 bytes; at the limit it reads. */
+static void test_read_limit(void **state) {
+  (void)state;
+  const char *path = tu_tmp_path("limit.txt");
+  assert_ok(nnmem_file_write_atomic(path, "0123456789", 10, NULL));
+  char *data = NULL;
+  size_t len = 0;
+  nnmem_diag_t diag = {{0}};
+  assert_int_equal(nnmem_file_read_limited(path, 9, &data, &len, &diag),
+                   NNMEM_ERR_UNSUPPORTED);
+  assert_null(data);
+  assert_non_null(strstr(diag.message, "over the limit"));
+  assert_ok(nnmem_file_read_limited(path, 10, &data, &len, NULL));
+  assert_int_equal(len, 10);
+  assert_string_equal(data, "0123456789");
+  free(data);
+  data = NULL;
+  assert_int_equal(
+      nnmem_file_read_limited("/dev/zero", 100000, &data, &len, &diag),
+      NNMEM_ERR_UNSUPPORTED);
+  assert_null(data);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plan_json_tiny),
@@ -419,6 +473,8 @@ int main(void) {
       cmocka_unit_test(test_plan_read_exact),
       cmocka_unit_test(test_plan_read_errors),
       cmocka_unit_test(test_plan_read_round_trip),
+      cmocka_unit_test(test_format_matches_write),
+      cmocka_unit_test(test_read_limit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

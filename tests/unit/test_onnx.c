@@ -191,6 +191,51 @@ static void test_folding_chain(void **state) {
   free(m.b);
 }
 
+/* A binding that matches no symbolic dim is an error listing the model's
+ * dims, with a suggestion for a typo; the aliases "batch" / "sequence" are
+ * errors only when the model has no dim of that kind (defect 10). */
+static void test_unknown_dim_binding(void **state) {
+  (void)state;
+  const int64_t xd[] = {-1, -3, 4}; /* [batch, other, 4] */
+  gb_t gb = {{0}};
+  g_input(&gb, value_info("X", FLOAT, 3, xd));
+  g_node(&gb, node("Relu", "relu", "X", "Y", 0, NULL));
+  g_output(&gb, value_info("Y", FLOAT, -1, NULL));
+  pb_t m = model(&gb, 13, "");
+  struct {
+    const char *name, *needle; /* needle NULL: accepted */
+  } cases[] = {{"batch", NULL},
+               {"other", NULL},
+               {"bacth", "did you mean 'batch'?"},
+               {"othr", "did you mean 'other'?"},
+               {"zzzzzzzz", "symbolic dims of the model: batch, other"},
+               {"sequence", "no symbolic dim of the model is sequence-like"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    nnmem_onnx_config_t cfg;
+    nnmem_onnx_config_init(&cfg);
+    nnmem_onnx_dim_t dims[] = {{cases[i].name, 8}};
+    cfg.dims = dims;
+    cfg.n_dims = 1;
+    nnmem_graph_t *g = NULL;
+    nnmem_diag_t d = {{0}};
+    nnmem_status_t st = import(&m, &cfg, &g, NULL, &d);
+    if (!cases[i].needle) {
+      assert_ok(st);
+      nnmem_graph_destroy(g);
+      continue;
+    }
+    assert_int_equal(st, NNMEM_ERR_INVALID);
+    assert_null(g);
+    if (!strstr(d.message, cases[i].needle))
+      fail_msg("'%s': message '%s' lacks '%s'", cases[i].name, d.message,
+               cases[i].needle);
+    if (strstr(cases[i].needle, "did you") == NULL &&
+        strstr(d.message, "did you"))
+      fail_msg("'%s': unexpected suggestion in '%s'", cases[i].name, d.message);
+  }
+  free(m.b);
+}
+
 /* The same ops across opsets: attributes (old) and inputs (new). */
 static void check_opset_variant(int64_t opset) {
   gb_t g = {{0}};
@@ -587,6 +632,27 @@ static void test_not_onnx(void **state) {
   }
 }
 
+/* Names with control bytes reach messages escaped: one line, and the name
+ * still readable (defect 9). */
+static void test_control_bytes_in_names(void **state) {
+  (void)state;
+  const int64_t xd[] = {2, 3};
+  gb_t g = {{0}};
+  g_input(&g, value_info("X", FLOAT, 2, xd));
+  g_node(&g,
+         node("Add", "evil\n\x1b[31m", "X,no\nwhere\x1b[31m", "Y", 0, NULL));
+  pb_t m = model(&g, 13, "");
+  nnmem_graph_t *gr = NULL;
+  nnmem_diag_t d = {{0}};
+  assert_int_not_equal(import(&m, NULL, &gr, NULL, &d), NNMEM_OK);
+  assert_null(gr);
+  for (const char *c = d.message; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f)
+      fail_msg("raw control byte 0x%02x in '%s'", (unsigned char)*c, d.message);
+  assert_non_null(strstr(d.message, "no\\nwhere\\x1b[31m"));
+  free(m.b);
+}
+
 static void test_bad_graphs(void **state) {
   (void)state;
   const int64_t xd[] = {2, 3}, zd[] = {0, 3}, nd[] = {-2},
@@ -767,6 +833,8 @@ int main(void) {
       cmocka_unit_test(test_corrupted_bytes),
       cmocka_unit_test(test_not_onnx),
       cmocka_unit_test(test_bad_graphs),
+      cmocka_unit_test(test_control_bytes_in_names),
+      cmocka_unit_test(test_unknown_dim_binding),
       cmocka_unit_test(test_deep_nesting),
       cmocka_unit_test(test_deep_type_nesting),
       cmocka_unit_test(test_supported_list),

@@ -52,7 +52,7 @@ int tu_tmpdir_remove(void) {
   if (!d) return 0;
   char path[512];
   for (struct dirent *e; (e = readdir(d));) {
-    if (e->d_name[0] == '.') continue;
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
     snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
     unlink(path);
   }
@@ -76,7 +76,7 @@ int tu_tmpdir_count(void) {
   assert_non_null(d);
   int n = 0;
   for (struct dirent *e; (e = readdir(d));)
-    if (e->d_name[0] != '.') n++;
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
   closedir(d);
   return n;
 }

@@ -29,7 +29,7 @@ const char *tu_data_dir(void);
  * /tmp/nnmem_<name>_XXXXXX (cmocka group setup signature: pass it through
  * a wrapper), tu_tmpdir_remove deletes it and the files in it,
  * tu_tmp_path names a file inside it (static buffer), tu_tmpdir_count
- * counts its entries. */
+ * counts its entries (hidden ones too: a leftover ".x.tmp-XXXXXX" counts). */
 int tu_tmpdir_create(const char *name);
 int tu_tmpdir_remove(void);
 const char *tu_tmpdir(void);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "common/json_write.h"
+#include "common/outset.h"
 #include "nnmem/nnmem.h"
 
 /* Exit codes (documented in `nnmem --help`). */
@@ -47,6 +48,7 @@ typedef struct cli_plan_opts {
   int quiet;
   const char *out;     /* --out */
   const char *profile; /* --profile */
+  uint64_t max_input;  /* --max-input-size; 0 = NNMEM_INPUT_MAX_DEFAULT */
   cli_onnx_opts_t onnx;
 } cli_plan_opts_t;
 
@@ -120,13 +122,59 @@ void cli_report_json(nnmem__jw_t *w, const cli_run_t *run);
 
 /* `s` as it can be shown on a terminal: `s` itself, or (when it holds
  * control bytes, e.g. a newline or an escape sequence in a tensor name) a
- * copy in `buf` with each of them replaced by '?', truncated to `cap`. */
+ * copy in `buf` with each of them escaped ("\\n", "\\x1b"; nnmem__escape),
+ * truncated to `cap`, so names stay distinguishable. */
 const char *cli_printable(const char *s, char *buf, size_t cap);
 
 /* The display name of problem buffer `i` ("#i" when it has no id), through
  * cli_printable. */
 const char *cli_buffer_name(const nnmem_problem_t *p, size_t i, char *buf,
                             size_t cap);
+
+/* ---- input.c ---- */
+
+/* What an input holds (zero: empty or undecided). */
+typedef enum cli_format {
+  CLI_FMT_UNKNOWN = 0,
+  CLI_FMT_ONNX,
+  CLI_FMT_JSON,
+  CLI_FMT_CSV,
+  CLI_FMT_COMPRESSED, /* gzip, zip, xz, zstd, bzip2 */
+  CLI_FMT_BINARY      /* binary, not ONNX */
+} cli_format_t;
+
+/* One input file read whole. */
+typedef struct cli_input {
+  const char *path; /* as given; "-" = standard input */
+  const char *name; /* for messages: the path or "standard input" */
+  char *data;       /* NUL-terminated */
+  size_t len;
+  cli_format_t format; /* ONNX, JSON or CSV: what to parse it as */
+} cli_input_t;
+
+/* Reads `path` ("-": standard input) with the limit `max_bytes` (0 = the
+ * library default, 2 GiB) and decides its format from the extension checked
+ * against the content (input.c). Errors name the file; *in is then empty. */
+nnmem_status_t cli_input_read(cli_input_t *in, const char *path,
+                              uint64_t max_bytes, nnmem_diag_t *diag);
+void cli_input_free(cli_input_t *in);
+/* The format a file name promises (UNKNOWN for "-" or another extension). */
+cli_format_t cli_format_of_name(const char *path);
+/* The format the first bytes suggest. */
+cli_format_t cli_sniff(const char *data, size_t len);
+/* cli_input_read, then nnmem_csv_parse; content that is not CSV is an
+ * error saying what it looks like. */
+nnmem_status_t cli_read_csv(const char *path, uint64_t max_bytes,
+                            nnmem_csv_t **out, nnmem_diag_t *diag);
+/* Parses --max-input-size; 0 or the usage exit code. */
+int cli_parse_max_input(const char *cmd, const char *v, uint64_t *out);
+
+/* ---- outputs.c ---- */
+
+/* Until cli_outputs_unguard(), SIGINT / SIGTERM / SIGHUP first remove the
+ * temporaries staged in `set` (then kill the process as usual). */
+void cli_outputs_guard(const nnmem__outset_t *set);
+void cli_outputs_unguard(void);
 
 /* ---- onnx_opts.c ---- */
 

@@ -17,18 +17,32 @@
 #include "common/util.h"
 #include "units.h"
 
-enum { I_HELP, I_JSON, I_DIM, I_DTYPE, I_LAYOUT, I_STRICT, I_ALIGN };
+enum {
+  I_HELP,
+  I_JSON,
+  I_DIM,
+  I_DTYPE,
+  I_LAYOUT,
+  I_STRICT,
+  I_ALIGN,
+  I_MAX_INPUT
+};
 
-static const cli_opt_t inspect_table[] = {
-    {"help", 'h', 0, I_HELP},   {"json", 0, CLI_OPT_INLINE, I_JSON},
-    {"dim", 0, 1, I_DIM},       {"dtype", 0, 1, I_DTYPE},
-    {"layout", 0, 1, I_LAYOUT}, {"strict", 0, 0, I_STRICT},
-    {"align", 'a', 1, I_ALIGN}, {NULL, 0, 0, 0}};
+static const cli_opt_t inspect_table[] = {{"help", 'h', 0, I_HELP},
+                                          {"json", 0, CLI_OPT_INLINE, I_JSON},
+                                          {"dim", 0, 1, I_DIM},
+                                          {"dtype", 0, 1, I_DTYPE},
+                                          {"layout", 0, 1, I_LAYOUT},
+                                          {"strict", 0, 0, I_STRICT},
+                                          {"align", 'a', 1, I_ALIGN},
+                                          {"max-input-size", 0, 1, I_MAX_INPUT},
+                                          {NULL, 0, 0, 0}};
 
 typedef struct inspect_opts {
   const char *input;
   int json;
   uint64_t align;
+  uint64_t max_input; /* --max-input-size; 0 = default */
   cli_onnx_opts_t onnx;
 } inspect_opts_t;
 
@@ -47,7 +61,9 @@ static void print_inspect_help(void) {
       "      --layout L         NCHW (default), NHWC or NC1HWC0\n"
       "      --strict           fail (exit 1) when a tensor cannot be sized\n"
       "  -a, --align SIZE       align every tensor to SIZE\n"
-      "  -h, --help             show this help\n",
+      "      --max-input-size SIZE  refuse larger models (default 2GiB)\n"
+      "  -h, --help             show this help\n"
+      "MODEL '-' is read from standard input (format from the content).\n",
       stdout);
 }
 
@@ -62,6 +78,8 @@ static int set_inspect_option(void *opts, int id, const char *v) {
         return cli_usage_error("inspect", "bad --align '%s': %s", v,
                                why ? why : "must be a power of two >= 1");
       return 0;
+    case I_MAX_INPUT:
+      return cli_parse_max_input("inspect", v, &o->max_input);
     case I_DIM:
       return cli_onnx_option("inspect", &o->onnx, "dim", v);
     case I_DTYPE:
@@ -88,7 +106,8 @@ static int parse_inspect_args(int argc, char **argv, inspect_opts_t *o) {
                            "'%s' is a MiniMalloc problem, not a model (it "
                            "has no tensors; try nnmem plan)",
                            o->input);
-  if (o->onnx.first && !cli_is_onnx(o->input))
+  if (o->onnx.first && cli_format_of_name(o->input) != CLI_FMT_ONNX &&
+      cli_format_of_name(o->input) != CLI_FMT_UNKNOWN)
     return cli_usage_error(
         "inspect", "--%s applies to ONNX models (.onnx) only", o->onnx.first);
   return -1;
@@ -150,8 +169,8 @@ static void tensor_json(nnmem__jw_t *w, const nnmem_graph_t *g,
   nnmem__jw_end(w);
 }
 
-static int print_json(const inspect_opts_t *o, const nnmem_graph_t *g,
-                      const nnmem_liveness_t *l,
+static int print_json(const inspect_opts_t *o, int is_onnx,
+                      const nnmem_graph_t *g, const nnmem_liveness_t *l,
                       const nnmem_onnx_report_t *rep) {
   nnmem__text_t t;
   nnmem__jw_t w;
@@ -166,9 +185,38 @@ static int print_json(const inspect_opts_t *o, const nnmem_graph_t *g,
   for (uint32_t i = 0; i < nnmem_graph_tensor_count(g); i++)
     tensor_json(&w, g, l, i);
   nnmem__jw_end(&w);
-  if (cli_is_onnx(o->input)) cli_onnx_json_add(&w, rep);
+  if (is_onnx) cli_onnx_json_add(&w, rep);
   nnmem__jw_end(&w);
   return cli_json_print(&w, &t);
+}
+
+/* Reads MODEL ("-": stdin) under the size limit and imports it as the
+ * ONNX model or JSON graph its extension and content say. */
+static nnmem_status_t load_model(const inspect_opts_t *o, nnmem_graph_t **g,
+                                 nnmem_onnx_report_t *rep, int *is_onnx,
+                                 nnmem_diag_t *diag) {
+  cli_input_t in;
+  nnmem_status_t st = cli_input_read(&in, o->input, o->max_input, diag);
+  if (st != NNMEM_OK) return st;
+  *is_onnx = in.format == CLI_FMT_ONNX;
+  if (in.format == CLI_FMT_CSV) {
+    st = nnmem__diag(diag, NNMEM_ERR_INVALID,
+                     "%s is a MiniMalloc problem, not a model (it has no "
+                     "tensors; try nnmem plan)",
+                     in.name);
+  } else if (o->onnx.first && !*is_onnx) {
+    st = nnmem__diag(diag, NNMEM_ERR_INVALID,
+                     "--%s applies to ONNX models only, and %s is not one",
+                     o->onnx.first, in.name);
+  } else if (*is_onnx) {
+    nnmem_onnx_config_t cfg;
+    cli_onnx_config(&o->onnx, o->align, &cfg);
+    st = nnmem_onnx_import(in.data, in.len, in.name, &cfg, g, rep, diag);
+  } else {
+    st = nnmem_graph_parse_json(in.data, in.len, in.name, g, diag);
+  }
+  cli_input_free(&in);
+  return st;
 }
 
 int cli_cmd_inspect(int argc, char **argv) {
@@ -181,13 +229,8 @@ int cli_cmd_inspect(int argc, char **argv) {
   nnmem_diag_t diag = {{0}};
   nnmem_status_t st;
   memset(&rep, 0, sizeof rep);
-  if (cli_is_onnx(o.input)) {
-    nnmem_onnx_config_t cfg;
-    cli_onnx_config(&o.onnx, o.align, &cfg);
-    st = nnmem_onnx_import_file(o.input, &cfg, &g, &rep, &diag);
-  } else {
-    st = nnmem_graph_read_json_file(o.input, &g, &diag);
-  }
+  int is_onnx = 0;
+  st = load_model(&o, &g, &rep, &is_onnx, &diag);
   if (st == NNMEM_OK) {
     nnmem_liveness_config_t lc;
     nnmem_liveness_config_init(&lc);
@@ -197,10 +240,10 @@ int cli_cmd_inspect(int argc, char **argv) {
   if (st != NNMEM_OK) {
     e = cli_fail(st, &diag);
   } else if (o.json) {
-    e = print_json(&o, g, l, &rep);
+    e = print_json(&o, is_onnx, g, l, &rep);
   } else {
     print_table(g, l);
-    if (cli_is_onnx(o.input)) {
+    if (is_onnx) {
       printf("\n");
       cli_onnx_summary(stdout, &rep);
     }

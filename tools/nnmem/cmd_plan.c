@@ -4,8 +4,9 @@
  * Steps:
  *   1. parse the options (errors -> exit 1 before any work);
  *   2. load the input: no file -> a built-in model (nnmem_zoo_build);
- *      .json -> graph; .csv -> MiniMalloc problem; another extension ->
- *      decided by the content ('{' first -> JSON graph, else CSV);
+ *      else (a path, or "-" for standard input) read it whole under the
+ *      --max-input-size limit and parse it as ONNX, JSON graph or CSV
+ *      problem, as its extension says and its content confirms (input.c);
  *   3. graphs: liveness analysis -> problem (--no-reuse disables views and
  *      in-place there and forces the naive planner);
  *   4. plan with the requested strategy, alignment, capacity and time
@@ -14,18 +15,18 @@
  *      failure is a planner bug -> exit 3;
  *   6. compute the profile (graphs: nnmem_profile_compute; problems: built
  *      here with no weights and no workspace);
- *   7. only now write --out and --profile (atomic library writers; if the
- *      second write fails the first file is removed again);
+ *   7. only now write --out and --profile as one output set (common/
+ *      outset.h): both are staged as temporaries, then renamed; on any
+ *      failure every existing file keeps its old bytes;
  *   8. print the human report (or the JSON report with --json).
- * Invariant: no output file exists after a non-zero exit that this run
- * created; every resource is freed on every path (plan_ctx_free).
+ * Invariant: after a non-zero exit every output file is as it was before
+ * (absent, or its old bytes); every resource is freed on every path
+ * (plan_ctx_free).
  * Thread-safety: single-threaded. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "args.h"
 #include "suggest.h"
@@ -52,7 +53,8 @@ enum {
   OPT_DIM,
   OPT_DTYPE,
   OPT_LAYOUT,
-  OPT_STRICT
+  OPT_STRICT,
+  OPT_MAX_INPUT
 };
 
 static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
@@ -71,6 +73,7 @@ static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
                                        {"dtype", 0, 1, OPT_DTYPE},
                                        {"layout", 0, 1, OPT_LAYOUT},
                                        {"strict", 0, 0, OPT_STRICT},
+                                       {"max-input-size", 0, 1, OPT_MAX_INPUT},
                                        {NULL, 0, 0, 0}};
 
 typedef struct plan_ctx {
@@ -155,8 +158,10 @@ static void print_plan_help(void) {
       "\n"
       "INPUT is an ONNX model (.onnx), a graph (.json), a MiniMalloc problem\n"
       "(.csv: id,lower,upper,size with half-open lifetimes [lower, upper)), "
-      "or\n"
-      "nothing for a built-in model.\n"
+      "'-'\n"
+      "for standard input (format from the content), or nothing for a "
+      "built-in\n"
+      "model.\n"
       "\n"
       "Options:\n"
       "  -m, --model NAME       built-in model (default " CLI_DEFAULT_MODEL
@@ -185,13 +190,20 @@ static void print_plan_help(void) {
       "      --json[=compact]   print a machine-readable JSON report instead\n"
       "                         (pretty; compact: no whitespace)\n"
       "  -q, --quiet            print nothing on success\n"
+      "      --max-input-size SIZE  refuse inputs larger than SIZE (default\n"
+      "                         2GiB, the largest single-file ONNX model)\n"
       "  -h, --help             show this help\n"
       "\n"
       "ONNX models:\n"
       "      --dim NAME=VALUE   bind a symbolic dim (repeatable); unbound "
       "ones\n"
       "                         default to 1 (batch-like names) or 128\n"
-      "                         (sequence-like names), listed in the report\n"
+      "                         (sequence-like names), listed in the report;\n"
+      "                         --dim batch=N / sequence=N bind every batch- "
+      "/\n"
+      "                         sequence-like dim; a NAME the model lacks is "
+      "an\n"
+      "                         error\n"
       "      --dtype TYPE       plan floating tensors as if converted to TYPE\n"
       "      --layout L         NCHW (default), NHWC or NC1HWC0 (channels "
       "padded\n"
@@ -253,7 +265,7 @@ static int set_option(void *opts, int id, const char *v) {
       if (!known_model(v)) {
         char list[256], hint[96];
         return cli_usage_error(
-            "plan", "unknown model '%s' (built-in: %s)%s", v,
+            "plan", "unknown built-in model '%s' (known: %s)%s", v,
             model_list(list, sizeof list),
             cli_did_you_mean(suggest_model(v), hint, sizeof hint));
       }
@@ -281,6 +293,8 @@ static int set_option(void *opts, int id, const char *v) {
       return cli_onnx_option("plan", &o->onnx, "layout", v);
     case OPT_STRICT:
       return cli_onnx_option("plan", &o->onnx, "strict", v);
+    case OPT_MAX_INPUT:
+      return cli_parse_max_input("plan", v, &o->max_input);
   }
   return 0;
 }
@@ -296,6 +310,13 @@ static int check_options(const cli_plan_opts_t *o) {
     return cli_usage_error("plan",
                            "give either an input file or --model, "
                            "not both");
+  if (o->input && o->batch && cli_format_of_name(o->input) != CLI_FMT_CSV &&
+      cli_format_of_name(o->input) != CLI_FMT_JSON)
+    return cli_usage_error("plan",
+                           "--batch applies to built-in models only; for an "
+                           "ONNX model use --dim batch=%u (binds every "
+                           "batch-like dim)",
+                           (unsigned)o->batch);
   if (o->input && o->batch)
     return cli_usage_error("plan", "--batch applies to built-in models only");
   if (o->out && !has_ext(o->out, ".json") && !has_ext(o->out, ".csv"))
@@ -303,7 +324,9 @@ static int check_options(const cli_plan_opts_t *o) {
                            "--out '%s': the name must end in .json "
                            "or .csv",
                            o->out);
-  if (o->onnx.first && !(o->input && cli_is_onnx(o->input)))
+  if (o->onnx.first &&
+      !(o->input && (cli_format_of_name(o->input) == CLI_FMT_ONNX ||
+                     cli_format_of_name(o->input) == CLI_FMT_UNKNOWN)))
     return cli_usage_error("plan", "--%s applies to ONNX models (.onnx) only",
                            o->onnx.first);
   if (o->no_reuse && o->strategy != NNMEM_STRATEGY_AUTO &&
@@ -340,53 +363,45 @@ static nnmem_status_t load_model(plan_ctx_t *c) {
   nnmem_status_t st = nnmem_zoo_build(name, c->opts.batch, &c->graph, &c->diag);
   if (st == NNMEM_ERR_NOT_FOUND && !c->diag.message[0]) {
     char list[256];
-    nnmem__diag(&c->diag, st, "unknown model '%s' (built-in: %s)", name,
+    nnmem__diag(&c->diag, st, "unknown built-in model '%s' (known: %s)", name,
                 model_list(list, sizeof list));
   }
   return st;
 }
 
-/* Decides the format of a file without a known extension by its first
- * non-blank byte. */
-static nnmem_status_t load_sniffed(plan_ctx_t *c) {
-  char *data = NULL;
-  size_t len = 0;
-  const char *path = c->opts.input;
-  nnmem_status_t st = nnmem_file_read(path, &data, &len, &c->diag);
-  if (st != NNMEM_OK) return st;
-  size_t i = 0;
-  while (i < len && strchr(" \t\r\n", data[i]))
-    i++;
-  if (i < len && data[i] == '{') {
-    c->kind = IN_GRAPH;
-    st = nnmem_graph_parse_json(data, len, path, &c->graph, &c->diag);
-  } else {
+/* Parses the input read by cli_input_read as its decided format. */
+static nnmem_status_t parse_input(plan_ctx_t *c, const cli_input_t *in) {
+  if (in->format == CLI_FMT_CSV) {
     c->kind = IN_CSV;
-    st = nnmem_csv_parse(data, len, path, &c->csv, &c->diag);
+    return nnmem_csv_parse(in->data, in->len, in->name, &c->csv, &c->diag);
   }
-  free(data);
-  return st;
+  c->kind = IN_GRAPH;
+  if (in->format == CLI_FMT_JSON)
+    return nnmem_graph_parse_json(in->data, in->len, in->name, &c->graph,
+                                  &c->diag);
+  nnmem_onnx_config_t cfg;
+  cli_onnx_config(&c->opts.onnx, c->opts.align, &cfg);
+  c->is_onnx = 1;
+  return nnmem_onnx_import(in->data, in->len, in->name, &cfg, &c->graph,
+                           &c->onnx, &c->diag);
 }
 
+/* Step 2 for a file (or "-"): read with the size limit, decide the format
+ * (extension checked against content), parse. */
 static nnmem_status_t load_input(plan_ctx_t *c) {
-  const char *path = c->opts.input;
-  if (!path) return load_model(c);
-  if (has_ext(path, ".csv")) {
-    c->kind = IN_CSV;
-    return nnmem_csv_read_file(path, &c->csv, &c->diag);
-  }
-  if (has_ext(path, ".json")) {
-    c->kind = IN_GRAPH;
-    return nnmem_graph_read_json_file(path, &c->graph, &c->diag);
-  }
-  if (cli_is_onnx(path)) {
-    nnmem_onnx_config_t cfg;
-    cli_onnx_config(&c->opts.onnx, c->opts.align, &cfg);
-    c->kind = IN_GRAPH;
-    c->is_onnx = 1;
-    return nnmem_onnx_import_file(path, &cfg, &c->graph, &c->onnx, &c->diag);
-  }
-  return load_sniffed(c);
+  if (!c->opts.input) return load_model(c);
+  cli_input_t in;
+  nnmem_status_t st =
+      cli_input_read(&in, c->opts.input, c->opts.max_input, &c->diag);
+  if (st != NNMEM_OK) return st;
+  if (c->opts.onnx.first && in.format != CLI_FMT_ONNX)
+    st = nnmem__diag(&c->diag, NNMEM_ERR_INVALID,
+                     "--%s applies to ONNX models only, and %s is not one",
+                     c->opts.onnx.first, in.name);
+  else
+    st = parse_input(c, &in);
+  cli_input_free(&in);
+  return st;
 }
 
 /* Graph -> liveness -> problem. */
@@ -445,8 +460,10 @@ static nnmem_status_t problem_profile(plan_ctx_t *c) {
   nnmem_profile_t *p = &c->run.prof;
   uint64_t lb = 0, total = 0, h = nnmem_plan_height(c->plan);
   nnmem_status_t st = nnmem_problem_lower_bound(c->problem, c->opts.align, &lb);
-  if (st == NNMEM_OK)
-    st = nnmem_problem_total_bytes(c->problem, c->opts.align, &total);
+  int saturated = 0; /* the naive total is informative: saturate it */
+  if (st == NNMEM_OK && nnmem_problem_total_bytes(c->problem, c->opts.align,
+                                                  &total) == NNMEM_ERR_OVERFLOW)
+    total = UINT64_MAX, saturated = 1;
   if (st != NNMEM_OK)
     return nnmem__diag(&c->diag, st, "%s: %s while summing buffer sizes",
                        c->opts.input, nnmem_status_str(st));
@@ -456,6 +473,7 @@ static nnmem_status_t problem_profile(plan_ctx_t *c) {
   p->lower_bound = p->arena_lower_bound = lb;
   p->naive_memory = p->naive_arena = total;
   p->reuse_ratio = total ? 1.0 - (double)h / (double)total : 0.0;
+  if (saturated) p->flags |= NNMEM_PROFILE_NAIVE_SATURATED;
   p->strategy = nnmem_plan_strategy(c->plan);
   p->buffers = p->tensors = nnmem_problem_count(c->problem);
   p->plan_seconds = nnmem_plan_seconds(c->plan);
@@ -466,10 +484,30 @@ static nnmem_status_t problem_profile(plan_ctx_t *c) {
   return NNMEM_OK;
 }
 
+/* Weights + arena past 2^64 - 1 bytes: names the largest tensor. */
+static nnmem_status_t profile_overflow(plan_ctx_t *c) {
+  nnmem_tensor_info_t ti, big = {0};
+  for (uint32_t t = 0; t < nnmem_graph_tensor_count(c->graph); t++)
+    if (nnmem_graph_tensor(c->graph, t, &ti) == NNMEM_OK &&
+        ti.bytes > big.bytes)
+      big = ti;
+  char name[128];
+  return nnmem__diag(
+      &c->diag, NNMEM_ERR_OVERFLOW,
+      "%s: weights (%llu B) plus the arena (%llu B) exceed 2^64 - 1 bytes; "
+      "the largest tensor is '%s' (%llu B)",
+      c->opts.input ? c->opts.input : c->run.title,
+      (unsigned long long)nnmem_liveness_weight_bytes(c->live),
+      (unsigned long long)nnmem_plan_height(c->plan),
+      cli_printable(big.name ? big.name : "?", name, sizeof name),
+      (unsigned long long)big.bytes);
+}
+
 static nnmem_status_t make_profile(plan_ctx_t *c) {
   if (c->kind == IN_CSV) return problem_profile(c);
   nnmem_status_t st = nnmem_profile_compute(c->graph, c->live, c->plan,
                                             c->opts.align, &c->run.prof);
+  if (st == NNMEM_ERR_OVERFLOW) return profile_overflow(c);
   if (st != NNMEM_OK)
     return nnmem__diag(&c->diag, st, "computing the memory profile: %s",
                        nnmem_status_str(st));
@@ -477,68 +515,77 @@ static nnmem_status_t make_profile(plan_ctx_t *c) {
   return NNMEM_OK;
 }
 
-static nnmem_status_t write_plan_file(plan_ctx_t *c) {
+/* The bytes of the --out file, as a new malloc'd string. */
+static nnmem_status_t format_plan_file(plan_ctx_t *c, char **text,
+                                       size_t *len) {
   const char *out = c->opts.out;
   const uint64_t *offs = nnmem_plan_offsets(c->plan);
   if (c->kind == IN_CSV) {
     if (has_ext(out, ".json"))
-      return nnmem_problem_write_plan_json(c->problem, c->plan, c->opts.align,
-                                           out, &c->diag);
-    return nnmem_csv_write_solution(c->csv, offs, out, &c->diag);
+      return nnmem_problem_format_plan_json(c->problem, c->plan, c->opts.align,
+                                            text, len, &c->diag);
+    return nnmem_csv_format_solution(c->csv, offs, text, len, &c->diag);
   }
   if (has_ext(out, ".json"))
-    return nnmem_plan_write_json(c->graph, c->live, c->plan, c->opts.align, out,
-                                 &c->diag);
-  return nnmem_problem_write_csv(c->problem, offs, out, &c->diag);
+    return nnmem_plan_format_json(c->graph, c->live, c->plan, c->opts.align,
+                                  text, len, &c->diag);
+  return nnmem_problem_format_csv(c->problem, offs, text, len, &c->diag);
 }
 
-/* The cheap checks that a file can be written at `path` (not a folder, its
- * folder exists and is writable), so that --profile failing for those
- * reasons does not cost an --out file that was already replaced. */
-static nnmem_status_t output_path_ok(plan_ctx_t *c, const char *path) {
-  struct stat sb;
-  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-    return nnmem__diag(&c->diag, NNMEM_ERR_IO, "%s: is a directory", path);
-  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) return NNMEM_OK;
-  const char *slash = strrchr(path, '/');
-  char *dir = slash ? nnmem__strdup(path) : NULL;
-  if (dir) dir[slash == path ? 1 : slash - path] = '\0';
-  int ok = access(dir ? dir : ".", W_OK | X_OK) == 0;
-  int e = errno;
-  free(dir);
-  if (!ok)
-    return nnmem__diag(&c->diag, NNMEM_ERR_IO,
-                       "%s: cannot create a file there: %s", path, strerror(e));
+/* The bytes of the --profile file, as a new malloc'd string. */
+static nnmem_status_t format_profile_file(plan_ctx_t *c, char **text) {
+  const char *model = c->graph ? nnmem_graph_name(c->graph) : c->run.title;
+  nnmem__text_t t;
+  nnmem__jw_t w;
+  cli_json_begin(&w, &t, CLI_JSON_PRETTY);
+  nnmem__jw_object(&w);
+  nnmem__profile_json_members(&w, &c->run.prof, model);
+  if (c->is_onnx) cli_onnx_json_add(&w, &c->onnx); /* the import report */
+  nnmem__jw_end(&w);
+  nnmem_status_t st = nnmem__jw_finish(&w);
+  if (st != NNMEM_OK) {
+    nnmem__text_free(&t);
+    return nnmem__diag(&c->diag, st, "formatting the profile: %s",
+                       nnmem_status_str(st));
+  }
+  *text = t.data;
   return NNMEM_OK;
 }
 
-/* Step 7: --out, then --profile; on failure nothing new is left behind. */
-static nnmem_status_t write_outputs(plan_ctx_t *c) {
+/* Stages --out and --profile in `set` (each formatted in memory first). */
+static nnmem_status_t stage_outputs(plan_ctx_t *c, nnmem__outset_t *set) {
   nnmem_status_t st = NNMEM_OK;
-  if (c->opts.out && c->opts.profile) st = output_path_ok(c, c->opts.profile);
-  if (st == NNMEM_OK && c->opts.out) st = write_plan_file(c);
-  if (st != NNMEM_OK || !c->opts.profile) return st;
-  const char *model = c->graph ? nnmem_graph_name(c->graph) : c->run.title;
-  if (c->is_onnx) { /* the profile plus the import report */
-    nnmem__text_t t;
-    nnmem__jw_t w;
-    cli_json_begin(&w, &t, CLI_JSON_PRETTY);
-    nnmem__jw_object(&w);
-    nnmem__profile_json_members(&w, &c->run.prof, model);
-    cli_onnx_json_add(&w, &c->onnx);
-    nnmem__jw_end(&w);
-    st = nnmem__jw_finish(&w);
+  char *text = NULL;
+  size_t len = 0;
+  if (c->opts.out) {
+    st = format_plan_file(c, &text, &len);
     if (st == NNMEM_OK)
-      st = nnmem_file_write_atomic(c->opts.profile, t.data, t.len, &c->diag);
-    else
-      nnmem__diag(&c->diag, st, "formatting the profile: %s",
-                  nnmem_status_str(st));
-    nnmem__text_free(&t);
-  } else {
-    st = nnmem_profile_write_json(&c->run.prof, model, c->opts.profile,
-                                  &c->diag);
+      st = nnmem__outset_add_bytes(set, c->opts.out, text, len, &c->diag);
+    free(text);
+    text = NULL;
   }
-  if (st != NNMEM_OK && c->opts.out) remove(c->opts.out);
+  if (st == NNMEM_OK && c->opts.profile) {
+    st = format_profile_file(c, &text);
+    if (st == NNMEM_OK)
+      st = nnmem__outset_add_bytes(set, c->opts.profile, text, strlen(text),
+                                   &c->diag);
+    free(text);
+  }
+  return st;
+}
+
+/* Step 7: every output file is replaced, or (on any failure) none is: the
+ * outputs are staged as temporaries and renamed only when all succeeded. */
+static nnmem_status_t write_outputs(plan_ctx_t *c) {
+  if (!c->opts.out && !c->opts.profile) return NNMEM_OK;
+  nnmem__outset_t *set = NULL;
+  nnmem_status_t st = nnmem__outset_create(&set);
+  if (st != NNMEM_OK) return nnmem__diag(&c->diag, st, "out of memory");
+  cli_outputs_guard(set);
+  st = stage_outputs(c, set);
+  if (st == NNMEM_OK) st = nnmem__outset_commit(set, &c->diag);
+  nnmem__outset_destroy(set);
+  cli_outputs_unguard();
   return st;
 }
 

@@ -27,7 +27,7 @@
 
 int cli_cmd_replay(int argc, char **argv);
 
-enum { ROPT_HELP, ROPT_POOL, ROPT_JSON, ROPT_ALIGN, ROPT_PROM };
+enum { ROPT_HELP, ROPT_POOL, ROPT_JSON, ROPT_ALIGN, ROPT_PROM, ROPT_MAX_INPUT };
 
 static const cli_opt_t replay_table[] = {
     {"help", 'h', 0, ROPT_HELP},
@@ -35,6 +35,7 @@ static const cli_opt_t replay_table[] = {
     {"json", 'j', CLI_OPT_INLINE, ROPT_JSON},
     {"prometheus", 0, 0, ROPT_PROM},
     {"device-align", 'a', 1, ROPT_ALIGN},
+    {"max-input-size", 0, 1, ROPT_MAX_INPUT},
     {NULL, 0, 0, 0}};
 
 #define N_REPLAY_POOLS (NNMEM_POOL_SLAB - NNMEM_POOL_TIERED + 1)
@@ -46,6 +47,7 @@ typedef struct replay_opts {
   int json; /* CLI_JSON_* */
   int prometheus;
   uint64_t align;
+  uint64_t max_input; /* --max-input-size; 0 = default */
 } replay_opts_t;
 
 static void print_replay_help(void) {
@@ -73,7 +75,9 @@ static void print_replay_help(void) {
       "                        result per pool (pretty, or compact)\n"
       "      --prometheus      after the replay, print each pool's stats in\n"
       "                        the Prometheus text format (label pool=KIND)\n"
+      "      --max-input-size SIZE  refuse larger traces (default 2GiB)\n"
       "  -h, --help            show this help\n"
+      "TRACE.csv '-' is read from standard input.\n"
       "\n"
       "Exit codes: 0 ok; 1 bad usage or bad input; 3 the pool failed.\n",
       stdout);
@@ -86,6 +90,8 @@ static int set_replay_option(void *opts, int id, const char *v) {
     return cli_json_option("replay", v, &o->json);
   } else if (id == ROPT_PROM) {
     o->prometheus = 1;
+  } else if (id == ROPT_MAX_INPUT) {
+    return cli_parse_max_input("replay", v, &o->max_input);
   } else if (id == ROPT_POOL) {
     if (strcmp(v, "all") == 0)
       o->all = 1;
@@ -186,7 +192,7 @@ int cli_cmd_replay(int argc, char **argv) {
   if (rc >= 0) return rc;
   nnmem_diag_t d = {{0}};
   nnmem_csv_t *csv = NULL;
-  nnmem_status_t st = nnmem_csv_read_file(o.trace, &csv, &d);
+  nnmem_status_t st = cli_read_csv(o.trace, o.max_input, &csv, &d);
   if (st != NNMEM_OK) return cli_fail(st, &d);
   const nnmem_problem_t *p = nnmem_csv_problem(csv);
   nnmem_pool_kind_t first = o.all ? NNMEM_POOL_TIERED : o.kind;

@@ -50,20 +50,23 @@ enum {
   VOPT_DTYPE,
   VOPT_LAYOUT,
   VOPT_STRICT,
-  VOPT_NO_REUSE
+  VOPT_NO_REUSE,
+  VOPT_MAX_INPUT
 };
 
-static const cli_opt_t verify_table[] = {{"help", 'h', 0, VOPT_HELP},
-                                         {"align", 'a', 1, VOPT_ALIGN},
-                                         {"capacity", 'c', 1, VOPT_CAPACITY},
-                                         {"quiet", 'q', 0, VOPT_QUIET},
-                                         {"json", 0, CLI_OPT_INLINE, VOPT_JSON},
-                                         {"dim", 0, 1, VOPT_DIM},
-                                         {"dtype", 0, 1, VOPT_DTYPE},
-                                         {"layout", 0, 1, VOPT_LAYOUT},
-                                         {"strict", 0, 0, VOPT_STRICT},
-                                         {"no-reuse", 0, 0, VOPT_NO_REUSE},
-                                         {NULL, 0, 0, 0}};
+static const cli_opt_t verify_table[] = {
+    {"help", 'h', 0, VOPT_HELP},
+    {"align", 'a', 1, VOPT_ALIGN},
+    {"capacity", 'c', 1, VOPT_CAPACITY},
+    {"quiet", 'q', 0, VOPT_QUIET},
+    {"json", 0, CLI_OPT_INLINE, VOPT_JSON},
+    {"dim", 0, 1, VOPT_DIM},
+    {"dtype", 0, 1, VOPT_DTYPE},
+    {"layout", 0, 1, VOPT_LAYOUT},
+    {"strict", 0, 0, VOPT_STRICT},
+    {"no-reuse", 0, 0, VOPT_NO_REUSE},
+    {"max-input-size", 0, 1, VOPT_MAX_INPUT},
+    {NULL, 0, 0, 0}};
 
 typedef struct verify_opts {
   const char *problem_path;
@@ -74,12 +77,15 @@ typedef struct verify_opts {
   int quiet;
   int json; /* CLI_JSON_* */
   int no_reuse;
+  uint64_t max_input; /* --max-input-size; 0 = default */
   cli_onnx_opts_t onnx;
 } verify_opts_t;
 
 /* What is checked: the problem, its offsets, and what owns them. */
 typedef struct verify_ctx {
   verify_opts_t o;
+  cli_input_t in;         /* PROBLEM as read ("-": stdin) */
+  cli_input_t plan_in;    /* PLAN as read, when given */
   nnmem_csv_t *csv;       /* a CSV PROBLEM */
   nnmem_graph_t *graph;   /* a graph or model PROBLEM */
   nnmem_liveness_t *live; /* its liveness analysis */
@@ -104,12 +110,14 @@ static void print_verify_help(void) {
       "PLAN, PROBLEM.csv's own `offset` column is checked. For a graph or\n"
       "model, give the options you gave `nnmem plan` (--dim, --dtype,\n"
       "--layout, --no-reuse; --align defaults to the plan JSON's\n"
-      "alignment).\n"
+      "alignment). Either input may be '-' (standard input; the format\n"
+      "comes from the content).\n"
       "\n"
       "Options:\n"
       "  -a, --align SIZE      required alignment of every offset\n"
       "  -c, --capacity SIZE   maximum height (K/M/G = 1024^n, KB/MB/GB = "
       "1000^n)\n"
+      "      --max-input-size SIZE  refuse larger inputs (default 2GiB)\n"
       "      --json[=compact]  print the verdict as JSON: valid, height,\n"
       "                        lower_bound, ratio, the violation and its\n"
       "                        buffers\n"
@@ -135,6 +143,8 @@ static int set_verify_option(void *opts, int id, const char *v) {
     case VOPT_QUIET:
       o->quiet = 1;
       return 0;
+    case VOPT_MAX_INPUT:
+      return cli_parse_max_input("verify", v, &o->max_input);
     case VOPT_NO_REUSE:
       o->no_reuse = 1;
       return 0;
@@ -168,11 +178,6 @@ static int set_verify_option(void *opts, int id, const char *v) {
   return 0;
 }
 
-static int has_ext(const char *path, const char *ext) {
-  size_t n = strlen(path), e = strlen(ext);
-  return n > e && strcasecmp(path + n - e, ext) == 0;
-}
-
 /* Returns -1 to continue, else the exit code. */
 static int parse_verify_args(int argc, char **argv, verify_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -188,20 +193,41 @@ static int parse_verify_args(int argc, char **argv, verify_opts_t *o) {
   if (!o->problem_path) return cli_usage_error("verify", "missing PROBLEM");
   if (o->json && o->quiet)
     return cli_usage_error("verify", "--json and --quiet do not combine");
-  if (!has_ext(o->problem_path, ".csv") && !o->solution_path)
+  if (o->solution_path && strcmp(o->problem_path, "-") == 0 &&
+      strcmp(o->solution_path, "-") == 0)
+    return cli_usage_error("verify", "only one input can be '-' (stdin)");
+  if (o->solution_path && strcmp(o->solution_path, "-") != 0 &&
+      cli_format_of_name(o->solution_path) != CLI_FMT_JSON &&
+      cli_format_of_name(o->solution_path) != CLI_FMT_CSV)
+    return cli_usage_error("verify", "PLAN '%s' must end in .json or .csv",
+                           o->solution_path);
+  return -1;
+}
+
+/* Step 1b: read PROBLEM and PLAN (size limit, "-" = stdin) and check that
+ * their formats fit together. Returns -1 to go on, else the exit code. */
+static int read_inputs(verify_ctx_t *c) {
+  const verify_opts_t *o = &c->o;
+  nnmem_status_t st =
+      cli_input_read(&c->in, o->problem_path, o->max_input, &c->d);
+  if (st == NNMEM_OK && o->solution_path)
+    st = cli_input_read(&c->plan_in, o->solution_path, o->max_input, &c->d);
+  if (st != NNMEM_OK) return cli_fail(st, &c->d);
+  int csv = c->in.format == CLI_FMT_CSV;
+  if (!csv && !o->solution_path)
     return cli_usage_error("verify",
                            "'%s' is not a MiniMalloc CSV: give the plan to "
                            "check as a second argument",
-                           o->problem_path);
-  if (o->solution_path && !has_ext(o->solution_path, ".json") &&
-      !has_ext(o->solution_path, ".csv"))
-    return cli_usage_error("verify", "PLAN '%s' must end in .json or .csv",
-                           o->solution_path);
-  if (o->no_reuse && has_ext(o->problem_path, ".csv"))
+                           c->in.name);
+  if (o->solution_path && c->plan_in.format != CLI_FMT_JSON &&
+      c->plan_in.format != CLI_FMT_CSV)
+    return cli_usage_error("verify", "PLAN '%s' must be a .json or .csv plan",
+                           c->plan_in.name);
+  if (o->no_reuse && csv)
     return cli_usage_error("verify",
                            "--no-reuse applies to graphs and models, not to "
                            "a MiniMalloc CSV");
-  if (o->onnx.first && !cli_is_onnx(o->problem_path))
+  if (o->onnx.first && c->in.format != CLI_FMT_ONNX)
     return cli_usage_error("verify", "--%s applies to ONNX models (.onnx) only",
                            o->onnx.first);
   return -1;
@@ -209,38 +235,35 @@ static int parse_verify_args(int argc, char **argv, verify_opts_t *o) {
 
 /* The "alignment" of a plan JSON (1 when absent or unreadable: the reader
  * reports real problems later). A small value, so cJSON's double is exact. */
-static uint64_t plan_json_alignment(const char *path) {
-  char *data = NULL;
-  size_t len = 0;
+static uint64_t plan_json_alignment(const cli_input_t *in) {
   uint64_t a = 1;
-  if (nnmem_file_read(path, &data, &len, NULL) != NNMEM_OK) return 1;
-  cJSON *j = cJSON_ParseWithLength(data, len);
+  cJSON *j = cJSON_ParseWithLength(in->data, in->len);
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "alignment");
   if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 1 << 30 &&
       nnmem__is_pow2((uint64_t)v->valuedouble))
     a = (uint64_t)v->valuedouble;
   cJSON_Delete(j);
-  free(data);
   return a;
 }
 
 /* Step 2: the problem. */
 static nnmem_status_t load_problem(verify_ctx_t *c) {
-  const char *path = c->o.problem_path;
+  const cli_input_t *in = &c->in;
   nnmem_status_t st;
-  if (has_ext(path, ".csv")) {
-    st = nnmem_csv_read_file(path, &c->csv, &c->d);
+  if (in->format == CLI_FMT_CSV) {
+    st = nnmem_csv_parse(in->data, in->len, in->name, &c->csv, &c->d);
     if (st == NNMEM_OK) c->p = nnmem_csv_problem(c->csv);
     return st;
   }
-  if (cli_is_onnx(path)) {
+  if (in->format == CLI_FMT_ONNX) {
     nnmem_onnx_config_t cfg;
     nnmem_onnx_report_t rep;
     memset(&rep, 0, sizeof rep);
     cli_onnx_config(&c->o.onnx, c->o.align, &cfg);
-    st = nnmem_onnx_import_file(path, &cfg, &c->graph, &rep, &c->d);
+    st = nnmem_onnx_import(in->data, in->len, in->name, &cfg, &c->graph, &rep,
+                           &c->d);
   } else {
-    st = nnmem_graph_read_json_file(path, &c->graph, &c->d);
+    st = nnmem_graph_parse_json(in->data, in->len, in->name, &c->graph, &c->d);
   }
   if (st != NNMEM_OK) return st;
   nnmem_liveness_config_t lc;
@@ -327,19 +350,21 @@ static nnmem_status_t load_offsets(verify_ctx_t *c) {
     return NNMEM_OK;
   }
   nnmem_status_t st;
-  if (has_ext(sp, ".json")) {
+  const cli_input_t *pin = &c->plan_in;
+  if (pin->format == CLI_FMT_JSON) {
     nnmem_problem_t *s = NULL;
     uint64_t *so = NULL;
-    st = nnmem_plan_read_json_file(sp, &s, &so, &c->d);
+    st = nnmem_plan_read_json(pin->data, pin->len, pin->name, &s, &so, &c->d);
     if (st == NNMEM_OK) st = match_plan(c, s, so, 1);
     nnmem_problem_destroy(s);
     free(so);
     return st;
   }
   nnmem_csv_t *scsv = NULL;
-  st = nnmem_csv_read_file(sp, &scsv, &c->d);
+  st = nnmem_csv_parse(pin->data, pin->len, pin->name, &scsv, &c->d);
   if (st == NNMEM_OK && !nnmem_csv_offsets(scsv))
-    st = nnmem__diag(&c->d, NNMEM_ERR_PARSE, "%s: no 'offset' column", sp);
+    st = nnmem__diag(&c->d, NNMEM_ERR_PARSE, "%s: no 'offset' column",
+                     pin->name);
   if (st == NNMEM_OK)
     st = match_plan(c, nnmem_csv_problem(scsv), nnmem_csv_offsets(scsv), 0);
   nnmem_csv_destroy(scsv);
@@ -473,12 +498,17 @@ int cli_cmd_verify(int argc, char **argv) {
   memset(&c, 0, sizeof c);
   int e = parse_verify_args(argc, argv, &c.o);
   if (e >= 0) return e;
-  if (!c.o.align_given && c.o.solution_path &&
-      has_ext(c.o.solution_path, ".json"))
-    c.o.align = plan_json_alignment(c.o.solution_path);
-  nnmem_status_t st = load_problem(&c);
-  if (st == NNMEM_OK) st = load_offsets(&c);
-  e = st == NNMEM_OK ? check(&c) : cli_fail(st, &c.d);
+  e = read_inputs(&c);
+  if (e < 0) {
+    if (!c.o.align_given && c.o.solution_path &&
+        c.plan_in.format == CLI_FMT_JSON)
+      c.o.align = plan_json_alignment(&c.plan_in);
+    nnmem_status_t st = load_problem(&c);
+    if (st == NNMEM_OK) st = load_offsets(&c);
+    e = st == NNMEM_OK ? check(&c) : cli_fail(st, &c.d);
+  }
+  cli_input_free(&c.in);
+  cli_input_free(&c.plan_in);
   free(c.offs);
   nnmem_liveness_destroy(c.live);
   nnmem_graph_destroy(c.graph);

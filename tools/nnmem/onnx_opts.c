@@ -79,19 +79,23 @@ static void put_list(FILE *f, const char *label, size_t count,
   size_t shown =
       count < NNMEM_ONNX_REPORT_LIST ? count : NNMEM_ONNX_REPORT_LIST;
   for (size_t i = 0; i < shown; i++) {
+    char name[4 * NNMEM_ONNX_NAME_MAX], what[4 * NNMEM_ONNX_NAME_MAX];
+    const char *n = cli_printable(e[i].name, name, sizeof name);
+    const char *w = cli_printable(e[i].what, what, sizeof what);
     if (with_value)
-      fprintf(f, "%s %s=%lld (%s)", i ? "," : "", e[i].name,
-              (long long)e[i].value, e[i].what);
+      fprintf(f, "%s %s=%lld (%s)", i ? "," : "", n, (long long)e[i].value, w);
     else
-      fprintf(f, "%s %s (%s)", i ? "," : "", e[i].name, e[i].what);
+      fprintf(f, "%s %s (%s)", i ? "," : "", n, w);
   }
   if (count > shown) fprintf(f, ", ... %zu more", count - shown);
   fputc('\n', f);
 }
 
 void cli_onnx_summary(FILE *f, const nnmem_onnx_report_t *r) {
+  char producer[4 * NNMEM_ONNX_NAME_MAX];
   fprintf(f, "  %-14s opset %lld, ir %lld%s%s\n", "onnx", (long long)r->opset,
-          (long long)r->ir_version, r->producer[0] ? ", " : "", r->producer);
+          (long long)r->ir_version, r->producer[0] ? ", " : "",
+          cli_printable(r->producer, producer, sizeof producer));
   fprintf(f, "  %-14s %zu nodes (%zu folded to constants", "import", r->nodes,
           r->folded_nodes);
   if (r->subgraph_nodes)

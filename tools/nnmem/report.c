@@ -101,10 +101,7 @@ const char *cli_printable(const char *s, char *buf, size_t cap) {
   while (u[n] && u[n] >= 0x20 && u[n] != 0x7f)
     n++;
   if (!u[n] || !cap) return s;
-  size_t i = 0;
-  for (; u[i] && i + 1 < cap; i++)
-    buf[i] = u[i] < 0x20 || u[i] == 0x7f ? '?' : (char)u[i];
-  buf[i] = '\0';
+  nnmem__escape(s, buf, cap);
   return buf;
 }
 
@@ -215,6 +212,18 @@ static void put_peak_step_graph(FILE *f, const cli_run_t *r) {
   put_top_live(f, r);
 }
 
+/* The "naive" line; a saturated naive sum (past 2^64 - 1 bytes) is shown
+ * as a bound: "naive >= 16.0 EiB (saturated)  reuse >= 13.3%". */
+static void put_naive(FILE *f, uint64_t naive, const char *reuse,
+                      const nnmem_profile_t *p) {
+  char b[80];
+  if (p->flags & NNMEM_PROFILE_NAIVE_SATURATED)
+    fprintf(f, "  %-14s >= %s (saturated)  %s >= %.1f%%\n", "naive",
+            cli_fmt_human(naive, b, sizeof b), reuse, 100.0 * p->reuse_ratio);
+  else
+    fprintf(f, "  %-14s %s  %s %.1f%%\n", "naive",
+            cli_fmt_bytes(naive, b, sizeof b), reuse, 100.0 * p->reuse_ratio);
+}
 static void report_graph(FILE *f, const cli_run_t *r) {
   const nnmem_profile_t *p = &r->prof;
   char b1[80], b2[80], q[24];
@@ -231,9 +240,7 @@ static void report_graph(FILE *f, const cli_run_t *r) {
           cli_fmt_human(p->arena_height, b1, sizeof b1),
           cli_fmt_human(p->arena_lower_bound, b2, sizeof b2),
           cli_fmt_ratio(p->arena_height, p->arena_lower_bound, q, sizeof q));
-  fprintf(f, "  %-14s %s  arena reuse %.1f%%\n", "naive",
-          cli_fmt_bytes(p->naive_memory, b1, sizeof b1),
-          100.0 * p->reuse_ratio);
+  put_naive(f, p->naive_memory, "arena reuse", p);
   put_peak_step_graph(f, r);
 }
 
@@ -256,8 +263,7 @@ static void report_problem(FILE *f, const cli_run_t *r) {
   fprintf(f, "  %-14s %s  height/bound %s\n", "lower bound",
           cli_fmt_bytes(p->arena_lower_bound, b1, sizeof b1),
           cli_fmt_ratio(p->arena_height, p->arena_lower_bound, q, sizeof q));
-  fprintf(f, "  %-14s %s  reuse %.1f%%\n", "naive",
-          cli_fmt_bytes(p->naive_arena, b1, sizeof b1), 100.0 * p->reuse_ratio);
+  put_naive(f, p->naive_arena, "reuse", p);
   fprintf(f, "  %-14s %llu: %zu buffer%s live, %s\n", "peak step",
           (unsigned long long)p->peak_step, r->n_live, plural(r->n_live),
           cli_fmt_bytes(r->live_bytes, b1, sizeof b1));

@@ -14,6 +14,7 @@
  * Invariant: on failure nothing stays allocated and *out is NULL.
  * Complexity: O(model size) plus inference. Thread-safety: each call is
  * independent. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -173,6 +174,7 @@ static nnmem_status_t run(ox_ctx_t *c, const Onnx__ModelProto *m,
   nnmem_graph_t *g = NULL;
   nnmem_status_t st = nnmem__onnx_scope_build(c, NULL, m->graph, 0, &s);
   if (st == NNMEM_OK) st = nnmem__onnx_scope_infer(c, s);
+  if (st == NNMEM_OK) st = nnmem__onnx_check_bindings(c);
   if (st == NNMEM_OK) st = nnmem__onnx_scope_to_graph(c, s, name, &g);
   if (st == NNMEM_OK) {
     nnmem_diag_t tmp = {{0}};
@@ -234,7 +236,12 @@ nnmem_status_t nnmem_onnx_import_file(const char *path,
     return nnmem__diag(diag, NNMEM_ERR_INVALID, "onnx_import: NULL argument");
   char *data = NULL;
   size_t len = 0;
-  nnmem_status_t st = nnmem_file_read(path, &data, &len, diag);
+  uint64_t max = 0; /* a config of an older, smaller size has no limit */
+  if (cfg && (cfg->size == 0 ||
+              cfg->size >= offsetof(nnmem_onnx_config_t, max_input_bytes) +
+                               sizeof cfg->max_input_bytes))
+    max = cfg->max_input_bytes;
+  nnmem_status_t st = nnmem_file_read_limited(path, max, &data, &len, diag);
   if (st != NNMEM_OK) return st;
   st = nnmem_onnx_import(data, len, path, cfg, out, report, diag);
   free(data);

@@ -139,6 +139,8 @@ typedef struct ox_scope {
   int depth;
 } ox_scope_t;
 
+#define OX_MAX_SEEN_DIMS 64
+
 typedef struct ox_ctx {
   const char *file; /* display name */
   const Onnx__ModelProto *model;
@@ -156,6 +158,12 @@ typedef struct ox_ctx {
                                 too), or -1 */
   int64_t first_unsupported; /* main-graph node holding the first
                                 unsupported one, or -1 */
+  /* symbolic dims met while binding (onnx_dims.c): names (pointing into
+   * the model), which bindings matched one (bit i: cfg.dims[i], the first
+   * 64), and whether any batch- / sequence-like name was met */
+  const char *seen_dims[OX_MAX_SEEN_DIMS];
+  size_t n_seen_dims;
+  uint64_t dims_used;
 } ox_ctx_t;
 
 /* ---- onnx_wire.c: 1 when protobuf messages nest deeper than
@@ -238,6 +246,15 @@ void nnmem__onnx_mark_data_dep(ox_ctx_t *c, const ox_node_t *n, ox_val_t *v);
 void nnmem__onnx_count_downstream(ox_ctx_t *c, const ox_scope_t *s);
 /* Binds a symbolic dim name to a value (cfg, or the documented default). */
 int64_t nnmem__onnx_bind_dim(ox_ctx_t *c, const char *param);
+
+/* ---- onnx_dims.c: checking the dim bindings against the model ---- */
+/* Records symbolic dim `param` as met and binding `d` (NULL: none) as
+ * used. */
+void nnmem__onnx_note_dim(ox_ctx_t *c, const char *param,
+                          const nnmem_onnx_dim_t *d);
+/* After the import: a binding that matched no symbolic dim is
+ * NNMEM_ERR_INVALID, listing the model's dims and the closest name. */
+nnmem_status_t nnmem__onnx_check_bindings(ox_ctx_t *c);
 
 /* ---- onnx_convert.c: a scope -> nnmem graph ---- */
 nnmem_status_t nnmem__onnx_scope_to_graph(ox_ctx_t *c, ox_scope_t *s,

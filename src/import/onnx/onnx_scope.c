@@ -133,18 +133,27 @@ static const nnmem_onnx_dim_t *find_binding(const ox_ctx_t *c,
  * (sequence-like) name, a binding of the class name "batch" ("sequence");
  * else the class default, noted in the report. */
 int64_t nnmem__onnx_bind_dim(ox_ctx_t *c, const char *param) {
+  int batch = name_has(param, "batch") || strcmp(param, "N") == 0 ||
+              strncmp(param, "unk__", 5) == 0;
+  int seq = !batch && (name_has(param, "seq") || name_has(param, "len") ||
+                       name_has(param, "time") || name_has(param, "token") ||
+                       name_has(param, "step"));
+  /* the class alias counts as used even when an exact binding wins: the
+   * model has a dim of its kind */
+  const nnmem_onnx_dim_t *alias = batch ? find_binding(c, "batch")
+                                  : seq ? find_binding(c, "sequence")
+                                        : NULL;
   const nnmem_onnx_dim_t *d = find_binding(c, param);
+  nnmem__onnx_note_dim(c, param, d);
+  nnmem__onnx_note_dim(c, NULL, alias);
   if (d) return d->value;
-  if (name_has(param, "batch") || strcmp(param, "N") == 0 ||
-      strncmp(param, "unk__", 5) == 0) {
-    if ((d = find_binding(c, "batch")) != NULL) return d->value;
+  if (batch) {
+    if (alias) return alias->value;
     note_default(c, param, "batch", c->cfg.default_batch);
     return c->cfg.default_batch;
   }
-  if (name_has(param, "seq") || name_has(param, "len") ||
-      name_has(param, "time") || name_has(param, "token") ||
-      name_has(param, "step")) {
-    if ((d = find_binding(c, "sequence")) != NULL) return d->value;
+  if (seq) {
+    if (alias) return alias->value;
     note_default(c, param, "sequence", c->cfg.default_sequence);
     return c->cfg.default_sequence;
   }
