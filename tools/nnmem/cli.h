@@ -44,6 +44,9 @@ typedef struct cli_plan_opts {
   int quiet;
   const char *out;     /* --out */
   const char *profile; /* --profile */
+  const char *svg;     /* --svg: memory map picture */
+  const char *html;    /* --html: interactive memory map */
+  const char *trace;   /* --trace-json: Chrome trace of the plan */
   cli_onnx_opts_t onnx;
 } cli_plan_opts_t;
 

@@ -16,6 +16,8 @@
  *      here with no weights and no workspace);
  *   7. only now write --out and --profile (atomic library writers; if the
  *      second write fails the first file is removed again);
+ *      then --svg, --html and --trace-json (write_maps: all formatted in
+ *      memory first, each written by write_text_output);
  *   8. print the human report (or the JSON report with --json).
  * Invariant: no output file exists after a non-zero exit that this run
  * created; every resource is freed on every path (plan_ctx_free).
@@ -30,6 +32,7 @@
 #include "args.h"
 #include "cli.h"
 #include "common/util.h"
+#include "nnmem/map.h"
 #include "units.h"
 
 enum input_kind { IN_MODEL, IN_GRAPH, IN_CSV };
@@ -50,7 +53,10 @@ enum {
   OPT_DIM,
   OPT_DTYPE,
   OPT_LAYOUT,
-  OPT_STRICT
+  OPT_STRICT,
+  OPT_SVG,
+  OPT_HTML,
+  OPT_TRACE_JSON
 };
 
 static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
@@ -69,6 +75,9 @@ static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
                                        {"dtype", 0, 1, OPT_DTYPE},
                                        {"layout", 0, 1, OPT_LAYOUT},
                                        {"strict", 0, 0, OPT_STRICT},
+                                       {"svg", 0, 1, OPT_SVG},
+                                       {"html", 0, 1, OPT_HTML},
+                                       {"trace-json", 0, 1, OPT_TRACE_JSON},
                                        {NULL, 0, 0, 0}};
 
 typedef struct plan_ctx {
@@ -159,6 +168,13 @@ static void print_plan_help(void) {
       "                         (problems: input columns + offset; graphs:\n"
       "                         id,lower,upper,size,alignment,offset)\n"
       "  -p, --profile FILE     write memory_profile JSON\n"
+      "      --svg FILE         write the memory map picture (x = step,\n"
+      "                         y = address, one rectangle per buffer)\n"
+      "      --html FILE        write the interactive memory map (one file,\n"
+      "                         no network: wheel zooms, drag pans, hover\n"
+      "                         names the buffer)\n"
+      "      --trace-json FILE  write the plan as a Chrome trace / Perfetto\n"
+      "                         timeline (1 step = 1 us)\n"
       "      --json             print a machine-readable JSON report instead\n"
       "  -q, --quiet            print nothing on success\n"
       "  -h, --help             show this help\n"
@@ -241,6 +257,15 @@ static int set_option(void *opts, int id, const char *v) {
     case OPT_PROFILE:
       o->profile = v;
       return 0;
+    case OPT_SVG:
+      o->svg = v;
+      return 0;
+    case OPT_HTML:
+      o->html = v;
+      return 0;
+    case OPT_TRACE_JSON:
+      o->trace = v;
+      return 0;
     case OPT_DIM:
       return cli_onnx_option("plan", &o->onnx, "dim", v);
     case OPT_DTYPE:
@@ -282,6 +307,15 @@ static int check_options(const cli_plan_opts_t *o) {
                            nnmem_strategy_name(o->strategy));
   if (cli_same_file(o->out, o->profile))
     return cli_usage_error("plan", "--out and --profile name the same file");
+  /* each map output against the input, --out, --profile and the maps
+   * named before it */
+  const char *names[] = {o->input, o->out,  o->profile,
+                         o->svg,   o->html, o->trace};
+  for (int i = 3; i < 6; i++)
+    for (int j = 0; j < i; j++)
+      if (cli_same_file(names[i], names[j]))
+        return cli_usage_error("plan", "'%s' is named twice (input or output)",
+                               names[i]);
   if (cli_same_file(o->input, o->out) || cli_same_file(o->input, o->profile))
     return cli_usage_error(
         "plan", "--%s '%s' is the input file",
@@ -508,6 +542,40 @@ static nnmem_status_t write_outputs(plan_ctx_t *c) {
   return st;
 }
 
+/* Writes one finished output. The only place the map outputs touch the
+ * file system, so they can be routed through another writer in one edit. */
+static nnmem_status_t write_text_output(const char *path, const char *text,
+                                        nnmem_diag_t *diag) {
+  return nnmem_file_write_atomic(path, text, strlen(text), diag);
+}
+
+/* --svg, --html, --trace-json: every requested map is formatted in memory
+ * first (a formatting failure writes nothing), then written. */
+static nnmem_status_t write_maps(plan_ctx_t *c) {
+  typedef nnmem_status_t (*render_fn)(
+      const nnmem_problem_t *, const nnmem_plan_t *, const nnmem_graph_t *,
+      const nnmem_liveness_t *, const nnmem_map_config_t *, char **);
+  const char *paths[3] = {c->opts.svg, c->opts.html, c->opts.trace};
+  const render_fn render[3] = {nnmem_map_svg, nnmem_map_html,
+                               nnmem_map_trace_json};
+  char *text[3] = {NULL, NULL, NULL};
+  nnmem_map_config_t mc;
+  nnmem_map_config_init(&mc);
+  mc.title = c->graph ? nnmem_graph_name(c->graph) : c->run.title;
+  mc.alignment = c->opts.align;
+  nnmem_status_t st = NNMEM_OK;
+  for (int i = 0; i < 3 && st == NNMEM_OK; i++)
+    if (paths[i] && (st = render[i](c->problem, c->plan, c->graph, c->live, &mc,
+                                    &text[i])) != NNMEM_OK)
+      nnmem__diag(&c->diag, st, "%s: formatting the map: %s", paths[i],
+                  nnmem_status_str(st));
+  for (int i = 0; i < 3 && st == NNMEM_OK; i++)
+    if (paths[i]) st = write_text_output(paths[i], text[i], &c->diag);
+  for (int i = 0; i < 3; i++)
+    free(text[i]);
+  return st;
+}
+
 static void fill_run(plan_ctx_t *c) {
   cli_run_t *r = &c->run;
   r->builtin = c->kind == IN_MODEL;
@@ -549,6 +617,7 @@ static int run_pipeline(plan_ctx_t *c) {
     return CLI_EXIT_INTERNAL;
   }
   st = write_outputs(c);
+  if (st == NNMEM_OK) st = write_maps(c);
   if (st != NNMEM_OK) return cli_fail(st, &c->diag);
   return CLI_EXIT_OK;
 }
