@@ -562,6 +562,8 @@ static nnmem_status_t write_maps(plan_ctx_t *c) {
   nnmem_map_config_t mc;
   nnmem_map_config_init(&mc);
   mc.title = c->graph ? nnmem_graph_name(c->graph) : c->run.title;
+  if (!c->graph && strrchr(mc.title, '/')) /* a file's name, not its path */
+    mc.title = strrchr(mc.title, '/') + 1;
   mc.alignment = c->opts.align;
   nnmem_status_t st = NNMEM_OK;
   for (int i = 0; i < 3 && st == NNMEM_OK; i++)
