@@ -4,7 +4,8 @@
 set -euo pipefail
 need=(cmake make gcc pkg-config libcjson-dev libprotobuf-c-dev protobuf-c-compiler)
 if [ "${1:-build}" = test ]; then
-  need+=(libcmocka-dev libonnx-testdata)
+  need+=(libcmocka-dev libonnx-testdata libxml2-dev) # libxml2: test_map reads the SVG
+  need+=(chromium) # tests/cli/map_browser.sh (about 20 s; skips without it)
 fi
 if [ "${1:-build}" = bench ]; then
   need+=(libjemalloc-dev libmimalloc-dev) # optional: bench/alloc skips absent ones
