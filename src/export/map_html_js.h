@@ -16,7 +16,8 @@
  *      only), drag pans, double click resets;
  *   5. the first frame is timed including rasterization (getImageData) and
  *      written to <output id="perf">; #hover=X,Y / #hover=b:I replay a
- *      mousemove, #bench=N times N zoomed frames (data-bench-ms). */
+ *      mousemove; #bench=N times N full frames (data-full-ms), N zoomed
+ *      frames (data-bench-ms) and 100 hit tests (data-hit-ms, mean). */
 #ifndef NNMEM_MAP_HTML_JS_H
 #define NNMEM_MAP_HTML_JS_H
 
@@ -365,6 +366,9 @@ static const char map_html_js[] =
     "      total += timedDraw();\n"
     "    }\n"
     "    perf.setAttribute('data-bench-ms', (total / k).toFixed(1));\n"
+    "    var h0 = performance.now();\n"
+    "    for (j = 0; j < 100; j++) hit(M.l + j * 7 % (W - M.l - M.r), M.t + j * 13 % (H - M.t - M.b));\n"
+    "    perf.setAttribute('data-hit-ms', ((performance.now() - h0) / 100).toFixed(2));\n"
     "    reset(); draw();\n"
     "  }\n"
     "});\n"
