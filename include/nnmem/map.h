@@ -75,8 +75,11 @@ NNMEM_API nnmem_status_t nnmem_map_svg(const nnmem_problem_t *problem,
  * JSON numbers when every value of that array is below 2^53 and decimal
  * strings otherwise, so the tooltip always shows exact bytes. The URL
  * fragment `#hover=X,Y` (CSS pixels in the canvas) or `#hover=b:I` (the
- * centre of buffer I) replays a mousemove after load, for tests; the page
- * writes its render time into <output id="perf"> (data-ms). */
+ * pixel at the centre of buffer I) replays a mousemove through the canvas's
+ * listener after load, for tests; the page writes the time of its first
+ * frame (rasterized) into <output id="perf"> (data-ms) and `#bench=N` adds
+ * mean full-frame, zoomed-frame and hit-test times. The peak step marked is
+ * the first step with the most live bytes (sizes rounded to alignment). */
 NNMEM_API nnmem_status_t nnmem_map_html(const nnmem_problem_t *problem,
                                         const nnmem_plan_t *plan,
                                         const nnmem_graph_t *g,
