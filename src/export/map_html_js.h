@@ -215,6 +215,8 @@ static const char map_html_js[] =
     "  ctx.font = '11px sans-serif';\n"
     "  drawMarks(pl, pr, pt, pb);\n"
     "  drawAxes(pl, pr, pt, pb);\n"
+    "  /* the view for tests: plot box in canvas px, then the data ranges */\n"
+    "  cv.setAttribute('data-view', [pl, pt, pr, pb, vx0, vx1, vy0, vy1].join(','));\n"
     "}\n"
     "\n"
     "var pending = false;\n"

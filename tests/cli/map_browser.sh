@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # CLI: the HTML memory map in a real browser (headless Chromium; skipped
-# when it is absent). Four page loads, about 15 s:
+# when it is absent). Five page loads, about 25 s:
 #   1. screenshot of resnet50's map: the PNG is decoded here (zlib + the
 #      PNG row filters) and must hold the kind colours, the weights band,
 #      the lower-bound line and the peak-step line, not a blank page;
 #   2. the same page with #hover=b:I (the page replays a mousemove at the
 #      centre of buffer I through the canvas's own listener, so the hit test
-#      and the tooltip code run; the mouse itself is not driven through the
-#      DevTools protocol): the dumped DOM's tooltip names that buffer's
-#      tensors, op, size and offset as the trace JSON gives them;
+#      and the tooltip code run): the dumped DOM's tooltip names that
+#      buffer's tensors, op, size and offset as the trace JSON gives them;
+#   2b. the same page driven with real mouse events through the DevTools
+#      protocol (lib/cdp_map.py): hover at the buffer's centre computed from
+#      its data, wheel zoom around the cursor, drag to pan;
 #   3. hostile ids (a script end, an <img onerror>): the page still runs,
 #      the tooltip shows the id as text and nothing was injected;
 #   4. 20,000 random buffers: the first frame was drawn and its level of
@@ -121,6 +123,34 @@ for want in (ev["name"], "op: " + ev["args"]["op"], "size: %d B" % ev["args"]["s
     assert want in text, (want, text)
 ' "$T/tip.txt" "$T/r.json" "$I"
 grep -q 'id="perf" data-ms="' "$T/r.dom" || fail "the page did not draw (no render time)"
+
+# 2b. The same buffer with real input events through the DevTools protocol
+# (tests/cli/lib/cdp_map.py): hover, wheel zoom around the cursor, drag.
+read -r F L O S < <(python3 -c '
+import json, sys
+e = [e for e in json.load(open(sys.argv[1]))["traceEvents"]
+     if e["ph"] == "X" and e["args"]["buffer"] == int(sys.argv[2])][0]
+print(e["ts"], e["ts"] + e["dur"], e["args"]["offset"], e["args"]["size"])
+' "$T/r.json" "$I")
+if timeout 90 python3 "$(dirname "$0")/lib/cdp_map.py" "$CHROME" "file://$T/r.html" \
+  "$F" "$L" "$O" "$S" "$T/profile-cdp" >"$T/cdp.json" 2>"$T/cdp.err"; then
+  py '
+import json, sys
+r = json.load(open(sys.argv[1]))
+want = sys.argv[2]
+for key in ("hover", "hover_zoomed"):
+    idx, text, display = r[key]
+    assert idx == want and display == "block", (key, r[key])
+    assert "steps: [%s, %s)" % (sys.argv[3], sys.argv[4]) in text, text
+sx, sy = r["span_x"], r["span_y"]
+assert sx[1] < 0.9 * sx[0] and sy[1] < 0.9 * sy[0], ("wheel did not zoom", sx, sy)
+# zoom keeps the point under the cursor (events carry integer pixels)
+assert max(abs(d) for d in r["anchor_px"]) <= 1.0, r["anchor_px"]
+assert abs(r["drag_steps"] - r["drag_expected"]) < 0.02 * r["drag_expected"], r
+' "$T/cdp.json" "$I" "$F" "$L"
+else
+  fail "cdp_map.py: $(cat "$T/cdp.err")"
+fi
 
 # 3. Hostile ids.
 printf 'id,lower,upper,size\n%s\n%s\n%s\n' \
