@@ -34,6 +34,8 @@ test)
   needs+=("libcmocka-dev|header:cmocka.h|cmocka (unit tests)")
   needs+=("python3|cmd:python3|Python 3 (CLI tests: the README tour, exact JSON checks)")
   needs+=("python3-prometheus-client|py:prometheus_client|the Prometheus text parser (export tests)")
+  needs+=("libxml2-dev|header:libxml/parser.h|libxml2 (test_map reads the SVG back)")
+  needs+=("chromium|cmd:chromium|headless Chromium (the HTML memory map test, about 20 s)")
   optional+=("libonnx-testdata|dir:/usr/share/libonnx-testdata|ONNX conformance models (tests skip without them)")
   ;;
 bench)

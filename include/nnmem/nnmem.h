@@ -10,6 +10,7 @@
 #include "nnmem/liveness.h"
 #include "nnmem/profile.h"
 #include "nnmem/io.h"
+#include "nnmem/map.h"
 #include "nnmem/zoo.h"
 #include "nnmem/backend.h"
 #include "nnmem/stats.h"

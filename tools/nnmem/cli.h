@@ -49,6 +49,9 @@ typedef struct cli_plan_opts {
   const char *out;     /* --out */
   const char *profile; /* --profile */
   uint64_t max_input;  /* --max-input-size; 0 = NNMEM_INPUT_MAX_DEFAULT */
+  const char *svg;     /* --svg: memory map picture */
+  const char *html;    /* --html: interactive memory map */
+  const char *trace;   /* --trace-json: Chrome trace of the plan */
   cli_onnx_opts_t onnx;
 } cli_plan_opts_t;
 

@@ -15,9 +15,10 @@
  *      failure is a planner bug -> exit 3;
  *   6. compute the profile (graphs: nnmem_profile_compute; problems: built
  *      here with no weights and no workspace);
- *   7. only now write --out and --profile as one output set (common/
- *      outset.h): both are staged as temporaries, then renamed; on any
- *      failure every existing file keeps its old bytes;
+ *   7. only now write --out, --profile, --svg, --html and --trace-json as
+ *      one output set (common/outset.h): each is formatted in memory,
+ *      staged as a temporary, and all are renamed only when every one
+ *      succeeded; on any failure every existing file keeps its old bytes;
  *   8. print the human report (or the JSON report with --json).
  * Invariant: after a non-zero exit every output file is as it was before
  * (absent, or its old bytes); every resource is freed on every path
@@ -33,6 +34,7 @@
 #include "cli.h"
 #include "common/util.h"
 #include "export/export_json.h"
+#include "nnmem/map.h"
 #include "units.h"
 
 enum input_kind { IN_MODEL, IN_GRAPH, IN_CSV };
@@ -54,7 +56,10 @@ enum {
   OPT_DTYPE,
   OPT_LAYOUT,
   OPT_STRICT,
-  OPT_MAX_INPUT
+  OPT_MAX_INPUT,
+  OPT_SVG,
+  OPT_HTML,
+  OPT_TRACE_JSON
 };
 
 static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
@@ -74,6 +79,9 @@ static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
                                        {"layout", 0, 1, OPT_LAYOUT},
                                        {"strict", 0, 0, OPT_STRICT},
                                        {"max-input-size", 0, 1, OPT_MAX_INPUT},
+                                       {"svg", 0, 1, OPT_SVG},
+                                       {"html", 0, 1, OPT_HTML},
+                                       {"trace-json", 0, 1, OPT_TRACE_JSON},
                                        {NULL, 0, 0, 0}};
 
 typedef struct plan_ctx {
@@ -187,6 +195,13 @@ static void print_plan_help(void) {
       "                         (problems: input columns + offset; graphs:\n"
       "                         id,lower,upper,size,alignment,offset)\n"
       "  -p, --profile FILE     write memory_profile JSON\n"
+      "      --svg FILE         write the memory map picture (x = step,\n"
+      "                         y = address, one rectangle per buffer)\n"
+      "      --html FILE        write the interactive memory map (one file,\n"
+      "                         no network: wheel zooms, drag pans, hover\n"
+      "                         names the buffer)\n"
+      "      --trace-json FILE  write the plan as a Chrome trace / Perfetto\n"
+      "                         timeline (1 step = 1 us)\n"
       "      --json[=compact]   print a machine-readable JSON report instead\n"
       "                         (pretty; compact: no whitespace)\n"
       "  -q, --quiet            print nothing on success\n"
@@ -285,6 +300,15 @@ static int set_option(void *opts, int id, const char *v) {
     case OPT_PROFILE:
       o->profile = v;
       return 0;
+    case OPT_SVG:
+      o->svg = v;
+      return 0;
+    case OPT_HTML:
+      o->html = v;
+      return 0;
+    case OPT_TRACE_JSON:
+      o->trace = v;
+      return 0;
     case OPT_DIM:
       return cli_onnx_option("plan", &o->onnx, "dim", v);
     case OPT_DTYPE:
@@ -337,6 +361,15 @@ static int check_options(const cli_plan_opts_t *o) {
                            nnmem_strategy_name(o->strategy));
   if (cli_same_file(o->out, o->profile))
     return cli_usage_error("plan", "--out and --profile name the same file");
+  /* each map output against the input, --out, --profile and the maps
+   * named before it */
+  const char *names[] = {o->input, o->out,  o->profile,
+                         o->svg,   o->html, o->trace};
+  for (int i = 3; i < 6; i++)
+    for (int j = 0; j < i; j++)
+      if (cli_same_file(names[i], names[j]))
+        return cli_usage_error("plan", "'%s' is named twice (input or output)",
+                               names[i]);
   if (cli_same_file(o->input, o->out) || cli_same_file(o->input, o->profile))
     return cli_usage_error(
         "plan", "--%s '%s' is the input file",
@@ -552,7 +585,38 @@ static nnmem_status_t format_profile_file(plan_ctx_t *c, char **text) {
   return NNMEM_OK;
 }
 
-/* Stages --out and --profile in `set` (each formatted in memory first). */
+/* Stages --svg, --html and --trace-json in `set`: every requested map is
+ * formatted in memory first. */
+static nnmem_status_t stage_maps(plan_ctx_t *c, nnmem__outset_t *set) {
+  typedef nnmem_status_t (*render_fn)(
+      const nnmem_problem_t *, const nnmem_plan_t *, const nnmem_graph_t *,
+      const nnmem_liveness_t *, const nnmem_map_config_t *, char **);
+  const char *paths[3] = {c->opts.svg, c->opts.html, c->opts.trace};
+  const render_fn render[3] = {nnmem_map_svg, nnmem_map_html,
+                               nnmem_map_trace_json};
+  nnmem_map_config_t mc;
+  nnmem_map_config_init(&mc);
+  mc.title = c->graph ? nnmem_graph_name(c->graph) : c->run.title;
+  if (!c->graph && strrchr(mc.title, '/')) /* a file's name, not its path */
+    mc.title = strrchr(mc.title, '/') + 1;
+  mc.alignment = c->opts.align;
+  nnmem_status_t st = NNMEM_OK;
+  for (int i = 0; i < 3 && st == NNMEM_OK; i++) {
+    if (!paths[i]) continue;
+    char *text = NULL;
+    st = render[i](c->problem, c->plan, c->graph, c->live, &mc, &text);
+    if (st != NNMEM_OK)
+      nnmem__diag(&c->diag, st, "%s: formatting the map: %s", paths[i],
+                  nnmem_status_str(st));
+    else
+      st = nnmem__outset_add_bytes(set, paths[i], text, strlen(text), &c->diag);
+    free(text);
+  }
+  return st;
+}
+
+/* Stages --out, --profile and the maps in `set` (each formatted in memory
+ * first). */
 static nnmem_status_t stage_outputs(plan_ctx_t *c, nnmem__outset_t *set) {
   nnmem_status_t st = NNMEM_OK;
   char *text = NULL;
@@ -571,13 +635,16 @@ static nnmem_status_t stage_outputs(plan_ctx_t *c, nnmem__outset_t *set) {
                                    &c->diag);
     free(text);
   }
+  if (st == NNMEM_OK) st = stage_maps(c, set);
   return st;
 }
 
 /* Step 7: every output file is replaced, or (on any failure) none is: the
  * outputs are staged as temporaries and renamed only when all succeeded. */
 static nnmem_status_t write_outputs(plan_ctx_t *c) {
-  if (!c->opts.out && !c->opts.profile) return NNMEM_OK;
+  if (!c->opts.out && !c->opts.profile && !c->opts.svg && !c->opts.html &&
+      !c->opts.trace)
+    return NNMEM_OK;
   nnmem__outset_t *set = NULL;
   nnmem_status_t st = nnmem__outset_create(&set);
   if (st != NNMEM_OK) return nnmem__diag(&c->diag, st, "out of memory");
