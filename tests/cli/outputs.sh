@@ -28,6 +28,27 @@ if [ -w /dev/full ]; then
   no_temps "$T"
 fi
 
+# 1b. The memory maps are in the same set: a map on /dev/full, or in a
+#     missing folder, leaves --out, --profile and the other maps as they were.
+if [ -w /dev/full ]; then
+  echo "$OLD" >"$T/old.csv"
+  echo "$OLD" >"$T/old.svg"
+  expect_rc 1 plan "$T/p.csv" --out "$T/old.csv" --svg "$T/old.svg" \
+    --trace-json /dev/full
+  err_has "/dev/full"
+  same_bytes "$T/old.csv"
+  same_bytes "$T/old.svg"
+  no_temps "$T"
+fi
+echo "$OLD" >"$T/old.csv"
+echo "$OLD" >"$T/old.json"
+expect_rc 1 plan "$T/p.csv" --out "$T/old.csv" --profile "$T/old.json" \
+  --html "$T/missing/map.html"
+err_has "missing/map.html"
+same_bytes "$T/old.csv"
+same_bytes "$T/old.json"
+no_temps "$T"
+
 # 2. An over-long --profile name.
 LONG=$(printf 'x%.0s' $(seq 1 300))
 echo "$OLD" >"$T/old.csv"
