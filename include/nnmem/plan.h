@@ -76,6 +76,10 @@ uint64_t nnmem_plan_height(const nnmem_plan_t *plan);
 nnmem_strategy_t nnmem_plan_strategy(const nnmem_plan_t *plan);
 /* Seconds spent planning (0 for nnmem_plan_from_offsets). */
 double nnmem_plan_seconds(const nnmem_plan_t *plan);
+/* The largest alignment any offset relies on: max of the planner's
+ * alignment and every buffer's own (1 for NULL). A region that holds the
+ * plan must start at a multiple of it (nnmem_arena_create does this). */
+NNMEM_API uint64_t nnmem_plan_alignment(const nnmem_plan_t *plan);
 
 /* What the verifier found. */
 typedef struct nnmem_verify_report {

@@ -26,6 +26,7 @@ struct nnmem_plan {
   size_t n;
   uint64_t *offsets;
   uint64_t height;
+  uint64_t alignment; /* max(config alignment, every buffer's align) */
   nnmem_strategy_t strategy;
   double seconds;
 };
@@ -88,6 +89,17 @@ nnmem_strategy_t nnmem_plan_strategy(const nnmem_plan_t *pl) {
 }
 double nnmem_plan_seconds(const nnmem_plan_t *pl) {
   return pl ? pl->seconds : 0;
+}
+uint64_t nnmem_plan_alignment(const nnmem_plan_t *pl) {
+  return pl ? pl->alignment : 1;
+}
+
+/* The largest alignment any offset of a plan of `p` relies on. */
+static uint64_t plan_alignment(const nnmem_problem_t *p, uint64_t align) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  for (size_t i = 0; i < nnmem_problem_count(p); i++)
+    align = nnmem__max_u64(align, b[i].align);
+  return align;
 }
 
 static nnmem_status_t plan_naive(const nnmem_problem_t *p, uint64_t align,
@@ -230,6 +242,7 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
   nnmem_plan_t *pl = NULL;
   if ((st = plan_alloc(nnmem_problem_count(problem), &pl))) return st;
   double t0 = nnmem__now();
+  pl->alignment = plan_alignment(problem, align);
   nnmem_strategy_t s = c.no_reuse ? NNMEM_STRATEGY_NAIVE : c.strategy;
   pl->strategy = s;
   if (s == NNMEM_STRATEGY_AUTO)
@@ -280,6 +293,7 @@ nnmem_status_t nnmem_plan_from_offsets(const nnmem_problem_t *problem,
     if (end > pl->height) pl->height = end;
   }
   pl->strategy = NNMEM_STRATEGY_COUNT_; /* external */
+  pl->alignment = plan_alignment(problem, 1);
   *out = pl;
   return NNMEM_OK;
 }
