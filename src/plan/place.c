@@ -34,6 +34,11 @@
 #include "plan/occupancy.h"
 #include "plan/place.h"
 
+int nnmem__padded_size_checked(const nnmem_buffer_t *b, uint64_t align,
+                               uint64_t *out) {
+  return nnmem__align_up(b->size, nnmem__max_u64(b->align, align), out);
+}
+
 uint64_t nnmem__padded_size(const nnmem_buffer_t *b, uint64_t align) {
   uint64_t r;
   if (nnmem__align_up(b->size, nnmem__max_u64(b->align, align), &r))
@@ -146,7 +151,8 @@ static int choose_gap(const span_t *spans, size_t k, uint64_t size, uint64_t al,
 nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      const uint32_t *order, uint64_t align,
                                      nnmem__fit_t fit, uint64_t limit,
-                                     uint64_t *offsets, uint64_t *height) {
+                                     nnmem__place_ctl_t *ctl, uint64_t *offsets,
+                                     uint64_t *height) {
   size_t n = nnmem_problem_count(p);
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   nnmem__occ_t *occ = NULL;
@@ -158,7 +164,7 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
   uint64_t top = 0;
   for (size_t j = 0; j < n && st == NNMEM_OK; j++) {
     uint32_t x = order[j];
-    uint64_t size = nnmem__padded_size(&b[x], align), end;
+    uint64_t size = 0, end;
     uint64_t al = nnmem__max_u64(b[x].align, align);
     size_t k = 0;
     offsets[x] = 0;
@@ -168,9 +174,10 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
     if (!st) st = nnmem__grow((void **)&cnt, &cnt_cap, k + 2, sizeof *cnt);
     if (st) break;
     sort_spans(taken, sorted, k, cnt, top);
-    if (size == UINT64_MAX ||
+    if (nnmem__padded_size_checked(&b[x], align, &size) ||
         choose_gap(sorted, k, size, al, fit, &offsets[x]) ||
         nnmem__add_overflow(offsets[x], size, &end)) {
+      ctl->overflow_buf = x;
       st = NNMEM_ERR_OVERFLOW;
       break;
     }

@@ -245,6 +245,66 @@ static void test_height_max(void **state) {
   nnmem_problem_destroy(p);
 }
 
+/* One buffer of exactly 2^64 - 1 bytes fits at offset 0 (height 2^64 - 1
+ * is representable); every strategy once refused it as an overflow. */
+static void test_size_max(void **state) {
+  (void)state;
+  nnmem_problem_t *p = NULL;
+  assert_ok(nnmem_problem_create(&p));
+  assert_ok(nnmem_problem_add(p, "all", UINT64_MAX, 1, 0, 1, NULL));
+  for (size_t s = 0; s < N_STRATEGIES; s++)
+    assert_true(height_of(p, all_strategies[s], 1) == UINT64_MAX);
+  uint64_t lb = 0, zero = 0;
+  assert_ok(nnmem_problem_lower_bound(p, 1, &lb));
+  assert_true(lb == UINT64_MAX);
+  nnmem_plan_t *pl = NULL;
+  assert_ok(nnmem_plan_from_offsets(p, &zero, &pl));
+  assert_true(nnmem_plan_height(pl) == UINT64_MAX);
+  nnmem_plan_destroy(pl);
+  nnmem_problem_destroy(p);
+}
+
+/* 2^63 - 1 bytes living longer than a buffer aligned to 2^63: placed
+ * first (lifetime orders), the long one pushes the aligned one to 2^63 and
+ * its end to 2^64; placed second it fits above it, height 2^64 - 1. The
+ * orderings that overflow are skipped, not fatal (auto once gave up). Two
+ * 2^63 buffers live together overflow in every strategy: then
+ * NNMEM_ERR_OVERFLOW names a buffer. */
+static void test_overflow_skipped(void **state) {
+  (void)state;
+  nnmem_problem_t *p = NULL;
+  assert_ok(nnmem_problem_create(&p));
+  assert_ok(nnmem_problem_add(p, "long", (1ull << 63) - 1, 1, 0, 3, NULL));
+  assert_ok(nnmem_problem_add(p, "aligned", 1, 1ull << 63, 0, 2, NULL));
+  static const nnmem_strategy_t ok[] = {
+      NNMEM_STRATEGY_AUTO, NNMEM_STRATEGY_GREEDY_SIZE,
+      NNMEM_STRATEGY_GREEDY_BREADTH, NNMEM_STRATEGY_HEAP_BEST_FIT,
+      NNMEM_STRATEGY_GREEDY_CLASS};
+  for (size_t s = 0; s < sizeof ok / sizeof *ok; s++)
+    assert_true(height_of(p, ok[s], 1) == UINT64_MAX);
+  nnmem_planner_config_t cfg;
+  nnmem_planner_config_init(&cfg);
+  cfg.strategy = NNMEM_STRATEGY_NAIVE; /* stacks them in problem order */
+  nnmem_plan_t *pl = NULL;
+  nnmem_diag_t d;
+  assert_int_equal(nnmem_plan_create(p, &cfg, &pl, &d), NNMEM_ERR_OVERFLOW);
+  assert_null(pl);
+  assert_non_null(strstr(d.message, "'aligned'"));
+  nnmem_problem_destroy(p);
+  assert_ok(nnmem_problem_create(&p));
+  assert_ok(nnmem_problem_add(p, "x", 1ull << 63, 1, 0, 2, NULL));
+  assert_ok(nnmem_problem_add(p, "y", 1ull << 63, 1, 1, 3, NULL));
+  for (size_t s = 0; s < N_STRATEGIES; s++) {
+    cfg.strategy = all_strategies[s];
+    assert_int_equal(nnmem_plan_create(p, &cfg, &pl, &d), NNMEM_ERR_OVERFLOW);
+    assert_null(pl);
+    if (!strstr(d.message, "buffer 0 'x'") &&
+        !strstr(d.message, "buffer 1 'y'"))
+      fail_msg("%s: %s", nnmem_strategy_name(all_strategies[s]), d.message);
+  }
+  nnmem_problem_destroy(p);
+}
+
 static void test_empty_and_zero_size(void **state) {
   (void)state;
   nnmem_problem_t *p = NULL;
@@ -466,6 +526,8 @@ int main(void) {
       cmocka_unit_test(test_no_reuse),
       cmocka_unit_test(test_empty_and_zero_size),
       cmocka_unit_test(test_height_max),
+      cmocka_unit_test(test_size_max),
+      cmocka_unit_test(test_overflow_skipped),
       cmocka_unit_test(test_verify_detects),
       cmocka_unit_test(test_verify_vs_oracle),
       cmocka_unit_test(test_random_problems),
