@@ -14,6 +14,9 @@
  *      (ties: the lowest); first fit: the lowest such gap; none fits: put x
  *      at the aligned top of the ranges;
  *   4. record x's range in the occupancy map.
+ * Past the deadline of a run that must finish (ctl->must_finish), step 1
+ * asks only for the top of the ranges (a query for UINT64_MAX bytes: every
+ * set is one range, see occupancy.c) and x goes there: O(log T) a buffer.
  *
  * Time x address picture of step 2 for x live on [a, b):
  *
@@ -162,20 +165,34 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
   uint32_t *cnt = NULL;
   size_t cap = 0, sorted_cap = 0, cnt_cap = 0;
   uint64_t top = 0;
+  int rush = 0;
   for (size_t j = 0; j < n && st == NNMEM_OK; j++) {
     uint32_t x = order[j];
     uint64_t size = 0, end;
     uint64_t al = nnmem__max_u64(b[x].align, align);
     size_t k = 0;
     offsets[x] = 0;
+    if (!rush && ctl->deadline > 0 && j % NNMEM__PLACE_CLOCK_EVERY == 0 &&
+        j > 0 && nnmem__now() > ctl->deadline) {
+      ctl->cut = 1;
+      if (!ctl->must_finish) {
+        st = NNMEM_ERR_TIMEOUT;
+        break;
+      }
+      rush = 1; /* from now on: on top, no gap search */
+    }
     if (b[x].size == 0) continue; /* occupies nothing */
-    st = nnmem__occ_query(occ, x, &taken, &k, &cap);
+    if (nnmem__padded_size_checked(&b[x], align, &size)) {
+      ctl->overflow_buf = x;
+      st = NNMEM_ERR_OVERFLOW;
+      break;
+    }
+    st = nnmem__occ_query(occ, x, rush ? UINT64_MAX : size, &taken, &k, &cap);
     if (!st) st = nnmem__grow((void **)&sorted, &sorted_cap, k, sizeof *sorted);
     if (!st) st = nnmem__grow((void **)&cnt, &cnt_cap, k + 2, sizeof *cnt);
     if (st) break;
     sort_spans(taken, sorted, k, cnt, top);
-    if (nnmem__padded_size_checked(&b[x], align, &size) ||
-        choose_gap(sorted, k, size, al, fit, &offsets[x]) ||
+    if (choose_gap(sorted, k, size, al, fit, &offsets[x]) ||
         nnmem__add_overflow(offsets[x], size, &end)) {
       ctl->overflow_buf = x;
       st = NNMEM_ERR_OVERFLOW;

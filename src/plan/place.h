@@ -12,6 +12,12 @@ typedef enum nnmem__fit {
 
 /* What a placement run reports besides the plan. */
 typedef struct nnmem__place_ctl {
+  double deadline;     /* nnmem__now() past which to stop; 0 = none */
+  int finish_first;    /* plan.c: the first ordering must complete */
+  int must_finish;     /* engine: past the deadline, do not stop but put
+                          each remaining buffer on top of those live with
+                          it (no gap search) */
+  int cut;             /* out: the deadline cut some work */
   size_t overflow_buf; /* out: on NNMEM_ERR_OVERFLOW, the buffer whose
                           aligned end would pass 2^64 - 1 */
 } nnmem__place_ctl_t;
@@ -23,7 +29,10 @@ typedef struct nnmem__place_ctl {
  * (one per buffer) and the height. Gives up with NNMEM_ERR_CAPACITY as
  * soon as the height would exceed `limit` (UINT64_MAX: no limit), with
  * NNMEM_ERR_OVERFLOW (ctl->overflow_buf set) when a buffer's end would
- * pass 2^64 - 1. */
+ * pass 2^64 - 1, with NNMEM_ERR_TIMEOUT once nnmem__now() passes
+ * ctl->deadline (checked every NNMEM__PLACE_CLOCK_EVERY buffers) unless
+ * ctl->must_finish (then the rest is placed fast, see above). */
+#define NNMEM__PLACE_CLOCK_EVERY 256
 nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      const uint32_t *order, uint64_t align,
                                      nnmem__fit_t fit, uint64_t limit,

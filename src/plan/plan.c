@@ -5,9 +5,14 @@
  *   1. validate the problem (nnmem_problem_check);
  *   2. run the requested strategy; for `auto` run greedy-class,
  *      greedy-size, heap-best-fit and greedy-breadth in turn (stopping
- *      once the time limit is spent or a plan reaches the lower bound; a
- *      run that cannot beat the best plan so far gives up early) and keep
- *      the lowest plan (ties: the earlier strategy);
+ *      once a plan reaches the lower bound; a run that cannot beat the best
+ *      plan so far gives up early; a run that overflows 64 bits is
+ *      skipped) and keep the lowest plan (ties: the earlier strategy);
+ *      with a time limit greedy-size runs first and to its end, and the
+ *      clock is read between strategies, between orderings and every 256
+ *      buffers inside the placement engine, so the limit bounds the
+ *      search: the plan is the best found when it ran out
+ *      (nnmem_plan_time_limited);
  *   3. compare the height with the capacity.
  * heap-best-fit itself runs the XLA heap twice, in size order and in
  * lifetime order, and keeps the lower; greedy-class runs three class
@@ -29,6 +34,8 @@ struct nnmem_plan {
   uint64_t alignment; /* max(config alignment, every buffer's align) */
   nnmem_strategy_t strategy;
   double seconds;
+  int time_limited;    /* the time limit cut the search */
+  unsigned strategies; /* strategies that ran (not cut, not overflowed) */
 };
 
 static const char *const strategy_names[NNMEM_STRATEGY_COUNT_] = {
@@ -90,6 +97,12 @@ nnmem_strategy_t nnmem_plan_strategy(const nnmem_plan_t *pl) {
 double nnmem_plan_seconds(const nnmem_plan_t *pl) {
   return pl ? pl->seconds : 0;
 }
+int nnmem_plan_time_limited(const nnmem_plan_t *pl) {
+  return pl ? pl->time_limited : 0;
+}
+unsigned nnmem_plan_strategies_run(const nnmem_plan_t *pl) {
+  return pl ? pl->strategies : 0;
+}
 uint64_t nnmem_plan_alignment(const nnmem_plan_t *pl) {
   return pl ? pl->alignment : 1;
 }
@@ -123,7 +136,10 @@ static nnmem_status_t plan_naive(const nnmem_problem_t *p, uint64_t align,
  * produced one (then `off` and *height hold it); a flag rather than a
  * sentinel height, since every height up to 2^64 - 1 is a real one. An
  * ordering that overflows 64 bits is skipped; NNMEM_ERR_OVERFLOW only when
- * every ordering overflowed (ctl names the buffer). */
+ * every ordering overflowed (ctl names the buffer). The deadline cuts the
+ * orderings (between them and inside the engine), except the first one when
+ * ctl->finish_first: that one completes, in the engine's fast mode past the
+ * deadline. NNMEM_ERR_TIMEOUT when the deadline cut before any plan. */
 static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
                                   const nnmem__order_t *orders, size_t n_orders,
                                   uint64_t limit, nnmem__place_ctl_t *ctl,
@@ -133,14 +149,26 @@ static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
   uint64_t *tmp = malloc(m * sizeof *tmp);
   nnmem_status_t st = order && tmp ? NNMEM_OK : NNMEM_ERR_NOMEM;
   size_t overflowed = 0;
+  double deadline = ctl->deadline;
+  int cut = 0; /* orderings skipped or stopped here */
   *found = 0;
   for (size_t f = 0; f < n_orders && st == NNMEM_OK; f++) {
     if (*found && *height == 0) break; /* nothing beats an empty plan */
     uint64_t h = 0, lim = *found && *height - 1 < limit ? *height - 1 : limit;
+    ctl->must_finish = f == 0 && ctl->finish_first; /* the engine reads it */
+    if (!ctl->must_finish && deadline > 0 && nnmem__now() > deadline) {
+      cut = 1;
+      break;
+    }
     st = nnmem__order(p, align, orders[f], order);
     if (st == NNMEM_OK)
       st = nnmem__place_in_order(p, order, align, NNMEM__FIT_BEST, lim, ctl,
                                  tmp, &h);
+    if (st == NNMEM_ERR_TIMEOUT) {
+      cut = 1;
+      st = NNMEM_OK;
+      break;
+    }
     if (st == NNMEM_ERR_CAPACITY || st == NNMEM_ERR_OVERFLOW) {
       overflowed += st == NNMEM_ERR_OVERFLOW; /* skipped: see ctl */
       st = NNMEM_OK; /* gave up: above lim, or past 2^64 - 1 */
@@ -154,7 +182,9 @@ static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
   }
   free(order);
   free(tmp);
+  if (cut) ctl->cut = 1;
   if (st == NNMEM_OK && overflowed == n_orders) st = NNMEM_ERR_OVERFLOW;
+  if (st == NNMEM_OK && cut && !*found) st = NNMEM_ERR_TIMEOUT;
   return st;
 }
 
@@ -193,14 +223,19 @@ static nnmem_status_t run_strategy(const nnmem_problem_t *p, nnmem_strategy_t s,
 
 /* auto: the heuristics in turn, keeping the lowest plan. Each later run
  * gives up as soon as it cannot beat the best plan so far, and the loop
- * ends at the lower bound or at the deadline. A strategy that overflows
- * 64 bits is skipped; NNMEM_ERR_OVERFLOW only when all of them did. */
+ * ends at the lower bound or at the deadline. With a deadline the fastest
+ * strategy (greedy-size, one ordering) runs first and always to its end;
+ * the others are cut by the deadline. A strategy that overflows 64 bits is
+ * skipped; NNMEM_ERR_OVERFLOW only when all of them did. */
 static nnmem_status_t run_auto(const nnmem_problem_t *p, uint64_t align,
-                               double deadline, nnmem__place_ctl_t *ctl,
-                               nnmem_plan_t *pl) {
+                               nnmem__place_ctl_t *ctl, nnmem_plan_t *pl) {
   static const nnmem_strategy_t tries[] = {
       NNMEM_STRATEGY_GREEDY_CLASS, NNMEM_STRATEGY_GREEDY_SIZE,
       NNMEM_STRATEGY_HEAP_BEST_FIT, NNMEM_STRATEGY_GREEDY_BREADTH};
+  static const nnmem_strategy_t timed[] = {
+      NNMEM_STRATEGY_GREEDY_SIZE, NNMEM_STRATEGY_GREEDY_CLASS,
+      NNMEM_STRATEGY_HEAP_BEST_FIT, NNMEM_STRATEGY_GREEDY_BREADTH};
+  const nnmem_strategy_t *order = ctl->deadline > 0 ? timed : tries;
   uint64_t lb = 0;
   /* a sum past 2^64 - 1 leaves lb = 0: no early stop, still correct */
   (void)nnmem_problem_lower_bound(p, align, &lb);
@@ -211,25 +246,30 @@ static nnmem_status_t run_auto(const nnmem_problem_t *p, uint64_t align,
   for (size_t i = 0; i < sizeof tries / sizeof *tries && st == NNMEM_OK; i++) {
     uint64_t h = 0;
     int found = 0;
-    st = run_strategy(p, tries[i], align, have ? pl->height - 1 : UINT64_MAX,
+    if (have && ctl->deadline > 0 && nnmem__now() > ctl->deadline) {
+      ctl->cut = 1; /* the rest are not even started */
+      break;
+    }
+    ctl->finish_first = !have; /* until one plan exists, finish it */
+    st = run_strategy(p, order[i], align, have ? pl->height - 1 : UINT64_MAX,
                       ctl, tmp, &h, &found);
-    if (st == NNMEM_ERR_OVERFLOW) { /* skipped; ctl names the buffer */
-      overflowed = 1;
+    if (st == NNMEM_ERR_OVERFLOW || st == NNMEM_ERR_TIMEOUT) {
+      overflowed |= st == NNMEM_ERR_OVERFLOW; /* skipped; ctl says why */
       st = NNMEM_OK;
       continue;
     }
+    if (st == NNMEM_OK) pl->strategies++;
     if (st == NNMEM_OK && found) { /* strictly below the best so far */
       pl->height = h;
-      pl->strategy = tries[i];
+      pl->strategy = order[i];
       have = 1;
       memcpy(pl->offsets, tmp, pl->n * sizeof *tmp);
     }
-    if ((have && pl->height <= lb) || (deadline > 0 && nnmem__now() > deadline))
-      break;
+    if (have && pl->height <= lb) break;
   }
   free(tmp);
   if (st == NNMEM_OK && !have)
-    st = overflowed ? NNMEM_ERR_OVERFLOW : NNMEM_ERR_STATE;
+    st = overflowed ? NNMEM_ERR_OVERFLOW : NNMEM_ERR_TIMEOUT;
   return st;
 }
 
@@ -277,14 +317,17 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
   nnmem_strategy_t s = c.no_reuse ? NNMEM_STRATEGY_NAIVE : c.strategy;
   pl->strategy = s;
   nnmem__place_ctl_t ctl = {0};
+  ctl.deadline = c.time_limit_s > 0 ? t0 + c.time_limit_s : 0;
+  ctl.finish_first = 1;
   if (s == NNMEM_STRATEGY_AUTO)
-    st = run_auto(problem, align, c.time_limit_s > 0 ? t0 + c.time_limit_s : 0,
-                  &ctl, pl);
+    st = run_auto(problem, align, &ctl, pl);
   else {
-    int found = 0; /* always 1 on success: no limit */
+    int found = 0; /* always 1 on success: no limit, first ordering whole */
     st = run_strategy(problem, s, align, UINT64_MAX, &ctl, pl->offsets,
                       &pl->height, &found);
+    pl->strategies = st == NNMEM_OK;
   }
+  pl->time_limited = ctl.cut;
   pl->seconds = nnmem__now() - t0;
   if (st == NNMEM_OK && c.capacity && pl->height > c.capacity)
     st = nnmem__diag(diag, NNMEM_ERR_CAPACITY,
