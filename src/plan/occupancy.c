@@ -48,11 +48,20 @@
  * query. When the coarsened sets would give more than
  * NNMEM__OCC_MAX_RANGES ranges the query answers [0, top): the buffer goes
  * on top of everything live with it (valid, possibly higher than the best
- * fit). Traces of real models stay far below the cut (bench/plan prints
- * the largest query, at most ~1,400 ranges on the shared traces), so their
- * plans are the exact best fit. A query for UINT64_MAX bytes (nothing
+ * fit). Traces of real models stay far below the cut (measured: at most
+ * ~1,400 ranges in one query on the shared traces), so their plans are
+ * the exact best fit. A query for UINT64_MAX bytes (nothing
  * fits a gap) always answers [0, top): the placement engine's fast mode
  * past a deadline.
+ *
+ * Skyline mode (the placement engine past a deadline): only "the highest
+ * end among placed buffers live with i" is asked, from a max segment tree
+ * over the same slots: sky_tag(v) = an end applied to every slot of v
+ * (set on the canonical nodes of an add), sky_mx(v) >= every end applied
+ * to some slot of v (raised on the two boundary paths and, through the
+ * tags, on the canonical nodes). top(i) = max of sky_mx over i's canonical
+ * nodes and sky_tag over its two boundary paths (the ancestors of its
+ * canonical nodes). O(log T) each, no range sets.
  *
  * Costs: add O(log T) set insertions; query O(log T) sets, at most
  * O(log T + NNMEM__OCC_MAX_RANGES) ranges. A set insertion is a binary
@@ -81,6 +90,8 @@ struct nnmem__occ {
   rset_t *below;     /* 2N sets */
   uint8_t *queried;  /* 2N flags: a canonical node of some buffer, so its
                         below set is read by some query */
+  uint64_t *sky_mx;  /* skyline mode: 2N, max end over the node's slots */
+  uint64_t *sky_tag; /* 2N, an end applied to every slot of the node */
 };
 
 static int cmp_u64(const void *a, const void *b) {
@@ -154,6 +165,8 @@ void nnmem__occ_destroy(nnmem__occ_t *o) {
   free(o->cover);
   free(o->below);
   free(o->queried);
+  free(o->sky_mx);
+  free(o->sky_tag);
   free(o->slot_lo);
   free(o->slot_hi);
   free(o);
@@ -317,4 +330,42 @@ nnmem_status_t nnmem__occ_query(nnmem__occ_t *o, size_t i, uint64_t size,
   FOR_QUERY_SETS(o, i, APPEND_);
 #undef APPEND_
   return st;
+}
+
+nnmem_status_t nnmem__occ_sky_start(nnmem__occ_t *o) {
+  o->sky_mx = calloc(2 * (size_t)o->leaves, sizeof *o->sky_mx);
+  o->sky_tag = calloc(2 * (size_t)o->leaves, sizeof *o->sky_tag);
+  return o->sky_mx && o->sky_tag ? NNMEM_OK : NNMEM_ERR_NOMEM;
+}
+
+void nnmem__occ_sky_add(nnmem__occ_t *o, size_t i, uint64_t end) {
+  uint32_t nl = o->leaves, l = o->slot_lo[i] + nl, r = o->slot_hi[i] + nl;
+  for (uint32_t a = l, z = r - 1; a >= 1; a >>= 1, z >>= 1) {
+    if (o->sky_mx[a] < end) o->sky_mx[a] = end; /* paths: a slot of i */
+    if (o->sky_mx[z] < end) o->sky_mx[z] = end;
+  }
+  for (; l < r; l >>= 1, r >>= 1) { /* canonical nodes: every slot */
+    if (l & 1) {
+      if (o->sky_tag[l] < end) o->sky_tag[l] = end;
+      l++;
+    }
+    if (r & 1) {
+      --r;
+      if (o->sky_tag[r] < end) o->sky_tag[r] = end;
+    }
+  }
+}
+
+uint64_t nnmem__occ_sky_top(const nnmem__occ_t *o, size_t i) {
+  uint32_t nl = o->leaves, l = o->slot_lo[i] + nl, r = o->slot_hi[i] + nl;
+  uint64_t top = 0;
+  for (uint32_t a = l, z = r - 1; a >= 1; a >>= 1, z >>= 1) {
+    top = nnmem__max_u64(top, o->sky_tag[a]); /* applies to slot l */
+    top = nnmem__max_u64(top, o->sky_tag[z]); /* applies to slot r - 1 */
+  }
+  for (; l < r; l >>= 1, r >>= 1) { /* every slot of a canonical node */
+    if (l & 1) top = nnmem__max_u64(top, o->sky_mx[l++]);
+    if (r & 1) top = nnmem__max_u64(top, o->sky_mx[--r]);
+  }
+  return top;
 }

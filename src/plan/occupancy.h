@@ -35,4 +35,12 @@ nnmem_status_t nnmem__occ_add(nnmem__occ_t *o, size_t i, uint64_t lo,
 nnmem_status_t nnmem__occ_query(nnmem__occ_t *o, size_t i, uint64_t size,
                                 nnmem__range_t **out, size_t *n, size_t *cap);
 
+/* Skyline mode (see occupancy.c): after sky_start, sky_add records that
+ * buffer `i` ends at `end` and sky_top answers the largest end recorded
+ * for a buffer whose lifetime meets `i`'s (0 if none). O(log T) each;
+ * independent of the range sets. */
+nnmem_status_t nnmem__occ_sky_start(nnmem__occ_t *o);
+void nnmem__occ_sky_add(nnmem__occ_t *o, size_t i, uint64_t end);
+uint64_t nnmem__occ_sky_top(const nnmem__occ_t *o, size_t i);
+
 #endif

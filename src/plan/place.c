@@ -14,9 +14,10 @@
  *      (ties: the lowest); first fit: the lowest such gap; none fits: put x
  *      at the aligned top of the ranges;
  *   4. record x's range in the occupancy map.
- * Past the deadline of a run that must finish (ctl->must_finish), step 1
- * asks only for the top of the ranges (a query for UINT64_MAX bytes: every
- * set is one range, see occupancy.c) and x goes there: O(log T) a buffer.
+ * Past the deadline of a run that must finish (ctl->must_finish), the map
+ * switches to its skyline mode (occupancy.c) and each remaining x goes on
+ * top of the placed buffers live with it, no gap search: O(log T) a
+ * buffer, so the run ends soon after the deadline with a valid plan.
  *
  * Time x address picture of step 2 for x live on [a, b):
  *
@@ -151,6 +152,23 @@ static int choose_gap(const span_t *spans, size_t k, uint64_t size, uint64_t al,
   return nnmem__align_up(cur, al, off);
 }
 
+/* Switches the map to skyline mode holding the ends of the first `j`
+ * buffers of `order` (already placed). */
+static nnmem_status_t start_rush(nnmem__occ_t *occ, const nnmem_problem_t *p,
+                                 const uint32_t *order, size_t j,
+                                 uint64_t align, const uint64_t *offsets) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  nnmem_status_t st = nnmem__occ_sky_start(occ);
+  for (size_t q = 0; q < j && st == NNMEM_OK; q++) {
+    uint32_t y = order[q];
+    uint64_t size = 0;
+    if (b[y].size == 0) continue;
+    (void)nnmem__padded_size_checked(&b[y], align, &size); /* placed: fits */
+    nnmem__occ_sky_add(occ, y, offsets[y] + size);
+  }
+  return st;
+}
+
 nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      const uint32_t *order, uint64_t align,
                                      nnmem__fit_t fit, uint64_t limit,
@@ -180,6 +198,8 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
         break;
       }
       rush = 1; /* from now on: on top, no gap search */
+      st = start_rush(occ, p, order, j, align, offsets);
+      if (st) break;
     }
     if (b[x].size == 0) continue; /* occupies nothing */
     if (nnmem__padded_size_checked(&b[x], align, &size)) {
@@ -187,7 +207,18 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
       st = NNMEM_ERR_OVERFLOW;
       break;
     }
-    st = nnmem__occ_query(occ, x, rush ? UINT64_MAX : size, &taken, &k, &cap);
+    if (rush) { /* on top of every placed buffer live with x */
+      if (nnmem__align_up(nnmem__occ_sky_top(occ, x), al, &offsets[x]) ||
+          nnmem__add_overflow(offsets[x], size, &end)) {
+        ctl->overflow_buf = x;
+        st = NNMEM_ERR_OVERFLOW;
+        break;
+      }
+      nnmem__occ_sky_add(occ, x, end);
+      if (end > top) top = end;
+      continue;
+    }
+    st = nnmem__occ_query(occ, x, size, &taken, &k, &cap);
     if (!st) st = nnmem__grow((void **)&sorted, &sorted_cap, k, sizeof *sorted);
     if (!st) st = nnmem__grow((void **)&cnt, &cnt_cap, k + 2, sizeof *cnt);
     if (st) break;
