@@ -3,7 +3,7 @@
  *
  *   plan [DIR] [--csv OUT.csv] [--strategies a,b,...] [--repeat N]
  *        [--synthetic]
- *   plan --gen comb:N|random:N --out FILE.csv
+ *   plan --gen comb:N|random:N [--out FILE.csv] [--strategies ...]
  *
  * Steps:
  *   1. collect every *.csv under DIR recursively (default: the shared data
@@ -26,7 +26,8 @@
  *      time / greedy-size time; then auto with a 1 s time limit on
  *      comb:60000 and random:1000000 (wall time, height, whether the limit
  *      cut the search).
- * --gen writes one generated problem as a MiniMalloc CSV and exits.
+ * --gen with --out writes one generated problem as a MiniMalloc CSV and
+ * exits; without --out it runs step 6 on that problem only.
  * It asserts nothing about time; it exits 1 only when a plan is invalid or
  * a file cannot be read.
  * Thread-safety: single-threaded program. */
@@ -82,12 +83,13 @@ static void usage(FILE *f) {
           NNMEM_DEFAULT_DATA_DIR);
   for (int s = 0; s < NNMEM_STRATEGY_COUNT_; s++)
     fprintf(f, " %s", nnmem_strategy_name((nnmem_strategy_t)s));
-  fprintf(f,
-          "\n  --repeat N    runs per measurement, median reported (default "
-          "3)\n"
-          "  --synthetic   also plan the generated comb and random problems\n"
-          "  --gen KIND:N --out FILE  write a generated problem (comb:N,\n"
-          "                random:N; N buffers) as CSV and exit\n");
+  fprintf(
+      f,
+      "\n  --repeat N    runs per measurement, median reported (default "
+      "3)\n"
+      "  --synthetic   also plan the generated comb and random problems\n"
+      "  --gen KIND:N  a generated problem (comb:N, random:N; N buffers):\n"
+      "                with --out FILE write it as CSV, else plan only it\n");
 }
 
 static int parse_strategies(const char *list, bench_opts_t *o) {
@@ -427,22 +429,23 @@ static void limited_run(const char *spec, double limit_s) {
   } else {
     printf(
         "%-16s auto --time-limit %.1f: %10.1f ms, height/LB %.4f (%s, "
-        "%s, %u strategies run)\n",
+        "%s, %u strateg%s run)\n",
         spec, limit_s, ms,
         lb ? (double)nnmem_plan_height(plan) / (double)lb : 1.0,
         nnmem_strategy_name(nnmem_plan_strategy(plan)),
         nnmem_plan_time_limited(plan) ? "limit reached" : "finished",
-        nnmem_plan_strategies_run(plan));
+        nnmem_plan_strategies_run(plan),
+        nnmem_plan_strategies_run(plan) == 1 ? "y" : "ies");
   }
   nnmem_plan_destroy(plan);
   nnmem_problem_destroy(p);
 }
 
 /* Step 6: every strategy once on each generated problem. */
-static void synthetic(const bench_opts_t *o) {
-  static const char *const specs[] = {"comb:120000", "random:1000000"};
+static void synthetic(const bench_opts_t *o, const char *const *specs,
+                      size_t n_specs) {
   printf("\nsynthetic problems (one run each; ratio = time / greedy-size)\n");
-  for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+  for (size_t i = 0; i < n_specs; i++) {
     nnmem_problem_t *p = NULL;
     uint64_t lb = 0;
     if (gen_problem(specs[i], &p) != NNMEM_OK) continue;
@@ -462,6 +465,12 @@ static void synthetic(const bench_opts_t *o) {
                nnmem_strategy_name(o->strategies[k]), ms[k] / base);
     nnmem_problem_destroy(p);
   }
+}
+
+/* --synthetic: issue 7's targets. */
+static void synthetic_default(const bench_opts_t *o) {
+  static const char *const specs[] = {"comb:120000", "random:1000000"};
+  synthetic(o, specs, 2);
   limited_run("comb:60000", 1.0);
   limited_run("random:1000000", 1.0);
 }
@@ -502,7 +511,12 @@ int main(int argc, char **argv) {
   path_list_t files = {0};
   int rc = parse_args(argc, argv, &o);
   if (rc >= 0) return rc;
-  if (o.gen) return write_generated(&o);
+  if (o.gen && o.gen_out) return write_generated(&o);
+  if (o.gen) { /* one generated problem only */
+    synthetic(&o, &o.gen, 1);
+    limited_run(o.gen, 1.0);
+    return failures ? 1 : 0;
+  }
   struct stat sb;
   if (stat(o.dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
     printf("plan: data folder '%s' not found; nothing to measure\n", o.dir);
@@ -520,7 +534,7 @@ int main(int argc, char **argv) {
   printf("planner benchmark: %zu problems under %s, %d run(s) each\n\n",
          files.n, o.dir, o.repeat);
   run_all(&o, &files, csv);
-  if (o.synthetic) synthetic(&o);
+  if (o.synthetic) synthetic_default(&o);
   if (csv) {
     fclose(csv);
     printf("rows written to %s\n", o.csv_out);
