@@ -169,6 +169,38 @@ static nnmem_status_t start_rush(nnmem__occ_t *occ, const nnmem_problem_t *p,
   return st;
 }
 
+/* Scratch arrays of the gap search, grown as needed. */
+typedef struct scratch {
+  nnmem__range_t *taken, *sorted;
+  uint32_t *cnt;
+  size_t cap, sorted_cap, cnt_cap;
+} scratch_t;
+
+/* Steps 1-3 for buffer x: its offset among the gaps (NNMEM_ERR_OVERFLOW
+ * when aligning it passes 2^64 - 1). */
+static nnmem_status_t find_offset(nnmem__occ_t *occ, scratch_t *sc, size_t x,
+                                  uint64_t size, uint64_t al, nnmem__fit_t fit,
+                                  uint64_t top, uint64_t *off) {
+  size_t k = 0;
+  nnmem_status_t st = nnmem__occ_query(occ, x, size, &sc->taken, &k, &sc->cap);
+  if (!st)
+    st = nnmem__grow((void **)&sc->sorted, &sc->sorted_cap, k,
+                     sizeof *sc->sorted);
+  if (!st)
+    st = nnmem__grow((void **)&sc->cnt, &sc->cnt_cap, k + 2, sizeof *sc->cnt);
+  if (st) return st;
+  sort_spans(sc->taken, sc->sorted, k, sc->cnt, top);
+  return choose_gap(sc->sorted, k, size, al, fit, off) ? NNMEM_ERR_OVERFLOW
+                                                       : NNMEM_OK;
+}
+
+/* Reads the clock every NNMEM__PLACE_CLOCK_EVERY buffers: 1 once the
+ * deadline has passed. */
+static int past_deadline(const nnmem__place_ctl_t *ctl, size_t j) {
+  return ctl->deadline > 0 && j > 0 && j % NNMEM__PLACE_CLOCK_EVERY == 0 &&
+         nnmem__now() > ctl->deadline;
+}
+
 nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      const uint32_t *order, uint64_t align,
                                      nnmem__fit_t fit, uint64_t limit,
@@ -179,66 +211,48 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
   nnmem__occ_t *occ = NULL;
   nnmem_status_t st = nnmem__occ_create(p, &occ);
   if (st) return st;
-  nnmem__range_t *taken = NULL, *sorted = NULL;
-  uint32_t *cnt = NULL;
-  size_t cap = 0, sorted_cap = 0, cnt_cap = 0;
+  scratch_t sc = {0};
   uint64_t top = 0;
-  int rush = 0;
+  int rush = 0; /* past the deadline: on top, no gap search */
   for (size_t j = 0; j < n && st == NNMEM_OK; j++) {
     uint32_t x = order[j];
-    uint64_t size = 0, end;
-    uint64_t al = nnmem__max_u64(b[x].align, align);
-    size_t k = 0;
+    uint64_t size = 0, end = 0, al = nnmem__max_u64(b[x].align, align);
     offsets[x] = 0;
-    if (!rush && ctl->deadline > 0 && j % NNMEM__PLACE_CLOCK_EVERY == 0 &&
-        j > 0 && nnmem__now() > ctl->deadline) {
+    if (!rush && past_deadline(ctl, j)) {
       ctl->cut = 1;
       if (!ctl->must_finish) {
         st = NNMEM_ERR_TIMEOUT;
         break;
       }
-      rush = 1; /* from now on: on top, no gap search */
-      st = start_rush(occ, p, order, j, align, offsets);
-      if (st) break;
+      rush = 1;
+      if ((st = start_rush(occ, p, order, j, align, offsets))) break;
     }
     if (b[x].size == 0) continue; /* occupies nothing */
-    if (nnmem__padded_size_checked(&b[x], align, &size)) {
-      ctl->overflow_buf = x;
+    if (nnmem__padded_size_checked(&b[x], align, &size))
       st = NNMEM_ERR_OVERFLOW;
-      break;
-    }
-    if (rush) { /* on top of every placed buffer live with x */
-      if (nnmem__align_up(nnmem__occ_sky_top(occ, x), al, &offsets[x]) ||
-          nnmem__add_overflow(offsets[x], size, &end)) {
-        ctl->overflow_buf = x;
-        st = NNMEM_ERR_OVERFLOW;
-        break;
-      }
-      nnmem__occ_sky_add(occ, x, end);
-      if (end > top) top = end;
-      continue;
-    }
-    st = nnmem__occ_query(occ, x, size, &taken, &k, &cap);
-    if (!st) st = nnmem__grow((void **)&sorted, &sorted_cap, k, sizeof *sorted);
-    if (!st) st = nnmem__grow((void **)&cnt, &cnt_cap, k + 2, sizeof *cnt);
+    else if (rush)
+      st = nnmem__align_up(nnmem__occ_sky_top(occ, x), al, &offsets[x])
+               ? NNMEM_ERR_OVERFLOW
+               : NNMEM_OK;
+    else
+      st = find_offset(occ, &sc, x, size, al, fit, top, &offsets[x]);
+    if (st == NNMEM_OK && nnmem__add_overflow(offsets[x], size, &end))
+      st = NNMEM_ERR_OVERFLOW;
+    if (st == NNMEM_ERR_OVERFLOW) ctl->overflow_buf = x;
     if (st) break;
-    sort_spans(taken, sorted, k, cnt, top);
-    if (choose_gap(sorted, k, size, al, fit, &offsets[x]) ||
-        nnmem__add_overflow(offsets[x], size, &end)) {
-      ctl->overflow_buf = x;
-      st = NNMEM_ERR_OVERFLOW;
-      break;
-    }
     if (end > top) top = end;
     if (top > limit) {
       st = NNMEM_ERR_CAPACITY; /* cannot beat the plan we already have */
       break;
     }
-    st = nnmem__occ_add(occ, x, offsets[x], end);
+    if (rush)
+      nnmem__occ_sky_add(occ, x, end);
+    else
+      st = nnmem__occ_add(occ, x, offsets[x], end);
   }
-  free(taken);
-  free(sorted);
-  free(cnt);
+  free(sc.taken);
+  free(sc.sorted);
+  free(sc.cnt);
   nnmem__occ_destroy(occ);
   if (st == NNMEM_OK) *height = top;
   return st;

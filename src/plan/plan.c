@@ -137,9 +137,10 @@ static nnmem_status_t plan_naive(const nnmem_problem_t *p, uint64_t align,
  * sentinel height, since every height up to 2^64 - 1 is a real one. An
  * ordering that overflows 64 bits is skipped; NNMEM_ERR_OVERFLOW only when
  * every ordering overflowed (ctl names the buffer). The deadline cuts the
- * orderings (between them and inside the engine), except the first one when
- * ctl->finish_first: that one completes, in the engine's fast mode past the
- * deadline. NNMEM_ERR_TIMEOUT when the deadline cut before any plan. */
+ * orderings (between them and inside the engine), except, when
+ * ctl->finish_first, those run before one produced a plan: they complete,
+ * in the engine's fast mode past the deadline. NNMEM_ERR_TIMEOUT when the
+ * deadline cut before any plan. */
 static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
                                   const nnmem__order_t *orders, size_t n_orders,
                                   uint64_t limit, nnmem__place_ctl_t *ctl,
@@ -155,7 +156,8 @@ static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
   for (size_t f = 0; f < n_orders && st == NNMEM_OK; f++) {
     if (*found && *height == 0) break; /* nothing beats an empty plan */
     uint64_t h = 0, lim = *found && *height - 1 < limit ? *height - 1 : limit;
-    ctl->must_finish = f == 0 && ctl->finish_first; /* the engine reads it */
+    /* until this strategy has a plan (an ordering may overflow), finish */
+    ctl->must_finish = !*found && ctl->finish_first; /* the engine reads it */
     if (!ctl->must_finish && deadline > 0 && nnmem__now() > deadline) {
       cut = 1;
       break;
