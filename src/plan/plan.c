@@ -238,9 +238,13 @@ static nnmem_status_t run_auto(const nnmem_problem_t *p, uint64_t align,
       NNMEM_STRATEGY_GREEDY_SIZE, NNMEM_STRATEGY_GREEDY_CLASS,
       NNMEM_STRATEGY_HEAP_BEST_FIT, NNMEM_STRATEGY_GREEDY_BREADTH};
   const nnmem_strategy_t *order = ctl->deadline > 0 ? timed : tries;
+  /* the lower bound ends the search early; with a deadline it is computed
+   * only after the first plan, and only while time is left (an O(n log n)
+   * sort the first strategy may not afford). A sum past 2^64 - 1 leaves
+   * lb = 0: no early stop, still correct. */
   uint64_t lb = 0;
-  /* a sum past 2^64 - 1 leaves lb = 0: no early stop, still correct */
-  (void)nnmem_problem_lower_bound(p, align, &lb);
+  int lb_known = ctl->deadline <= 0;
+  if (lb_known) (void)nnmem_problem_lower_bound(p, align, &lb);
   uint64_t *tmp = malloc((pl->n ? pl->n : 1) * sizeof *tmp);
   if (!tmp) return NNMEM_ERR_NOMEM;
   int have = 0, overflowed = 0;
@@ -267,7 +271,11 @@ static nnmem_status_t run_auto(const nnmem_problem_t *p, uint64_t align,
       have = 1;
       memcpy(pl->offsets, tmp, pl->n * sizeof *tmp);
     }
-    if (have && pl->height <= lb) break;
+    if (have && !lb_known && nnmem__now() <= ctl->deadline) {
+      (void)nnmem_problem_lower_bound(p, align, &lb);
+      lb_known = 1;
+    }
+    if (have && lb_known && pl->height <= lb) break;
   }
   free(tmp);
   if (st == NNMEM_OK && !have)
