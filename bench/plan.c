@@ -2,6 +2,8 @@
  * CSV problem under a folder, compared with the lower bound in one run.
  *
  *   plan [DIR] [--csv OUT.csv] [--strategies a,b,...] [--repeat N]
+ *        [--synthetic]
+ *   plan --gen comb:N|random:N [--out FILE.csv] [--strategies ...]
  *
  * Steps:
  *   1. collect every *.csv under DIR recursively (default: the shared data
@@ -18,7 +20,14 @@
  *      height / lower bound and the total time per strategy;
  *   5. scaling check: the largest file doubled (a second copy of every
  *      buffer shifted after the first: lower' = lower + max upper) planned
- *      with auto; prints time(2n) / time(n).
+ *      with auto; prints time(2n) / time(n);
+ *   6. --synthetic: the generated problems of issue 7 (see gen_problem):
+ *      comb:120000 and random:1000000, every strategy once, time and
+ *      time / greedy-size time; then auto with a 1 s time limit on
+ *      comb:60000 and random:1000000 (wall time, height, whether the limit
+ *      cut the search).
+ * --gen with --out writes one generated problem as a MiniMalloc CSV and
+ * exits; without --out it runs step 6 on that problem only.
  * It asserts nothing about time; it exits 1 only when a plan is invalid or
  * a file cannot be read.
  * Thread-safety: single-threaded program. */
@@ -45,6 +54,8 @@ typedef struct bench_opts {
   nnmem_strategy_t strategies[NNMEM_STRATEGY_COUNT_];
   size_t n_strategies;
   int repeat;
+  int synthetic;
+  const char *gen, *gen_out;
 } bench_opts_t;
 
 typedef struct path_list {
@@ -72,9 +83,13 @@ static void usage(FILE *f) {
           NNMEM_DEFAULT_DATA_DIR);
   for (int s = 0; s < NNMEM_STRATEGY_COUNT_; s++)
     fprintf(f, " %s", nnmem_strategy_name((nnmem_strategy_t)s));
-  fprintf(f,
-          "\n  --repeat N    runs per measurement, median reported (default "
-          "3)\n");
+  fprintf(
+      f,
+      "\n  --repeat N    runs per measurement, median reported (default "
+      "3)\n"
+      "  --synthetic   also plan the generated comb and random problems\n"
+      "  --gen KIND:N  a generated problem (comb:N, random:N; N buffers):\n"
+      "                with --out FILE write it as CSV, else plan only it\n");
 }
 
 static int parse_strategies(const char *list, bench_opts_t *o) {
@@ -122,6 +137,12 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
         fprintf(stderr, "plan: --repeat must be 1..%d\n", MAX_REPEAT);
         return 1;
       }
+    } else if (strcmp(a, "--synthetic") == 0) {
+      o->synthetic = 1;
+    } else if (strcmp(a, "--gen") == 0 && has_value) {
+      o->gen = argv[++i];
+    } else if (strcmp(a, "--out") == 0 && has_value) {
+      o->gen_out = argv[++i];
     } else if (a[0] != '-') {
       o->dir = a;
     } else {
@@ -313,6 +334,147 @@ static void scaling(const bench_opts_t *o, const char *path) {
   nnmem_csv_destroy(c);
 }
 
+/* Generated problems (issue 7, "a user's first hour"):
+ *   comb:N    n = N / 3; n long-lived 1-byte buffers [0,3) alternating
+ *             with n short-lived ones [0,1), then n 2-byte buffers [1,2).
+ *             Placed in time order the 1-byte buffers interleave into two
+ *             complementary combs; the 2-byte ones fit none of the holes.
+ *   random:N  N buffers, T = N / 4 steps: first uniform in [0, T), length
+ *             1 + uniform [0, 256), size 64 * (1 + uniform [0, 1024)),
+ *             xorshift64* seeded with RANDOM_SEED. */
+#define RANDOM_SEED 42u
+
+static uint64_t xorshift(uint64_t *s) {
+  *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+  return *s * 2685821657736338717ULL;
+}
+
+static nnmem_status_t gen_problem(const char *spec, nnmem_problem_t **out) {
+  const char *colon = strchr(spec, ':');
+  long long n = colon ? atoll(colon + 1) : 0;
+  size_t kind = colon ? (size_t)(colon - spec) : 0;
+  nnmem_status_t st = n > 0 ? nnmem_problem_create(out) : NNMEM_ERR_INVALID;
+  if (st != NNMEM_OK) return st;
+  if (kind == 4 && strncmp(spec, "comb", 4) == 0) {
+    long long m = n / 3;
+    for (long long i = 0; i < m && st == NNMEM_OK; i++) {
+      st = nnmem_problem_add(*out, NULL, 1, 1, 0, 3, NULL);
+      if (st == NNMEM_OK) st = nnmem_problem_add(*out, NULL, 1, 1, 0, 1, NULL);
+    }
+    for (long long i = 0; i < m && st == NNMEM_OK; i++)
+      st = nnmem_problem_add(*out, NULL, 2, 1, 1, 2, NULL);
+  } else if (kind == 6 && strncmp(spec, "random", 6) == 0) {
+    uint64_t rng = RANDOM_SEED, steps = (uint64_t)(n / 4 > 0 ? n / 4 : 1);
+    for (long long i = 0; i < n && st == NNMEM_OK; i++) {
+      uint64_t first = xorshift(&rng) % steps;
+      uint64_t len = 1 + xorshift(&rng) % 256;
+      uint64_t size = 64 * (1 + xorshift(&rng) % 1024);
+      st = nnmem_problem_add(*out, NULL, size, 1, first, first + len, NULL);
+    }
+  } else {
+    st = NNMEM_ERR_INVALID;
+  }
+  if (st != NNMEM_OK) {
+    nnmem_problem_destroy(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+static int write_generated(const bench_opts_t *o) {
+  nnmem_problem_t *p = NULL;
+  if (!o->gen_out || gen_problem(o->gen, &p) != NNMEM_OK) {
+    fprintf(stderr, "plan: --gen comb:N|random:N --out FILE (got '%s')\n",
+            o->gen);
+    return 1;
+  }
+  FILE *f = fopen(o->gen_out, "w");
+  if (!f) {
+    fprintf(stderr, "plan: cannot write '%s': %s\n", o->gen_out,
+            strerror(errno));
+    nnmem_problem_destroy(p);
+    return 1;
+  }
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  fprintf(f, "id,lower,upper,size\n");
+  for (size_t i = 0; i < nnmem_problem_count(p); i++)
+    fprintf(f, "%zu,%llu,%llu,%llu\n", i, (unsigned long long)b[i].first,
+            (unsigned long long)b[i].last, (unsigned long long)b[i].size);
+  int rc = fclose(f) == 0 ? 0 : 1;
+  printf("wrote %s: %zu buffers (%s, seed %u)\n", o->gen_out,
+         nnmem_problem_count(p), o->gen, RANDOM_SEED);
+  nnmem_problem_destroy(p);
+  return rc;
+}
+
+/* One time-limited auto run: wall time, height, whether the limit cut. */
+static void limited_run(const char *spec, double limit_s) {
+  nnmem_problem_t *p = NULL;
+  if (gen_problem(spec, &p) != NNMEM_OK) return;
+  nnmem_planner_config_t cfg;
+  nnmem_planner_config_init(&cfg);
+  cfg.time_limit_s = limit_s;
+  nnmem_plan_t *plan = NULL;
+  nnmem_diag_t d = {{0}};
+  uint64_t lb = 0;
+  nnmem_problem_lower_bound(p, 0, &lb);
+  double t0 = nnmem__now();
+  nnmem_status_t st = nnmem_plan_create(p, &cfg, &plan, &d);
+  double ms = (nnmem__now() - t0) * 1e3;
+  if (st == NNMEM_OK)
+    st = nnmem_plan_verify(p, nnmem_plan_offsets(plan), 0, 0, NULL, &d);
+  if (st != NNMEM_OK) {
+    fprintf(stderr, "plan: %s limited: %s\n", spec, d.message);
+    failures++;
+  } else {
+    printf(
+        "%-16s auto --time-limit %.1f: %10.1f ms, height/LB %.4f (%s, "
+        "%s, %u strateg%s run)\n",
+        spec, limit_s, ms,
+        lb ? (double)nnmem_plan_height(plan) / (double)lb : 1.0,
+        nnmem_strategy_name(nnmem_plan_strategy(plan)),
+        nnmem_plan_time_limited(plan) ? "limit reached" : "finished",
+        nnmem_plan_strategies_run(plan),
+        nnmem_plan_strategies_run(plan) == 1 ? "y" : "ies");
+  }
+  nnmem_plan_destroy(plan);
+  nnmem_problem_destroy(p);
+}
+
+/* Step 6: every strategy once on each generated problem. */
+static void synthetic(const bench_opts_t *o, const char *const *specs,
+                      size_t n_specs) {
+  printf("\nsynthetic problems (one run each; ratio = time / greedy-size)\n");
+  for (size_t i = 0; i < n_specs; i++) {
+    nnmem_problem_t *p = NULL;
+    uint64_t lb = 0;
+    if (gen_problem(specs[i], &p) != NNMEM_OK) continue;
+    nnmem_problem_lower_bound(p, 0, &lb);
+    double ms[NNMEM_STRATEGY_COUNT_] = {0}, base = -1;
+    for (size_t k = 0; k < o->n_strategies; k++) {
+      uint64_t h = 0;
+      ms[k] = measure(p, o->strategies[k], 1, &h, specs[i]);
+      if (o->strategies[k] == NNMEM_STRATEGY_GREEDY_SIZE) base = ms[k];
+      printf("%-16s %-15s %12.1f ms  height/LB %.4f\n", k ? "" : specs[i],
+             nnmem_strategy_name(o->strategies[k]), ms[k],
+             lb ? (double)h / (double)lb : 1.0);
+    }
+    if (base > 0)
+      for (size_t k = 0; k < o->n_strategies; k++)
+        printf("%-16s %-15s %12.2fx greedy-size\n", "",
+               nnmem_strategy_name(o->strategies[k]), ms[k] / base);
+    nnmem_problem_destroy(p);
+  }
+}
+
+/* --synthetic: issue 7's targets. */
+static void synthetic_default(const bench_opts_t *o) {
+  static const char *const specs[] = {"comb:120000", "random:1000000"};
+  synthetic(o, specs, 2);
+  limited_run("comb:60000", 1.0);
+  limited_run("random:1000000", 1.0);
+}
+
 static void summary(const bench_opts_t *o, const strategy_sum_t *sums) {
   printf("\n%-15s %22s %14s\n", "strategy", "geomean height/bound", "total ms");
   for (size_t k = 0; k < o->n_strategies; k++)
@@ -349,6 +511,12 @@ int main(int argc, char **argv) {
   path_list_t files = {0};
   int rc = parse_args(argc, argv, &o);
   if (rc >= 0) return rc;
+  if (o.gen && o.gen_out) return write_generated(&o);
+  if (o.gen) { /* one generated problem only */
+    synthetic(&o, &o.gen, 1);
+    limited_run(o.gen, 1.0);
+    return failures ? 1 : 0;
+  }
   struct stat sb;
   if (stat(o.dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
     printf("plan: data folder '%s' not found; nothing to measure\n", o.dir);
@@ -366,6 +534,7 @@ int main(int argc, char **argv) {
   printf("planner benchmark: %zu problems under %s, %d run(s) each\n\n",
          files.n, o.dir, o.repeat);
   run_all(&o, &files, csv);
+  if (o.synthetic) synthetic_default(&o);
   if (csv) {
     fclose(csv);
     printf("rows written to %s\n", o.csv_out);

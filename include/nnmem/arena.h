@@ -21,8 +21,10 @@ extern "C" {
 
 typedef struct nnmem_arena nnmem_arena_t;
 
-/* One plan: the region is plan height bytes, aligned to max(buffer aligns,
- * backend alignment). The plan and problem are not kept. */
+/* One plan: the region is plan height bytes, its base aligned to
+ * max(nnmem_plan_alignment(plan), buffer aligns, backend alignment), so
+ * every address keeps the alignment the planner gave its offset. The plan
+ * and problem are not kept. */
 NNMEM_API nnmem_status_t nnmem_arena_create(const nnmem_problem_t *problem,
                                             const nnmem_plan_t *plan,
                                             nnmem_backend_t *backend,

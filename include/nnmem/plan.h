@@ -43,8 +43,11 @@ typedef struct nnmem_planner_config {
   uint64_t alignment;        /* minimum alignment of every offset; 0 = 1 */
   int no_reuse;              /* nonzero forces the naive strategy */
   uint64_t capacity;         /* 0 = unlimited; else height must be <= it */
-  double time_limit_s;       /* 0 = unlimited; auto stops trying more
-                                strategies once it is exceeded */
+  double time_limit_s;       /* 0 = unlimited; else the search stops once
+                                it is spent and returns the best plan so
+                                far. The fastest strategy (auto: greedy-
+                                size, run first) always completes; the
+                                clock is checked inside placement too */
 } nnmem_planner_config_t;
 
 /* Fills `cfg` with defaults (the same as a zeroed struct). */
@@ -78,6 +81,16 @@ NNMEM_API uint64_t nnmem_plan_height(const nnmem_plan_t *plan);
 NNMEM_API nnmem_strategy_t nnmem_plan_strategy(const nnmem_plan_t *plan);
 /* Seconds spent planning (0 for nnmem_plan_from_offsets). */
 NNMEM_API double nnmem_plan_seconds(const nnmem_plan_t *plan);
+/* 1 when the time limit cut the search (strategies or orderings skipped
+ * or stopped): the plan is the best found by then. */
+NNMEM_API int nnmem_plan_time_limited(const nnmem_plan_t *plan);
+/* Strategies that ran to their end (auto: of 4; one that overflowed 64
+ * bits or was cut before it found a plan is not counted). */
+NNMEM_API unsigned nnmem_plan_strategies_run(const nnmem_plan_t *plan);
+/* The largest alignment any offset relies on: max of the planner's
+ * alignment and every buffer's own (1 for NULL). A region that holds the
+ * plan must start at a multiple of it (nnmem_arena_create does this). */
+NNMEM_API uint64_t nnmem_plan_alignment(const nnmem_plan_t *plan);
 
 /* What the verifier found. */
 typedef struct nnmem_verify_report {

@@ -31,8 +31,43 @@
  * is in cover(u). Every set only ever holds ranges of buffers whose slots
  * meet the node's slots, so nothing extra is reported.
  *
- * Costs: add O(log T) set insertions; query O(log T) sets. A set
- * insertion is a binary search plus a memmove of the merged tail.
+ * Coarsening (query for a buffer of `size` bytes): no gap shorter than
+ * `size` can hold the buffer, and filling such gaps of one set changes no
+ * gap of the union that can: a union gap G of length >= size lies inside
+ * a gap of length >= size of every set, so it survives the filling, and
+ * its ends stay taken. So each set is read with its gaps < size filled,
+ * and a set whose largest gap (kept as an upper bound `maxgap`: only a
+ * range added below the first or above the last one makes a new largest
+ * gap; tightened to the exact value whenever a query walks the set) is
+ * below `size` is read as the one range [first lo, last hi). A comb of
+ * many 1-byte buffers with 1-byte holes is one range for a 2-byte query.
+ *
+ * The cut: sets of different nodes may interleave (a comb of long-lived
+ * buffers and the complementary comb of short-lived ones: each set is
+ * fragmented, their union solid), so coarsening alone does not bound a
+ * query. When the coarsened sets would give more than
+ * NNMEM__OCC_MAX_RANGES ranges the query answers [0, top): the buffer goes
+ * on top of everything live with it (valid, possibly higher than the best
+ * fit). Traces of real models stay far below the cut (measured: at most
+ * ~1,400 ranges in one query on the shared traces), so their plans are
+ * the exact best fit. A query for UINT64_MAX bytes (nothing
+ * fits a gap) always answers [0, top): the placement engine's fast mode
+ * past a deadline.
+ *
+ * Skyline mode (the placement engine past a deadline): only "the highest
+ * end among placed buffers live with i" is asked, from a max segment tree
+ * over the same slots: sky_tag(v) = an end applied to every slot of v
+ * (set on the canonical nodes of an add), sky_mx(v) >= every end applied
+ * to some slot of v (raised on the two boundary paths and, through the
+ * tags, on the canonical nodes). top(i) = max of sky_mx over i's canonical
+ * nodes and sky_tag over its two boundary paths (the ancestors of its
+ * canonical nodes). O(log T) each, no range sets.
+ *
+ * Costs: add O(log T) set insertions; query O(log T) sets, at most
+ * O(log T + NNMEM__OCC_MAX_RANGES) ranges. A set insertion is a binary
+ * search plus a memmove of the merged tail. below(v) is kept only for the
+ * nodes that are some buffer's canonical node (the only ones a query
+ * reads), so short-lived buffers do not all pile into the root's set.
  * Invariant: each set is sorted by lo with hi(i) < lo(i + 1).
  * Thread-safety: none (one map per planning run). */
 #include <string.h>
@@ -43,6 +78,7 @@
 typedef struct rset {
   nnmem__range_t *r;
   uint32_t n, cap;
+  uint64_t maxgap; /* >= the largest r[i + 1].lo - r[i].hi */
 } rset_t;
 
 struct nnmem__occ {
@@ -52,6 +88,10 @@ struct nnmem__occ {
   uint32_t *slot_hi; /* per buffer: one past the last slot */
   rset_t *cover;     /* 2N sets */
   rset_t *below;     /* 2N sets */
+  uint8_t *queried;  /* 2N flags: a canonical node of some buffer, so its
+                        below set is read by some query */
+  uint64_t *sky_mx;  /* skyline mode: 2N, max end over the node's slots */
+  uint64_t *sky_tag; /* 2N, an end applied to every slot of the node */
 };
 
 static int cmp_u64(const void *a, const void *b) {
@@ -94,10 +134,17 @@ nnmem_status_t nnmem__occ_create(const nnmem_problem_t *p, nnmem__occ_t **out) {
   o->slot_hi = malloc((n ? n : 1) * sizeof *o->slot_hi);
   o->cover = calloc(2 * (size_t)o->leaves, sizeof *o->cover);
   o->below = calloc(2 * (size_t)o->leaves, sizeof *o->below);
-  if (!o->slot_lo || !o->slot_hi || !o->cover || !o->below) goto nomem;
+  o->queried = calloc(2 * (size_t)o->leaves, 1);
+  if (!o->slot_lo || !o->slot_hi || !o->cover || !o->below || !o->queried)
+    goto nomem;
   for (size_t i = 0; i < n; i++) {
     o->slot_lo[i] = rank_of(times, u, b[i].first);
     o->slot_hi[i] = rank_of(times, u, b[i].last);
+    uint32_t l = o->slot_lo[i] + o->leaves, r = o->slot_hi[i] + o->leaves;
+    for (; l < r; l >>= 1, r >>= 1) { /* the canonical nodes */
+      if (l & 1) o->queried[l++] = 1;
+      if (r & 1) o->queried[--r] = 1;
+    }
   }
   free(times);
   *out = o;
@@ -117,6 +164,9 @@ void nnmem__occ_destroy(nnmem__occ_t *o) {
     }
   free(o->cover);
   free(o->below);
+  free(o->queried);
+  free(o->sky_mx);
+  free(o->sky_tag);
   free(o->slot_lo);
   free(o->slot_hi);
   free(o);
@@ -153,7 +203,21 @@ static nnmem_status_t rset_add(rset_t *s, uint64_t lo, uint64_t hi) {
   memmove(&s->r[a + 1], &s->r[a], (s->n - a) * sizeof *s->r);
   s->r[a] = (nnmem__range_t){lo, hi};
   s->n++;
+  /* only a range added below the first or above the last makes a new gap
+   * that can be larger than the old ones; one added between two ranges
+   * splits their gap, and merging only removes or shrinks gaps */
+  if (a == 0 && s->n > 1 && s->r[1].lo - hi > s->maxgap)
+    s->maxgap = s->r[1].lo - hi;
+  if (a + 1 == s->n && a > 0 && lo - s->r[a - 1].hi > s->maxgap)
+    s->maxgap = lo - s->r[a - 1].hi;
   return NNMEM_OK;
+}
+
+/* below(v) is read only when v is a canonical node of a query: others
+ * (the nodes high above short-lived buffers, the root first) are skipped. */
+static nnmem_status_t below_add(nnmem__occ_t *o, uint32_t v, uint64_t lo,
+                                uint64_t hi) {
+  return o->queried[v] ? rset_add(&o->below[v], lo, hi) : NNMEM_OK;
 }
 
 nnmem_status_t nnmem__occ_add(nnmem__occ_t *o, size_t i, uint64_t lo,
@@ -164,51 +228,144 @@ nnmem_status_t nnmem__occ_add(nnmem__occ_t *o, size_t i, uint64_t lo,
    * up until they meet) */
   uint32_t a = l, z = r - 1;
   for (; a != z && !st; a >>= 1, z >>= 1) {
-    st = rset_add(&o->below[a], lo, hi);
-    if (!st) st = rset_add(&o->below[z], lo, hi);
+    st = below_add(o, a, lo, hi);
+    if (!st) st = below_add(o, z, lo, hi);
   }
   for (; a >= 1 && !st; a >>= 1)
-    st = rset_add(&o->below[a], lo, hi);
+    st = below_add(o, a, lo, hi);
   for (; l < r && !st; l >>= 1, r >>= 1) {
     if (l & 1) {
       st = rset_add(&o->cover[l], lo, hi);
-      if (!st) st = rset_add(&o->below[l], lo, hi);
+      if (!st) st = below_add(o, l, lo, hi);
       l++;
     }
     if ((r & 1) && !st) {
       --r;
       st = rset_add(&o->cover[r], lo, hi);
-      if (!st) st = rset_add(&o->below[r], lo, hi);
+      if (!st) st = below_add(o, r, lo, hi);
     }
   }
   return st;
 }
 
-static nnmem_status_t append(const rset_t *s, nnmem__range_t **out, size_t *n,
-                             size_t *cap) {
+/* Appends set `s` to *out, coarsened for a buffer of `size` bytes: ranges
+ * separated by a gap smaller than `size` are appended as one range (no
+ * such gap can hold the buffer, and filling it changes no gap that can:
+ * see the file comment), so a set whose gaps are all smaller is one range.
+ * Tightens s->maxgap to the exact largest gap when it walks the set. */
+static nnmem_status_t append(rset_t *s, uint64_t size, nnmem__range_t **out,
+                             size_t *n, size_t *cap) {
   if (!s->n) return NNMEM_OK;
+  if (s->maxgap < size) { /* no gap of s can hold it */
+    nnmem_status_t st = nnmem__grow((void **)out, cap, *n + 1, sizeof **out);
+    if (st) return st;
+    (*out)[(*n)++] = (nnmem__range_t){s->r[0].lo, s->r[s->n - 1].hi};
+    return NNMEM_OK;
+  }
   nnmem_status_t st = nnmem__grow((void **)out, cap, *n + s->n, sizeof **out);
   if (st) return st;
-  memcpy(*out + *n, s->r, s->n * sizeof *s->r);
-  *n += s->n;
+  nnmem__range_t *o = *out + *n, cur = s->r[0];
+  uint64_t maxgap = 0;
+  size_t k = 0;
+  for (uint32_t i = 1; i < s->n; i++) {
+    uint64_t gap = s->r[i].lo - cur.hi;
+    if (gap > maxgap) maxgap = gap;
+    if (gap < size) {
+      cur.hi = s->r[i].hi;
+    } else {
+      o[k++] = cur;
+      cur = s->r[i];
+    }
+  }
+  o[k++] = cur;
+  *n += k;
+  s->maxgap = maxgap;
   return NNMEM_OK;
 }
 
-nnmem_status_t nnmem__occ_query(const nnmem__occ_t *o, size_t i,
+/* Calls fn(set) for every set a query of buffer `i` reads: cover(w) for the
+ * nodes w on the paths from leaves l and r - 1 to the root, below(v) for
+ * the canonical nodes v. Stops at the first error. */
+#define FOR_QUERY_SETS(o, i, fn)                               \
+  do {                                                         \
+    uint32_t nl_ = (o)->leaves, l_ = (o)->slot_lo[i] + nl_,    \
+             r_ = (o)->slot_hi[i] + nl_, a_ = l_, z_ = r_ - 1; \
+    for (; a_ != z_ && !st; a_ >>= 1, z_ >>= 1) {              \
+      st = fn(&(o)->cover[a_]);                                \
+      if (!st) st = fn(&(o)->cover[z_]);                       \
+    }                                                          \
+    for (; a_ >= 1 && !st; a_ >>= 1)                           \
+      st = fn(&(o)->cover[a_]);                                \
+    for (; l_ < r_ && !st; l_ >>= 1, r_ >>= 1) {               \
+      if (l_ & 1) {                                            \
+        st = fn(&(o)->below[l_]);                              \
+        l_++;                                                  \
+      }                                                        \
+      if ((r_ & 1) && !st) {                                   \
+        r_--;                                                  \
+        st = fn(&(o)->below[r_]);                              \
+      }                                                        \
+    }                                                          \
+  } while (0)
+
+nnmem_status_t nnmem__occ_query(nnmem__occ_t *o, size_t i, uint64_t size,
                                 nnmem__range_t **out, size_t *n, size_t *cap) {
-  uint32_t nl = o->leaves, l = o->slot_lo[i] + nl, r = o->slot_hi[i] + nl;
   nnmem_status_t st = NNMEM_OK;
+  size_t bound = 0; /* ranges the coarsened sets give at most */
+  uint64_t top = 0;
+#define COUNT_(s)                                                 \
+  ((s)->n ? (bound += (s)->maxgap < size ? 1 : (s)->n,            \
+             top = nnmem__max_u64(top, (s)->r[(s)->n - 1].hi), 0) \
+          : 0)
+  FOR_QUERY_SETS(o, i, COUNT_);
+#undef COUNT_
   *n = 0;
-  uint32_t a = l, z = r - 1;
-  for (; a != z && !st; a >>= 1, z >>= 1) {
-    st = append(&o->cover[a], out, n, cap);
-    if (!st) st = append(&o->cover[z], out, n, cap);
+  if (bound > NNMEM__OCC_MAX_RANGES || size == UINT64_MAX) {
+    /* the cut (or a query for the top only): everything below top */
+    st = nnmem__grow((void **)out, cap, 1, sizeof **out);
+    if (!st) (*out)[(*n)++] = (nnmem__range_t){0, top};
+    return st;
   }
-  for (; a >= 1 && !st; a >>= 1)
-    st = append(&o->cover[a], out, n, cap);
-  for (; l < r && !st; l >>= 1, r >>= 1) {
-    if (l & 1) st = append(&o->below[l++], out, n, cap);
-    if ((r & 1) && !st) st = append(&o->below[--r], out, n, cap);
-  }
+#define APPEND_(s) append((s), size, out, n, cap)
+  FOR_QUERY_SETS(o, i, APPEND_);
+#undef APPEND_
   return st;
+}
+
+nnmem_status_t nnmem__occ_sky_start(nnmem__occ_t *o) {
+  o->sky_mx = calloc(2 * (size_t)o->leaves, sizeof *o->sky_mx);
+  o->sky_tag = calloc(2 * (size_t)o->leaves, sizeof *o->sky_tag);
+  return o->sky_mx && o->sky_tag ? NNMEM_OK : NNMEM_ERR_NOMEM;
+}
+
+void nnmem__occ_sky_add(nnmem__occ_t *o, size_t i, uint64_t end) {
+  uint32_t nl = o->leaves, l = o->slot_lo[i] + nl, r = o->slot_hi[i] + nl;
+  for (uint32_t a = l, z = r - 1; a >= 1; a >>= 1, z >>= 1) {
+    if (o->sky_mx[a] < end) o->sky_mx[a] = end; /* paths: a slot of i */
+    if (o->sky_mx[z] < end) o->sky_mx[z] = end;
+  }
+  for (; l < r; l >>= 1, r >>= 1) { /* canonical nodes: every slot */
+    if (l & 1) {
+      if (o->sky_tag[l] < end) o->sky_tag[l] = end;
+      l++;
+    }
+    if (r & 1) {
+      --r;
+      if (o->sky_tag[r] < end) o->sky_tag[r] = end;
+    }
+  }
+}
+
+uint64_t nnmem__occ_sky_top(const nnmem__occ_t *o, size_t i) {
+  uint32_t nl = o->leaves, l = o->slot_lo[i] + nl, r = o->slot_hi[i] + nl;
+  uint64_t top = 0;
+  for (uint32_t a = l, z = r - 1; a >= 1; a >>= 1, z >>= 1) {
+    top = nnmem__max_u64(top, o->sky_tag[a]); /* applies to slot l */
+    top = nnmem__max_u64(top, o->sky_tag[z]); /* applies to slot r - 1 */
+  }
+  for (; l < r; l >>= 1, r >>= 1) { /* every slot of a canonical node */
+    if (l & 1) top = nnmem__max_u64(top, o->sky_mx[l++]);
+    if (r & 1) top = nnmem__max_u64(top, o->sky_mx[--r]);
+  }
+  return top;
 }

@@ -14,6 +14,10 @@
  *      (ties: the lowest); first fit: the lowest such gap; none fits: put x
  *      at the aligned top of the ranges;
  *   4. record x's range in the occupancy map.
+ * Past the deadline of a run that must finish (ctl->must_finish), the map
+ * switches to its skyline mode (occupancy.c) and each remaining x goes on
+ * top of the placed buffers live with it, no gap search: O(log T) a
+ * buffer, so the run ends soon after the deadline with a valid plan.
  *
  * Time x address picture of step 2 for x live on [a, b):
  *
@@ -33,6 +37,11 @@
 #include "common/util.h"
 #include "plan/occupancy.h"
 #include "plan/place.h"
+
+int nnmem__padded_size_checked(const nnmem_buffer_t *b, uint64_t align,
+                               uint64_t *out) {
+  return nnmem__align_up(b->size, nnmem__max_u64(b->align, align), out);
+}
 
 uint64_t nnmem__padded_size(const nnmem_buffer_t *b, uint64_t align) {
   uint64_t r;
@@ -143,47 +152,107 @@ static int choose_gap(const span_t *spans, size_t k, uint64_t size, uint64_t al,
   return nnmem__align_up(cur, al, off);
 }
 
+/* Switches the map to skyline mode holding the ends of the first `j`
+ * buffers of `order` (already placed). */
+static nnmem_status_t start_rush(nnmem__occ_t *occ, const nnmem_problem_t *p,
+                                 const uint32_t *order, size_t j,
+                                 uint64_t align, const uint64_t *offsets) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  nnmem_status_t st = nnmem__occ_sky_start(occ);
+  for (size_t q = 0; q < j && st == NNMEM_OK; q++) {
+    uint32_t y = order[q];
+    uint64_t size = 0;
+    if (b[y].size == 0) continue;
+    (void)nnmem__padded_size_checked(&b[y], align, &size); /* placed: fits */
+    nnmem__occ_sky_add(occ, y, offsets[y] + size);
+  }
+  return st;
+}
+
+/* Scratch arrays of the gap search, grown as needed. */
+typedef struct scratch {
+  nnmem__range_t *taken, *sorted;
+  uint32_t *cnt;
+  size_t cap, sorted_cap, cnt_cap;
+} scratch_t;
+
+/* Steps 1-3 for buffer x: its offset among the gaps (NNMEM_ERR_OVERFLOW
+ * when aligning it passes 2^64 - 1). */
+static nnmem_status_t find_offset(nnmem__occ_t *occ, scratch_t *sc, size_t x,
+                                  uint64_t size, uint64_t al, nnmem__fit_t fit,
+                                  uint64_t top, uint64_t *off) {
+  size_t k = 0;
+  nnmem_status_t st = nnmem__occ_query(occ, x, size, &sc->taken, &k, &sc->cap);
+  if (!st)
+    st = nnmem__grow((void **)&sc->sorted, &sc->sorted_cap, k,
+                     sizeof *sc->sorted);
+  if (!st)
+    st = nnmem__grow((void **)&sc->cnt, &sc->cnt_cap, k + 2, sizeof *sc->cnt);
+  if (st) return st;
+  sort_spans(sc->taken, sc->sorted, k, sc->cnt, top);
+  return choose_gap(sc->sorted, k, size, al, fit, off) ? NNMEM_ERR_OVERFLOW
+                                                       : NNMEM_OK;
+}
+
+/* Reads the clock every NNMEM__PLACE_CLOCK_EVERY buffers: 1 once the
+ * deadline has passed. */
+static int past_deadline(const nnmem__place_ctl_t *ctl, size_t j) {
+  return ctl->deadline > 0 && j > 0 && j % NNMEM__PLACE_CLOCK_EVERY == 0 &&
+         nnmem__now() > ctl->deadline;
+}
+
 nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      const uint32_t *order, uint64_t align,
                                      nnmem__fit_t fit, uint64_t limit,
-                                     uint64_t *offsets, uint64_t *height) {
+                                     nnmem__place_ctl_t *ctl, uint64_t *offsets,
+                                     uint64_t *height) {
   size_t n = nnmem_problem_count(p);
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   nnmem__occ_t *occ = NULL;
   nnmem_status_t st = nnmem__occ_create(p, &occ);
   if (st) return st;
-  nnmem__range_t *taken = NULL, *sorted = NULL;
-  uint32_t *cnt = NULL;
-  size_t cap = 0, sorted_cap = 0, cnt_cap = 0;
+  scratch_t sc = {0};
   uint64_t top = 0;
+  int rush = 0; /* past the deadline: on top, no gap search */
   for (size_t j = 0; j < n && st == NNMEM_OK; j++) {
     uint32_t x = order[j];
-    uint64_t size = nnmem__padded_size(&b[x], align), end;
-    uint64_t al = nnmem__max_u64(b[x].align, align);
-    size_t k = 0;
+    uint64_t size = 0, end = 0, al = nnmem__max_u64(b[x].align, align);
     offsets[x] = 0;
-    if (b[x].size == 0) continue; /* occupies nothing */
-    st = nnmem__occ_query(occ, x, &taken, &k, &cap);
-    if (!st) st = nnmem__grow((void **)&sorted, &sorted_cap, k, sizeof *sorted);
-    if (!st) st = nnmem__grow((void **)&cnt, &cnt_cap, k + 2, sizeof *cnt);
-    if (st) break;
-    sort_spans(taken, sorted, k, cnt, top);
-    if (size == UINT64_MAX ||
-        choose_gap(sorted, k, size, al, fit, &offsets[x]) ||
-        nnmem__add_overflow(offsets[x], size, &end)) {
-      st = NNMEM_ERR_OVERFLOW;
-      break;
+    if (!rush && past_deadline(ctl, j)) {
+      ctl->cut = 1;
+      if (!ctl->must_finish) {
+        st = NNMEM_ERR_TIMEOUT;
+        break;
+      }
+      rush = 1;
+      if ((st = start_rush(occ, p, order, j, align, offsets))) break;
     }
+    if (b[x].size == 0) continue; /* occupies nothing */
+    if (nnmem__padded_size_checked(&b[x], align, &size))
+      st = NNMEM_ERR_OVERFLOW;
+    else if (rush)
+      st = nnmem__align_up(nnmem__occ_sky_top(occ, x), al, &offsets[x])
+               ? NNMEM_ERR_OVERFLOW
+               : NNMEM_OK;
+    else
+      st = find_offset(occ, &sc, x, size, al, fit, top, &offsets[x]);
+    if (st == NNMEM_OK && nnmem__add_overflow(offsets[x], size, &end))
+      st = NNMEM_ERR_OVERFLOW;
+    if (st == NNMEM_ERR_OVERFLOW) ctl->overflow_buf = x;
+    if (st) break;
     if (end > top) top = end;
     if (top > limit) {
       st = NNMEM_ERR_CAPACITY; /* cannot beat the plan we already have */
       break;
     }
-    st = nnmem__occ_add(occ, x, offsets[x], end);
+    if (rush)
+      nnmem__occ_sky_add(occ, x, end);
+    else
+      st = nnmem__occ_add(occ, x, offsets[x], end);
   }
-  free(taken);
-  free(sorted);
-  free(cnt);
+  free(sc.taken);
+  free(sc.sorted);
+  free(sc.cnt);
   nnmem__occ_destroy(occ);
   if (st == NNMEM_OK) *height = top;
   return st;

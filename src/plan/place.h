@@ -10,16 +10,34 @@ typedef enum nnmem__fit {
   NNMEM__FIT_FIRST     /* lowest gap that fits */
 } nnmem__fit_t;
 
+/* What a placement run reports besides the plan. */
+typedef struct nnmem__place_ctl {
+  double deadline;     /* nnmem__now() past which to stop; 0 = none */
+  int finish_first;    /* plan.c: the first ordering must complete */
+  int must_finish;     /* engine: past the deadline, do not stop but put
+                          each remaining buffer on top of those live with
+                          it (no gap search) */
+  int cut;             /* out: the deadline cut some work */
+  size_t overflow_buf; /* out: on NNMEM_ERR_OVERFLOW, the buffer whose
+                          aligned end would pass 2^64 - 1 */
+} nnmem__place_ctl_t;
+
 /* Places every buffer of `p` in the sequence `order` (a permutation of the
  * buffer indices): each goes into a gap among the already placed buffers
  * whose lifetimes intersect its own, chosen by `fit`, or on top of them.
  * Offsets are multiples of max(buffer align, `align`). Writes `offsets`
  * (one per buffer) and the height. Gives up with NNMEM_ERR_CAPACITY as
- * soon as the height would exceed `limit` (UINT64_MAX: no limit). */
+ * soon as the height would exceed `limit` (UINT64_MAX: no limit), with
+ * NNMEM_ERR_OVERFLOW (ctl->overflow_buf set) when a buffer's end would
+ * pass 2^64 - 1, with NNMEM_ERR_TIMEOUT once nnmem__now() passes
+ * ctl->deadline (checked every NNMEM__PLACE_CLOCK_EVERY buffers) unless
+ * ctl->must_finish (then the rest is placed fast, see above). */
+#define NNMEM__PLACE_CLOCK_EVERY 256
 nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      const uint32_t *order, uint64_t align,
                                      nnmem__fit_t fit, uint64_t limit,
-                                     uint64_t *offsets, uint64_t *height);
+                                     nnmem__place_ctl_t *ctl, uint64_t *offsets,
+                                     uint64_t *height);
 
 /* Orderings (see order.c). */
 typedef enum nnmem__order {
@@ -36,7 +54,12 @@ typedef enum nnmem__order {
 nnmem_status_t nnmem__order(const nnmem_problem_t *p, uint64_t align,
                             nnmem__order_t how, uint32_t *order);
 
-/* Size of buffer b rounded up to max(b->align, align) (saturating). */
+/* Size of buffer b rounded up to max(b->align, align) (saturating: for
+ * orderings only, since 2^64 - 1 is also a real size). */
 uint64_t nnmem__padded_size(const nnmem_buffer_t *b, uint64_t align);
+
+/* The same, exact: returns 1 when the rounded size passes 2^64 - 1. */
+int nnmem__padded_size_checked(const nnmem_buffer_t *b, uint64_t align,
+                               uint64_t *out);
 
 #endif

@@ -5,9 +5,14 @@
  *   1. validate the problem (nnmem_problem_check);
  *   2. run the requested strategy; for `auto` run greedy-class,
  *      greedy-size, heap-best-fit and greedy-breadth in turn (stopping
- *      once the time limit is spent or a plan reaches the lower bound; a
- *      run that cannot beat the best plan so far gives up early) and keep
- *      the lowest plan (ties: the earlier strategy);
+ *      once a plan reaches the lower bound; a run that cannot beat the best
+ *      plan so far gives up early; a run that overflows 64 bits is
+ *      skipped) and keep the lowest plan (ties: the earlier strategy);
+ *      with a time limit greedy-size runs first and to its end, and the
+ *      clock is read between strategies, between orderings and every 256
+ *      buffers inside the placement engine, so the limit bounds the
+ *      search: the plan is the best found when it ran out
+ *      (nnmem_plan_time_limited);
  *   3. compare the height with the capacity.
  * heap-best-fit itself runs the XLA heap twice, in size order and in
  * lifetime order, and keeps the lower; greedy-class runs three class
@@ -26,8 +31,11 @@ struct nnmem_plan {
   size_t n;
   uint64_t *offsets;
   uint64_t height;
+  uint64_t alignment; /* max(config alignment, every buffer's align) */
   nnmem_strategy_t strategy;
   double seconds;
+  int time_limited;    /* the time limit cut the search */
+  unsigned strategies; /* strategies that ran (not cut, not overflowed) */
 };
 
 static const char *const strategy_names[NNMEM_STRATEGY_COUNT_] = {
@@ -89,17 +97,36 @@ nnmem_strategy_t nnmem_plan_strategy(const nnmem_plan_t *pl) {
 double nnmem_plan_seconds(const nnmem_plan_t *pl) {
   return pl ? pl->seconds : 0;
 }
+int nnmem_plan_time_limited(const nnmem_plan_t *pl) {
+  return pl ? pl->time_limited : 0;
+}
+unsigned nnmem_plan_strategies_run(const nnmem_plan_t *pl) {
+  return pl ? pl->strategies : 0;
+}
+uint64_t nnmem_plan_alignment(const nnmem_plan_t *pl) {
+  return pl ? pl->alignment : 1;
+}
+
+/* The largest alignment any offset of a plan of `p` relies on. */
+static uint64_t plan_alignment(const nnmem_problem_t *p, uint64_t align) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  for (size_t i = 0; i < nnmem_problem_count(p); i++)
+    align = nnmem__max_u64(align, b[i].align);
+  return align;
+}
 
 static nnmem_status_t plan_naive(const nnmem_problem_t *p, uint64_t align,
-                                 uint64_t *off, uint64_t *height) {
+                                 nnmem__place_ctl_t *ctl, uint64_t *off,
+                                 uint64_t *height) {
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  uint64_t top = 0;
-  for (size_t i = 0; i < nnmem_problem_count(p); i++) {
-    uint64_t size = nnmem__padded_size(&b[i], align);
-    if (nnmem__align_up(top, nnmem__max_u64(b[i].align, align), &off[i]) ||
-        size == UINT64_MAX || nnmem__add_overflow(off[i], size, &top))
+  uint64_t top = 0, size;
+  for (size_t i = 0; i < nnmem_problem_count(p); i++)
+    if (nnmem__padded_size_checked(&b[i], align, &size) ||
+        nnmem__align_up(top, nnmem__max_u64(b[i].align, align), &off[i]) ||
+        nnmem__add_overflow(off[i], size, &top)) {
+      ctl->overflow_buf = i;
       return NNMEM_ERR_OVERFLOW;
-  }
+    }
   *height = top;
   return NNMEM_OK;
 }
@@ -107,25 +134,46 @@ static nnmem_status_t plan_naive(const nnmem_problem_t *p, uint64_t align,
 /* Runs the engine once per ordering in `orders` and keeps the lowest plan
  * whose height is at most `limit`. *found says whether any ordering
  * produced one (then `off` and *height hold it); a flag rather than a
- * sentinel height, since every height up to 2^64 - 1 is a real one. */
+ * sentinel height, since every height up to 2^64 - 1 is a real one. An
+ * ordering that overflows 64 bits is skipped; NNMEM_ERR_OVERFLOW only when
+ * every ordering overflowed (ctl names the buffer). The deadline cuts the
+ * orderings (between them and inside the engine), except, when
+ * ctl->finish_first, those run before one produced a plan: they complete,
+ * in the engine's fast mode past the deadline. NNMEM_ERR_TIMEOUT when the
+ * deadline cut before any plan. */
 static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
                                   const nnmem__order_t *orders, size_t n_orders,
-                                  uint64_t limit, uint64_t *off,
-                                  uint64_t *height, int *found) {
+                                  uint64_t limit, nnmem__place_ctl_t *ctl,
+                                  uint64_t *off, uint64_t *height, int *found) {
   size_t n = nnmem_problem_count(p), m = n ? n : 1;
   uint32_t *order = malloc(m * sizeof *order);
   uint64_t *tmp = malloc(m * sizeof *tmp);
   nnmem_status_t st = order && tmp ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  size_t overflowed = 0;
+  double deadline = ctl->deadline;
+  int cut = 0; /* orderings skipped or stopped here */
   *found = 0;
   for (size_t f = 0; f < n_orders && st == NNMEM_OK; f++) {
     if (*found && *height == 0) break; /* nothing beats an empty plan */
     uint64_t h = 0, lim = *found && *height - 1 < limit ? *height - 1 : limit;
+    /* until this strategy has a plan (an ordering may overflow), finish */
+    ctl->must_finish = !*found && ctl->finish_first; /* the engine reads it */
+    if (!ctl->must_finish && deadline > 0 && nnmem__now() > deadline) {
+      cut = 1;
+      break;
+    }
     st = nnmem__order(p, align, orders[f], order);
     if (st == NNMEM_OK)
-      st =
-          nnmem__place_in_order(p, order, align, NNMEM__FIT_BEST, lim, tmp, &h);
-    if (st == NNMEM_ERR_CAPACITY) { /* gave up: above lim */
+      st = nnmem__place_in_order(p, order, align, NNMEM__FIT_BEST, lim, ctl,
+                                 tmp, &h);
+    if (st == NNMEM_ERR_TIMEOUT) {
+      cut = 1;
       st = NNMEM_OK;
+      break;
+    }
+    if (st == NNMEM_ERR_CAPACITY || st == NNMEM_ERR_OVERFLOW) {
+      overflowed += st == NNMEM_ERR_OVERFLOW; /* skipped: see ctl */
+      st = NNMEM_OK; /* gave up: above lim, or past 2^64 - 1 */
       continue;
     }
     if (st == NNMEM_OK) { /* h <= lim: better than what we had */
@@ -136,14 +184,17 @@ static nnmem_status_t plan_orders(const nnmem_problem_t *p, uint64_t align,
   }
   free(order);
   free(tmp);
+  if (cut) ctl->cut = 1;
+  if (st == NNMEM_OK && overflowed == n_orders) st = NNMEM_ERR_OVERFLOW;
+  if (st == NNMEM_OK && cut && !*found) st = NNMEM_ERR_TIMEOUT;
   return st;
 }
 
 /* Runs strategy `s` (not auto); see plan_orders for `limit` and `found`. */
 static nnmem_status_t run_strategy(const nnmem_problem_t *p, nnmem_strategy_t s,
                                    uint64_t align, uint64_t limit,
-                                   uint64_t *off, uint64_t *height,
-                                   int *found) {
+                                   nnmem__place_ctl_t *ctl, uint64_t *off,
+                                   uint64_t *height, int *found) {
   static const nnmem__order_t size_orders[] = {NNMEM__ORDER_SIZE_FIRST};
   static const nnmem__order_t heap_orders[] = {NNMEM__ORDER_SIZE_LIFE,
                                                NNMEM__ORDER_LIFE_SIZE};
@@ -152,12 +203,12 @@ static nnmem_status_t run_strategy(const nnmem_problem_t *p, nnmem_strategy_t s,
                                                 NNMEM__ORDER_CLASS4_FIRST,
                                                 NNMEM__ORDER_CLASS2_FIRST};
 #define RUN_(orders)                                                        \
-  plan_orders(p, align, orders, sizeof orders / sizeof *orders, limit, off, \
-              height, found)
+  plan_orders(p, align, orders, sizeof orders / sizeof *orders, limit, ctl, \
+              off, height, found)
   switch (s) {
     case NNMEM_STRATEGY_NAIVE:
       *found = 1;
-      return plan_naive(p, align, off, height);
+      return plan_naive(p, align, ctl, off, height);
     case NNMEM_STRATEGY_GREEDY_SIZE:
       return RUN_(size_orders);
     case NNMEM_STRATEGY_HEAP_BEST_FIT:
@@ -174,33 +225,75 @@ static nnmem_status_t run_strategy(const nnmem_problem_t *p, nnmem_strategy_t s,
 
 /* auto: the heuristics in turn, keeping the lowest plan. Each later run
  * gives up as soon as it cannot beat the best plan so far, and the loop
- * ends at the lower bound or at the deadline. */
+ * ends at the lower bound or at the deadline. With a deadline the fastest
+ * strategy (greedy-size, one ordering) runs first and always to its end;
+ * the others are cut by the deadline. A strategy that overflows 64 bits is
+ * skipped; NNMEM_ERR_OVERFLOW only when all of them did. */
 static nnmem_status_t run_auto(const nnmem_problem_t *p, uint64_t align,
-                               double deadline, nnmem_plan_t *pl) {
+                               nnmem__place_ctl_t *ctl, nnmem_plan_t *pl) {
   static const nnmem_strategy_t tries[] = {
       NNMEM_STRATEGY_GREEDY_CLASS, NNMEM_STRATEGY_GREEDY_SIZE,
       NNMEM_STRATEGY_HEAP_BEST_FIT, NNMEM_STRATEGY_GREEDY_BREADTH};
+  static const nnmem_strategy_t timed[] = {
+      NNMEM_STRATEGY_GREEDY_SIZE, NNMEM_STRATEGY_GREEDY_CLASS,
+      NNMEM_STRATEGY_HEAP_BEST_FIT, NNMEM_STRATEGY_GREEDY_BREADTH};
+  const nnmem_strategy_t *order = ctl->deadline > 0 ? timed : tries;
+  /* the lower bound ends the search early; with a deadline it is computed
+   * only after the first plan, and only while time is left (an O(n log n)
+   * sort the first strategy may not afford). A sum past 2^64 - 1 leaves
+   * lb = 0: no early stop, still correct. */
   uint64_t lb = 0;
-  nnmem_status_t st = nnmem_problem_lower_bound(p, align, &lb);
+  int lb_known = ctl->deadline <= 0;
+  if (lb_known) (void)nnmem_problem_lower_bound(p, align, &lb);
   uint64_t *tmp = malloc((pl->n ? pl->n : 1) * sizeof *tmp);
   if (!tmp) return NNMEM_ERR_NOMEM;
-  int have = 0;
+  int have = 0, overflowed = 0;
+  nnmem_status_t st = NNMEM_OK;
   for (size_t i = 0; i < sizeof tries / sizeof *tries && st == NNMEM_OK; i++) {
     uint64_t h = 0;
     int found = 0;
-    st = run_strategy(p, tries[i], align, have ? pl->height - 1 : UINT64_MAX,
-                      tmp, &h, &found);
+    if (have && ctl->deadline > 0 && nnmem__now() > ctl->deadline) {
+      ctl->cut = 1; /* the rest are not even started */
+      break;
+    }
+    ctl->finish_first = !have; /* until one plan exists, finish it */
+    st = run_strategy(p, order[i], align, have ? pl->height - 1 : UINT64_MAX,
+                      ctl, tmp, &h, &found);
+    if (st == NNMEM_ERR_OVERFLOW || st == NNMEM_ERR_TIMEOUT) {
+      overflowed |= st == NNMEM_ERR_OVERFLOW; /* skipped; ctl says why */
+      st = NNMEM_OK;
+      continue;
+    }
+    if (st == NNMEM_OK) pl->strategies++;
     if (st == NNMEM_OK && found) { /* strictly below the best so far */
       pl->height = h;
-      pl->strategy = tries[i];
+      pl->strategy = order[i];
       have = 1;
       memcpy(pl->offsets, tmp, pl->n * sizeof *tmp);
     }
-    if ((have && pl->height <= lb) || (deadline > 0 && nnmem__now() > deadline))
-      break;
+    if (have && !lb_known && nnmem__now() <= ctl->deadline) {
+      (void)nnmem_problem_lower_bound(p, align, &lb);
+      lb_known = 1;
+    }
+    if (have && lb_known && pl->height <= lb) break;
   }
   free(tmp);
+  if (st == NNMEM_OK && !have)
+    st = overflowed ? NNMEM_ERR_OVERFLOW : NNMEM_ERR_TIMEOUT;
   return st;
+}
+
+/* Names the buffer that no strategy could place below 2^64. */
+static void overflow_diag(const nnmem_problem_t *p, uint64_t align,
+                          const nnmem__place_ctl_t *ctl, nnmem_diag_t *diag) {
+  size_t i = ctl->overflow_buf;
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p) + i;
+  const char *id = nnmem_problem_id(p, i);
+  nnmem__diag(diag, NNMEM_ERR_OVERFLOW,
+              "plan height overflows 64 bits: buffer %zu '%s' (size %llu, "
+              "alignment %llu) does not fit below 2^64 in any strategy tried",
+              i, id ? id : "", (unsigned long long)b->size,
+              (unsigned long long)nnmem__max_u64(b->align, align));
 }
 
 nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
@@ -230,16 +323,21 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
   nnmem_plan_t *pl = NULL;
   if ((st = plan_alloc(nnmem_problem_count(problem), &pl))) return st;
   double t0 = nnmem__now();
+  pl->alignment = plan_alignment(problem, align);
   nnmem_strategy_t s = c.no_reuse ? NNMEM_STRATEGY_NAIVE : c.strategy;
   pl->strategy = s;
+  nnmem__place_ctl_t ctl = {0};
+  ctl.deadline = c.time_limit_s > 0 ? t0 + c.time_limit_s : 0;
+  ctl.finish_first = 1;
   if (s == NNMEM_STRATEGY_AUTO)
-    st = run_auto(problem, align, c.time_limit_s > 0 ? t0 + c.time_limit_s : 0,
-                  pl);
+    st = run_auto(problem, align, &ctl, pl);
   else {
-    int found = 0; /* always 1 on success: no limit */
-    st = run_strategy(problem, s, align, UINT64_MAX, pl->offsets, &pl->height,
-                      &found);
+    int found = 0; /* always 1 on success: no limit, first ordering whole */
+    st = run_strategy(problem, s, align, UINT64_MAX, &ctl, pl->offsets,
+                      &pl->height, &found);
+    pl->strategies = st == NNMEM_OK;
   }
+  pl->time_limited = ctl.cut;
   pl->seconds = nnmem__now() - t0;
   if (st == NNMEM_OK && c.capacity && pl->height > c.capacity)
     st = nnmem__diag(diag, NNMEM_ERR_CAPACITY,
@@ -249,7 +347,7 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
                      (unsigned long long)c.capacity,
                      nnmem_strategy_name(pl->strategy));
   else if (st == NNMEM_ERR_OVERFLOW)
-    nnmem__diag(diag, st, "plan height overflows 64 bits");
+    overflow_diag(problem, align, &ctl, diag);
   else if (st)
     nnmem__diag(diag, st, "planning failed: %s", nnmem_status_str(st));
   if (st) {
@@ -270,16 +368,17 @@ nnmem_status_t nnmem_plan_from_offsets(const nnmem_problem_t *problem,
   if (st) return st;
   const nnmem_buffer_t *b = nnmem_problem_buffers(problem);
   for (size_t i = 0; i < n; i++) {
-    uint64_t end;
+    uint64_t end, size;
     pl->offsets[i] = offsets[i];
-    uint64_t size = nnmem__padded_size(&b[i], 1);
-    if (size == UINT64_MAX || nnmem__add_overflow(offsets[i], size, &end)) {
+    if (nnmem__padded_size_checked(&b[i], 1, &size) ||
+        nnmem__add_overflow(offsets[i], size, &end)) {
       nnmem_plan_destroy(pl);
       return NNMEM_ERR_OVERFLOW;
     }
     if (end > pl->height) pl->height = end;
   }
   pl->strategy = NNMEM_STRATEGY_COUNT_; /* external */
+  pl->alignment = plan_alignment(problem, 1);
   *out = pl;
   return NNMEM_OK;
 }

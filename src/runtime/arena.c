@@ -8,13 +8,19 @@
  *      NNMEM_ERR_INVALID with the model index in diag;
  *   2. size = max over models of the plan height (models never run at the
  *      same time, so they take turns in the same bytes); alignment = max of
- *      every buffer alignment and the backend alignment;
- *   3. reserve one region of `size` bytes; copy the offsets;
+ *      every plan's alignment (nnmem_plan_alignment: the planner's
+ *      alignment and every buffer's own) and the backend alignment;
+ *   3. reserve one region of `size` bytes at that alignment; a backend that
+ *      returns a less aligned region is asked again for size + alignment - 1
+ *      bytes and the base rounded up inside it; copy the offsets;
  *   4. address(model, buffer) = base + offset.
  * saving = sum of heights - size: what separate arenas would have cost more.
- * Invariants: every buffer's [offset, offset + size) lies inside the region.
+ * Invariants: every buffer's [offset, offset + size) lies inside the region;
+ * base is a multiple of the alignment, so base + offset keeps every
+ * alignment the planner gave the offset.
  * Complexity: O(total buffers log) for the verification; address O(1).
  * Thread-safety: create/destroy unsynchronized; address/info read-only. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +34,9 @@ typedef struct model {
 
 struct nnmem_arena {
   nnmem_backend_t *backend;
-  void *base;
+  void *base; /* aligned start of the region */
+  void *raw;  /* what the backend returned (freed with raw_size) */
+  uint64_t raw_size;
   uint64_t size, sum_heights;
   size_t n_models;
   model_t *models;
@@ -55,12 +63,13 @@ static nnmem_status_t check_model(const nnmem_problem_t *pr,
   const nnmem_buffer_t *b = nnmem_problem_buffers(pr);
   for (size_t i = 0; i < nnmem_problem_count(pr); i++)
     if (b[i].align > *align) *align = b[i].align;
+  *align = nnmem__max_u64(*align, nnmem_plan_alignment(pl));
   return NNMEM_OK;
 }
 
 void nnmem_arena_destroy(nnmem_arena_t *a) {
   if (!a) return;
-  if (a->base) (void)nnmem_backend_free(a->backend, a->base, a->size);
+  if (a->raw) (void)nnmem_backend_free(a->backend, a->raw, a->raw_size);
   for (size_t i = 0; a->models && i < a->n_models; i++)
     free(a->models[i].offsets);
   free(a->models);
@@ -78,6 +87,33 @@ static nnmem_status_t copy_models(nnmem_arena_t *a,
       memcpy(a->models[m].offsets, nnmem_plan_offsets(plans[m]),
              n * sizeof(uint64_t));
   }
+  return NNMEM_OK;
+}
+
+/* Step 3: a region of a->size bytes whose base is a multiple of `align`. */
+static nnmem_status_t reserve(nnmem_arena_t *a, uint64_t align,
+                              nnmem_diag_t *diag) {
+  a->raw_size = a->size;
+  nnmem_status_t st = nnmem_backend_alloc(a->backend, a->size, align, &a->raw);
+  if (st == NNMEM_OK && ((uintptr_t)a->raw & (align - 1))) {
+    /* the backend ignored the alignment: over-reserve and round up */
+    (void)nnmem_backend_free(a->backend, a->raw, a->raw_size);
+    a->raw = NULL;
+    if (nnmem__add_overflow(a->size, align - 1, &a->raw_size))
+      return nnmem__diag(diag, NNMEM_ERR_OVERFLOW,
+                         "the arena: %llu bytes aligned to %llu overflow",
+                         (unsigned long long)a->size,
+                         (unsigned long long)align);
+    st = nnmem_backend_alloc(a->backend, a->raw_size, align, &a->raw);
+  }
+  if (st != NNMEM_OK) {
+    a->raw = NULL;
+    return nnmem__diag(diag, st, "the backend refused %llu bytes for the arena",
+                       (unsigned long long)a->raw_size);
+  }
+  uintptr_t p =
+      ((uintptr_t)a->raw + (uintptr_t)(align - 1)) & ~(uintptr_t)(align - 1);
+  a->base = (void *)p;
   return NNMEM_OK;
 }
 
@@ -108,12 +144,7 @@ nnmem_status_t nnmem_arena_create_shared(const nnmem_problem_t *const *problems,
   a->models = calloc(n, sizeof *a->models);
   nnmem_status_t st = a->models ? copy_models(a, plans) : NNMEM_ERR_NOMEM;
   a->size = size ? size : 1; /* an empty plan still gets a valid base */
-  if (st == NNMEM_OK) {
-    st = nnmem_backend_alloc(backend, a->size, align, &a->base);
-    if (st != NNMEM_OK)
-      nnmem__diag(diag, st, "the backend refused %llu bytes for the arena",
-                  (unsigned long long)a->size);
-  }
+  if (st == NNMEM_OK) st = reserve(a, align, diag);
   if (st != NNMEM_OK) {
     nnmem_arena_destroy(a);
     return st;

@@ -2,7 +2,9 @@
  * buffers writable without overlap while live, several models sharing one
  * region (saving = sum of heights - max height), invalid plans refused
  * (a plan whose height does not hold its problem's buffers included),
- * backend failure reported without leaks. Every plan is verified. */
+ * backend failure reported without leaks, the planner's alignment kept in
+ * every address (also over a backend that ignores the requested
+ * alignment). Every plan is verified. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,11 +133,81 @@ static void test_invalid(void **state) {
   nnmem_problem_destroy(other);
 }
 
+/* Four buffers (one with its own 64 KiB alignment) planned at 4096 and
+ * bound on `be`: every address is a multiple of 4096, the 64 KiB one of
+ * 65536. Once every address was 256 mod 4096: the arena asked the backend
+ * only for the buffers' own alignments, not the planner's. */
+static void check_plan_alignment_kept(nnmem_backend_t *be) {
+  nnmem_problem_t *p = small_problem(1);
+  size_t big = 0;
+  assert_ok(nnmem_problem_add(p, "d", 300, 65536, 1, 4, &big));
+  nnmem_planner_config_t cfg;
+  nnmem_planner_config_init(&cfg);
+  cfg.alignment = 4096;
+  nnmem_plan_t *pl = tu_plan_verified(p, &cfg);
+  assert_int_equal(nnmem_plan_alignment(pl), 65536);
+  nnmem_arena_t *ar = NULL;
+  assert_ok(nnmem_arena_create(p, pl, be, &ar, NULL));
+  for (size_t i = 0; i < nnmem_problem_count(p); i++) {
+    void *addr;
+    assert_ok(nnmem_arena_address(ar, 0, i, &addr));
+    assert_int_equal((uintptr_t)addr % 4096, 0);
+    memset(addr, 0x5A, nnmem_problem_buffers(p)[i].size);
+  }
+  void *addr;
+  assert_ok(nnmem_arena_address(ar, 0, big, &addr));
+  assert_int_equal((uintptr_t)addr % 65536, 0);
+  nnmem_arena_destroy(ar);
+  nnmem_plan_destroy(pl);
+  nnmem_problem_destroy(p);
+}
+
+/* A backend that hands out host memory 64 bytes past an aligned block,
+ * whatever alignment it is asked for. */
+static nnmem_status_t skew_alloc(void *ctx, uint64_t size, uint64_t align,
+                                 void **out) {
+  (void)ctx;
+  (void)align;
+  void *p = NULL;
+  if (posix_memalign(&p, 4096, (size_t)size + 64) != 0) return NNMEM_ERR_NOMEM;
+  *out = (char *)p + 64;
+  return NNMEM_OK;
+}
+
+static nnmem_status_t skew_free(void *ctx, void *ptr, uint64_t size) {
+  (void)ctx;
+  (void)size;
+  free((char *)ptr - 64);
+  return NNMEM_OK;
+}
+
+static void test_plan_alignment(void **state) {
+  (void)state;
+  nnmem_backend_t *host = NULL;
+  assert_ok(nnmem_backend_host_create(&host));
+  check_plan_alignment_kept(host);
+  nnmem_backend_destroy(host);
+  nnmem_backend_t skew = {sizeof skew,
+                          NNMEM_BACKEND_VERSION,
+                          "skew",
+                          NULL,
+                          NNMEM_BACKEND_BACKED,
+                          16,
+                          skew_alloc,
+                          skew_free,
+                          NULL,
+                          NULL,
+                          NULL,
+                          NULL};
+  check_plan_alignment_kept(&skew);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_single),
       cmocka_unit_test(test_shared),
       cmocka_unit_test(test_invalid),
+      cmocka_unit_test(test_plan_alignment),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -245,6 +245,73 @@ static void test_height_max(void **state) {
   nnmem_problem_destroy(p);
 }
 
+/* One buffer of exactly 2^64 - 1 bytes fits at offset 0 (height 2^64 - 1
+ * is representable); every strategy once refused it as an overflow. */
+static void test_size_max(void **state) {
+  (void)state;
+  nnmem_problem_t *p = NULL;
+  assert_ok(nnmem_problem_create(&p));
+  assert_ok(nnmem_problem_add(p, "all", UINT64_MAX, 1, 0, 1, NULL));
+  for (size_t s = 0; s < N_STRATEGIES; s++)
+    assert_true(height_of(p, all_strategies[s], 1) == UINT64_MAX);
+  uint64_t lb = 0, zero = 0;
+  assert_ok(nnmem_problem_lower_bound(p, 1, &lb));
+  assert_true(lb == UINT64_MAX);
+  nnmem_plan_t *pl = NULL;
+  assert_ok(nnmem_plan_from_offsets(p, &zero, &pl));
+  assert_true(nnmem_plan_height(pl) == UINT64_MAX);
+  nnmem_plan_destroy(pl);
+  nnmem_problem_destroy(p);
+}
+
+/* 2^63 - 1 bytes living longer than a buffer aligned to 2^63: placed
+ * first (lifetime orders), the long one pushes the aligned one to 2^63 and
+ * its end to 2^64; placed second it fits above it, height 2^64 - 1. The
+ * orderings that overflow are skipped, not fatal (auto once gave up). Two
+ * 2^63 buffers live together overflow in every strategy: then
+ * NNMEM_ERR_OVERFLOW names a buffer. */
+static void test_overflow_skipped(void **state) {
+  (void)state;
+  nnmem_problem_t *p = NULL;
+  assert_ok(nnmem_problem_create(&p));
+  assert_ok(nnmem_problem_add(p, "long", (1ull << 63) - 1, 1, 0, 3, NULL));
+  assert_ok(nnmem_problem_add(p, "aligned", 1, 1ull << 63, 0, 2, NULL));
+  static const nnmem_strategy_t ok[] = {
+      NNMEM_STRATEGY_AUTO, NNMEM_STRATEGY_GREEDY_SIZE,
+      NNMEM_STRATEGY_GREEDY_BREADTH, NNMEM_STRATEGY_HEAP_BEST_FIT,
+      NNMEM_STRATEGY_GREEDY_CLASS};
+  for (size_t s = 0; s < sizeof ok / sizeof *ok; s++)
+    assert_true(height_of(p, ok[s], 1) == UINT64_MAX);
+  nnmem_planner_config_t cfg;
+  nnmem_planner_config_init(&cfg);
+  /* greedy-class's first ordering (class, then lifetime) overflows: with a
+   * spent time limit the next one still runs, else no plan at all */
+  cfg.strategy = NNMEM_STRATEGY_GREEDY_CLASS;
+  cfg.time_limit_s = 1e-12;
+  nnmem_plan_t *pl = tu_plan_verified(p, &cfg);
+  assert_true(nnmem_plan_height(pl) == UINT64_MAX);
+  nnmem_plan_destroy(pl);
+  cfg.time_limit_s = 0;
+  cfg.strategy = NNMEM_STRATEGY_NAIVE; /* stacks them in problem order */
+  nnmem_diag_t d;
+  assert_int_equal(nnmem_plan_create(p, &cfg, &pl, &d), NNMEM_ERR_OVERFLOW);
+  assert_null(pl);
+  assert_non_null(strstr(d.message, "'aligned'"));
+  nnmem_problem_destroy(p);
+  assert_ok(nnmem_problem_create(&p));
+  assert_ok(nnmem_problem_add(p, "x", 1ull << 63, 1, 0, 2, NULL));
+  assert_ok(nnmem_problem_add(p, "y", 1ull << 63, 1, 1, 3, NULL));
+  for (size_t s = 0; s < N_STRATEGIES; s++) {
+    cfg.strategy = all_strategies[s];
+    assert_int_equal(nnmem_plan_create(p, &cfg, &pl, &d), NNMEM_ERR_OVERFLOW);
+    assert_null(pl);
+    if (!strstr(d.message, "buffer 0 'x'") &&
+        !strstr(d.message, "buffer 1 'y'"))
+      fail_msg("%s: %s", nnmem_strategy_name(all_strategies[s]), d.message);
+  }
+  nnmem_problem_destroy(p);
+}
+
 static void test_empty_and_zero_size(void **state) {
   (void)state;
   nnmem_problem_t *p = NULL;
@@ -401,8 +468,9 @@ static void test_auto_is_best(void **state) {
   }
 }
 
-/* A spent time limit stops auto after its first strategy (still a valid
- * plan); without a limit auto may pick another. */
+/* A spent time limit stops auto after its first strategy, greedy-size, the
+ * fastest (still a valid plan, and the plan says the limit cut it);
+ * without a limit auto may pick another. */
 static void test_time_limit(void **state) {
   (void)state;
   uint64_t rng = 4242;
@@ -411,10 +479,69 @@ static void test_time_limit(void **state) {
   nnmem_planner_config_init(&cfg);
   cfg.time_limit_s = 1e-12;
   nnmem_plan_t *pl = tu_plan_verified(p, &cfg);
-  assert_int_equal(nnmem_plan_strategy(pl), NNMEM_STRATEGY_GREEDY_CLASS);
+  assert_int_equal(nnmem_plan_strategy(pl), NNMEM_STRATEGY_GREEDY_SIZE);
+  assert_int_equal(nnmem_plan_time_limited(pl), 1);
+  assert_int_equal(nnmem_plan_strategies_run(pl), 1);
   uint64_t limited = nnmem_plan_height(pl);
   nnmem_plan_destroy(pl);
   assert_true(height_of(p, NNMEM_STRATEGY_AUTO, 1) <= limited);
+  cfg.time_limit_s = 0;
+  pl = tu_plan_verified(p, &cfg);
+  assert_int_equal(nnmem_plan_time_limited(pl), 0);
+  assert_true(nnmem_plan_strategies_run(pl) >= 1);
+  nnmem_plan_destroy(pl);
+  /* one strategy of three orderings: the first runs whole, the rest are
+   * cut (between orderings and inside the engine) */
+  cfg.strategy = NNMEM_STRATEGY_GREEDY_CLASS;
+  cfg.time_limit_s = 1e-12;
+  pl = tu_plan_verified(p, &cfg);
+  assert_int_equal(nnmem_plan_time_limited(pl), 1);
+  nnmem_plan_destroy(pl);
+  nnmem_problem_destroy(p);
+}
+
+/* The comb of issue 7: n long-lived 1-byte buffers alternating with n
+ * short-lived ones at step 0, then n 2-byte buffers at step 1. Placed in
+ * time order the 1-byte buffers interleave, every later query meets ~2n
+ * ranges from two complementary sets (planning was quadratic); the
+ * 2-byte ones fit none of the 1-byte holes. */
+static nnmem_problem_t *comb(size_t n) {
+  nnmem_problem_t *p = NULL;
+  assert_ok(nnmem_problem_create(&p));
+  for (size_t i = 0; i < n; i++) {
+    assert_ok(nnmem_problem_add(p, NULL, 1, 1, 0, 3, NULL));
+    assert_ok(nnmem_problem_add(p, NULL, 1, 1, 0, 1, NULL));
+  }
+  for (size_t i = 0; i < n; i++)
+    assert_ok(nnmem_problem_add(p, NULL, 2, 1, 1, 2, NULL));
+  return p;
+}
+
+/* Every strategy plans the comb validly, with n big enough for the query
+ * cut (NNMEM__OCC_MAX_RANGES = 4096 ranges) to be taken; auto reaches the
+ * lower bound 3n (n long + 2n at step 1). A spent time limit still gives a
+ * complete valid plan from greedy-size (past the deadline in its fast
+ * mode: each buffer on top of those live with it), at most the naive 4n. */
+static void test_comb(void **state) {
+  (void)state;
+  const size_t n = 3000;
+  nnmem_problem_t *p = comb(n);
+  uint64_t lb = 0;
+  assert_ok(nnmem_problem_lower_bound(p, 1, &lb));
+  assert_int_equal(lb, 3 * n);
+  for (size_t s = 0; s < N_STRATEGIES; s++) {
+    uint64_t h = height_of(p, all_strategies[s], 1);
+    assert_true(h >= lb && h <= 4 * n);
+  }
+  assert_int_equal(height_of(p, NNMEM_STRATEGY_AUTO, 1), lb);
+  nnmem_planner_config_t cfg;
+  nnmem_planner_config_init(&cfg);
+  cfg.time_limit_s = 1e-12;
+  nnmem_plan_t *pl = tu_plan_verified(p, &cfg);
+  assert_int_equal(nnmem_plan_strategy(pl), NNMEM_STRATEGY_GREEDY_SIZE);
+  assert_int_equal(nnmem_plan_time_limited(pl), 1);
+  assert_true(nnmem_plan_height(pl) >= lb && nnmem_plan_height(pl) <= 4 * n);
+  nnmem_plan_destroy(pl);
   nnmem_problem_destroy(p);
 }
 
@@ -466,11 +593,14 @@ int main(void) {
       cmocka_unit_test(test_no_reuse),
       cmocka_unit_test(test_empty_and_zero_size),
       cmocka_unit_test(test_height_max),
+      cmocka_unit_test(test_size_max),
+      cmocka_unit_test(test_overflow_skipped),
       cmocka_unit_test(test_verify_detects),
       cmocka_unit_test(test_verify_vs_oracle),
       cmocka_unit_test(test_random_problems),
       cmocka_unit_test(test_auto_is_best),
       cmocka_unit_test(test_time_limit),
+      cmocka_unit_test(test_comb),
       cmocka_unit_test(test_from_offsets),
       cmocka_unit_test(test_misuse),
   };

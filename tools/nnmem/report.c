@@ -140,6 +140,11 @@ static void put_strategy(FILE *f, const cli_run_t *r) {
   double plan_ms = nnmem_plan_seconds(r->plan) * 1e3;
   fprintf(f, ", %.*f ms planning, %.1f ms total\n", plan_ms < 10 ? 2 : 1,
           plan_ms, r->total_s * 1e3);
+  if (nnmem_plan_time_limited(r->plan)) {
+    unsigned k = nnmem_plan_strategies_run(r->plan);
+    fprintf(f, "  %-14s time limit reached: best of %u strateg%s so far\n", "",
+            k, k == 1 ? "y" : "ies");
+  }
   if (r->opts->capacity) {
     char c[80];
     fprintf(f, "  %-14s %s (fits)\n", "capacity",
