@@ -10,6 +10,18 @@
 expect_error plan model.onnx --batch 8
 err_has "--dim batch=8"
 
+# The repository's own example model (symbolic dim 'batch' only): runs in
+# every clone.
+EX="$NNMEM_SOURCE_DIR/examples/models/mnist_cnn.onnx"
+expect_error plan "$EX" --dim bacth=8
+err_has "unknown dim 'bacth' (symbolic dims of the model: batch)"
+err_has "did you mean 'batch'?"
+expect_error inspect "$EX" --dim nonsense=3
+err_has "unknown dim 'nonsense'"
+expect_rc 0 plan "$EX" --dim batch=4 --quiet
+expect_error plan "$EX" --dim sequence=4
+err_has "binds nothing"
+
 [ -n "${NNMEM_DATA_DIR:-}" ] || skip "NNMEM_DATA_DIR not set"
 BERT="$NNMEM_DATA_DIR/models/tiny_BertForQuestionAnswering_pt14_opset10.onnx"
 MNIST="$NNMEM_DATA_DIR/models/mnist-8.onnx"
