@@ -2,7 +2,9 @@
  * first unsupported operator (node, op type, domain, the model's opset of
  * that domain, unresolved tensors downstream of it, counted by hand), the
  * per-tensor upper-bound flag of data-dependent outputs (NonZero) through
- * the graph IR, and string tensors as NNMEM_DTYPE_STRING (16-byte handles).
+ * the graph IR, string tensors as NNMEM_DTYPE_STRING (16-byte handles), and
+ * sizes near 2^64 bytes: bounds that fit are sized, bounds that do not are
+ * unresolved, exact sizes that do not are NNMEM_ERR_OVERFLOW.
  */
 #include <stdint.h>
 
@@ -222,12 +224,94 @@ static void test_graph_flag_and_string_dtype(void **state) {
   nnmem_graph_destroy(g);
 }
 
+/* X [s] -> NonZero -> NZ [1, s] (a bound) -> Cast -> F -> Transpose -> FT
+ * [s, 1]; MatMul(FT, F) -> Y [s, s] float, a bound by propagation. */
+static pb_t bound_matmul(int64_t s) {
+  const int64_t xd[] = {s};
+  gb_t g = {{0}};
+  pb_t to = attr_int("to", FLOAT);
+  g_input(&g, value_info("X", FLOAT, 1, xd));
+  g_node(&g, node("NonZero", "nz", "X", "NZ", 0, NULL));
+  g_node(&g, node("Cast", "cast", "NZ", "F", 1, &to));
+  g_node(&g, node("Transpose", "tr", "F", "FT", 0, NULL));
+  g_node(&g, node("MatMul", "mm", "FT,F", "Y", 0, NULL));
+  g_output(&g, value_info("Y", FLOAT, -1, NULL));
+  return model(&g, 13, "");
+}
+
+/* Regression (BERT with --dim sequence=1e9: attention scores [1, 2, 1e9,
+ * 1e9] downstream of a NonZero were unresolved): a bound is sized when its
+ * bytes fit 64 bits even where its bit count (elements x 32) does not.
+ * s = 2^30: Y holds 2^60 elements, 2^62 bytes (2^65 bits). s = 2^31: Y
+ * takes 2^64 bytes, a bound that does not fit: unresolved, listed, and in
+ * strict mode an error saying so; the same MatMul on exact inputs is
+ * NNMEM_ERR_OVERFLOW naming Y. Explicit byte sizes (complex128, int4)
+ * follow the same rule: 2^59 complex128 = 2^63 bytes, 2^60 overflow. */
+static void test_huge_bound_sizes(void **state) {
+  (void)state;
+  const int64_t s30 = INT64_C(1) << 30, s31 = INT64_C(1) << 31;
+  pb_t m = bound_matmul(s30);
+  nnmem_onnx_report_t rep;
+  nnmem_graph_t *gr = import_ok(&m, &rep);
+  assert_int_equal(rep.unresolved_tensors, 0);
+  SHAPE(gr, "Y", s30, s30);
+  assert_true(tinfo(gr, "Y").bytes == UINT64_C(1) << 62);
+  assert_true(tinfo(gr, "Y").flags & NNMEM_TENSOR_UPPER_BOUND);
+  nnmem_graph_destroy(gr);
+
+  m = bound_matmul(s31);
+  gr = import_ok(&m, &rep);
+  assert_int_equal(rep.unresolved_tensors, 1);
+  assert_string_equal(rep.unresolved[0].name, "Y");
+  assert_string_equal(rep.unresolved[0].what, "MatMul");
+  assert_int_equal(tinfo(gr, "Y").bytes, 0);
+  SHAPE(gr, "FT", s31, 1);
+  nnmem_graph_destroy(gr);
+  nnmem_onnx_config_t cfg;
+  nnmem_onnx_config_init(&cfg);
+  cfg.strict = 1;
+  m = bound_matmul(s31);
+  nnmem_diag_t d = {{0}};
+  gr = NULL;
+  assert_int_equal(import(&m, &cfg, &gr, NULL, &d), NNMEM_ERR_UNSUPPORTED);
+  assert_null(gr);
+  assert_non_null(strstr(d.message, "'Y'"));
+  assert_non_null(strstr(d.message, "upper-bound size that overflows"));
+  free(m.b);
+
+  const int64_t ad[] = {s31, 1}, bd[] = {1, s31};
+  gb_t g = {{0}};
+  g_input(&g, value_info("A", FLOAT, 2, ad));
+  g_input(&g, value_info("B", FLOAT, 2, bd));
+  g_node(&g, node("MatMul", "mm", "A,B", "Y", 0, NULL));
+  g_output(&g, value_info("Y", FLOAT, -1, NULL));
+  m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_OVERFLOW, "'Y'");
+
+  enum { COMPLEX128 = 15, INT4 = 22 };
+  const int64_t c59[] = {INT64_C(1) << 59}, c60[] = {INT64_C(1) << 60},
+                i3[] = {3};
+  memset(&g, 0, sizeof g);
+  g_input(&g, value_info("C", COMPLEX128, 1, c59));
+  g_input(&g, value_info("Q", INT4, 1, i3));
+  m = model(&g, 13, "");
+  gr = import_ok(&m, &rep);
+  assert_true(tinfo(gr, "C").bytes == UINT64_C(1) << 63);
+  assert_int_equal(tinfo(gr, "Q").bytes, 2); /* 12 bits, whole bytes */
+  nnmem_graph_destroy(gr);
+  memset(&g, 0, sizeof g);
+  g_input(&g, value_info("C", COMPLEX128, 1, c60));
+  m = model(&g, 13, "");
+  expect_fail(&m, NNMEM_ERR_OVERFLOW, "'C'");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_first_unsupported),
       cmocka_unit_test(test_first_unsupported_in_body),
       cmocka_unit_test(test_upper_bound_and_strings),
       cmocka_unit_test(test_graph_flag_and_string_dtype),
+      cmocka_unit_test(test_huge_bound_sizes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

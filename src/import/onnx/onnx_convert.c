@@ -12,9 +12,11 @@
  *      makes them [N, ceil(C / C0), H, W, C0]), types nnmem has no enum for
  *      (complex, 8-bit floats, 4-bit ints) get explicit byte sizes; a
  *      data-dependent value (sized by an upper bound) carries
- *      NNMEM_TENSOR_UPPER_BOUND; a value whose type or shape is unknown is
- *      unresolved: 0 bytes, counted and listed in the report (strict mode:
- *      an error naming it);
+ *      NNMEM_TENSOR_UPPER_BOUND; bytes are ceil(elements x bits / 8) and
+ *      must fit 64 bits (the bit count need not): an exact size that does
+ *      not is NNMEM_ERR_OVERFLOW, a bound that does not is unresolved; a
+ *      value whose type or shape is unknown is unresolved: 0 bytes,
+ *      counted and listed in the report (strict mode: an error naming it);
  *   3. one op per node that is not folded, in execution order, with
  *      implicit (captured) inputs appended; VIEW / INPLACE flags from the
  *      registry when sizes allow; control ops carry their body workspace;
@@ -93,20 +95,36 @@ static int c0_of(size_t bits) {
   return bits <= 8 ? 32 : bits <= 16 ? 16 : bits <= 32 ? 8 : 4;
 }
 
-/* 1 when r dims of `bits`-bit elements take more than 2^64 - 1 bytes. */
-static int bytes_overflow(const int64_t *dims, int32_t r, size_t bits) {
-  uint64_t n = 1;
+/* Bytes of r dims of `bits`-bit elements, ceil(n * bits / 8) for n
+ * elements, into *bytes; 1 when that exceeds 2^64 - 1. Computed as
+ * (n / 8) * bits + ceil((n % 8) * bits / 8) so that only the byte count,
+ * never the bit count n * bits, has to fit 64 bits; a zero dim gives 0
+ * whatever the other dims. */
+static int bytes_overflow(const int64_t *dims, int32_t r, size_t bits,
+                          uint64_t *bytes) {
+  uint64_t n = 1, hi, lo;
+  *bytes = 0;
+  for (int32_t i = 0; i < r; i++)
+    if (dims[i] == 0) return 0;
   for (int32_t i = 0; i < r; i++)
     if (nnmem__mul_overflow(n, (uint64_t)dims[i], &n)) return 1;
-  return n > UINT64_MAX / (bits ? bits : 128);
+  lo = (n % 8 * bits + 7) / 8;
+  if (nnmem__mul_overflow(n / 8, bits, &hi) || hi > UINT64_MAX - lo) return 1;
+  *bytes = hi + lo;
+  return 0;
 }
 
-/* Step 2: fills desc (dims into `dims`); returns 0 when unresolved (also
- * when an upper bound, e.g. a while-loop's INT64_MAX trip count, does not
- * fit 64 bits: the bound is useless, the size unknown). */
+/* Step 2: fills desc (dims into `dims`); returns SIZE_OK, SIZE_UNKNOWN
+ * (unresolved), SIZE_BOUND_OVERFLOW (an upper bound, e.g. a while-loop's
+ * INT64_MAX trip count, that does not fit 64 bits: the bound is useless,
+ * the size unknown, so unresolved too) or SIZE_OVERFLOW (an exact size
+ * that does not fit: NNMEM_ERR_OVERFLOW, as nnmem_graph_add_tensor
+ * reports for the typed ones). */
+enum { SIZE_OK, SIZE_UNKNOWN, SIZE_BOUND_OVERFLOW, SIZE_OVERFLOW };
+
 static int size_desc(const ox_ctx_t *c, const ox_val_t *v, int weight,
                      nnmem_tensor_desc_t *d, int64_t *dims) {
-  if (v->non_tensor || !v->elem || !nnmem__onnx_known(v)) return 0;
+  if (v->non_tensor || !v->elem || !nnmem__onnx_known(v)) return SIZE_UNKNOWN;
   int32_t elem = v->elem;
   nnmem_dtype_t dt = map_dtype(elem);
   if (c->cfg.dtype != NNMEM_DTYPE_UNDEFINED && nnmem__onnx_is_float(elem))
@@ -125,21 +143,19 @@ static int size_desc(const ox_ctx_t *c, const ox_val_t *v, int weight,
     dims[1] = v->dims[1] / c0 + (v->dims[1] % c0 != 0); /* no overflow */
     r = 5;
   }
-  if (v->data_dep && bytes_overflow(dims, r, bits)) return 0;
+  uint64_t bytes; /* below, a type of no known width: the widest */
+  if (bytes_overflow(dims, r, bits ? bits : 128, &bytes))
+    return v->data_dep ? SIZE_BOUND_OVERFLOW : SIZE_OVERFLOW;
   d->dtype = dt;
   d->rank = (uint32_t)r;
   d->shape = dims;
   d->flags = v->data_dep ? NNMEM_TENSOR_UPPER_BOUND : 0;
   if (dt == NNMEM_DTYPE_UNDEFINED) { /* explicit bytes */
-    uint64_t n = 1;
-    for (int32_t i = 0; i < r; i++)
-      if (nnmem__mul_overflow(n, (uint64_t)dims[i], &n)) n = UINT64_MAX;
-    if (!bits) bits = 128; /* a type of no known width: the widest */
-    d->bytes = n > UINT64_MAX / bits ? UINT64_MAX : (n * bits + 7) / 8;
+    d->bytes = bytes;
     if (d->bytes == 0)
       d->shape = NULL, d->rank = 0, d->dtype = NNMEM_DTYPE_UINT8;
   }
-  return 1;
+  return SIZE_OK;
 }
 
 static nnmem_status_t add_value(ox_ctx_t *c, ox_scope_t *s, nnmem_graph_t *g,
@@ -152,15 +168,23 @@ static nnmem_status_t add_value(ox_ctx_t *c, ox_scope_t *s, nnmem_graph_t *g,
   d.kind = kind_of(s, v);
   d.align = c->cfg.alignment;
   int weight = d.kind == NNMEM_TENSOR_WEIGHT || d.kind == NNMEM_TENSOR_CONSTANT;
-  if (!size_desc(c, v, weight, &d, dims)) {
+  const char *from =
+      v->producer >= 0 ? s->nodes[v->producer].name : "graph input";
+  int sz = size_desc(c, v, weight, &d, dims);
+  if (sz == SIZE_OVERFLOW)
+    return nnmem__diag(c->diag, NNMEM_ERR_OVERFLOW,
+                       "%s: tensor '%s' (from %s): byte size overflows 64 "
+                       "bits",
+                       c->file, v->name, from);
+  if (sz != SIZE_OK) {
     if (c->cfg.strict)
-      return nnmem__diag(
-          c->diag, NNMEM_ERR_UNSUPPORTED,
-          "%s: tensor '%s' (from %s) has an unknown %s "
-          "(strict mode)",
-          c->file, v->name,
-          v->producer >= 0 ? s->nodes[v->producer].name : "graph input",
-          v->elem ? "shape" : "type");
+      return nnmem__diag(c->diag, NNMEM_ERR_UNSUPPORTED,
+                         "%s: tensor '%s' (from %s) has %s (strict mode)",
+                         c->file, v->name, from,
+                         sz == SIZE_BOUND_OVERFLOW
+                             ? "an upper-bound size that overflows 64 bits"
+                         : v->elem ? "an unknown shape"
+                                   : "an unknown type");
     if (s->depth == 0) note_unresolved(c, s, v);
     v->unresolved = s->depth == 0;
     d.dtype = NNMEM_DTYPE_UINT8;
@@ -192,7 +216,7 @@ static nnmem_status_t input_id(ox_ctx_t *c, ox_scope_t *s, nnmem_graph_t *g,
   memset(&d, 0, sizeof d);
   d.name = v->name;
   d.kind = NNMEM_TENSOR_WEIGHT;
-  if (!size_desc(c, &copy, 1, &d, dims)) {
+  if (size_desc(c, &copy, 1, &d, dims) != SIZE_OK) { /* as in its scope */
     static const int64_t zero[1] = {0};
     d.dtype = NNMEM_DTYPE_UINT8;
     d.rank = 1;
