@@ -34,4 +34,10 @@ out_has "time limit reached: best of 1 strategy so far"
 expect_rc 0 verify "$T/cut.csv"
 out_has "valid: height"
 
+# The JSON report says so too (and does not without a limit).
+expect_rc 0 plan "$P" --time-limit 0.000001 --json=compact
+out_has '"time_limited":true'
+expect_rc 0 plan "$P" --json=compact
+out_has '"time_limited":false'
+
 finish

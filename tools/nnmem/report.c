@@ -341,6 +341,7 @@ static void add_details(nnmem__jw_t *w, const cli_run_t *r) {
                       nnmem_strategy_name(r->opts->strategy));
   nnmem__jw_kv_string(w, "strategy_used",
                       nnmem_strategy_name(nnmem_plan_strategy(r->plan)));
+  nnmem__jw_kv_bool(w, "time_limited", nnmem_plan_time_limited(r->plan));
   nnmem__jw_kv_u64(w, "alignment", r->opts->align ? r->opts->align : 1);
   nnmem__jw_kv_u64(w, "capacity", r->opts->capacity);
   nnmem__jw_kv_bool(w, "no_reuse", r->opts->no_reuse);
