@@ -65,17 +65,6 @@ typedef struct gfix {
   nnmem_plan_t *plan;
 } gfix_t;
 
-static uint32_t add_t(nnmem_graph_t *g, const char *name,
-                      nnmem_tensor_kind_t kind, uint64_t bytes) {
-  nnmem_tensor_desc_t d = {0};
-  d.name = name;
-  d.kind = kind;
-  d.bytes = bytes;
-  uint32_t id;
-  assert_ok(nnmem_graph_add_tensor(g, &d, &id, NULL));
-  return id;
-}
-
 static void add_op(nnmem_graph_t *g, const char *name, uint32_t *in,
                    uint32_t n_in, uint32_t out, uint64_t ws, uint32_t flags) {
   nnmem_op_desc_t d = {0};
@@ -93,11 +82,11 @@ static void add_op(nnmem_graph_t *g, const char *name, uint32_t *in,
 static gfix_t make_graph(void) {
   gfix_t f = {0};
   assert_ok(nnmem_graph_create("net<&>", &f.g));
-  uint32_t x = add_t(f.g, "X", NNMEM_TENSOR_INPUT, 1024);
-  uint32_t w = add_t(f.g, "w", NNMEM_TENSOR_WEIGHT, 100);
-  uint32_t y = add_t(f.g, "Y</script>", NNMEM_TENSOR_ACTIVATION, 2048);
-  uint32_t z = add_t(f.g, "Z", NNMEM_TENSOR_ACTIVATION, 2048);
-  uint32_t o = add_t(f.g, "W", NNMEM_TENSOR_OUTPUT, 2048);
+  uint32_t x = tu_add_tensor(f.g, "X", NNMEM_TENSOR_INPUT, 1024);
+  uint32_t w = tu_add_tensor(f.g, "w", NNMEM_TENSOR_WEIGHT, 100);
+  uint32_t y = tu_add_tensor(f.g, "Y</script>", NNMEM_TENSOR_ACTIVATION, 2048);
+  uint32_t z = tu_add_tensor(f.g, "Z", NNMEM_TENSOR_ACTIVATION, 2048);
+  uint32_t o = tu_add_tensor(f.g, "W", NNMEM_TENSOR_OUTPUT, 2048);
   uint32_t in1[2] = {x, w};
   add_op(f.g, "conv\"1", in1, 2, y, 512, 0);
   add_op(f.g, "reshape", &y, 1, z, 0, NNMEM_OP_VIEW);
