@@ -152,6 +152,23 @@ static size_t check_rects(xmlNode *n, const nnmem_problem_t *p,
   return count;
 }
 
+/* check_rects over the whole SVG of fixture `f`, with the geometry computed
+ * independently: the step range and height from the problem and plan. */
+static size_t svg_rects(xmlDoc *doc, const fixture_t *f, int *seen,
+                        int check_names) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(f->p);
+  uint64_t xmin = UINT64_MAX, xmax = 0;
+  for (size_t i = 0; i < nnmem_problem_count(f->p); i++) {
+    if (b[i].first < xmin) xmin = b[i].first;
+    if (b[i].last > xmax) xmax = b[i].last;
+  }
+  double sx = (PX1 - PX0) / (double)(xmax - xmin);
+  double sy = (PY1 - PY0) / (double)nnmem_plan_height(f->plan);
+  return check_rects(xmlDocGetRootElement(doc), f->p,
+                     nnmem_plan_offsets(f->plan), xmin, sx, sy, seen,
+                     check_names);
+}
+
 static xmlDoc *parse_xml(const char *text) {
   xmlDoc *doc = xmlReadMemory(text, (int)strlen(text), "map.svg", "UTF-8",
                               XML_PARSE_NONET | XML_PARSE_NOERROR |
@@ -173,18 +190,8 @@ static void test_svg_rects(void **state) {
   char *svg = NULL;
   assert_ok(nnmem_map_svg(f.p, f.plan, NULL, NULL, &cfg, &svg));
   xmlDoc *doc = parse_xml(svg);
-  /* independent geometry: the step range and height from the problem */
-  const nnmem_buffer_t *b = nnmem_problem_buffers(f.p);
-  uint64_t xmin = UINT64_MAX, xmax = 0;
-  for (size_t i = 0; i < 300; i++) {
-    if (b[i].first < xmin) xmin = b[i].first;
-    if (b[i].last > xmax) xmax = b[i].last;
-  }
-  double sx = (PX1 - PX0) / (double)(xmax - xmin);
-  double sy = (PY1 - PY0) / (double)nnmem_plan_height(f.plan);
   int seen[300] = {0};
-  size_t count = check_rects(xmlDocGetRootElement(doc), f.p,
-                             nnmem_plan_offsets(f.plan), xmin, sx, sy, seen, 1);
+  size_t count = svg_rects(doc, &f, seen, 1);
   assert_int_equal(count, 300);
   assert_non_null(strstr(svg, "t&lt;i&gt;tle &amp; &quot;q&quot;"));
   assert_non_null(strstr(svg, "lower bound"));
@@ -209,18 +216,10 @@ static void test_svg_cap(void **state) {
   char *svg = NULL;
   assert_ok(nnmem_map_svg(f.p, f.plan, NULL, NULL, &cfg, &svg));
   xmlDoc *doc = parse_xml(svg);
-  const nnmem_buffer_t *b = nnmem_problem_buffers(f.p);
-  uint64_t xmin = UINT64_MAX, xmax = 0;
-  for (size_t i = 0; i < 400; i++) {
-    if (b[i].first < xmin) xmin = b[i].first;
-    if (b[i].last > xmax) xmax = b[i].last;
-  }
   int seen[400] = {0};
-  size_t count =
-      check_rects(xmlDocGetRootElement(doc), f.p, nnmem_plan_offsets(f.plan),
-                  xmin, (PX1 - PX0) / (double)(xmax - xmin),
-                  (PY1 - PY0) / (double)nnmem_plan_height(f.plan), seen, 0);
+  size_t count = svg_rects(doc, &f, seen, 0);
   assert_int_equal(count, 50);
+  const nnmem_buffer_t *b = nnmem_problem_buffers(f.p);
   double min_drawn = 1e300, max_left = 0;
   for (size_t i = 0; i < 400; i++) {
     double a = (double)b[i].size * (double)(b[i].last - b[i].first);
