@@ -26,8 +26,12 @@ it recognises nothing). Encoded by hand in the protobuf wire format.
 import os
 import random
 import struct
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "fuzz"))
+from onnx_wire import (FLOAT, INT64, attr_int, attr_ints, f_bytes,  # noqa: E402
+                       f_int, graph, node, value_info)
 
 # ---- zero-slack problem ----------------------------------------------------
 
@@ -78,40 +82,7 @@ def write_zero_slack():
             f.write("%s,%d,%d,%d,%d\n" % (name, t0, t1, a1 - a0, a0))
 
 
-# ---- ONNX protobuf encoding (onnx.proto field numbers) ---------------------
-
-FLOAT, INT64 = 1, 7
-A_INT, A_INTS = 2, 7
-
-
-def varint(v):
-    out = bytearray()
-    v &= (1 << 64) - 1  # negative int64 as two's complement, 10 bytes
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def f_int(field, v):
-    return varint(field << 3) + varint(v)
-
-
-def f_bytes(field, data):
-    if isinstance(data, str):
-        data = data.encode()
-    return varint((field << 3) | 2) + varint(len(data)) + data
-
-
-def value_info(name, elem, dims):
-    shape = b"".join(f_bytes(1, f_bytes(2, d) if isinstance(d, str)
-                             else f_int(1, d)) for d in dims)
-    tensor_type = f_int(1, elem) + f_bytes(2, shape)
-    return f_bytes(1, name) + f_bytes(2, f_bytes(1, tensor_type))
+# ---- ONNX model (the encoder: tests/fuzz/onnx_wire.py) --------------------
 
 
 def float_tensor(name, dims, rng, scale):
@@ -126,19 +97,6 @@ def float_tensor(name, dims, rng, scale):
 def int64_tensor(name, dims, values):
     out = b"".join(f_int(1, d) for d in dims) + f_int(2, INT64)
     return out + f_bytes(8, name) + f_bytes(9, struct.pack("<%dq" % len(values), *values))
-
-
-def attr_int(name, v):
-    return f_bytes(1, name) + f_int(3, v) + f_int(20, A_INT)
-
-
-def attr_ints(name, vs):
-    return f_bytes(1, name) + b"".join(f_int(8, v) for v in vs) + f_int(20, A_INTS)
-
-
-def node(op, name, ins, outs, attrs=()):
-    out = b"".join(f_bytes(1, i) for i in ins) + b"".join(f_bytes(2, o) for o in outs)
-    return out + f_bytes(3, name) + f_bytes(4, op) + b"".join(f_bytes(5, a) for a in attrs)
 
 
 def mnist_cnn():
@@ -175,13 +133,12 @@ def mnist_cnn():
         int64_tensor("axes0", [1], [0]),
         int64_tensor("features", [1], [256]),
     ]
-    graph = b"".join(f_bytes(1, n) for n in nodes) + f_bytes(2, "mnist_cnn")
-    graph += b"".join(f_bytes(5, t) for t in inits)
-    graph += f_bytes(11, value_info("image", FLOAT, ["batch", 1, 28, 28]))
-    graph += f_bytes(12, value_info("logits", FLOAT, ["batch", 10]))
+    g = graph("mnist_cnn", nodes,
+              [value_info("image", FLOAT, ["batch", 1, 28, 28])],
+              [value_info("logits", FLOAT, ["batch", 10])], inits)
     opset = f_bytes(8, f_bytes(1, "") + f_int(2, 13))
     return (f_int(1, 7) + f_bytes(2, "make_examples.py") +
-            f_bytes(3, "1.0") + f_bytes(7, graph) + opset)
+            f_bytes(3, "1.0") + f_bytes(7, g) + opset)
 
 
 def main():

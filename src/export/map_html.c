@@ -35,8 +35,6 @@
 #include "export/map_html_js.h"
 #include "export/map_model.h"
 
-#define EXACT_LIMIT (UINT64_C(1) << 53)
-
 static const char *const base_colour[NNMEM__MAP_KINDS] = {"#4e79a7", "#f28e2b",
                                                           "#59a14f", "#4e79a7"};
 
@@ -55,44 +53,29 @@ static uint64_t f_size(const nnmem__map_t *m, size_t i) {
   return m->buf[i].size;
 }
 
-static void big_value(nnmem__jw_t *w, uint64_t v, int as_string) {
-  if (!as_string) {
-    nnmem__jw_u64(w, v);
-    return;
-  }
-  char num[24];
-  snprintf(num, sizeof num, "%llu", (unsigned long long)v);
-  nnmem__jw_string(w, num);
-}
-
 /* One of f / l / o / s: numbers, or strings when any value is >= 2^53. */
 static void big_array(nnmem__jw_t *w, const char *key, const nnmem__map_t *m,
                       field_fn get) {
   int strings = 0;
   for (size_t i = 0; i < m->n && !strings; i++)
-    strings = get(m, i) >= EXACT_LIMIT;
+    strings = get(m, i) >= NNMEM__MAP_EXACT;
   nnmem__jw_key(w, key);
   nnmem__jw_array(w);
   for (size_t i = 0; i < m->n; i++)
-    big_value(w, get(m, i), strings);
+    nnmem__map_jw_big(w, get(m, i), strings);
   nnmem__jw_end(w);
-}
-
-static void kv_big(nnmem__jw_t *w, const char *key, uint64_t v) {
-  nnmem__jw_key(w, key);
-  big_value(w, v, v >= EXACT_LIMIT);
 }
 
 static void data_json(nnmem__jw_t *w, const nnmem__map_t *m) {
   nnmem__jw_object(w);
   nnmem__jw_kv_string(w, "title", m->title);
   nnmem__jw_kv_string(w, "strategy", m->strategy);
-  kv_big(w, "height", m->height);
-  kv_big(w, "bound", m->bound);
-  kv_big(w, "weights", m->weight_bytes);
-  kv_big(w, "peak_step", m->peak_step);
-  kv_big(w, "xmin", m->xmin);
-  kv_big(w, "xmax", m->xmax);
+  nnmem__map_kv_big(w, "height", m->height);
+  nnmem__map_kv_big(w, "bound", m->bound);
+  nnmem__map_kv_big(w, "weights", m->weight_bytes);
+  nnmem__map_kv_big(w, "peak_step", m->peak_step);
+  nnmem__map_kv_big(w, "xmin", m->xmin);
+  nnmem__map_kv_big(w, "xmax", m->xmax);
   nnmem__jw_kv_u64(w, "n", m->n);
   nnmem__jw_key(w, "kinds");
   nnmem__jw_array(w);
@@ -166,9 +149,7 @@ static const char style[] =
     "</style>\n";
 
 static void head(nnmem__text_t *t, const nnmem__map_t *m) {
-  char peak[32], bound[32], w[32];
-  nnmem__map_bytes(peak, sizeof peak, m->height);
-  nnmem__map_bytes(bound, sizeof bound, m->bound);
+  char w[32];
   const char *title = m->title[0] ? m->title : "plan";
   nnmem__text_puts(t,
                    "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
@@ -179,12 +160,7 @@ static void head(nnmem__text_t *t, const nnmem__map_t *m) {
   nnmem__text_puts(t, "</head>\n<body>\n<header><h1>");
   nnmem__xml_escape(t, title);
   nnmem__text_puts(t, " - memory map</h1>\n<div id=\"sub\">");
-  double ratio = m->bound ? (double)m->height / (double)m->bound : 1.0;
-  nnmem__text_printf(t,
-                     "peak %s (%llu B), lower bound %s (%llu B), ratio "
-                     "%.3fx, %zu buffers, strategy %s",
-                     peak, (unsigned long long)m->height, bound,
-                     (unsigned long long)m->bound, ratio, m->n, m->strategy);
+  nnmem__map_summary(t, m);
   if (m->weight_bytes) {
     nnmem__map_bytes(w, sizeof w, m->weight_bytes);
     nnmem__text_printf(t, ", weights %s (separate read-only region)", w);
@@ -213,37 +189,31 @@ static void head(nnmem__text_t *t, const nnmem__map_t *m) {
       "id=\"perf\"></output>\n");
 }
 
+static nnmem_status_t draw(nnmem__text_t *t, const nnmem__map_t *m,
+                           const nnmem_map_config_t *cfg) {
+  (void)cfg;
+  nnmem__text_t json;
+  nnmem__text_init(&json);
+  nnmem__jw_t w;
+  nnmem__jw_init(&w, &json, NNMEM__JW_COMPACT);
+  data_json(&w, m);
+  nnmem_status_t st = nnmem__jw_finish(&w);
+  if (st == NNMEM_OK) {
+    head(t, m);
+    nnmem__text_puts(t, "<script type=\"application/json\" id=\"data\">");
+    script_safe(t, json.data, json.len);
+    nnmem__text_puts(t, "</script>\n<script>\n");
+    nnmem__text_puts(t, map_html_js);
+    nnmem__text_puts(t, "</script>\n</body>\n</html>\n");
+    st = nnmem__text_status(t);
+  }
+  nnmem__text_free(&json);
+  return st;
+}
+
 nnmem_status_t nnmem_map_html(const nnmem_problem_t *problem,
                               const nnmem_plan_t *plan, const nnmem_graph_t *g,
                               const nnmem_liveness_t *l,
                               const nnmem_map_config_t *cfg, char **out) {
-  if (!out) return NNMEM_ERR_INVALID;
-  *out = NULL;
-  nnmem__map_t m;
-  nnmem_status_t st = nnmem__map_build(&m, problem, plan, g, l, cfg);
-  if (st != NNMEM_OK) return st;
-  nnmem__text_t json, t;
-  nnmem__text_init(&json);
-  nnmem__text_init(&t);
-  nnmem__jw_t w;
-  nnmem__jw_init(&w, &json, NNMEM__JW_COMPACT);
-  data_json(&w, &m);
-  st = nnmem__jw_finish(&w);
-  if (st == NNMEM_OK) {
-    head(&t, &m);
-    nnmem__text_puts(&t, "<script type=\"application/json\" id=\"data\">");
-    script_safe(&t, json.data, json.len);
-    nnmem__text_puts(&t, "</script>\n<script>\n");
-    nnmem__text_puts(&t, map_html_js);
-    nnmem__text_puts(&t, "</script>\n</body>\n</html>\n");
-    st = nnmem__text_status(&t);
-  }
-  nnmem__text_free(&json);
-  nnmem__map_free(&m);
-  if (st != NNMEM_OK) {
-    nnmem__text_free(&t);
-    return st;
-  }
-  *out = t.data;
-  return NNMEM_OK;
+  return nnmem__map_render(problem, plan, g, l, cfg, draw, out);
 }

@@ -1,5 +1,8 @@
 /* map_model.c - the view of one plan that the memory-map renderers draw
- * (map_svg.c, map_html.c, map_trace.c), and their shared text helpers.
+ * (map_svg.c, map_html.c, map_trace.c), the entry every renderer goes
+ * through (nnmem__map_render: build, draw, free, hand out), and their shared
+ * text helpers (summary line, XML escaping, bytes, ticks, JSON numbers that
+ * stay exact above 2^53).
  *
  * Algorithm of nnmem__map_build:
  *   1. check the arguments: plan count == problem count; graph and liveness
@@ -280,6 +283,56 @@ void nnmem__map_free(nnmem__map_t *m) {
   free(m->curve_step);
   free(m->curve_bytes);
   memset(m, 0, sizeof *m);
+}
+
+nnmem_status_t nnmem__map_render(const nnmem_problem_t *problem,
+                                 const nnmem_plan_t *plan,
+                                 const nnmem_graph_t *g,
+                                 const nnmem_liveness_t *l,
+                                 const nnmem_map_config_t *cfg,
+                                 nnmem__map_draw_fn draw, char **out) {
+  if (!out) return NNMEM_ERR_INVALID;
+  *out = NULL;
+  nnmem__map_t m;
+  nnmem_status_t st = nnmem__map_build(&m, problem, plan, g, l, cfg);
+  if (st != NNMEM_OK) return st;
+  nnmem__text_t t;
+  nnmem__text_init(&t);
+  st = draw(&t, &m, cfg);
+  nnmem__map_free(&m);
+  if (st != NNMEM_OK) {
+    nnmem__text_free(&t);
+    return st;
+  }
+  *out = t.data;
+  return NNMEM_OK;
+}
+
+void nnmem__map_summary(nnmem__text_t *t, const nnmem__map_t *m) {
+  char peak[32], bound[32];
+  nnmem__map_bytes(peak, sizeof peak, m->height);
+  nnmem__map_bytes(bound, sizeof bound, m->bound);
+  double ratio = m->bound ? (double)m->height / (double)m->bound : 1.0;
+  nnmem__text_printf(t,
+                     "peak %s (%llu B), lower bound %s (%llu B), ratio "
+                     "%.3fx, %zu buffers, strategy %s",
+                     peak, (unsigned long long)m->height, bound,
+                     (unsigned long long)m->bound, ratio, m->n, m->strategy);
+}
+
+void nnmem__map_jw_big(nnmem__jw_t *w, uint64_t v, int as_string) {
+  if (!as_string) {
+    nnmem__jw_u64(w, v);
+    return;
+  }
+  char num[24];
+  snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+  nnmem__jw_string(w, num);
+}
+
+void nnmem__map_kv_big(nnmem__jw_t *w, const char *key, uint64_t v) {
+  nnmem__jw_key(w, key);
+  nnmem__map_jw_big(w, v, v >= NNMEM__MAP_EXACT);
 }
 
 void nnmem__xml_escape(nnmem__text_t *t, const char *s) {

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "common/json_write.h"
 #include "common/text.h"
 #include "nnmem/map.h"
 
@@ -59,6 +60,35 @@ nnmem_status_t nnmem__map_build(nnmem__map_t *m, const nnmem_problem_t *problem,
                                 const nnmem_liveness_t *l,
                                 const nnmem_map_config_t *cfg);
 void nnmem__map_free(nnmem__map_t *m);
+
+/* Draws one map into `t` (initialised and empty); returns its status
+ * (NNMEM_OK, or the first failure, e.g. the text's NNMEM_ERR_NOMEM). */
+typedef nnmem_status_t (*nnmem__map_draw_fn)(nnmem__text_t *t,
+                                             const nnmem__map_t *m,
+                                             const nnmem_map_config_t *cfg);
+
+/* What every public renderer does around its drawing: checks `out`, builds
+ * the model, calls `draw`, frees the model, and hands the text to *out
+ * (caller frees with free()) or frees it and returns the failure (*out =
+ * NULL). Statuses as nnmem__map_build, then as `draw`. */
+nnmem_status_t nnmem__map_render(const nnmem_problem_t *problem,
+                                 const nnmem_plan_t *plan,
+                                 const nnmem_graph_t *g,
+                                 const nnmem_liveness_t *l,
+                                 const nnmem_map_config_t *cfg,
+                                 nnmem__map_draw_fn draw, char **out);
+
+/* Appends the summary line the SVG and HTML show under the title:
+ * "peak P (N B), lower bound B (N B), ratio R.RRRx, N buffers, strategy S"
+ * (weights are worded by each picture). */
+void nnmem__map_summary(nnmem__text_t *t, const nnmem__map_t *m);
+
+/* Writes v as a JSON number, or as a decimal string when `as_string`
+ * (viewers read numbers as doubles: exact only below NNMEM__MAP_EXACT). */
+#define NNMEM__MAP_EXACT (UINT64_C(1) << 53)
+void nnmem__map_jw_big(nnmem__jw_t *w, uint64_t v, int as_string);
+/* Key, then v as a number below NNMEM__MAP_EXACT, else as a string. */
+void nnmem__map_kv_big(nnmem__jw_t *w, const char *key, uint64_t v);
 
 /* "activation", "workspace", "alias", "buffer". */
 const char *nnmem__map_kind_name(int kind);

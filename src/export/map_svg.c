@@ -101,9 +101,7 @@ static size_t *choose(const nnmem__map_t *m, size_t cap, size_t *count) {
 static void header(svg_t *s, size_t drawn) {
   nnmem__text_t *t = s->t;
   const nnmem__map_t *m = s->m;
-  char peak[32], bound[32], w[32];
-  nnmem__map_bytes(peak, sizeof peak, m->height);
-  nnmem__map_bytes(bound, sizeof bound, m->bound);
+  char w[32];
   nnmem__text_printf(t,
                      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
@@ -126,12 +124,7 @@ static void header(svg_t *s, size_t drawn) {
   nnmem__text_puts(t,
                    " - memory map</text>\n<text x=\"16\" y=\"50\" "
                    "id=\"subtitle\">");
-  double ratio = m->bound ? (double)m->height / (double)m->bound : 1.0;
-  nnmem__text_printf(t,
-                     "peak %s (%llu B), lower bound %s (%llu B), ratio "
-                     "%.3fx, %zu buffers, strategy %s",
-                     peak, (unsigned long long)m->height, bound,
-                     (unsigned long long)m->bound, ratio, m->n, m->strategy);
+  nnmem__map_summary(t, m);
   if (m->weight_bytes) {
     nnmem__map_bytes(w, sizeof w, m->weight_bytes);
     nnmem__text_printf(t, ", weights %s", w);
@@ -299,38 +292,28 @@ static void legend(svg_t *s) {
                      y, y + 14, y + 12);
 }
 
+static nnmem_status_t draw(nnmem__text_t *t, const nnmem__map_t *m,
+                           const nnmem_map_config_t *cfg) {
+  size_t cap =
+      cfg && cfg->svg_max_rects ? cfg->svg_max_rects : DEFAULT_MAX_RECTS;
+  size_t count = 0;
+  size_t *idx = choose(m, cap, &count);
+  if (!idx) return NNMEM_ERR_NOMEM;
+  svg_t s = {t, m, (X1 - X0) / (double)(m->xmax - m->xmin),
+             (Y1 - Y0) / (double)(m->height ? m->height : 1)};
+  header(&s, count);
+  axes(&s);
+  rects(&s, idx, count);
+  marks(&s);
+  legend(&s);
+  nnmem__text_puts(t, "</svg>\n");
+  free(idx);
+  return nnmem__text_status(t);
+}
+
 nnmem_status_t nnmem_map_svg(const nnmem_problem_t *problem,
                              const nnmem_plan_t *plan, const nnmem_graph_t *g,
                              const nnmem_liveness_t *l,
                              const nnmem_map_config_t *cfg, char **out) {
-  if (!out) return NNMEM_ERR_INVALID;
-  *out = NULL;
-  nnmem__map_t m;
-  nnmem_status_t st = nnmem__map_build(&m, problem, plan, g, l, cfg);
-  if (st != NNMEM_OK) return st;
-  size_t cap =
-      cfg && cfg->svg_max_rects ? cfg->svg_max_rects : DEFAULT_MAX_RECTS;
-  size_t count = 0;
-  size_t *idx = choose(&m, cap, &count);
-  nnmem__text_t t;
-  nnmem__text_init(&t);
-  svg_t s = {&t, &m, (X1 - X0) / (double)(m.xmax - m.xmin),
-             (Y1 - Y0) / (double)(m.height ? m.height : 1)};
-  if (idx) {
-    header(&s, count);
-    axes(&s);
-    rects(&s, idx, count);
-    marks(&s);
-    legend(&s);
-    nnmem__text_puts(&t, "</svg>\n");
-  }
-  st = !idx ? NNMEM_ERR_NOMEM : nnmem__text_status(&t);
-  free(idx);
-  nnmem__map_free(&m);
-  if (st != NNMEM_OK) {
-    nnmem__text_free(&t);
-    return st;
-  }
-  *out = t.data;
-  return NNMEM_OK;
+  return nnmem__map_render(problem, plan, g, l, cfg, draw, out);
 }

@@ -37,19 +37,6 @@
 #include "common/json_write.h"
 #include "export/map_model.h"
 
-#define EXACT_LIMIT (UINT64_C(1) << 53)
-
-static void kv_big(nnmem__jw_t *w, const char *key, uint64_t v) {
-  nnmem__jw_key(w, key);
-  if (v < EXACT_LIMIT) {
-    nnmem__jw_u64(w, v);
-  } else {
-    char num[24];
-    snprintf(num, sizeof num, "%llu", (unsigned long long)v);
-    nnmem__jw_string(w, num);
-  }
-}
-
 typedef struct lane_end {
   uint64_t end;
   uint32_t lane;
@@ -175,9 +162,9 @@ static void buffer_event(nnmem__jw_t *w, const nnmem__map_t *m, size_t i,
   nnmem__jw_key(w, "args");
   nnmem__jw_object(w);
   nnmem__jw_kv_u64(w, "buffer", i);
-  kv_big(w, "offset", m->off[i]);
-  kv_big(w, "size", b->size);
-  kv_big(w, "end", end < m->off[i] ? UINT64_MAX : end);
+  nnmem__map_kv_big(w, "offset", m->off[i]);
+  nnmem__map_kv_big(w, "size", b->size);
+  nnmem__map_kv_big(w, "end", end < m->off[i] ? UINT64_MAX : end);
   if (op) nnmem__jw_kv_string(w, "op", op);
   nnmem__jw_end(w);
   nnmem__jw_end(w);
@@ -214,36 +201,29 @@ static void events(nnmem__jw_t *w, const nnmem__map_t *m, const uint32_t *lane,
   nnmem__jw_end(w);
 }
 
+static nnmem_status_t draw(nnmem__text_t *t, const nnmem__map_t *m,
+                           const nnmem_map_config_t *cfg) {
+  (void)cfg;
+  uint32_t *lane = malloc((m->n + 1) * sizeof *lane);
+  uint32_t lanes[NNMEM__MAP_KINDS] = {0};
+  nnmem_status_t st = lane ? assign_lanes(m, lane, lanes) : NNMEM_ERR_NOMEM;
+  if (st == NNMEM_OK) {
+    nnmem__jw_t w;
+    nnmem__jw_init(&w, t, NNMEM__JW_COMPACT);
+    nnmem__jw_object(&w);
+    other_data(&w, m);
+    events(&w, m, lane, lanes);
+    nnmem__jw_end(&w);
+    st = nnmem__jw_finish(&w);
+  }
+  free(lane);
+  return st;
+}
+
 nnmem_status_t nnmem_map_trace_json(const nnmem_problem_t *problem,
                                     const nnmem_plan_t *plan,
                                     const nnmem_graph_t *g,
                                     const nnmem_liveness_t *l,
                                     const nnmem_map_config_t *cfg, char **out) {
-  if (!out) return NNMEM_ERR_INVALID;
-  *out = NULL;
-  nnmem__map_t m;
-  nnmem_status_t st = nnmem__map_build(&m, problem, plan, g, l, cfg);
-  if (st != NNMEM_OK) return st;
-  uint32_t *lane = malloc((m.n + 1) * sizeof *lane);
-  uint32_t lanes[NNMEM__MAP_KINDS] = {0};
-  st = lane ? assign_lanes(&m, lane, lanes) : NNMEM_ERR_NOMEM;
-  nnmem__text_t t;
-  nnmem__text_init(&t);
-  if (st == NNMEM_OK) {
-    nnmem__jw_t w;
-    nnmem__jw_init(&w, &t, NNMEM__JW_COMPACT);
-    nnmem__jw_object(&w);
-    other_data(&w, &m);
-    events(&w, &m, lane, lanes);
-    nnmem__jw_end(&w);
-    st = nnmem__jw_finish(&w);
-  }
-  free(lane);
-  nnmem__map_free(&m);
-  if (st != NNMEM_OK) {
-    nnmem__text_free(&t);
-    return st;
-  }
-  *out = t.data;
-  return NNMEM_OK;
+  return nnmem__map_render(problem, plan, g, l, cfg, draw, out);
 }

@@ -27,6 +27,8 @@ import random
 import struct
 import sys
 
+from onnx_wire import varint  # the one protobuf encoder of these scripts
+
 EXTREMES = [0, 1, 2, 3, 17, 64, 1 << 31, (1 << 32) + 1, 1 << 62,
             (1 << 63) - 1, 1 << 63, (1 << 64) - (1 << 31), (1 << 64) - 2,
             (1 << 64) - 1]
@@ -44,19 +46,6 @@ def read_varint(b, i):
         s += 7
         if not c & 0x80:
             return r, i
-
-
-def varint(v):
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        c = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(c | 0x80)
-        else:
-            out.append(c)
-            return bytes(out)
 
 
 def parse(b, depth=0):

@@ -7,19 +7,6 @@
 
 /* ---- helpers ------------------------------------------------------------*/
 
-static uint32_t add_t(nnmem_graph_t *g, const char *name,
-                      nnmem_tensor_kind_t kind, uint64_t bytes) {
-  nnmem_tensor_desc_t d = {0};
-  d.name = name;
-  d.kind = kind;
-  d.bytes = bytes;
-  uint32_t id = UINT32_MAX;
-  nnmem_diag_t diag = {{0}};
-  nnmem_status_t st = nnmem_graph_add_tensor(g, &d, &id, &diag);
-  if (st != NNMEM_OK) fail_msg("add_tensor %s: %s", name, diag.message);
-  return id;
-}
-
 static nnmem_status_t op_try(nnmem_graph_t *g, const char *name,
                              const uint32_t *in, uint32_t nin,
                              const uint32_t *out, uint32_t nout, uint32_t flags,
@@ -222,7 +209,7 @@ static void test_tensor_errors(void **state) {
                    NNMEM_ERR_INVALID);
   assert_int_equal(nnmem_graph_tensor_count(g), 1); /* only "fits" */
 
-  add_t(g, "dup", NNMEM_TENSOR_ACTIVATION, 4);
+  tu_add_tensor(g, "dup", NNMEM_TENSOR_ACTIVATION, 4);
   d.name = "dup";
   d.kind = NNMEM_TENSOR_ACTIVATION;
   assert_int_equal(nnmem_graph_add_tensor(g, &d, NULL, &diag),
@@ -239,7 +226,7 @@ static void test_find_many(void **state) {
   char name[32];
   for (int i = 0; i < N; i++) {
     snprintf(name, sizeof name, "tensor_%d", i);
-    assert_int_equal(add_t(g, name, NNMEM_TENSOR_ACTIVATION, 4), i);
+    assert_int_equal(tu_add_tensor(g, name, NNMEM_TENSOR_ACTIVATION, 4), i);
   }
   for (int i = 0; i < N; i++) {
     snprintf(name, sizeof name, "tensor_%d", i);
@@ -259,10 +246,10 @@ static void test_find_many(void **state) {
 static void test_op_readback(void **state) {
   (void)state;
   nnmem_graph_t *g = new_graph();
-  uint32_t x = add_t(g, "x", NNMEM_TENSOR_INPUT, 16);
-  uint32_t w = add_t(g, "w", NNMEM_TENSOR_WEIGHT, 8);
-  uint32_t y = add_t(g, "y", NNMEM_TENSOR_ACTIVATION, 16);
-  uint32_t z = add_t(g, "z", NNMEM_TENSOR_OUTPUT, 16);
+  uint32_t x = tu_add_tensor(g, "x", NNMEM_TENSOR_INPUT, 16);
+  uint32_t w = tu_add_tensor(g, "w", NNMEM_TENSOR_WEIGHT, 8);
+  uint32_t y = tu_add_tensor(g, "y", NNMEM_TENSOR_ACTIVATION, 16);
+  uint32_t z = tu_add_tensor(g, "z", NNMEM_TENSOR_OUTPUT, 16);
   nnmem_op_desc_t d = {0};
   uint32_t in[3] = {x, w, x};
   d.name = "mul";
@@ -308,11 +295,11 @@ static void test_op_errors(void **state) {
   (void)state;
   nnmem_graph_t *g = new_graph();
   nnmem_diag_t diag = {{0}};
-  uint32_t in = add_t(g, "in", NNMEM_TENSOR_INPUT, 4);
-  uint32_t w = add_t(g, "w", NNMEM_TENSOR_WEIGHT, 4);
-  uint32_t c = add_t(g, "c", NNMEM_TENSOR_CONSTANT, 4);
-  uint32_t a = add_t(g, "a", NNMEM_TENSOR_ACTIVATION, 4);
-  uint32_t b = add_t(g, "b", NNMEM_TENSOR_ACTIVATION, 4);
+  uint32_t in = tu_add_tensor(g, "in", NNMEM_TENSOR_INPUT, 4);
+  uint32_t w = tu_add_tensor(g, "w", NNMEM_TENSOR_WEIGHT, 4);
+  uint32_t c = tu_add_tensor(g, "c", NNMEM_TENSOR_CONSTANT, 4);
+  uint32_t a = tu_add_tensor(g, "a", NNMEM_TENSOR_ACTIVATION, 4);
+  uint32_t b = tu_add_tensor(g, "b", NNMEM_TENSOR_ACTIVATION, 4);
   op1(g, "first", in, a);
 
   uint32_t bad = 99, two[2] = {b, b};
@@ -382,9 +369,9 @@ static void test_check_unproduced(void **state) {
   (void)state;
   nnmem_graph_t *g = new_graph();
   nnmem_diag_t diag = {{0}};
-  uint32_t x = add_t(g, "x", NNMEM_TENSOR_INPUT, 4);
-  uint32_t y = add_t(g, "Y", NNMEM_TENSOR_ACTIVATION, 4);
-  uint32_t z = add_t(g, "z", NNMEM_TENSOR_OUTPUT, 4);
+  uint32_t x = tu_add_tensor(g, "x", NNMEM_TENSOR_INPUT, 4);
+  uint32_t y = tu_add_tensor(g, "Y", NNMEM_TENSOR_ACTIVATION, 4);
+  uint32_t z = tu_add_tensor(g, "z", NNMEM_TENSOR_OUTPUT, 4);
   uint32_t in[2] = {x, y};
   assert_ok(op_try(g, "X", in, 2, &z, 1, 0, 0, NULL));
   assert_int_equal(nnmem_graph_check(g, &diag), NNMEM_ERR_INVALID);
@@ -394,7 +381,7 @@ static void test_check_unproduced(void **state) {
 
   /* an output nobody writes (and nobody reads) */
   g = new_graph();
-  add_t(g, "lonely", NNMEM_TENSOR_OUTPUT, 4);
+  tu_add_tensor(g, "lonely", NNMEM_TENSOR_OUTPUT, 4);
   assert_int_equal(nnmem_graph_check(g, &diag), NNMEM_ERR_INVALID);
   assert_string_equal(diag.message,
                       "tensor 'lonely' (output) is never produced");
@@ -402,9 +389,9 @@ static void test_check_unproduced(void **state) {
 
   /* inputs, weights and constants need no producer; zero ops is fine */
   g = new_graph();
-  add_t(g, "i", NNMEM_TENSOR_INPUT, 4);
-  add_t(g, "w", NNMEM_TENSOR_WEIGHT, 4);
-  add_t(g, "c", NNMEM_TENSOR_CONSTANT, 4);
+  tu_add_tensor(g, "i", NNMEM_TENSOR_INPUT, 4);
+  tu_add_tensor(g, "w", NNMEM_TENSOR_WEIGHT, 4);
+  tu_add_tensor(g, "c", NNMEM_TENSOR_CONSTANT, 4);
   assert_ok(nnmem_graph_check(g, &diag));
   assert_ok(nnmem_graph_schedule(g, NULL, &diag));
   nnmem_graph_destroy(g);
@@ -416,11 +403,11 @@ static void test_check_cycle(void **state) {
   nnmem_diag_t diag = {{0}};
   /* in -> pre -> a -> A -> b -> B -> c -> C -> a2;  A also reads c:
    * cycle A -> B -> C? no: A reads c (made by B), B reads b (made by A). */
-  uint32_t in = add_t(g, "in", NNMEM_TENSOR_INPUT, 4);
-  uint32_t a = add_t(g, "a", NNMEM_TENSOR_ACTIVATION, 4);
-  uint32_t b = add_t(g, "b", NNMEM_TENSOR_ACTIVATION, 4);
-  uint32_t c = add_t(g, "c", NNMEM_TENSOR_ACTIVATION, 4);
-  uint32_t out = add_t(g, "out", NNMEM_TENSOR_OUTPUT, 4);
+  uint32_t in = tu_add_tensor(g, "in", NNMEM_TENSOR_INPUT, 4);
+  uint32_t a = tu_add_tensor(g, "a", NNMEM_TENSOR_ACTIVATION, 4);
+  uint32_t b = tu_add_tensor(g, "b", NNMEM_TENSOR_ACTIVATION, 4);
+  uint32_t c = tu_add_tensor(g, "c", NNMEM_TENSOR_ACTIVATION, 4);
+  uint32_t out = tu_add_tensor(g, "out", NNMEM_TENSOR_OUTPUT, 4);
   op1(g, "pre", in, a);
   uint32_t ain[2] = {a, c};
   assert_ok(op_try(g, "A", ain, 2, &b, 1, 0, 0, NULL));
@@ -437,7 +424,7 @@ static void test_check_cycle(void **state) {
 
   /* an op reading its own output */
   g = new_graph();
-  uint32_t s = add_t(g, "s", NNMEM_TENSOR_ACTIVATION, 4);
+  uint32_t s = tu_add_tensor(g, "s", NNMEM_TENSOR_ACTIVATION, 4);
   op1(g, "self", s, s);
   assert_int_equal(nnmem_graph_check(g, &diag), NNMEM_ERR_CYCLE);
   assert_string_equal(diag.message,
@@ -451,11 +438,11 @@ static void test_schedule_stable(void **state) {
   (void)state;
   /* A diamond built in a valid order keeps it: 0 1 2 3. */
   nnmem_graph_t *g = new_graph();
-  uint32_t in = add_t(g, "in", NNMEM_TENSOR_INPUT, 4);
-  uint32_t a = add_t(g, "a", NNMEM_TENSOR_ACTIVATION, 4);
-  uint32_t b = add_t(g, "b", NNMEM_TENSOR_ACTIVATION, 4);
-  uint32_t c = add_t(g, "c", NNMEM_TENSOR_ACTIVATION, 4);
-  uint32_t d = add_t(g, "d", NNMEM_TENSOR_OUTPUT, 4);
+  uint32_t in = tu_add_tensor(g, "in", NNMEM_TENSOR_INPUT, 4);
+  uint32_t a = tu_add_tensor(g, "a", NNMEM_TENSOR_ACTIVATION, 4);
+  uint32_t b = tu_add_tensor(g, "b", NNMEM_TENSOR_ACTIVATION, 4);
+  uint32_t c = tu_add_tensor(g, "c", NNMEM_TENSOR_ACTIVATION, 4);
+  uint32_t d = tu_add_tensor(g, "d", NNMEM_TENSOR_OUTPUT, 4);
   op1(g, "op0", in, a);
   op1(g, "op1", a, b);
   op1(g, "op2", a, c);
@@ -472,11 +459,11 @@ static void test_schedule_stable(void **state) {
    *   op0: c,d -> out   op1: a -> c   op2: a -> d   op3: in -> a
    * ready: {3}; then {1, 2} -> 1, 2; then 0. */
   g = new_graph();
-  in = add_t(g, "in", NNMEM_TENSOR_INPUT, 4);
-  a = add_t(g, "a", NNMEM_TENSOR_ACTIVATION, 4);
-  c = add_t(g, "c", NNMEM_TENSOR_ACTIVATION, 4);
-  d = add_t(g, "d", NNMEM_TENSOR_ACTIVATION, 4);
-  uint32_t out = add_t(g, "out", NNMEM_TENSOR_OUTPUT, 4);
+  in = tu_add_tensor(g, "in", NNMEM_TENSOR_INPUT, 4);
+  a = tu_add_tensor(g, "a", NNMEM_TENSOR_ACTIVATION, 4);
+  c = tu_add_tensor(g, "c", NNMEM_TENSOR_ACTIVATION, 4);
+  d = tu_add_tensor(g, "d", NNMEM_TENSOR_ACTIVATION, 4);
+  uint32_t out = tu_add_tensor(g, "out", NNMEM_TENSOR_OUTPUT, 4);
   uint32_t cd[2] = {c, d};
   assert_ok(op_try(g, "op0", cd, 2, &out, 1, 0, 0, NULL));
   op1(g, "op1", a, c);
@@ -514,7 +501,7 @@ static void test_schedule_random(void **state) {
     char name[16];
     for (int k = 0; k < N; k++) {
       snprintf(name, sizeof name, "t%d", k);
-      add_t(g, name, NNMEM_TENSOR_ACTIVATION, 4);
+      tu_add_tensor(g, name, NNMEM_TENSOR_ACTIVATION, 4);
     }
     uint32_t ins[N][3], nin[N];
     for (uint32_t k = 0; k < N; k++) {

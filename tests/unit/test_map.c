@@ -65,17 +65,6 @@ typedef struct gfix {
   nnmem_plan_t *plan;
 } gfix_t;
 
-static uint32_t add_t(nnmem_graph_t *g, const char *name,
-                      nnmem_tensor_kind_t kind, uint64_t bytes) {
-  nnmem_tensor_desc_t d = {0};
-  d.name = name;
-  d.kind = kind;
-  d.bytes = bytes;
-  uint32_t id;
-  assert_ok(nnmem_graph_add_tensor(g, &d, &id, NULL));
-  return id;
-}
-
 static void add_op(nnmem_graph_t *g, const char *name, uint32_t *in,
                    uint32_t n_in, uint32_t out, uint64_t ws, uint32_t flags) {
   nnmem_op_desc_t d = {0};
@@ -93,11 +82,11 @@ static void add_op(nnmem_graph_t *g, const char *name, uint32_t *in,
 static gfix_t make_graph(void) {
   gfix_t f = {0};
   assert_ok(nnmem_graph_create("net<&>", &f.g));
-  uint32_t x = add_t(f.g, "X", NNMEM_TENSOR_INPUT, 1024);
-  uint32_t w = add_t(f.g, "w", NNMEM_TENSOR_WEIGHT, 100);
-  uint32_t y = add_t(f.g, "Y</script>", NNMEM_TENSOR_ACTIVATION, 2048);
-  uint32_t z = add_t(f.g, "Z", NNMEM_TENSOR_ACTIVATION, 2048);
-  uint32_t o = add_t(f.g, "W", NNMEM_TENSOR_OUTPUT, 2048);
+  uint32_t x = tu_add_tensor(f.g, "X", NNMEM_TENSOR_INPUT, 1024);
+  uint32_t w = tu_add_tensor(f.g, "w", NNMEM_TENSOR_WEIGHT, 100);
+  uint32_t y = tu_add_tensor(f.g, "Y</script>", NNMEM_TENSOR_ACTIVATION, 2048);
+  uint32_t z = tu_add_tensor(f.g, "Z", NNMEM_TENSOR_ACTIVATION, 2048);
+  uint32_t o = tu_add_tensor(f.g, "W", NNMEM_TENSOR_OUTPUT, 2048);
   uint32_t in1[2] = {x, w};
   add_op(f.g, "conv\"1", in1, 2, y, 512, 0);
   add_op(f.g, "reshape", &y, 1, z, 0, NNMEM_OP_VIEW);
@@ -163,6 +152,23 @@ static size_t check_rects(xmlNode *n, const nnmem_problem_t *p,
   return count;
 }
 
+/* check_rects over the whole SVG of fixture `f`, with the geometry computed
+ * independently: the step range and height from the problem and plan. */
+static size_t svg_rects(xmlDoc *doc, const fixture_t *f, int *seen,
+                        int check_names) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(f->p);
+  uint64_t xmin = UINT64_MAX, xmax = 0;
+  for (size_t i = 0; i < nnmem_problem_count(f->p); i++) {
+    if (b[i].first < xmin) xmin = b[i].first;
+    if (b[i].last > xmax) xmax = b[i].last;
+  }
+  double sx = (PX1 - PX0) / (double)(xmax - xmin);
+  double sy = (PY1 - PY0) / (double)nnmem_plan_height(f->plan);
+  return check_rects(xmlDocGetRootElement(doc), f->p,
+                     nnmem_plan_offsets(f->plan), xmin, sx, sy, seen,
+                     check_names);
+}
+
 static xmlDoc *parse_xml(const char *text) {
   xmlDoc *doc = xmlReadMemory(text, (int)strlen(text), "map.svg", "UTF-8",
                               XML_PARSE_NONET | XML_PARSE_NOERROR |
@@ -184,18 +190,8 @@ static void test_svg_rects(void **state) {
   char *svg = NULL;
   assert_ok(nnmem_map_svg(f.p, f.plan, NULL, NULL, &cfg, &svg));
   xmlDoc *doc = parse_xml(svg);
-  /* independent geometry: the step range and height from the problem */
-  const nnmem_buffer_t *b = nnmem_problem_buffers(f.p);
-  uint64_t xmin = UINT64_MAX, xmax = 0;
-  for (size_t i = 0; i < 300; i++) {
-    if (b[i].first < xmin) xmin = b[i].first;
-    if (b[i].last > xmax) xmax = b[i].last;
-  }
-  double sx = (PX1 - PX0) / (double)(xmax - xmin);
-  double sy = (PY1 - PY0) / (double)nnmem_plan_height(f.plan);
   int seen[300] = {0};
-  size_t count = check_rects(xmlDocGetRootElement(doc), f.p,
-                             nnmem_plan_offsets(f.plan), xmin, sx, sy, seen, 1);
+  size_t count = svg_rects(doc, &f, seen, 1);
   assert_int_equal(count, 300);
   assert_non_null(strstr(svg, "t&lt;i&gt;tle &amp; &quot;q&quot;"));
   assert_non_null(strstr(svg, "lower bound"));
@@ -220,18 +216,10 @@ static void test_svg_cap(void **state) {
   char *svg = NULL;
   assert_ok(nnmem_map_svg(f.p, f.plan, NULL, NULL, &cfg, &svg));
   xmlDoc *doc = parse_xml(svg);
-  const nnmem_buffer_t *b = nnmem_problem_buffers(f.p);
-  uint64_t xmin = UINT64_MAX, xmax = 0;
-  for (size_t i = 0; i < 400; i++) {
-    if (b[i].first < xmin) xmin = b[i].first;
-    if (b[i].last > xmax) xmax = b[i].last;
-  }
   int seen[400] = {0};
-  size_t count =
-      check_rects(xmlDocGetRootElement(doc), f.p, nnmem_plan_offsets(f.plan),
-                  xmin, (PX1 - PX0) / (double)(xmax - xmin),
-                  (PY1 - PY0) / (double)nnmem_plan_height(f.plan), seen, 0);
+  size_t count = svg_rects(doc, &f, seen, 0);
   assert_int_equal(count, 50);
+  const nnmem_buffer_t *b = nnmem_problem_buffers(f.p);
   double min_drawn = 1e300, max_left = 0;
   for (size_t i = 0; i < 400; i++) {
     double a = (double)b[i].size * (double)(b[i].last - b[i].first);

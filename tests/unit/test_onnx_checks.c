@@ -28,16 +28,6 @@ static pb_t one_node(int64_t opset, int rank, const int64_t *xd, pb_t nd,
 }
 
 /* Imports `m` (freed), which must succeed; returns the graph. */
-static nnmem_graph_t *import_ok(pb_t *m) {
-  nnmem_graph_t *g = NULL;
-  nnmem_diag_t d = {{0}};
-  nnmem_status_t st = import(m, NULL, &g, NULL, &d);
-  free(m->b);
-  if (st != NNMEM_OK) fail_msg("import: %s", d.message);
-  plan_ok(g);
-  return g;
-}
-
 static void test_split_sizes(void **state) {
   (void)state;
   const int64_t xd[] = {4}, big[] = {2, INT64_MAX}, few[] = {1, 1},
@@ -53,7 +43,7 @@ static void test_split_sizes(void **state) {
   a = attr_ints("split", 2, ok);
   m = one_node(11, 1, xd, node("Split", "sp", "X", "A,B", 1, &a), 0, NULL,
                "A,B");
-  nnmem_graph_t *g = import_ok(&m);
+  nnmem_graph_t *g = import_ok(&m, NULL);
   SHAPE(g, "A", 1);
   SHAPE(g, "B", 3);
   nnmem_graph_destroy(g);
@@ -89,7 +79,7 @@ static void test_gather_nd(void **state) {
   t = tensor("I", INT64, 2, id, iv);
   m = one_node(13, 2, xd, node("GatherND", "gnd", "X,I", "Y", 0, NULL), 1, &t,
                "Y");
-  nnmem_graph_t *g = import_ok(&m);
+  nnmem_graph_t *g = import_ok(&m, NULL);
   SHAPE(g, "Y", 2, 3); /* indices[:-1] + data[1:] */
   nnmem_graph_destroy(g);
 }
@@ -103,7 +93,7 @@ static void test_pad(void **state) {
   expect_fail(&m, NNMEM_ERR_INVALID, "'pad'"); /* 3 - 4 = -1 */
   a = attr_ints("pads", 2, grow);
   m = one_node(2, 1, xd, node("Pad", "pad", "X", "Y", 1, &a), 0, NULL, "Y");
-  nnmem_graph_t *g = import_ok(&m);
+  nnmem_graph_t *g = import_ok(&m, NULL);
   SHAPE(g, "Y", 6);
   nnmem_graph_destroy(g);
 }
@@ -126,7 +116,7 @@ static void test_pool_ceil(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const int64_t *c = cases[i];
     pb_t m = pool(c[0], c[1], c[2], c[3], (int)c[4]);
-    nnmem_graph_t *g = import_ok(&m);
+    nnmem_graph_t *g = import_ok(&m, NULL);
     nnmem_tensor_info_t t = tinfo(g, "Y");
     if (t.shape[2] != c[5])
       fail_msg("case %zu: %lld, want %lld", i, (long long)t.shape[2],
@@ -165,7 +155,7 @@ static void test_conv_transpose_and_unpool(void **state) {
   t = tensor("W", FLOAT, 3, wd, NULL);
   m = one_node(13, 3, xd, node("ConvTranspose", "ct", "X,W", "Y", 2, b), 1, &t,
                "Y");
-  nnmem_graph_t *g = import_ok(&m);
+  nnmem_graph_t *g = import_ok(&m, NULL);
   SHAPE(g, "Y", 1, 3, 11); /* 2 (5 - 1) + 3 - 0 - 0 */
   nnmem_graph_destroy(g);
   /* MaxUnpool: (x - 1) s + k - pads, overflowing */
@@ -192,7 +182,7 @@ static void test_einsum_ellipsis(void **state) {
   expect_fail(&m, NNMEM_ERR_INVALID, "does not match");
   a = attr_str("equation", "...ij->...ji");
   m = one_node(12, 3, xd, node("Einsum", "es", "X", "Y", 1, &a), 0, NULL, "Y");
-  nnmem_graph_t *g = import_ok(&m);
+  nnmem_graph_t *g = import_ok(&m, NULL);
   SHAPE(g, "Y", 2, 4, 3);
   nnmem_graph_destroy(g);
 }
@@ -207,7 +197,7 @@ static void test_topk_depth_reshape(void **state) {
   t = tensor("K", INT64, 1, one, three);
   m = one_node(11, 2, xd, node("TopK", "topk", "X,K", "V,I", 0, NULL), 1, &t,
                "V,I");
-  nnmem_graph_t *g = import_ok(&m);
+  nnmem_graph_t *g = import_ok(&m, NULL);
   SHAPE(g, "V", 1, 3);
   nnmem_graph_destroy(g);
   const int64_t cd[] = {1, 3, 2, 2}, c8[] = {1, 8, 2, 2};
@@ -218,7 +208,7 @@ static void test_topk_depth_reshape(void **state) {
   a = attr_int("blocksize", 2);
   m = one_node(13, 4, c8, node("DepthToSpace", "d2s", "X", "Y", 1, &a), 0, NULL,
                "Y");
-  g = import_ok(&m);
+  g = import_ok(&m, NULL);
   SHAPE(g, "Y", 1, 2, 4, 4);
   nnmem_graph_destroy(g);
   const int64_t rd[] = {2, 3};
@@ -234,7 +224,7 @@ static void test_dft_axis(void **state) {
   pb_t a[2] = {attr_int("axis", -2), attr_int("onesided", 1)};
   pb_t m =
       one_node(17, 3, xd, node("DFT", "dft", "X", "Y", 2, a), 0, NULL, "Y");
-  nnmem_graph_t *g = import_ok(&m);
+  nnmem_graph_t *g = import_ok(&m, NULL);
   SHAPE(g, "Y", 2, 5, 2); /* axis -2 of rank 3 is 1: 8 / 2 + 1 */
   nnmem_graph_destroy(g);
   pb_t b = attr_int("axis", -1); /* the real/imaginary dim */
@@ -257,7 +247,7 @@ static void test_cast_bool_fold(void **state) {
   g_node(&g, node("Reshape", "rs", "X,S", "Y", 0, NULL));
   g_output(&g, value_info("Y", FLOAT, -1, NULL));
   pb_t m = model(&g, 13, "");
-  nnmem_graph_t *gr = import_ok(&m);
+  nnmem_graph_t *gr = import_ok(&m, NULL);
   SHAPE(gr, "Y", 2, 3);
   nnmem_graph_destroy(gr);
 }
@@ -362,7 +352,7 @@ static void test_resize_policies(void **state) {
     pb_t t = tensor("S", INT64, 1, two, sv);
     pb_t m = one_node(18, 4, xd, node("Resize", "rz", "X,,,S", "Y", 2, a), 1,
                       &t, "Y");
-    nnmem_graph_t *g = import_ok(&m);
+    nnmem_graph_t *g = import_ok(&m, NULL);
     SHAPE(g, "Y", 1, 3, cases[i].h, cases[i].w);
     nnmem_graph_destroy(g);
   }
@@ -373,7 +363,7 @@ static void test_resize_policies(void **state) {
   pb_t a = attr_str("coordinate_transformation_mode", "tf_crop_and_resize");
   pb_t m = one_node(13, 4, cd, node("Resize", "rz", "X,R,C", "Y", 1, &a), 2, in,
                     "Y");
-  nnmem_graph_t *g = import_ok(&m);
+  nnmem_graph_t *g = import_ok(&m, NULL);
   SHAPE(g, "Y", 1, 1, 15, 15); /* floor(10 x 0.5 x 3), floor(10 x 0.75 x 2) */
   nnmem_graph_destroy(g);
 }
@@ -395,7 +385,7 @@ static void test_tfidf(void **state) {
     pb_t m = one_node(9, rank, rank == 2 ? xd : xd + 1,
                       node("TfIdfVectorizer", "tfidf", "X", "Y", 7, a), 0, NULL,
                       "Y");
-    nnmem_graph_t *g = import_ok(&m);
+    nnmem_graph_t *g = import_ok(&m, NULL);
     if (rank == 2)
       SHAPE(g, "Y", 2, 7);
     else

@@ -13,16 +13,6 @@
 
 enum { INT32 = 6 };
 
-static nnmem_graph_t *import_ok(pb_t *m, nnmem_onnx_report_t *rep) {
-  nnmem_graph_t *g = NULL;
-  nnmem_diag_t d = {{0}};
-  nnmem_status_t st = import(m, NULL, &g, rep, &d);
-  free(m->b);
-  if (st != NNMEM_OK) fail_msg("import: %s", d.message);
-  plan_ok(g);
-  return g;
-}
-
 static void dtype_is(const nnmem_graph_t *g, const char *name,
                      nnmem_dtype_t want) {
   nnmem_tensor_info_t t = tinfo(g, name);

@@ -291,6 +291,18 @@ static inline void plan_ok(const nnmem_graph_t *g) {
   nnmem_liveness_destroy(l);
 }
 
+/* Imports `m` (which it frees; `rep` may be NULL), which must succeed, and
+ * plans the graph through the verifier (plan_ok). Caller destroys it. */
+static inline nnmem_graph_t *import_ok(pb_t *m, nnmem_onnx_report_t *rep) {
+  nnmem_graph_t *g = NULL;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = import(m, NULL, &g, rep, &d);
+  free(m->b);
+  if (st != NNMEM_OK) fail_msg("import: %s", d.message);
+  plan_ok(g);
+  return g;
+}
+
 static inline const nnmem_op_info_t *find_op(const nnmem_graph_t *g,
                                              const char *type,
                                              nnmem_op_info_t *out) {

@@ -26,16 +26,6 @@ static pb_t model2(gb_t *g, int64_t opset, const char *domain2,
   return m;
 }
 
-static nnmem_graph_t *import_ok(pb_t *m, nnmem_onnx_report_t *rep) {
-  nnmem_graph_t *g = NULL;
-  nnmem_diag_t d = {{0}};
-  nnmem_status_t st = import(m, NULL, &g, rep, &d);
-  free(m->b);
-  if (st != NNMEM_OK) fail_msg("import: %s", d.message);
-  plan_ok(g);
-  return g;
-}
-
 /* X -> Relu (n1) -> A -> Foo (n3) -> B -> Relu (n4) -> C; Add(C, A) (n5)
  * -> D (output, no declared shape); Sigmoid(X) (n6) -> E; Bar (n7, a second
  * unsupported op) on E -> F. Downstream of n3: B, C, D = 3 unresolved; F

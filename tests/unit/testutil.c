@@ -24,6 +24,19 @@ nnmem_plan_t *tu_plan_verified(const nnmem_problem_t *p,
   return plan;
 }
 
+uint32_t tu_add_tensor(nnmem_graph_t *g, const char *name,
+                       nnmem_tensor_kind_t kind, uint64_t bytes) {
+  nnmem_tensor_desc_t d = {0};
+  d.name = name;
+  d.kind = kind;
+  d.bytes = bytes;
+  uint32_t id = UINT32_MAX;
+  nnmem_diag_t diag = {{0}};
+  nnmem_status_t st = nnmem_graph_add_tensor(g, &d, &id, &diag);
+  if (st != NNMEM_OK) fail_msg("add_tensor %s: %s", name, diag.message);
+  return id;
+}
+
 const char *tu_data_dir(void) {
   const char *d = getenv("NNMEM_DATA_DIR");
   struct stat sb;

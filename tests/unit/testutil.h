@@ -22,6 +22,11 @@
 nnmem_plan_t *tu_plan_verified(const nnmem_problem_t *p,
                                const nnmem_planner_config_t *cfg);
 
+/* Adds a tensor (name, kind, bytes; the rest zero) to `g`, failing the test
+ * with the library's message when it is refused; returns its id. */
+uint32_t tu_add_tensor(nnmem_graph_t *g, const char *name,
+                       nnmem_tensor_kind_t kind, uint64_t bytes);
+
 /* The shared data folder ($NNMEM_DATA_DIR) or NULL when absent. */
 const char *tu_data_dir(void);
 

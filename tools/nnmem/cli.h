@@ -171,6 +171,10 @@ nnmem_status_t cli_read_csv(const char *path, uint64_t max_bytes,
                             nnmem_csv_t **out, nnmem_diag_t *diag);
 /* Parses --max-input-size; 0 or the usage exit code. */
 int cli_parse_max_input(const char *cmd, const char *v, uint64_t *out);
+/* Parses --align (a size, a power of two >= 1) and --capacity (a size > 0)
+ * for `cmd`; 0 (*out set) or the usage exit code (message printed). */
+int cli_parse_align(const char *cmd, const char *v, uint64_t *out);
+int cli_parse_capacity(const char *cmd, const char *v, uint64_t *out);
 
 /* ---- outputs.c ---- */
 

@@ -69,15 +69,11 @@ static void print_inspect_help(void) {
 
 static int set_inspect_option(void *opts, int id, const char *v) {
   inspect_opts_t *o = opts;
-  const char *why = NULL;
   switch (id) {
     case I_JSON:
       return cli_json_option("inspect", v, &o->json);
     case I_ALIGN:
-      if (cli_parse_size(v, &o->align, &why) != 0 || !nnmem__is_pow2(o->align))
-        return cli_usage_error("inspect", "bad --align '%s': %s", v,
-                               why ? why : "must be a power of two >= 1");
-      return 0;
+      return cli_parse_align("inspect", v, &o->align);
     case I_MAX_INPUT:
       return cli_parse_max_input("inspect", v, &o->max_input);
     case I_DIM:

@@ -252,20 +252,9 @@ static int set_option(void *opts, int id, const char *v) {
       }
       return 0;
     case OPT_ALIGN:
-      if (cli_parse_size(v, &n, &why) != 0)
-        return cli_usage_error("plan", "bad --align '%s': %s", v, why);
-      if (!nnmem__is_pow2(n))
-        return cli_usage_error(
-            "plan", "bad --align '%s': must be a power of two >= 1", v);
-      o->align = n;
-      return 0;
+      return cli_parse_align("plan", v, &o->align);
     case OPT_CAPACITY:
-      if (cli_parse_size(v, &n, &why) != 0)
-        return cli_usage_error("plan", "bad --capacity '%s': %s", v, why);
-      if (n == 0)
-        return cli_usage_error("plan", "bad --capacity '%s': must be > 0", v);
-      o->capacity = n;
-      return 0;
+      return cli_parse_capacity("plan", v, &o->capacity);
     case OPT_TIME_LIMIT:
       if (cli_parse_seconds(v, &o->time_limit_s, &why) != 0)
         return cli_usage_error("plan", "bad --time-limit '%s': %s", v, why);

@@ -137,9 +137,12 @@ static void print_verify_help(void) {
 
 static int set_verify_option(void *opts, int id, const char *v) {
   verify_opts_t *o = opts;
-  const char *why = NULL;
-  uint64_t n = 0;
   switch (id) {
+    case VOPT_ALIGN:
+      o->align_given = 1;
+      return cli_parse_align("verify", v, &o->align);
+    case VOPT_CAPACITY:
+      return cli_parse_capacity("verify", v, &o->capacity);
     case VOPT_QUIET:
       o->quiet = 1;
       return 0;
@@ -158,22 +161,6 @@ static int set_verify_option(void *opts, int id, const char *v) {
       return cli_onnx_option("verify", &o->onnx, "layout", v);
     case VOPT_STRICT:
       return cli_onnx_option("verify", &o->onnx, "strict", v);
-  }
-  const char *name = id == VOPT_ALIGN ? "--align" : "--capacity";
-  if (cli_parse_size(v, &n, &why) != 0)
-    return cli_usage_error("verify", "bad %s '%s': %s", name, v, why);
-  if (id == VOPT_ALIGN && !nnmem__is_pow2(n))
-    return cli_usage_error("verify",
-                           "bad --align '%s': must be a power of "
-                           "two >= 1",
-                           v);
-  if (id == VOPT_CAPACITY && n == 0)
-    return cli_usage_error("verify", "bad --capacity '%s': must be > 0", v);
-  if (id == VOPT_ALIGN) {
-    o->align = n;
-    o->align_given = 1;
-  } else {
-    o->capacity = n;
   }
   return 0;
 }

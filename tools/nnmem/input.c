@@ -19,6 +19,8 @@
  * another extension (and
  *      "-"): the sniffed format is used. Empty and undecidable content goes
  *      to the expected parser, whose messages cover it.
+ * Also here: the size options several commands parse alike
+ * (--max-input-size, --align, --capacity), with the same messages.
  * Thread-safety: single-threaded program. */
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +142,29 @@ void cli_input_free(cli_input_t *in) {
   free(in->data);
   in->data = NULL;
   in->len = 0;
+}
+
+int cli_parse_align(const char *cmd, const char *v, uint64_t *out) {
+  const char *why = NULL;
+  uint64_t n = 0;
+  if (cli_parse_size(v, &n, &why) != 0)
+    return cli_usage_error(cmd, "bad --align '%s': %s", v, why);
+  if (!nnmem__is_pow2(n))
+    return cli_usage_error(cmd, "bad --align '%s': must be a power of two >= 1",
+                           v);
+  *out = n;
+  return 0;
+}
+
+int cli_parse_capacity(const char *cmd, const char *v, uint64_t *out) {
+  const char *why = NULL;
+  uint64_t n = 0;
+  if (cli_parse_size(v, &n, &why) != 0)
+    return cli_usage_error(cmd, "bad --capacity '%s': %s", v, why);
+  if (n == 0)
+    return cli_usage_error(cmd, "bad --capacity '%s': must be > 0", v);
+  *out = n;
+  return 0;
 }
 
 int cli_parse_max_input(const char *cmd, const char *v, uint64_t *out) {
