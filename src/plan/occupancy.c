@@ -9,7 +9,10 @@
  *
  * Construction:
  *   1. compress the distinct lifetime endpoints to ranks 0..T; buffer
- *      [first, last) covers the elementary slots [rank(first), rank(last));
+ *      [first, last) covers the elementary slots [rank(first), rank(last))
+ *      (one LSD radix sort of the 2n endpoints with their buffers, ranks
+ *      read off in one sweep: O(n) per byte in which times differ, no
+ *      comparisons, no binary search: this runs once per ordering);
  *   2. a bottom-up segment tree with N >= T leaves (node 1 the root, node v
  *      has children 2v and 2v+1, leaf s is node N + s).
  * Each node v keeps two sets of disjoint, sorted, merged ranges:
@@ -66,7 +69,8 @@
  *
  * Skyline mode (the placement engine past a deadline): only "the highest
  * end among placed buffers live with i" is asked, from a max segment tree
- * over the same slots: sky_tag(v) = an end applied to every slot of v
+ * over the same slots (sky[v], both values of a node side by side):
+ * sky_tag(v) = an end applied to every slot of v
  * (set on the canonical nodes of an add), sky_mx(v) >= every end applied
  * to some slot of v (raised on the two boundary paths and, through the
  * tags, on the canonical nodes). top(i) = max of sky_mx over i's canonical
@@ -106,6 +110,12 @@ typedef struct rset {
   uint64_t maxcnt; /* how many gaps are maxgap long (0 if none) */
 } rset_t;
 
+/* A skyline node: mx >= every end applied to some slot of the node, tag
+ * an end applied to every slot of it. */
+typedef struct sky {
+  uint64_t mx, tag;
+} sky_t;
+
 struct nnmem__occ {
   size_t nbuf;
   uint32_t leaves;     /* N, a power of two */
@@ -115,69 +125,98 @@ struct nnmem__occ {
   rset_t *below;       /* 2N sets */
   uint8_t *queried;    /* 2N flags: a canonical node of some buffer, so its
                           below set is read by some query */
-  uint64_t *sky_mx;    /* skyline mode: 2N, max end over the node's slots */
-  uint64_t *sky_tag;   /* 2N, an end applied to every slot of the node */
+  sky_t *sky;          /* skyline mode: 2N nodes, a node's two values side by
+                          side (one miss for both) */
   nnmem__range_t *tmp; /* query scratch: candidate gaps */
   size_t tmp_cap;
 };
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
+/* A lifetime endpoint: time t of buffer who / 2, its start when who is
+ * even, its end when odd. */
+typedef struct endpoint {
+  uint64_t t;
+  uint64_t who;
+} endpoint_t;
 
-/* Rank of t among the sorted distinct times (binary search). */
-static uint32_t rank_of(const uint64_t *times, size_t m, uint64_t t) {
-  size_t lo = 0, hi = m;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (times[mid] < t)
-      lo = mid + 1;
-    else
-      hi = mid;
+/* Sorts e[0..m) by t, stably: LSD radix sort on the bytes where the times
+ * differ (one counting pass for all eight, then one scatter per byte that
+ * is not the same in every time). O(m) per byte; `tmp` has room for m.
+ * Returns the sorted array (e or tmp). */
+static endpoint_t *sort_endpoints(endpoint_t *e, endpoint_t *tmp, size_t m) {
+  static const unsigned B = 8;
+  size_t(*cnt)[256] = calloc(B, sizeof *cnt);
+  if (!cnt) return NULL;
+  for (size_t i = 0; i < m; i++)
+    for (unsigned d = 0; d < B; d++)
+      cnt[d][(e[i].t >> (8 * d)) & 255]++;
+  for (unsigned d = 0; d < B; d++) {
+    int same = 0;
+    for (unsigned v = 0; v < 256 && !same; v++)
+      same = cnt[d][v] == m;
+    if (same) continue; /* this byte orders nothing */
+    size_t pos = 0;
+    for (unsigned v = 0; v < 256; v++) {
+      size_t c = cnt[d][v];
+      cnt[d][v] = pos;
+      pos += c;
+    }
+    for (size_t i = 0; i < m; i++)
+      tmp[cnt[d][(e[i].t >> (8 * d)) & 255]++] = e[i];
+    endpoint_t *sw = e;
+    e = tmp, tmp = sw;
   }
-  return (uint32_t)lo;
+  free(cnt);
+  return e;
 }
 
 nnmem_status_t nnmem__occ_create(const nnmem_problem_t *p, nnmem__occ_t **out) {
-  size_t n = nnmem_problem_count(p), m = 0;
+  size_t n = nnmem_problem_count(p), m = 2 * n;
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   nnmem__occ_t *o = calloc(1, sizeof *o);
-  uint64_t *times = malloc((n ? 2 * n : 1) * sizeof *times);
-  if (!o || !times) goto nomem;
-  for (size_t i = 0; i < n; i++) {
-    times[m++] = b[i].first;
-    times[m++] = b[i].last;
-  }
-  qsort(times, m, sizeof *times, cmp_u64);
-  size_t u = 0;
-  for (size_t i = 0; i < m; i++)
-    if (u == 0 || times[u - 1] != times[i]) times[u++] = times[i];
-  o->leaves = 1;
-  while (o->leaves < u)
-    o->leaves *= 2;
+  endpoint_t *ev = malloc((m ? m : 1) * sizeof *ev);
+  endpoint_t *tmp = malloc((m ? m : 1) * sizeof *tmp), *sorted = NULL;
+  if (!o || !ev || !tmp) goto nomem;
   o->nbuf = n;
   o->slot_lo = malloc((n ? n : 1) * sizeof *o->slot_lo);
   o->slot_hi = malloc((n ? n : 1) * sizeof *o->slot_hi);
+  if (!o->slot_lo || !o->slot_hi) goto nomem;
+  for (size_t i = 0; i < n; i++) {
+    ev[2 * i] = (endpoint_t){b[i].first, 2 * i};
+    ev[2 * i + 1] = (endpoint_t){b[i].last, 2 * i + 1};
+  }
+  if (!(sorted = sort_endpoints(ev, tmp, m))) goto nomem;
+  uint32_t u = 0; /* step 1: rank = index among the distinct times */
+  for (size_t k = 0; k < m; k++) {
+    if (k > 0 && sorted[k].t != sorted[k - 1].t) u++;
+    uint64_t w = sorted[k].who;
+    if (w & 1)
+      o->slot_hi[w / 2] = u;
+    else
+      o->slot_lo[w / 2] = u;
+  }
+  u += m > 0; /* the number of distinct times */
+  free(ev);
+  free(tmp);
+  ev = tmp = NULL;
+  o->leaves = 1;
+  while (o->leaves < u)
+    o->leaves *= 2;
   o->cover = calloc(2 * (size_t)o->leaves, sizeof *o->cover);
   o->below = calloc(2 * (size_t)o->leaves, sizeof *o->below);
   o->queried = calloc(2 * (size_t)o->leaves, 1);
-  if (!o->slot_lo || !o->slot_hi || !o->cover || !o->below || !o->queried)
-    goto nomem;
+  if (!o->cover || !o->below || !o->queried) goto nomem;
   for (size_t i = 0; i < n; i++) {
-    o->slot_lo[i] = rank_of(times, u, b[i].first);
-    o->slot_hi[i] = rank_of(times, u, b[i].last);
     uint32_t l = o->slot_lo[i] + o->leaves, r = o->slot_hi[i] + o->leaves;
     for (; l < r; l >>= 1, r >>= 1) { /* the canonical nodes */
       if (l & 1) o->queried[l++] = 1;
       if (r & 1) o->queried[--r] = 1;
     }
   }
-  free(times);
   *out = o;
   return NNMEM_OK;
 nomem:
-  free(times);
+  free(ev);
+  free(tmp);
   nnmem__occ_destroy(o);
   return NNMEM_ERR_NOMEM;
 }
@@ -192,8 +231,7 @@ void nnmem__occ_destroy(nnmem__occ_t *o) {
   free(o->cover);
   free(o->below);
   free(o->queried);
-  free(o->sky_mx);
-  free(o->sky_tag);
+  free(o->sky);
   free(o->tmp);
   free(o->slot_lo);
   free(o->slot_hi);
@@ -433,25 +471,24 @@ nnmem_status_t nnmem__occ_gaps(nnmem__occ_t *o, size_t i, uint64_t size,
 }
 
 nnmem_status_t nnmem__occ_sky_start(nnmem__occ_t *o) {
-  o->sky_mx = calloc(2 * (size_t)o->leaves, sizeof *o->sky_mx);
-  o->sky_tag = calloc(2 * (size_t)o->leaves, sizeof *o->sky_tag);
-  return o->sky_mx && o->sky_tag ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  o->sky = calloc(2 * (size_t)o->leaves, sizeof *o->sky);
+  return o->sky ? NNMEM_OK : NNMEM_ERR_NOMEM;
 }
 
 void nnmem__occ_sky_add(nnmem__occ_t *o, size_t i, uint64_t end) {
   uint32_t nl = o->leaves, l = o->slot_lo[i] + nl, r = o->slot_hi[i] + nl;
   for (uint32_t a = l, z = r - 1; a >= 1; a >>= 1, z >>= 1) {
-    if (o->sky_mx[a] < end) o->sky_mx[a] = end; /* paths: a slot of i */
-    if (o->sky_mx[z] < end) o->sky_mx[z] = end;
+    if (o->sky[a].mx < end) o->sky[a].mx = end; /* paths: a slot of i */
+    if (o->sky[z].mx < end) o->sky[z].mx = end;
   }
   for (; l < r; l >>= 1, r >>= 1) { /* canonical nodes: every slot */
     if (l & 1) {
-      if (o->sky_tag[l] < end) o->sky_tag[l] = end;
+      if (o->sky[l].tag < end) o->sky[l].tag = end;
       l++;
     }
     if (r & 1) {
       --r;
-      if (o->sky_tag[r] < end) o->sky_tag[r] = end;
+      if (o->sky[r].tag < end) o->sky[r].tag = end;
     }
   }
 }
@@ -460,12 +497,12 @@ uint64_t nnmem__occ_sky_top(const nnmem__occ_t *o, size_t i) {
   uint32_t nl = o->leaves, l = o->slot_lo[i] + nl, r = o->slot_hi[i] + nl;
   uint64_t top = 0;
   for (uint32_t a = l, z = r - 1; a >= 1; a >>= 1, z >>= 1) {
-    top = nnmem__max_u64(top, o->sky_tag[a]); /* applies to slot l */
-    top = nnmem__max_u64(top, o->sky_tag[z]); /* applies to slot r - 1 */
+    top = nnmem__max_u64(top, o->sky[a].tag); /* applies to slot l */
+    top = nnmem__max_u64(top, o->sky[z].tag); /* applies to slot r - 1 */
   }
   for (; l < r; l >>= 1, r >>= 1) { /* every slot of a canonical node */
-    if (l & 1) top = nnmem__max_u64(top, o->sky_mx[l++]);
-    if (r & 1) top = nnmem__max_u64(top, o->sky_mx[--r]);
+    if (l & 1) top = nnmem__max_u64(top, o->sky[l++].mx);
+    if (r & 1) top = nnmem__max_u64(top, o->sky[--r].mx);
   }
   return top;
 }
