@@ -22,6 +22,10 @@
  *                   with every buffer active, deactivated once ordered, so
  *                   each buffer is reported once: O(n log n + sum k log k).
  *
+ * The key orderings sort their keys with an LSD radix sort (sort_keys):
+ * O(n) per key byte that differs between buffers, the same order as the
+ * comparison key_cmp.
+ *
  * Thread-safety: reentrant. */
 #include <stdlib.h>
 #include <string.h>
