@@ -406,6 +406,8 @@ static size_t cut_gaps(const nnmem__range_t *c, size_t nc,
     }                                                          \
   } while (0)
 
+/* The gap search of the file comment, its steps numbered the same (one
+ * function, longer than most: the steps share the gathered sets). */
 nnmem_status_t nnmem__occ_gaps(nnmem__occ_t *o, size_t i, uint64_t size,
                                nnmem__range_t **out, size_t *n, size_t *cap,
                                uint64_t *top_out) {
