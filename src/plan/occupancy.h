@@ -7,7 +7,8 @@
 
 typedef struct nnmem__occ nnmem__occ_t;
 
-/* A query that would return more ranges than this returns [0, top). */
+/* A query whose sets hold more ranges than this (solid sets counted as one)
+ * answers no gap, only the top: the cut (occupancy.c). */
 #define NNMEM__OCC_MAX_RANGES 4096
 
 /* An address range [lo, hi). */
@@ -23,17 +24,17 @@ void nnmem__occ_destroy(nnmem__occ_t *o);
 nnmem_status_t nnmem__occ_add(nnmem__occ_t *o, size_t i, uint64_t lo,
                               uint64_t hi);
 
-/* Collects address ranges covering the union U of the ranges of the added
- * buffers whose lifetimes intersect buffer `i`'s, coarsened for `size`
- * bytes: the union of the result is U with some gaps of U shorter than
- * `size` filled in, so it has exactly the same gaps of `size` bytes or more
- * and the same top; when that would take more than NNMEM__OCC_MAX_RANGES
- * ranges, the one range [0, top) instead (the cut: see occupancy.c). The
- * ranges may overlap and come unsorted. *out is
+/* Writes to *out the gaps of at least `size` bytes, sorted by address,
+ * of the union U of the ranges of the added buffers whose lifetimes
+ * intersect buffer `i`'s: the maximal free ranges below the top of U
+ * (the top goes to *top). When the sets to read hold more than
+ * NNMEM__OCC_MAX_RANGES ranges after coarsening (the cut: see
+ * occupancy.c) or `size` is UINT64_MAX, no gaps, only the top. *out is
  * grown as needed (capacity *cap); returns the count in *n. Not const: it
- * tightens the sets' gap bounds as it reads them. */
-nnmem_status_t nnmem__occ_query(nnmem__occ_t *o, size_t i, uint64_t size,
-                                nnmem__range_t **out, size_t *n, size_t *cap);
+ * uses scratch kept in the map. */
+nnmem_status_t nnmem__occ_gaps(nnmem__occ_t *o, size_t i, uint64_t size,
+                               nnmem__range_t **out, size_t *n, size_t *cap,
+                               uint64_t *top);
 
 /* Skyline mode (see occupancy.c): after sky_start, sky_add records that
  * buffer `i` ends at `end` and sky_top answers the largest end recorded

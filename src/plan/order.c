@@ -22,8 +22,13 @@
  *                   with every buffer active, deactivated once ordered, so
  *                   each buffer is reported once: O(n log n + sum k log k).
  *
+ * The key orderings sort their keys with an LSD radix sort (sort_keys):
+ * O(n) per key byte that differs between buffers, the same order as the
+ * comparison key_cmp.
+ *
  * Thread-safety: reentrant. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/util.h"
 #include "plan/itree.h"
@@ -41,6 +46,56 @@ static int key_cmp(const void *a, const void *b) {
   if (x->k2 != y->k2) return x->k2 > y->k2 ? -1 : 1;
   if (x->k3 != y->k3) return x->k3 < y->k3 ? -1 : 1;
   return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Field f of a key as an ascending digit source: k3 as is, k1 and k2
+ * complemented (they compare descending). */
+static uint64_t key_field(const key_t_ *k, int f) {
+  return f == 0 ? k->k3 : f == 1 ? ~k->k2 : ~k->k1;
+}
+
+/* Sorts keys[0..n) built in index order into key_cmp order: an LSD radix
+ * sort (stable, so equal keys stay in index order, key_cmp's last tie
+ * break) by k3, then k2, then k1, one byte at a time, skipping bytes that
+ * are the same in every key. O(n) per byte that differs, against the
+ * O(n log n) comparisons of qsort: this runs once per ordering on every
+ * buffer. Falls back to qsort when the scratch cannot be allocated. */
+static void sort_keys(key_t_ *keys, size_t n) {
+  key_t_ *tmp = malloc((n ? n : 1) * sizeof *tmp), *a = keys, *b = tmp;
+  size_t(*cnt)[256] = calloc(8, sizeof *cnt);
+  if (!tmp || !cnt) {
+    free(tmp);
+    free(cnt);
+    qsort(keys, n, sizeof *keys, key_cmp);
+    return;
+  }
+  for (int f = 0; f < 3; f++) {
+    memset(cnt, 0, 8 * sizeof *cnt);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t v = key_field(&a[i], f);
+      for (unsigned d = 0; d < 8; d++)
+        cnt[d][(v >> (8 * d)) & 255]++;
+    }
+    for (unsigned d = 0; d < 8; d++) {
+      int same = 0;
+      for (unsigned v = 0; v < 256 && !same; v++)
+        same = cnt[d][v] == n;
+      if (same) continue; /* this byte orders nothing */
+      size_t pos = 0;
+      for (unsigned v = 0; v < 256; v++) {
+        size_t c = cnt[d][v];
+        cnt[d][v] = pos;
+        pos += c;
+      }
+      for (size_t i = 0; i < n; i++)
+        b[cnt[d][(key_field(&a[i], f) >> (8 * d)) & 255]++] = a[i];
+      key_t_ *sw = a;
+      a = b, b = sw;
+    }
+  }
+  if (a != keys) memcpy(keys, a, n * sizeof *keys);
+  free(tmp);
+  free(cnt);
 }
 
 /* Size class: floor(log2(size)) >> shift (0 for empty buffers). */
@@ -82,7 +137,7 @@ static nnmem_status_t sort_by(const nnmem_problem_t *p, uint64_t align, int how,
     }
     keys[i] = k;
   }
-  qsort(keys, n, sizeof *keys, key_cmp);
+  sort_keys(keys, n);
   for (size_t i = 0; i < n; i++)
     order[i] = keys[i].idx;
   free(keys);

@@ -4,22 +4,22 @@
  * time (TFLite's ArenaPlanner / XLA's GlobalDecreasingSizeBestFitHeap idea).
  *
  * For each buffer x in order:
- *   1. ask the occupancy map (occupancy.c) for the address ranges taken by
- *      placed buffers whose lifetimes intersect x's: O(log T) merged sets,
- *      so the cost follows the number of separate ranges, not the number
- *      of overlapping buffers;
- *   2. sort those ranges by offset and sweep them, merging overlaps, to
- *      list the free gaps below their top;
- *   3. best fit: the smallest gap whose aligned start leaves room for x
+ *   1. ask the occupancy map (occupancy.c) for the free gaps of at least
+ *      x's size, sorted by offset, left by the placed buffers whose
+ *      lifetimes intersect x's, and their top: O(log T) merged sets cut
+ *      down to the gaps, so the cost follows the number of separate
+ *      ranges, not the number of overlapping buffers, and nothing is
+ *      sorted;
+ *   2. best fit: the smallest gap whose aligned start leaves room for x
  *      (ties: the lowest); first fit: the lowest such gap; none fits: put x
- *      at the aligned top of the ranges;
- *   4. record x's range in the occupancy map.
+ *      at the aligned top;
+ *   3. record x's range in the occupancy map.
  * Past the deadline of a run that must finish (ctl->must_finish), the map
  * switches to its skyline mode (occupancy.c) and each remaining x goes on
  * top of the placed buffers live with it, no gap search: O(log T) a
  * buffer, so the run ends soon after the deadline with a valid plan.
  *
- * Time x address picture of step 2 for x live on [a, b):
+ * Time x address picture of step 1 for x live on [a, b):
  *
  *   address ^      +----+                    gaps: [0,2) [5,7) top 9
  *         9 |      | p3 |  +---+
@@ -52,104 +52,33 @@ uint64_t nnmem__padded_size(const nnmem_buffer_t *b, uint64_t align) {
 
 typedef nnmem__range_t span_t; /* [offset, end) taken by placed buffers */
 
-/* Quicksort by offset (median of three, insertion sort below 16
- * elements, recursion on the smaller side only: O(log k) stack). */
-static void quicksort_spans(span_t *a, size_t n) {
-  while (n > 16) {
-    span_t *m = a + n / 2, *z = a + n - 1, t;
-    if (m->lo < a->lo) t = *m, *m = *a, *a = t;
-    if (z->lo < a->lo) t = *z, *z = *a, *a = t;
-    if (z->lo < m->lo) t = *z, *z = *m, *m = t;
-    uint64_t pivot = m->lo;
-    size_t i = 0, j = n - 1;
-    for (;;) {
-      while (a[i].lo < pivot)
-        i++;
-      while (a[j].lo > pivot)
-        j--;
-      if (i >= j) break;
-      t = a[i], a[i] = a[j], a[j] = t;
-      i++, j--;
-    }
-    if (j + 1 < n - j - 1) { /* [0, j] <= pivot <= [j + 1, n) */
-      quicksort_spans(a, j + 1);
-      a += j + 1, n -= j + 1;
-    } else {
-      quicksort_spans(a + j + 1, n - j - 1);
-      n = j + 1;
-    }
-  }
-  for (size_t i = 1; i < n; i++) {
-    span_t v = a[i];
-    size_t j = i;
-    for (; j > 0 && a[j - 1].lo > v.lo; j--)
-      a[j] = a[j - 1];
-    a[j] = v;
-  }
-}
-
-/* Sorts spans by offset. This dominates planning time (k is in the
- * hundreds on long traces), so it first distributes the spans into about
- * k buckets by the offset's top bits (one counting pass), then sorts each
- * bucket: O(k) when offsets are spread out, O(k log k) at worst. Reads
- * `in`, writes `a`; `cnt` is scratch for k + 2 counters. */
-static void sort_spans(const span_t *in, span_t *a, size_t k, uint32_t *cnt,
-                       uint64_t top) {
-  if (k == 0) return; /* `in` may be NULL then */
-  if (k < 32) {
-    memcpy(a, in, k * sizeof *a);
-    quicksort_spans(a, k);
-    return;
-  }
-  unsigned lb = 0;
-  while ((2ull << lb) <= k)
-    lb++; /* 2^lb <= k < 2^(lb+1) */
-  unsigned bits = 64 - (unsigned)__builtin_clzll(top | 1);
-  unsigned shift = bits > lb ? bits - lb : 0;
-  size_t nb = (size_t)1 << lb;
-  for (size_t i = 0; i <= nb; i++)
-    cnt[i] = 0;
-  for (size_t i = 0; i < k; i++)
-    cnt[(in[i].lo >> shift) + 1]++;
-  for (size_t i = 1; i <= nb; i++)
-    cnt[i] += cnt[i - 1];
-  for (size_t i = 0; i < k; i++)
-    a[cnt[in[i].lo >> shift]++] = in[i];
-  /* now cnt[b] is the end of bucket b */
-  for (size_t b = 0, lo = 0; b < nb; lo = cnt[b++])
-    if (cnt[b] - lo > 1) quicksort_spans(a + lo, cnt[b] - lo);
-}
-
-/* Chooses an offset for `size` bytes aligned to `al` among the gaps left
- * by `spans` (sorted by offset). Returns 1 on overflow. */
-static int choose_gap(const span_t *spans, size_t k, uint64_t size, uint64_t al,
-                      nnmem__fit_t fit, uint64_t *off) {
-  uint64_t cur = 0, best_gap = UINT64_MAX, best_off = 0;
+/* Chooses an offset for `size` bytes aligned to `al` among `gaps`
+ * (sorted by address, free below `top`). Returns 1 on overflow. */
+static int choose_gap(const span_t *gaps, size_t k, uint64_t top, uint64_t size,
+                      uint64_t al, nnmem__fit_t fit, uint64_t *off) {
+  uint64_t best_gap = UINT64_MAX, best_off = 0;
   int found = 0;
   for (size_t i = 0; i < k; i++) {
-    if (spans[i].lo > cur) {
-      uint64_t s;
-      if (!nnmem__align_up(cur, al, &s) && s <= spans[i].lo &&
-          spans[i].lo - s >= size) {
-        uint64_t gap = spans[i].lo - cur;
-        if (fit == NNMEM__FIT_FIRST) {
-          *off = s;
-          return 0;
-        }
-        if (gap < best_gap) {
-          best_gap = gap;
-          best_off = s;
-          found = 1;
-        }
+    uint64_t s;
+    if (!nnmem__align_up(gaps[i].lo, al, &s) && s <= gaps[i].hi &&
+        gaps[i].hi - s >= size) {
+      uint64_t gap = gaps[i].hi - gaps[i].lo;
+      if (fit == NNMEM__FIT_FIRST) {
+        *off = s;
+        return 0;
+      }
+      if (gap < best_gap) {
+        best_gap = gap;
+        best_off = s;
+        found = 1;
       }
     }
-    if (spans[i].hi > cur) cur = spans[i].hi;
   }
   if (found) {
     *off = best_off;
     return 0;
   }
-  return nnmem__align_up(cur, al, off);
+  return nnmem__align_up(top, al, off);
 }
 
 /* Switches the map to skyline mode holding the ends of the first `j`
@@ -169,29 +98,24 @@ static nnmem_status_t start_rush(nnmem__occ_t *occ, const nnmem_problem_t *p,
   return st;
 }
 
-/* Scratch arrays of the gap search, grown as needed. */
+/* Scratch array of the gap search, grown as needed. */
 typedef struct scratch {
-  nnmem__range_t *taken, *sorted;
-  uint32_t *cnt;
-  size_t cap, sorted_cap, cnt_cap;
+  nnmem__range_t *gaps;
+  size_t cap;
 } scratch_t;
 
-/* Steps 1-3 for buffer x: its offset among the gaps (NNMEM_ERR_OVERFLOW
+/* Steps 1-2 for buffer x: its offset among the gaps (NNMEM_ERR_OVERFLOW
  * when aligning it passes 2^64 - 1). */
 static nnmem_status_t find_offset(nnmem__occ_t *occ, scratch_t *sc, size_t x,
                                   uint64_t size, uint64_t al, nnmem__fit_t fit,
-                                  uint64_t top, uint64_t *off) {
+                                  uint64_t *off) {
   size_t k = 0;
-  nnmem_status_t st = nnmem__occ_query(occ, x, size, &sc->taken, &k, &sc->cap);
-  if (!st)
-    st = nnmem__grow((void **)&sc->sorted, &sc->sorted_cap, k,
-                     sizeof *sc->sorted);
-  if (!st)
-    st = nnmem__grow((void **)&sc->cnt, &sc->cnt_cap, k + 2, sizeof *sc->cnt);
+  uint64_t top = 0;
+  nnmem_status_t st =
+      nnmem__occ_gaps(occ, x, size, &sc->gaps, &k, &sc->cap, &top);
   if (st) return st;
-  sort_spans(sc->taken, sc->sorted, k, sc->cnt, top);
-  return choose_gap(sc->sorted, k, size, al, fit, off) ? NNMEM_ERR_OVERFLOW
-                                                       : NNMEM_OK;
+  return choose_gap(sc->gaps, k, top, size, al, fit, off) ? NNMEM_ERR_OVERFLOW
+                                                          : NNMEM_OK;
 }
 
 /* Reads the clock every NNMEM__PLACE_CLOCK_EVERY buffers: 1 once the
@@ -235,7 +159,7 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                ? NNMEM_ERR_OVERFLOW
                : NNMEM_OK;
     else
-      st = find_offset(occ, &sc, x, size, al, fit, top, &offsets[x]);
+      st = find_offset(occ, &sc, x, size, al, fit, &offsets[x]);
     if (st == NNMEM_OK && nnmem__add_overflow(offsets[x], size, &end))
       st = NNMEM_ERR_OVERFLOW;
     if (st == NNMEM_ERR_OVERFLOW) ctl->overflow_buf = x;
@@ -250,9 +174,7 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
     else
       st = nnmem__occ_add(occ, x, offsets[x], end);
   }
-  free(sc.taken);
-  free(sc.sorted);
-  free(sc.cnt);
+  free(sc.gaps);
   nnmem__occ_destroy(occ);
   if (st == NNMEM_OK) *height = top;
   return st;
