@@ -15,6 +15,14 @@ err_has "over the limit"
 err_has "--max-input-size"
 expect_error plan "$T/p.csv" --max-input-size 10 --out "$OUT"
 err_has "over the limit"
+#    the sizes read as sizes: "... is 61 B, over the limit of 10 B;", not
+#    "10 B bytes ()"
+err_matches "p.csv: the input is [0-9]+ B, over the limit of 10 B; raise it"
+LAST_CMD="cat p.csv | nnmem plan - --max-input-size 10"
+cat "$T/p.csv" | "$NNMEM_BIN" plan - --max-input-size 10 >"$T/stdout" \
+  2>"$T/stderr"
+[ $? -eq 1 ] || fail "expected exit 1"
+err_has "standard input: the input is over the limit of 10 B (stopped reading after 11 B); raise it"
 expect_rc 0 plan "$T/p.csv" --max-input-size 1K --quiet
 expect_error plan "$T/p.csv" --max-input-size 0
 expect_error plan "$T/p.csv" --max-input-size lots
