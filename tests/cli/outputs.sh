@@ -146,4 +146,14 @@ if [ "$(id -u)" = 0 ] && mkdir "$T/tiny" &&
   umount "$T/tiny"
 fi
 
+# An empty file name is a usage error before anything is planned (it used
+# to plan, then fail with the internal "output set: bad argument", or call
+# two empty names "named twice").
+for opt in --profile --svg --html --trace-json; do
+  expect_error plan "$T/p.csv" "$opt" ''
+  err_has "$opt '': the file name is empty"
+done
+expect_error plan "$T/p.csv" --html '' --trace-json ''
+err_has "the file name is empty"
+
 finish
