@@ -27,7 +27,8 @@
  * Every failure unlinks the temporaries, so the targets keep their old bytes.
  *
  * Invariant: an entry's `tmp_live` is 1 exactly while its temporary file
- * exists; nnmem__outset_unlink_temps only reads the list and calls unlink.
+ * exists, and the entry is in the list before its temporary is created;
+ * nnmem__outset_unlink_temps only reads the list and calls unlink.
  * Complexity: O(total bytes). Thread-safety: a set belongs to one thread. */
 #define _DEFAULT_SOURCE /* realpath, fsync */
 #include "common/outset.h"
@@ -236,6 +237,13 @@ static nnmem_status_t add(nnmem__outset_t *s, const char *path,
     free(e);
     return nnmem__diag(diag, NNMEM_ERR_NOMEM, "%s: out of memory", path);
   }
+  /* append first (commit writes devices in the order added): a signal
+   * handler calling nnmem__outset_unlink_temps while the temporary is being
+   * written and synced must find it in the list */
+  entry_t *volatile *link = &s->head;
+  while (*link)
+    link = &(*link)->next;
+  *link = e;
   nnmem_status_t st = resolve(e, diag);
   if (st == NNMEM_OK && e->device) {
     e->fn = fn;
@@ -252,14 +260,10 @@ static nnmem_status_t add(nnmem__outset_t *s, const char *path,
   if (st != NNMEM_OK) {
     if (st == NNMEM_ERR_NOMEM && !(diag && diag->message[0]))
       nnmem__diag(diag, st, "%s: out of memory", path);
+    *link = NULL; /* e is the last entry */
     entry_free(e);
     return st;
   }
-  /* append (commit writes devices in the order added) */
-  entry_t *volatile *link = &s->head;
-  while (*link)
-    link = &(*link)->next;
-  *link = e;
   return NNMEM_OK;
 }
 
