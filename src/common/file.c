@@ -42,11 +42,16 @@ static const char *human(uint64_t n, char *buf, size_t cap) {
 static nnmem_status_t too_large(const char *path, uint64_t size, int exact,
                                 uint64_t max, nnmem_diag_t *diag) {
   char a[32], b[32];
+  if (exact) /* a regular file: its size is known */
+    return nnmem__diag(diag, NNMEM_ERR_UNSUPPORTED,
+                       "%s: the input is %s, over the limit of %s; raise it "
+                       "with --max-input-size",
+                       path, human(size, a, sizeof a), human(max, b, sizeof b));
+  /* a stream: only the bytes read so far are known */
   return nnmem__diag(diag, NNMEM_ERR_UNSUPPORTED,
-                     "%s: the input is %s%s, over the limit of %s bytes "
-                     "(%s); raise it with --max-input-size",
-                     path, exact ? "" : "over ", human(size, a, sizeof a),
-                     human(max, b, sizeof b), exact ? "" : "still reading");
+                     "%s: the input is over the limit of %s (stopped reading "
+                     "after %s); raise it with --max-input-size",
+                     path, human(max, b, sizeof b), human(size, a, sizeof a));
 }
 
 /* Step 1 on an open stream: reads at most max + 1 bytes. */

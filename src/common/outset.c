@@ -6,10 +6,13 @@
  *      error (we do not create files through links: the user may not know
  *      where it points); a directory is an error;
  *   2. a target that exists and is not a regular file (a device such as
- *      /dev/null or /dev/full, a FIFO), and any existing path under /dev/
- *      or /proc/ (/dev/stdout names the shell's file), cannot be replaced
- *      atomically: it is a "device" output, kept in memory and written in
- *      place at commit;
+ *      /dev/null or /dev/full, a FIFO), and an existing link under /dev/
+ *      or /proc/ (/dev/stdout, /dev/fd/3: they name the shell's file),
+ *      cannot be replaced atomically: it is a "device" output, kept in
+ *      memory and written in place at commit (a regular file reached so is
+ *      truncated first, unless it is where standard output or error goes).
+ *      A plain regular file under /dev/ (/dev/shm/p.json) is an ordinary
+ *      target;
  *   3. otherwise check the name fits the file system (NAME_MAX), create a
  *      temporary "<dir>/.<name>.tmp-XXXXXX" next to the target with
  *      O_CREAT | O_EXCL and mode 0666 & ~umask (a replaced file keeps its
@@ -24,7 +27,8 @@
  * Every failure unlinks the temporaries, so the targets keep their old bytes.
  *
  * Invariant: an entry's `tmp_live` is 1 exactly while its temporary file
- * exists; nnmem__outset_unlink_temps only reads the list and calls unlink.
+ * exists, and the entry is in the list before its temporary is created;
+ * nnmem__outset_unlink_temps only reads the list and calls unlink.
  * Complexity: O(total bytes). Thread-safety: a set belongs to one thread. */
 #define _DEFAULT_SOURCE /* realpath, fsync */
 #include "common/outset.h"
@@ -102,13 +106,15 @@ static nnmem_status_t resolve(entry_t *e, nnmem_diag_t *diag) {
   int exists = stat(e->shown, &sb) == 0;
   if (exists && S_ISDIR(sb.st_mode))
     return nnmem__diag(diag, NNMEM_ERR_IO, "%s: is a directory", e->shown);
-  if (exists && (!S_ISREG(sb.st_mode) || is_device_path(e->shown))) {
+  struct stat lsb;
+  int is_link = lstat(e->shown, &lsb) == 0 && S_ISLNK(lsb.st_mode);
+  if (exists &&
+      (!S_ISREG(sb.st_mode) || (is_link && is_device_path(e->shown)))) {
     e->device = 1;
     e->target = nnmem__strdup(e->shown);
     return e->target ? NNMEM_OK : NNMEM_ERR_NOMEM;
   }
-  struct stat lsb;
-  if (lstat(e->shown, &lsb) == 0 && S_ISLNK(lsb.st_mode)) {
+  if (is_link) {
     if (!exists) {
       char to[512];
       ssize_t n = readlink(e->shown, to, sizeof to - 1);
@@ -231,6 +237,13 @@ static nnmem_status_t add(nnmem__outset_t *s, const char *path,
     free(e);
     return nnmem__diag(diag, NNMEM_ERR_NOMEM, "%s: out of memory", path);
   }
+  /* append first (commit writes devices in the order added): a signal
+   * handler calling nnmem__outset_unlink_temps while the temporary is being
+   * written and synced must find it in the list */
+  entry_t *volatile *link = &s->head;
+  while (*link)
+    link = &(*link)->next;
+  *link = e;
   nnmem_status_t st = resolve(e, diag);
   if (st == NNMEM_OK && e->device) {
     e->fn = fn;
@@ -247,14 +260,10 @@ static nnmem_status_t add(nnmem__outset_t *s, const char *path,
   if (st != NNMEM_OK) {
     if (st == NNMEM_ERR_NOMEM && !(diag && diag->message[0]))
       nnmem__diag(diag, st, "%s: out of memory", path);
+    *link = NULL; /* e is the last entry */
     entry_free(e);
     return st;
   }
-  /* append (commit writes devices in the order added) */
-  entry_t *volatile *link = &s->head;
-  while (*link)
-    link = &(*link)->next;
-  *link = e;
   return NNMEM_OK;
 }
 
@@ -272,7 +281,8 @@ nnmem_status_t nnmem__outset_add_fn(nnmem__outset_t *s, const char *path,
 }
 
 /* Commit step 1 for one device output: open in place (no O_CREAT: the
- * device exists; no O_TRUNC: a device has nothing to truncate). */
+ * device exists; O_TRUNC only for a regular file behind a /dev or /proc
+ * link). */
 static nnmem_status_t write_device(entry_t *e, nnmem_diag_t *diag) {
   int fd = -1;
   struct stat t, s;
@@ -282,7 +292,10 @@ static nnmem_status_t write_device(entry_t *e, nnmem_diag_t *diag) {
     if (stat(e->target, &t) == 0 && fstat(std, &s) == 0 &&
         t.st_dev == s.st_dev && t.st_ino == s.st_ino && S_ISREG(s.st_mode))
       fd = dup(std);
-  if (fd < 0) fd = open(e->target, O_WRONLY | O_NOCTTY);
+  /* a regular file behind a link such as /dev/fd/3 is rewritten whole:
+   * without O_TRUNC a shorter output would keep the old tail */
+  int trunc = fd < 0 && stat(e->target, &t) == 0 && S_ISREG(t.st_mode);
+  if (fd < 0) fd = open(e->target, O_WRONLY | O_NOCTTY | (trunc ? O_TRUNC : 0));
   if (fd < 0)
     return nnmem__diag(diag, NNMEM_ERR_IO, "%s: cannot open for writing: %s",
                        e->shown, strerror(errno));

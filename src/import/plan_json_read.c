@@ -7,7 +7,11 @@
  *   1. copy the text, turning every number token outside strings into a
  *      string that starts with the byte 0x01 ("\u0001" escape) and keeps
  *      the token's characters; the JSON stays valid and cJSON keeps the
- *      digits exactly;
+ *      digits exactly. A string of the input whose first character is
+ *      U+0001 or U+0002 (raw or escaped) gets "\u0002" put in front, so
+ *      after parsing a value starting with 0x01 is always a tagged number
+ *      and one starting with 0x02 a string with one byte to drop (an id
+ *      "\u0001x" stays "\u0001x", and "\u00017" is not the number 7);
  *   2. parse the copy with cJSON (structure, strings, escapes);
  *   3. for each element of "buffers": "id" (a string, or a number used as
  *      its text), "offset", "size", "first", "last" as tagged numbers read
@@ -29,10 +33,21 @@
 #include "nnmem/io.h"
 
 #define NUM_TAG '\x01'
+#define STR_TAG '\x02'
+
+/* 1 when the string whose opening quote is data[i] starts with U+0001 or
+ * U+0002, raw or as a "\u0001" / "\u0002" escape. */
+static int starts_with_tag(const char *data, size_t len, size_t i) {
+  if (i + 1 < len && (data[i + 1] == NUM_TAG || data[i + 1] == STR_TAG))
+    return 1;
+  return i + 6 < len && memcmp(data + i + 1, "\\u000", 5) == 0 &&
+         (data[i + 6] == '1' || data[i + 6] == '2');
+}
 
 /* Step 1: a copy of data[0, len) with number tokens quoted and tagged;
  * NULL on NOMEM. Each token grows by at most 8 bytes ("\u0001" + 2
- * quotes), and a token is at least 1 byte, so 9 * len + 1 is enough. */
+ * quotes), and a token is at least 1 byte (a string: 6 bytes, at least 2),
+ * so 9 * len + 1 is enough. */
 static char *tag_numbers(const char *data, size_t len) {
   if (len > (SIZE_MAX - 1) / 9) return NULL;
   char *out = malloc(9 * len + 1);
@@ -50,6 +65,10 @@ static char *tag_numbers(const char *data, size_t len) {
     } else if (c == '"') {
       in_string = 1;
       out[o++] = c;
+      if (starts_with_tag(data, len, i)) {
+        memcpy(out + o, "\\u0002", 6);
+        o += 6;
+      }
     } else if (c == '-' || isdigit((unsigned char)c)) {
       memcpy(out + o, "\"\\u0001", 7);
       o += 7;
@@ -115,7 +134,8 @@ static nnmem_status_t read_buffer(reader_t *r, const cJSON *b, size_t i) {
     return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
                        "%s: buffers[%zu]: missing or empty 'id'", r->name, i);
   const char *id = jid->valuestring;
-  if (id[0] == NUM_TAG) id++; /* a number as id: its text */
+  /* a number as id: its text; a tagged string: its own bytes */
+  if (id[0] == NUM_TAG || id[0] == STR_TAG) id++;
   uint64_t off, size, first, last;
   nnmem_status_t st = get_field(r, b, i, id, "offset", &off);
   if (st == NNMEM_OK) st = get_field(r, b, i, id, "size", &size);

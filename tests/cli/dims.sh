@@ -19,6 +19,10 @@ err_has "did you mean 'batch'?"
 expect_error inspect "$EX" --dim nonsense=3
 err_has "unknown dim 'nonsense'"
 expect_rc 0 plan "$EX" --dim batch=4 --quiet
+#    a name bound twice: only one binding can apply; say so (it used to read
+#    "unknown dim 'batch' ...; did you mean 'batch'?")
+expect_error plan "$EX" --dim batch=4 --dim batch=5
+err_has "dim 'batch' is bound twice (batch=4 and batch=5)"
 expect_error plan "$EX" --dim sequence=4
 err_has "binds nothing"
 

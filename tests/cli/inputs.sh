@@ -15,6 +15,14 @@ err_has "over the limit"
 err_has "--max-input-size"
 expect_error plan "$T/p.csv" --max-input-size 10 --out "$OUT"
 err_has "over the limit"
+#    the sizes read as sizes: "... is 61 B, over the limit of 10 B;", not
+#    "10 B bytes ()"
+err_matches "p.csv: the input is [0-9]+ B, over the limit of 10 B; raise it"
+LAST_CMD="cat p.csv | nnmem plan - --max-input-size 10"
+cat "$T/p.csv" | "$NNMEM_BIN" plan - --max-input-size 10 >"$T/stdout" \
+  2>"$T/stderr"
+[ $? -eq 1 ] || fail "expected exit 1"
+err_has "standard input: the input is over the limit of 10 B (stopped reading after 11 B); raise it"
 expect_rc 0 plan "$T/p.csv" --max-input-size 1K --quiet
 expect_error plan "$T/p.csv" --max-input-size 0
 expect_error plan "$T/p.csv" --max-input-size lots
@@ -59,6 +67,17 @@ RC=$?
 [ "$RC" -eq 0 ] || fail "inspect - failed"
 out_has "float32  [4]"
 expect_error verify - -
+#    an output naming the file standard input comes from (/dev/stdin, or the
+#    redirected file itself) is the input file: it used to be overwritten
+cp "$T/p.csv" "$T/in.csv"
+for o in "--profile /dev/stdin" "--out $T/in.csv" "--svg $T/in.csv"; do
+  LAST_CMD="nnmem plan - $o < in.csv"
+  # shellcheck disable=SC2086
+  "$NNMEM_BIN" plan - $o <"$T/in.csv" >"$T/stdout" 2>"$T/stderr"
+  [ $? -eq 1 ] || fail "expected exit 1"
+  err_matches "is the input file|named twice"
+  cmp -s "$T/p.csv" "$T/in.csv" || fail "the input file was overwritten"
+done
 #    a FIFO is read like a pipe
 if mkfifo "$T/fifo" 2>/dev/null; then
   cat "$T/p.csv" >"$T/fifo" &

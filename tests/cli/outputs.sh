@@ -146,4 +146,32 @@ if [ "$(id -u)" = 0 ] && mkdir "$T/tiny" &&
   umount "$T/tiny"
 fi
 
+# An empty file name is a usage error before anything is planned (it used
+# to plan, then fail with the internal "output set: bad argument", or call
+# two empty names "named twice").
+for opt in --profile --svg --html --trace-json; do
+  expect_error plan "$T/p.csv" "$opt" ''
+  err_has "$opt '': the file name is empty"
+done
+expect_error plan "$T/p.csv" --html '' --trace-json ''
+err_has "the file name is empty"
+
+# A regular file under /dev/ (/dev/shm) is an ordinary target, replaced
+# whole; a regular file behind a /dev/fd link is rewritten whole. Both used
+# to be written in place over the old bytes, keeping a longer old tail.
+LONG=$(printf 'x%.0s' $(seq 1 3000))
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  SHM="/dev/shm/nnmem-outputs-$$.json"
+  echo "$LONG" >"$SHM"
+  expect_rc 0 plan "$T/p.csv" --quiet --profile "$SHM"
+  json_valid "$SHM"
+  no_temps /dev/shm
+  rm -f "$SHM"
+fi
+echo "$LONG" >"$T/fd3.json"
+LAST_CMD="nnmem plan --profile /dev/fd/3 3<>fd3.json"
+"$NNMEM_BIN" plan "$T/p.csv" --quiet --profile /dev/fd/3 3<>"$T/fd3.json" \
+  >"$T/stdout" 2>"$T/stderr" || fail "plan --profile /dev/fd/3 failed"
+json_valid "$T/fd3.json"
+
 finish

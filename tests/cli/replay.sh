@@ -65,4 +65,11 @@ expect_error replay
 err_has "missing TRACE.csv"
 expect_error replay "$T/absent.csv"
 
+# A trace file name with control bytes (an escape sequence) is shown escaped,
+# as plan and verify show it, never sent raw to the terminal.
+cp "$T/p.csv" "$T/esc"$'\x1b'"[31m.csv"
+expect_rc 0 replay "$T/esc"$'\x1b'"[31m.csv"
+out_has 'esc\x1b[31m.csv'
+grep -q $'\x1b' "$T/stdout" && fail "raw escape byte on stdout"
+
 finish

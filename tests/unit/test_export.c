@@ -337,6 +337,36 @@ static void test_plan_read_exact(void **state) {
   free(offs);
 }
 
+/* Strings that start with U+0001 or U+0002 (the reader's internal tags)
+ * keep every byte, and a string "\u00017" is not the number 7. */
+static void test_plan_read_tag_bytes(void **state) {
+  (void)state;
+  const char *text =
+      "{\"buffers\": [\n"
+      " {\"id\": \"\\u0001ctl\", \"offset\": 0, \"size\": 4, \"first\": 0, "
+      "\"last\": 1},\n"
+      " {\"id\": \"\\u00027\", \"offset\": 4, \"size\": 4, \"first\": 0, "
+      "\"last\": 1},\n"
+      " {\"id\": \"\x01raw\", \"offset\": 8, \"size\": 4, \"first\": 0, "
+      "\"last\": 1}]}";
+  nnmem_problem_t *p = NULL;
+  uint64_t *offs = NULL;
+  assert_ok(read_plan(text, &p, &offs, NULL));
+  assert_int_equal(nnmem_problem_count(p), 3);
+  assert_string_equal(nnmem_problem_id(p, 0),
+                      "\x01"
+                      "ctl");
+  assert_string_equal(nnmem_problem_id(p, 1),
+                      "\x02"
+                      "7");
+  assert_string_equal(nnmem_problem_id(p, 2),
+                      "\x01"
+                      "raw");
+  assert_true(offs[2] == 8);
+  nnmem_problem_destroy(p);
+  free(offs);
+}
+
 static void expect_read_error(const char *text, nnmem_status_t want,
                               const char *msg) {
   nnmem_problem_t *p = (nnmem_problem_t *)&p;
@@ -356,6 +386,8 @@ static void test_plan_read_errors(void **state) {
   expect_read_error(B("{" OK1 ", \"last\": 1}, {" OK1 ", \"last\": 2}"),
                     NNMEM_ERR_DUPLICATE, "buffer 'a' is listed twice");
   expect_read_error(B("{" OK1 "}"), NNMEM_ERR_PARSE, "missing key 'last'");
+  expect_read_error(B("{" OK1 ", \"last\": \"\\u00017\"}"), NNMEM_ERR_PARSE,
+                    "'last' must be an integer");
   expect_read_error(B("{" OK1 ", \"last\": -1}"), NNMEM_ERR_PARSE,
                     "'last' must be an integer");
   expect_read_error(B("{" OK1 ", \"last\": 1.5}"), NNMEM_ERR_PARSE,
@@ -471,6 +503,7 @@ int main(void) {
       cmocka_unit_test(test_profile_format),
       cmocka_unit_test(test_profile_write),
       cmocka_unit_test(test_plan_read_exact),
+      cmocka_unit_test(test_plan_read_tag_bytes),
       cmocka_unit_test(test_plan_read_errors),
       cmocka_unit_test(test_plan_read_round_trip),
       cmocka_unit_test(test_format_matches_write),

@@ -136,6 +136,25 @@ static void test_reshape_broadcast(void **state) {
   free(m.b);
 }
 
+/* A tensor name that is not UTF-8 is refused with its valid prefix, as the
+ * CSV and JSON readers do (the plan files could not name it again). */
+static void test_name_not_utf8(void **state) {
+  (void)state;
+  gb_t g = {{0}};
+  const int64_t xd[] = {4};
+  g_input(&g, value_info("X", FLOAT, 1, xd));
+  g_node(&g, node("Relu", "r", "X", "Yb\xff\xfe", 0, NULL));
+  g_output(&g, value_info("Yb\xff\xfe", FLOAT, 1, xd));
+  pb_t m = model(&g, 14, "");
+  nnmem_graph_t *gr = NULL;
+  nnmem_diag_t d = {{0}};
+  assert_int_equal(import(&m, NULL, &gr, NULL, &d), NNMEM_ERR_PARSE);
+  assert_null(gr);
+  assert_non_null(strstr(d.message, "tensor name 'Yb' is not valid UTF-8"));
+  assert_non_null(strstr(d.message, "0xff at offset 2"));
+  free(m.b);
+}
+
 /* Shape -> Gather -> Mul -> Unsqueeze -> Concat -> Reshape folds. */
 static pb_t folding_model(void) {
   gb_t g = {{0}};
@@ -821,6 +840,7 @@ int main(void) {
       cmocka_unit_test(test_cnn_shapes),
       cmocka_unit_test(test_cnn_dtype_layout),
       cmocka_unit_test(test_reshape_broadcast),
+      cmocka_unit_test(test_name_not_utf8),
       cmocka_unit_test(test_folding_chain),
       cmocka_unit_test(test_opset_variants),
       cmocka_unit_test(test_more_ops),

@@ -179,11 +179,18 @@ static char *canonical(const char *path) {
   return out;
 }
 
+/* stat(2) of a command-line path; "-" is standard input (fstat of fd 0),
+ * so "-" and /dev/stdin, or the file stdin was redirected from, compare
+ * as the same file. */
+static int stat_arg(const char *path, struct stat *st) {
+  return strcmp(path, "-") == 0 ? fstat(0, st) : stat(path, st);
+}
+
 int cli_same_file(const char *a, const char *b) {
   if (!a || !b) return 0;
   if (strcmp(a, b) == 0) return 1;
   struct stat sa, sb;
-  if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+  if (stat_arg(a, &sa) == 0 && stat_arg(b, &sb) == 0)
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
            S_ISREG(sa.st_mode);
   char *ca = canonical(a), *cb = canonical(b);

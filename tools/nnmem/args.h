@@ -68,7 +68,8 @@ int cli_args_parse(const cli_parse_t *p, int argc, char **argv);
 
 /* 1 when the two paths name the same file: equal strings; existing regular
  * files with the same device and inode (links, "./x", "a/../x"); or, when
- * one does not exist yet, the same resolved folder and file name. */
+ * one does not exist yet, the same resolved folder and file name. "-" is
+ * standard input: the file it was redirected from, or /dev/stdin. */
 int cli_same_file(const char *a, const char *b);
 
 #endif /* NNMEM_CLI_ARGS_H */

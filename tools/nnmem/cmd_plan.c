@@ -332,6 +332,12 @@ static int check_options(const cli_plan_opts_t *o) {
                            (unsigned)o->batch);
   if (o->input && o->batch)
     return cli_usage_error("plan", "--batch applies to built-in models only");
+  const char *const files[] = {o->out, o->profile, o->svg, o->html, o->trace};
+  const char *const flags[] = {"out", "profile", "svg", "html", "trace-json"};
+  for (int i = 0; i < 5; i++)
+    if (files[i] && !*files[i])
+      return cli_usage_error("plan", "--%s '': the file name is empty",
+                             flags[i]);
   if (o->out && !has_ext(o->out, ".json") && !has_ext(o->out, ".csv"))
     return cli_usage_error("plan",
                            "--out '%s': the name must end in .json "

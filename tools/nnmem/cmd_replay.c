@@ -203,8 +203,10 @@ int cli_cmd_replay(int argc, char **argv) {
   nnmem__jw_t w;
   cli_json_begin(&w, &t, o.json);
   nnmem__jw_array(&w);
+  char shown[512];
   if (!o.json && !o.prometheus)
-    printf("trace: %s (%zu buffers)\n", o.trace, nnmem_problem_count(p));
+    printf("trace: %s (%zu buffers)\n",
+           cli_printable(o.trace, shown, sizeof shown), nnmem_problem_count(p));
   for (int k = (int)first; k <= (int)last; k++) {
     nnmem_replay_result_t r;
     nnmem_stats_t *sp = &stats[n_stats];

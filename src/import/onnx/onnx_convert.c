@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "import/onnx/onnx_internal.h"
 #include "nnmem/liveness.h"
 #include "nnmem/plan.h"
@@ -158,9 +159,23 @@ static int size_desc(const ox_ctx_t *c, const ox_val_t *v, int weight,
   return SIZE_OK;
 }
 
+/* A tensor name must be UTF-8, as in the CSV and JSON readers: a name
+ * that is not could not be matched again in the plan files nnmem writes
+ * (JSON shows such bytes as U+FFFD, the CSV reader refuses them). */
+static nnmem_status_t check_name(ox_ctx_t *c, const char *name) {
+  size_t bad = 0;
+  if (nnmem__utf8_check(name, strlen(name), &bad) == 0) return NNMEM_OK;
+  return nnmem__diag(c->diag, NNMEM_ERR_PARSE,
+                     "%s: tensor name '%.*s' is not valid UTF-8 (byte "
+                     "0x%02x at offset %zu of the name)",
+                     c->file, (int)bad, name,
+                     (unsigned)(unsigned char)name[bad], bad);
+}
+
 static nnmem_status_t add_value(ox_ctx_t *c, ox_scope_t *s, nnmem_graph_t *g,
                                 ox_val_t *v) {
   static const int64_t zero[1] = {0};
+  if (check_name(c, v->name) != NNMEM_OK) return NNMEM_ERR_PARSE;
   int64_t dims[OX_MAX_RANK + 1];
   nnmem_tensor_desc_t d;
   memset(&d, 0, sizeof d);
@@ -207,6 +222,7 @@ static nnmem_status_t input_id(ox_ctx_t *c, ox_scope_t *s, nnmem_graph_t *g,
     return NNMEM_OK;
   }
   if (nnmem_graph_find_tensor(g, v->name, id) == NNMEM_OK) return NNMEM_OK;
+  if (check_name(c, v->name) != NNMEM_OK) return NNMEM_ERR_PARSE;
   ox_val_t copy = *v;
   copy.is_init = 1;
   copy.is_input = copy.is_const = copy.is_output = 0;

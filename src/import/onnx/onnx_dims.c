@@ -10,7 +10,8 @@
  *      error: an exact name the model lacks ("did you mean 'batch_size'?"
  *      when a symbolic dim is within edit distance 2, or a third of the
  *      name), or an alias the model has no dim of that kind for. The
- *      message lists the model's symbolic dims.
+ *      message lists the model's symbolic dims. A name bound twice (only
+ *      the first binding is used) is an error that says so, not "unknown".
  * Bindings past the 64th are not checked (the bitmask). Complexity:
  * O(bindings x dims x name length^2). Thread-safety: per context. */
 #include <stdio.h>
@@ -82,6 +83,14 @@ nnmem_status_t nnmem__onnx_check_bindings(ox_ctx_t *c) {
   for (size_t i = 0; i < c->cfg.n_dims && i < 64; i++) {
     if (c->dims_used & ((uint64_t)1 << i)) continue;
     const char *name = c->cfg.dims[i].name;
+    for (size_t j = 0; j < c->cfg.n_dims; j++) /* the same name twice */
+      if (j != i && strcmp(c->cfg.dims[j].name, name) == 0)
+        return nnmem__diag(c->diag, NNMEM_ERR_INVALID,
+                           "%s: dim '%s' is bound twice (%s=%lld and "
+                           "%s=%lld); bind it once",
+                           c->file, name, name,
+                           (long long)c->cfg.dims[j < i ? j : i].value, name,
+                           (long long)c->cfg.dims[j < i ? i : j].value);
     char dims[512], hint[160] = "";
     list_dims(c, dims, sizeof dims);
     int alias = strcmp(name, "batch") == 0 || strcmp(name, "sequence") == 0;
