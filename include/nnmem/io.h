@@ -107,7 +107,9 @@ NNMEM_API nnmem_status_t nnmem_problem_format_plan_json(
  * file order (*offsets_out: new array, caller frees; *problem_out: caller
  * destroys). Integers are read exactly up to 2^64 - 1. Errors name the file
  * and the buffer (a missing key, a negative or fractional number, a
- * duplicate id) in diag: NNMEM_ERR_PARSE, NNMEM_ERR_DUPLICATE. */
+ * duplicate id) in diag: NNMEM_ERR_PARSE, NNMEM_ERR_DUPLICATE. The text
+ * must be strict JSON in UTF-8 (no NUL, no trailing text, no key twice in a
+ * buffer); strings may not hold \u0000 nor start with \u0001. */
 NNMEM_API nnmem_status_t nnmem_plan_read_json(const char *data, size_t len,
                                               const char *display_name,
                                               nnmem_problem_t **problem_out,

@@ -7,20 +7,26 @@
  *   1. copy the text, turning every number token outside strings into a
  *      string that starts with the byte 0x01 ("\u0001" escape) and keeps
  *      the token's characters; the JSON stays valid and cJSON keeps the
- *      digits exactly. A string of the input whose first character is
- *      U+0001 or U+0002 (raw or escaped) gets "\u0002" put in front, so
- *      after parsing a value starting with 0x01 is always a tagged number
- *      and one starting with 0x02 a string with one byte to drop (an id
- *      "\u0001x" stays "\u0001x", and "\u00017" is not the number 7);
- *   2. parse the copy with cJSON (structure, strings, escapes);
+ *      digits exactly. The copy must mean what the text means, so this
+ *      step rejects: NUL bytes and invalid UTF-8 (with line:column), tokens
+ *      that are not RFC 8259 numbers ("007", "1-2": quoted they would be
+ *      valid strings), strings whose first character is U+0001 (they would
+ *      read as numbers), control characters in strings and \u0000 (cJSON
+ *      would cut the string there);
+ *   2. parse the copy with cJSON, nothing but whitespace after the
+ *      document; a tagged object key ({1: 2}) is not JSON;
  *   3. for each element of "buffers": "id" (a string, or a number used as
  *      its text), "offset", "size", "first", "last" as tagged numbers read
  *      digit by digit into uint64_t (no sign, fraction or exponent; at most
  *      2^64 - 1), and first < last;
  *   4. add the buffers to a new problem in file order (alignment 1) and
- *      collect the offsets. A repeated id is an error that names it.
+ *      collect the offsets. A repeated id, or a key given twice in one
+ *      buffer, is an error that names it.
  * Other keys ("model", "strategy", "tensors", ...) are ignored.
- * Invariant: on success problem count == offsets count == buffers listed.
+ * Invariants: on success problem count == offsets count == buffers listed;
+ * every id read is non-empty valid UTF-8 without U+0000 and does not start
+ * with U+0001, so nnmem_problem_format_plan_json writes it back to the
+ * same bytes (checked by tests/fuzz/fuzz_plan_json.c).
  * Complexity: O(text + buffers). Thread-safety: each call is independent. */
 #include <ctype.h>
 #include <stdio.h>
@@ -29,34 +35,117 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/text.h"
 #include "common/util.h"
 #include "nnmem/io.h"
 
 #define NUM_TAG '\x01'
-#define STR_TAG '\x02'
 
-/* 1 when the string whose opening quote is data[i] starts with U+0001 or
- * U+0002, raw or as a "\u0001" / "\u0002" escape. */
-static int starts_with_tag(const char *data, size_t len, size_t i) {
-  if (i + 1 < len && (data[i + 1] == NUM_TAG || data[i + 1] == STR_TAG))
-    return 1;
-  return i + 6 < len && memcmp(data + i + 1, "\\u000", 5) == 0 &&
-         (data[i + 6] == '1' || data[i + 6] == '2');
+typedef struct reader {
+  const char *name;
+  nnmem_problem_t *p;
+  uint64_t *offs;
+  nnmem_diag_t *diag;
+} reader_t;
+
+/* Length of the JSON number (RFC 8259, section 6) that fills s[0, n)
+ * exactly, or 0 when s[0, n) is not one ("007", "1.", "-", "1e", "1-2"). */
+static size_t json_number_len(const char *s, size_t n) {
+  size_t i = 0, d;
+  if (i < n && s[i] == '-') i++;
+  if (i < n && s[i] == '0') {
+    i++;
+  } else {
+    for (d = i; i < n && isdigit((unsigned char)s[i]);)
+      i++;
+    if (i == d) return 0;
+  }
+  if (i < n && s[i] == '.') {
+    for (d = ++i; i < n && isdigit((unsigned char)s[i]);)
+      i++;
+    if (i == d) return 0;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+    for (d = i; i < n && isdigit((unsigned char)s[i]);)
+      i++;
+    if (i == d) return 0;
+  }
+  return i == n ? n : 0;
 }
 
-/* Step 1: a copy of data[0, len) with number tokens quoted and tagged;
- * NULL on NOMEM. Each token grows by at most 8 bytes ("\u0001" + 2
- * quotes), and a token is at least 1 byte (a string: 6 bytes, at least 2),
- * so 9 * len + 1 is enough. */
-static char *tag_numbers(const char *data, size_t len) {
-  if (len > (SIZE_MAX - 1) / 9) return NULL;
+static nnmem_status_t text_error(const reader_t *r, const char *data,
+                                 size_t len, size_t pos, const char *what) {
+  size_t line, col;
+  nnmem__text_position(data, len, pos, &line, &col);
+  return nnmem__diag(r->diag, NNMEM_ERR_PARSE, "%s:%zu:%zu: %s", r->name, line,
+                     col, what);
+}
+
+/* Inside a string at data[i] (after the opening quote when `first`): the
+ * bytes the tagging cannot tell apart from its own, or that cJSON would
+ * change. NULL when fine. */
+static const char *string_byte_error(const char *data, size_t len, size_t i,
+                                     int first) {
+  if ((unsigned char)data[i] < 0x20)
+    return "not valid JSON: control character in a string";
+  if (data[i] != '\\' || len - i < 6 || data[i + 1] != 'u') return NULL;
+  if (memcmp(data + i + 2, "0000", 4) == 0)
+    return "\\u0000 in a string is not supported (ids are C strings)";
+  if (first && memcmp(data + i + 2, "0001", 4) == 0)
+    return "a string starting with \\u0001 is not supported";
+  return NULL;
+}
+
+/* The number token at data[start] (the longest run of digits and "+-.eE")
+ * appended to out[*o] as "\u0001<token>"; returns the index after the token,
+ * 0 when the token is not a JSON number. */
+static size_t copy_number(const char *data, size_t len, size_t start, char *out,
+                          size_t *o) {
+  size_t i = start;
+  while (i < len &&
+         (isdigit((unsigned char)data[i]) || strchr("+-.eE", data[i]) != NULL))
+    i++;
+  if (json_number_len(data + start, i - start) == 0) return 0;
+  memcpy(out + *o, "\"\\u0001", 7);
+  *o += 7;
+  memcpy(out + *o, data + start, i - start);
+  *o += i - start;
+  out[(*o)++] = '"';
+  return i;
+}
+
+/* Step 1: *out = a copy of data[0, len) with number tokens quoted and
+ * tagged. Rejects what would make the copy mean something else: NUL bytes,
+ * invalid UTF-8, tokens that are not JSON numbers (they would become
+ * strings), strings starting with U+0001 (they would read as numbers),
+ * control characters and \u0000 in strings. Each token grows by at most 8
+ * bytes ("\u0001" + 2 quotes), and a token is at least 1 byte, so
+ * 9 * len + 1 is enough. */
+static nnmem_status_t tag_numbers(const reader_t *r, const char *data,
+                                  size_t len, char **out_p) {
+  size_t bad = 0;
+  int kind = nnmem__utf8_check(data, len, &bad);
+  if (kind)
+    return text_error(r, data, len, bad,
+                      kind == 2 ? "NUL byte" : "invalid UTF-8 byte");
+  if (len > (SIZE_MAX - 1) / 9)
+    return nnmem__diag(r->diag, NNMEM_ERR_NOMEM, "%s: out of memory", r->name);
   char *out = malloc(9 * len + 1);
-  if (!out) return NULL;
+  if (!out)
+    return nnmem__diag(r->diag, NNMEM_ERR_NOMEM, "%s: out of memory", r->name);
   size_t o = 0;
   int in_string = 0;
+  const char *why = NULL;
   for (size_t i = 0; i < len; i++) {
     char c = data[i];
     if (in_string) {
+      if ((why = string_byte_error(data, len, i, in_string == 1)) != NULL) {
+        bad = i;
+        break;
+      }
+      in_string = 2;
       out[o++] = c;
       if (c == '\\' && i + 1 < len)
         out[o++] = data[++i];
@@ -65,24 +154,33 @@ static char *tag_numbers(const char *data, size_t len) {
     } else if (c == '"') {
       in_string = 1;
       out[o++] = c;
-      if (starts_with_tag(data, len, i)) {
-        memcpy(out + o, "\\u0002", 6);
-        o += 6;
-      }
     } else if (c == '-' || isdigit((unsigned char)c)) {
-      memcpy(out + o, "\"\\u0001", 7);
-      o += 7;
-      while (i < len && (isdigit((unsigned char)data[i]) ||
-                         strchr("+-.eE", data[i]) != NULL))
-        out[o++] = data[i++];
-      out[o++] = '"';
-      i--;
+      size_t end = copy_number(data, len, i, out, &o);
+      if (!end) {
+        why = "not valid JSON: bad number";
+        bad = i;
+        break;
+      }
+      i = end - 1;
     } else {
       out[o++] = c;
     }
   }
+  if (why) {
+    free(out);
+    return text_error(r, data, len, bad, why);
+  }
   out[o] = '\0';
-  return out;
+  *out_p = out;
+  return NNMEM_OK;
+}
+
+/* 1 when an object key in j's tree is a tagged number: {1: 2} is not
+ * JSON. Recursion depth is bounded by cJSON's nesting limit. */
+static int has_number_key(const cJSON *j) {
+  for (const cJSON *c = j->child; c; c = c->next)
+    if ((c->string && c->string[0] == NUM_TAG) || has_number_key(c)) return 1;
+  return 0;
 }
 
 /* The exact value of a tagged number that is a whole number in
@@ -102,16 +200,30 @@ static int tagged_u64(const cJSON *j, uint64_t *v) {
   return 0;
 }
 
-typedef struct reader {
-  const char *name;
-  nnmem_problem_t *p;
-  uint64_t *offs;
-  nnmem_diag_t *diag;
-} reader_t;
+/* The member `key` of object b, NULL when absent; *twice = 1 when the key
+ * is there more than once (JSON leaves open which one counts). */
+static const cJSON *member(const cJSON *b, const char *key, int *twice) {
+  const cJSON *found = NULL;
+  *twice = 0;
+  for (const cJSON *c = b->child; c; c = c->next)
+    if (c->string && strcmp(c->string, key) == 0) {
+      if (found) *twice = 1;
+      if (!found) found = c;
+    }
+  return found;
+}
+
+static nnmem_status_t duplicate_key(reader_t *r, size_t i, const char *key) {
+  return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                     "%s: buffers[%zu]: key '%s' is given twice", r->name, i,
+                     key);
+}
 
 static nnmem_status_t get_field(reader_t *r, const cJSON *b, size_t i,
                                 const char *id, const char *key, uint64_t *v) {
-  const cJSON *j = cJSON_GetObjectItemCaseSensitive(b, key);
+  int twice;
+  const cJSON *j = member(b, key, &twice);
+  if (twice) return duplicate_key(r, i, key);
   if (!j)
     return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
                        "%s: buffers[%zu] ('%s'): missing key '%s'", r->name, i,
@@ -129,13 +241,14 @@ static nnmem_status_t read_buffer(reader_t *r, const cJSON *b, size_t i) {
   if (!cJSON_IsObject(b))
     return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
                        "%s: buffers[%zu] is not an object", r->name, i);
-  const cJSON *jid = cJSON_GetObjectItemCaseSensitive(b, "id");
+  int twice;
+  const cJSON *jid = member(b, "id", &twice);
+  if (twice) return duplicate_key(r, i, "id");
   if (!cJSON_IsString(jid) || !jid->valuestring[0])
     return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
                        "%s: buffers[%zu]: missing or empty 'id'", r->name, i);
   const char *id = jid->valuestring;
-  /* a number as id: its text; a tagged string: its own bytes */
-  if (id[0] == NUM_TAG || id[0] == STR_TAG) id++;
+  if (id[0] == NUM_TAG) id++; /* a number as id: its text */
   uint64_t off, size, first, last;
   nnmem_status_t st = get_field(r, b, i, id, "offset", &off);
   if (st == NNMEM_OK) st = get_field(r, b, i, id, "size", &size);
@@ -188,12 +301,17 @@ nnmem_status_t nnmem_plan_read_json(const char *data, size_t len,
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "nnmem_plan_read_json: NULL argument");
   reader_t r = {display_name ? display_name : "<plan>", NULL, NULL, diag};
-  char *tagged = tag_numbers(data, len);
-  if (!tagged) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "out of memory");
-  cJSON *doc = cJSON_Parse(tagged);
-  nnmem_status_t st;
+  char *tagged = NULL;
+  nnmem_status_t st = tag_numbers(&r, data, len, &tagged);
+  if (st != NNMEM_OK) return st;
+  const char *end = NULL;
+  /* with the terminator: text after the document is an error */
+  cJSON *doc = cJSON_ParseWithLengthOpts(tagged, strlen(tagged) + 1, &end, 1);
   if (!doc)
     st = nnmem__diag(diag, NNMEM_ERR_PARSE, "%s: not valid JSON", r.name);
+  else if (has_number_key(doc))
+    st = nnmem__diag(diag, NNMEM_ERR_PARSE,
+                     "%s: not valid JSON: a number as an object key", r.name);
   else
     st = read_doc(&r, doc);
   cJSON_Delete(doc);

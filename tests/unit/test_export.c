@@ -339,32 +339,42 @@ static void test_plan_read_exact(void **state) {
 
 /* Strings that start with U+0001 or U+0002 (the reader's internal tags)
  * keep every byte, and a string "\u00017" is not the number 7. */
+static void expect_read_error(const char *text, nnmem_status_t want,
+                              const char *msg);
+
+/* The reader tags numbers with a leading U+0001 internally: a string that
+ * starts with U+0001 could not be told from a number, so it is refused with
+ * a message saying so (never read as a number or with a byte lost); a raw
+ * control byte is not JSON; U+0002 and an inner U+0001 are plain bytes. */
 static void test_plan_read_tag_bytes(void **state) {
   (void)state;
   const char *text =
       "{\"buffers\": [\n"
-      " {\"id\": \"\\u0001ctl\", \"offset\": 0, \"size\": 4, \"first\": 0, "
-      "\"last\": 1},\n"
       " {\"id\": \"\\u00027\", \"offset\": 4, \"size\": 4, \"first\": 0, "
       "\"last\": 1},\n"
-      " {\"id\": \"\x01raw\", \"offset\": 8, \"size\": 4, \"first\": 0, "
+      " {\"id\": \"a\\u0001b\", \"offset\": 8, \"size\": 4, \"first\": 0, "
       "\"last\": 1}]}";
   nnmem_problem_t *p = NULL;
   uint64_t *offs = NULL;
   assert_ok(read_plan(text, &p, &offs, NULL));
-  assert_int_equal(nnmem_problem_count(p), 3);
+  assert_int_equal(nnmem_problem_count(p), 2);
   assert_string_equal(nnmem_problem_id(p, 0),
-                      "\x01"
-                      "ctl");
-  assert_string_equal(nnmem_problem_id(p, 1),
                       "\x02"
                       "7");
-  assert_string_equal(nnmem_problem_id(p, 2),
-                      "\x01"
-                      "raw");
-  assert_true(offs[2] == 8);
+  assert_string_equal(nnmem_problem_id(p, 1),
+                      "a\x01"
+                      "b");
+  assert_true(offs[1] == 8);
   nnmem_problem_destroy(p);
   free(offs);
+  expect_read_error(
+      "{\"buffers\": [{\"id\": \"\\u0001ctl\", \"offset\": 0, \"size\": 4, "
+      "\"first\": 0, \"last\": 1}]}",
+      NNMEM_ERR_PARSE, "a string starting with \\u0001 is not supported");
+  expect_read_error(
+      "{\"buffers\": [{\"id\": \"\x01raw\", \"offset\": 0, \"size\": 4, "
+      "\"first\": 0, \"last\": 1}]}",
+      NNMEM_ERR_PARSE, "control character in a string");
 }
 
 static void expect_read_error(const char *text, nnmem_status_t want,
@@ -382,12 +392,14 @@ static void expect_read_error(const char *text, nnmem_status_t want,
 static void test_plan_read_errors(void **state) {
   (void)state;
 #define B(x) "{\"buffers\": [" x "]}"
+#define NO_ID "\"offset\": 0, \"size\": 4, \"first\": 0"
 #define OK1 "\"id\": \"a\", \"offset\": 0, \"size\": 4, \"first\": 0"
   expect_read_error(B("{" OK1 ", \"last\": 1}, {" OK1 ", \"last\": 2}"),
                     NNMEM_ERR_DUPLICATE, "buffer 'a' is listed twice");
   expect_read_error(B("{" OK1 "}"), NNMEM_ERR_PARSE, "missing key 'last'");
+  /* a string "\u00017" is not the number 7 */
   expect_read_error(B("{" OK1 ", \"last\": \"\\u00017\"}"), NNMEM_ERR_PARSE,
-                    "'last' must be an integer");
+                    "starting with \\u0001 is not supported");
   expect_read_error(B("{" OK1 ", \"last\": -1}"), NNMEM_ERR_PARSE,
                     "'last' must be an integer");
   expect_read_error(B("{" OK1 ", \"last\": 1.5}"), NNMEM_ERR_PARSE,
@@ -406,8 +418,47 @@ static void test_plan_read_errors(void **state) {
   expect_read_error("{\"buffers\": 3}", NNMEM_ERR_PARSE, "not a plan JSON");
   expect_read_error("{\"buffers\": [", NNMEM_ERR_PARSE, "not valid JSON");
   expect_read_error("", NNMEM_ERR_PARSE, "t.json");
+  /* What the number tagging must not change (found by fuzz_plan_json):
+   * a string that starts with the tag byte would read as a number, invalid
+   * UTF-8 would be written back as U+FFFD, text that is not JSON would
+   * become JSON once its numbers are quoted. */
+  expect_read_error(B("{\"id\": \"\x01\", \"offset\": 8, \"size\": 0, "
+                      "\"first\": 0, \"last\": 3}"),
+                    NNMEM_ERR_PARSE, "t.json:1:22: not valid JSON: control");
+  expect_read_error(B("{\"id\": \"\\u00017\", \"offset\": \"\\u00010\"}"),
+                    NNMEM_ERR_PARSE, "starting with \\u0001 is not supported");
+  expect_read_error(B("{\"id\": \"a\\u0000b\", " NO_ID ", \"last\": 1}"),
+                    NNMEM_ERR_PARSE, "\\u0000 in a string");
+  expect_read_error(B("{\"id\": \"\xd3\", " NO_ID ", \"last\": 1}"),
+                    NNMEM_ERR_PARSE, "t.json:1:22: invalid UTF-8 byte");
+  expect_read_error(B("{" OK1 ", \"last\": 01}"), NNMEM_ERR_PARSE,
+                    "bad number");
+  expect_read_error("{\"alignment\": 1-2, \"buffers\": []}", NNMEM_ERR_PARSE,
+                    "t.json:1:15: not valid JSON: bad number");
+  expect_read_error("{\"buffers\": [], 7: 1}", NNMEM_ERR_PARSE,
+                    "a number as an object key");
+  expect_read_error("{\"buffers\": []} x", NNMEM_ERR_PARSE, "not valid JSON");
+  expect_read_error(B("{" OK1 ", \"last\": 1, \"offset\": 9}"), NNMEM_ERR_PARSE,
+                    "key 'offset' is given twice");
+  nnmem_problem_t *p = (nnmem_problem_t *)&p;
+  uint64_t *offs = (uint64_t *)&offs;
+  nnmem_diag_t d = {{0}};
+  assert_int_equal(
+      nnmem_plan_read_json("{\"buffers\": []}\0", 16, "n.json", &p, &offs, &d),
+      NNMEM_ERR_PARSE);
+  assert_null(p);
+  assert_null(offs);
+  assert_non_null(strstr(d.message, "n.json:1:16: NUL byte"));
+  /* U+0001 inside an id (not first) and other escapes are fine */
+  assert_ok(
+      read_plan(B("{\"id\": \"a\\u0001\\u00e9\\/\", " NO_ID ", \"last\": 1}"),
+                &p, &offs, NULL));
+  assert_string_equal(nnmem_problem_id(p, 0), "a\x01\xc3\xa9/");
+  nnmem_problem_destroy(p);
+  free(offs);
 #undef B
 #undef OK1
+#undef NO_ID
 }
 
 /* Write -> read round trip of a bare problem's plan JSON. */
