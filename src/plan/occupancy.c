@@ -95,6 +95,7 @@
 
 #include "common/util.h"
 #include "plan/occupancy.h"
+#include "plan/radix.h"
 
 /* At most 2 sets per tree level on the paths, 2 canonical nodes a level,
  * 33 levels (N <= 2^32). */
@@ -138,37 +139,6 @@ typedef struct endpoint {
   uint64_t who;
 } endpoint_t;
 
-/* Sorts e[0..m) by t, stably: LSD radix sort on the bytes where the times
- * differ (one counting pass for all eight, then one scatter per byte that
- * is not the same in every time). O(m) per byte; `tmp` has room for m.
- * Returns the sorted array (e or tmp). */
-static endpoint_t *sort_endpoints(endpoint_t *e, endpoint_t *tmp, size_t m) {
-  static const unsigned B = 8;
-  size_t(*cnt)[256] = calloc(B, sizeof *cnt);
-  if (!cnt) return NULL;
-  for (size_t i = 0; i < m; i++)
-    for (unsigned d = 0; d < B; d++)
-      cnt[d][(e[i].t >> (8 * d)) & 255]++;
-  for (unsigned d = 0; d < B; d++) {
-    int same = 0;
-    for (unsigned v = 0; v < 256 && !same; v++)
-      same = cnt[d][v] == m;
-    if (same) continue; /* this byte orders nothing */
-    size_t pos = 0;
-    for (unsigned v = 0; v < 256; v++) {
-      size_t c = cnt[d][v];
-      cnt[d][v] = pos;
-      pos += c;
-    }
-    for (size_t i = 0; i < m; i++)
-      tmp[cnt[d][(e[i].t >> (8 * d)) & 255]++] = e[i];
-    endpoint_t *sw = e;
-    e = tmp, tmp = sw;
-  }
-  free(cnt);
-  return e;
-}
-
 nnmem_status_t nnmem__occ_create(const nnmem_problem_t *p, nnmem__occ_t **out) {
   size_t n = nnmem_problem_count(p), m = 2 * n;
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
@@ -184,7 +154,9 @@ nnmem_status_t nnmem__occ_create(const nnmem_problem_t *p, nnmem__occ_t **out) {
     ev[2 * i] = (endpoint_t){b[i].first, 2 * i};
     ev[2 * i + 1] = (endpoint_t){b[i].last, 2 * i + 1};
   }
-  if (!(sorted = sort_endpoints(ev, tmp, m))) goto nomem;
+  sorted =
+      nnmem__radix_sort(ev, tmp, m, sizeof *ev, offsetof(endpoint_t, t), 0);
+  if (!sorted) goto nomem;
   uint32_t u = 0; /* step 1: rank = index among the distinct times */
   for (size_t k = 0; k < m; k++) {
     if (k > 0 && sorted[k].t != sorted[k - 1].t) u++;

@@ -27,12 +27,14 @@
  * comparison key_cmp.
  *
  * Thread-safety: reentrant. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
 #include "plan/itree.h"
 #include "plan/place.h"
+#include "plan/radix.h"
 
 typedef struct key {
   uint64_t k1, k2; /* both compared descending */
@@ -48,54 +50,34 @@ static int key_cmp(const void *a, const void *b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Field f of a key as an ascending digit source: k3 as is, k1 and k2
- * complemented (they compare descending). */
-static uint64_t key_field(const key_t_ *k, int f) {
-  return f == 0 ? k->k3 : f == 1 ? ~k->k2 : ~k->k1;
-}
-
-/* Sorts keys[0..n) built in index order into key_cmp order: an LSD radix
- * sort (stable, so equal keys stay in index order, key_cmp's last tie
- * break) by k3, then k2, then k1, one byte at a time, skipping bytes that
- * are the same in every key. O(n) per byte that differs, against the
- * O(n log n) comparisons of qsort: this runs once per ordering on every
- * buffer. Falls back to qsort when the scratch cannot be allocated. */
+/* Sorts keys[0..n) built in index order into key_cmp order: the stable
+ * radix sort of radix.h by k3 (ascending), then k2, then k1 (descending),
+ * so equal keys stay in index order, key_cmp's last tie break. O(n) per
+ * byte that differs, against the O(n log n) comparisons of qsort: this runs
+ * once per ordering on every buffer. Falls back to qsort when the scratch
+ * cannot be allocated. */
 static void sort_keys(key_t_ *keys, size_t n) {
+  static const struct {
+    size_t off;
+    int descending;
+  } field[3] = {{offsetof(key_t_, k3), 0},
+                {offsetof(key_t_, k2), 1},
+                {offsetof(key_t_, k1), 1}};
   key_t_ *tmp = malloc((n ? n : 1) * sizeof *tmp), *a = keys, *b = tmp;
-  size_t(*cnt)[256] = calloc(8, sizeof *cnt);
-  if (!tmp || !cnt) {
-    free(tmp);
-    free(cnt);
-    qsort(keys, n, sizeof *keys, key_cmp);
-    return;
-  }
-  for (int f = 0; f < 3; f++) {
-    memset(cnt, 0, 8 * sizeof *cnt);
-    for (size_t i = 0; i < n; i++) {
-      uint64_t v = key_field(&a[i], f);
-      for (unsigned d = 0; d < 8; d++)
-        cnt[d][(v >> (8 * d)) & 255]++;
-    }
-    for (unsigned d = 0; d < 8; d++) {
-      int same = 0;
-      for (unsigned v = 0; v < 256 && !same; v++)
-        same = cnt[d][v] == n;
-      if (same) continue; /* this byte orders nothing */
-      size_t pos = 0;
-      for (unsigned v = 0; v < 256; v++) {
-        size_t c = cnt[d][v];
-        cnt[d][v] = pos;
-        pos += c;
-      }
-      for (size_t i = 0; i < n; i++)
-        b[cnt[d][(key_field(&a[i], f) >> (8 * d)) & 255]++] = a[i];
-      key_t_ *sw = a;
-      a = b, b = sw;
-    }
+  int ok = tmp != NULL;
+  for (int f = 0; f < 3 && ok; f++) {
+    key_t_ *sorted = nnmem__radix_sort(a, b, n, sizeof *a, field[f].off,
+                                       field[f].descending);
+    if (!sorted)
+      ok = 0;
+    else if (sorted != a)
+      b = a, a = sorted;
   }
   if (a != keys) memcpy(keys, a, n * sizeof *keys);
+  /* key_cmp is a total order (the index breaks ties), so qsort finishes a
+   * partial sort into the same order */
+  if (!ok) qsort(keys, n, sizeof *keys, key_cmp);
   free(tmp);
-  free(cnt);
 }
 
 /* Size class: floor(log2(size)) >> shift (0 for empty buffers). */
