@@ -140,19 +140,26 @@ typedef struct endpoint {
 } endpoint_t;
 
 nnmem_status_t nnmem__occ_create(const nnmem_problem_t *p, nnmem__occ_t **out) {
-  size_t n = nnmem_problem_count(p), m = 2 * n;
+  return nnmem__occ_create_subset(p, NULL, nnmem_problem_count(p), out);
+}
+
+nnmem_status_t nnmem__occ_create_subset(const nnmem_problem_t *p,
+                                        const uint32_t *idx, size_t n,
+                                        nnmem__occ_t **out) {
+  size_t m = 2 * n, nb = nnmem_problem_count(p);
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   nnmem__occ_t *o = calloc(1, sizeof *o);
   endpoint_t *ev = malloc((m ? m : 1) * sizeof *ev);
   endpoint_t *tmp = malloc((m ? m : 1) * sizeof *tmp), *sorted = NULL;
   if (!o || !ev || !tmp) goto nomem;
-  o->nbuf = n;
-  o->slot_lo = malloc((n ? n : 1) * sizeof *o->slot_lo);
-  o->slot_hi = malloc((n ? n : 1) * sizeof *o->slot_hi);
+  o->nbuf = nb; /* slots are kept by buffer index of the whole problem */
+  o->slot_lo = malloc((nb ? nb : 1) * sizeof *o->slot_lo);
+  o->slot_hi = malloc((nb ? nb : 1) * sizeof *o->slot_hi);
   if (!o->slot_lo || !o->slot_hi) goto nomem;
-  for (size_t i = 0; i < n; i++) {
-    ev[2 * i] = (endpoint_t){b[i].first, 2 * i};
-    ev[2 * i + 1] = (endpoint_t){b[i].last, 2 * i + 1};
+  for (size_t q = 0; q < n; q++) {
+    size_t i = idx ? idx[q] : q;
+    ev[2 * q] = (endpoint_t){b[i].first, 2 * i};
+    ev[2 * q + 1] = (endpoint_t){b[i].last, 2 * i + 1};
   }
   sorted =
       nnmem__radix_sort(ev, tmp, m, sizeof *ev, offsetof(endpoint_t, t), 0);
@@ -177,7 +184,8 @@ nnmem_status_t nnmem__occ_create(const nnmem_problem_t *p, nnmem__occ_t **out) {
   o->below = calloc(2 * (size_t)o->leaves, sizeof *o->below);
   o->queried = calloc(2 * (size_t)o->leaves, 1);
   if (!o->cover || !o->below || !o->queried) goto nomem;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t q = 0; q < n; q++) {
+    size_t i = idx ? idx[q] : q;
     uint32_t l = o->slot_lo[i] + o->leaves, r = o->slot_hi[i] + o->leaves;
     for (; l < r; l >>= 1, r >>= 1) { /* the canonical nodes */
       if (l & 1) o->queried[l++] = 1;

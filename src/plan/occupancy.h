@@ -18,6 +18,11 @@ typedef struct nnmem__range {
 
 /* Builds an empty occupancy map over the lifetimes of `p`'s buffers. */
 nnmem_status_t nnmem__occ_create(const nnmem_problem_t *p, nnmem__occ_t **out);
+/* The same over the buffers idx[0..n) of `p` only (idx NULL: 0..n-1);
+ * only those may be added or queried. */
+nnmem_status_t nnmem__occ_create_subset(const nnmem_problem_t *p,
+                                        const uint32_t *idx, size_t n,
+                                        nnmem__occ_t **out);
 void nnmem__occ_destroy(nnmem__occ_t *o);
 
 /* Records that buffer `i` takes [lo, hi) during its lifetime. */

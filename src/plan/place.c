@@ -54,8 +54,9 @@ typedef nnmem__range_t span_t; /* [offset, end) taken by placed buffers */
 
 /* Chooses an offset for `size` bytes aligned to `al` among `gaps`
  * (sorted by address, free below `top`). Returns 1 on overflow. */
-static int choose_gap(const span_t *gaps, size_t k, uint64_t top, uint64_t size,
-                      uint64_t al, nnmem__fit_t fit, uint64_t *off) {
+int nnmem__choose_gap(const nnmem__range_t *gaps, size_t k, uint64_t top,
+                      uint64_t size, uint64_t al, nnmem__fit_t fit,
+                      uint64_t *off) {
   uint64_t best_gap = UINT64_MAX, best_off = 0;
   int found = 0;
   for (size_t i = 0; i < k; i++) {
@@ -114,8 +115,9 @@ static nnmem_status_t find_offset(nnmem__occ_t *occ, scratch_t *sc, size_t x,
   nnmem_status_t st =
       nnmem__occ_gaps(occ, x, size, &sc->gaps, &k, &sc->cap, &top);
   if (st) return st;
-  return choose_gap(sc->gaps, k, top, size, al, fit, off) ? NNMEM_ERR_OVERFLOW
-                                                          : NNMEM_OK;
+  return nnmem__choose_gap(sc->gaps, k, top, size, al, fit, off)
+             ? NNMEM_ERR_OVERFLOW
+             : NNMEM_OK;
 }
 
 /* Reads the clock every NNMEM__PLACE_CLOCK_EVERY buffers: 1 once the

@@ -39,6 +39,28 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      nnmem__place_ctl_t *ctl, uint64_t *offsets,
                                      uint64_t *height);
 
+/* Placement of large problems in time parts placed in parallel (see
+ * split.c): the same contract as nnmem__place_in_order; deterministic,
+ * whatever the number of threads. Below NNMEM__SPLIT_MIN buffers, or when
+ * the problem does not split well, it is nnmem__place_in_order. */
+#define NNMEM__SPLIT_MIN 200000
+
+/* From this many buffers on, `auto` runs one ordering (plan.c). */
+#define NNMEM__AUTO_HUGE 500000
+nnmem_status_t nnmem__place_split(const nnmem_problem_t *p,
+                                  const uint32_t *order, uint64_t align,
+                                  nnmem__fit_t fit, uint64_t limit,
+                                  nnmem__place_ctl_t *ctl, uint64_t *offsets,
+                                  uint64_t *height);
+
+/* Chooses an offset for `size` bytes aligned to `al` among `gaps` (sorted
+ * by address, free below `top`) by `fit`, else the aligned top. Returns 1
+ * when that passes 2^64 - 1. */
+#include "plan/occupancy.h"
+int nnmem__choose_gap(const nnmem__range_t *gaps, size_t k, uint64_t top,
+                      uint64_t size, uint64_t al, nnmem__fit_t fit,
+                      uint64_t *off);
+
 /* Orderings (see order.c). */
 typedef enum nnmem__order {
   NNMEM__ORDER_SIZE_FIRST = 0, /* greedy-size */

@@ -14,10 +14,12 @@
  * Invariants (nnmem_problem_check): last > first, align a power of two,
  * size rounded up to align fits 64 bits, ids unique.
  * Thread-safety: none for writers; const functions are safe concurrently. */
+#include <stddef.h>
 #include <string.h>
 
 #include "common/util.h"
 #include "nnmem/problem.h"
+#include "plan/radix.h"
 
 struct nnmem_problem {
   nnmem_buffer_t *bufs;
@@ -164,18 +166,30 @@ nnmem_status_t nnmem_problem_lower_bound(const nnmem_problem_t *p,
   *lb_out = 0;
   if (p->n == 0) return NNMEM_OK;
   event_t *ev = malloc(2 * p->n * sizeof *ev);
-  if (!ev) return NNMEM_ERR_NOMEM;
-  for (size_t i = 0; i < p->n; i++) {
+  event_t *tmp = malloc(2 * p->n * sizeof *tmp), *sorted = NULL;
+  if (!ev || !tmp) {
+    free(ev);
+    free(tmp);
+    return NNMEM_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < p->n; i++) { /* the ends first, then the starts */
     uint64_t sz;
     if (nnmem__align_up(p->bufs[i].size,
                         nnmem__max_u64(p->bufs[i].align, align), &sz)) {
       free(ev);
+      free(tmp);
       return NNMEM_ERR_OVERFLOW;
     }
-    ev[2 * i] = (event_t){p->bufs[i].first, sz, 1};
-    ev[2 * i + 1] = (event_t){p->bufs[i].last, sz, 0};
+    ev[i] = (event_t){p->bufs[i].last, sz, 0};
+    ev[p->n + i] = (event_t){p->bufs[i].first, sz, 1};
   }
-  qsort(ev, 2 * p->n, sizeof *ev, event_cmp);
+  /* stable by time: ends stay before starts at equal times (event_cmp's
+   * order); O(n) per byte of time that differs */
+  sorted = nnmem__radix_sort(ev, tmp, 2 * p->n, sizeof *ev,
+                             offsetof(event_t, time), 0);
+  if (!sorted) qsort(ev, 2 * p->n, sizeof *ev, event_cmp);
+  if (sorted && sorted != ev) memcpy(ev, sorted, 2 * p->n * sizeof *ev);
+  free(tmp);
   /* live <= sum of sizes; sums above 2^64 saturate (reported as overflow) */
   uint64_t live = 0, best = 0;
   nnmem_status_t st = NNMEM_OK;

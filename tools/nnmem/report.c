@@ -15,12 +15,14 @@
  * into our writer: one writer, exact integers), then the run details.
  * Complexity: O(n log n) and O(n). Thread-safety: pure functions of their
  * arguments; printing goes to the given FILE. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common/util.h"
 #include "export/export_json.h"
+#include "plan/radix.h"
 #include "units.h"
 
 typedef struct live_event {
@@ -49,13 +51,23 @@ nnmem_status_t cli_peak_step(const nnmem_problem_t *p, uint64_t align,
   *step_out = 0;
   if (n == 0) return NNMEM_OK;
   live_event_t *ev = calloc(2 * n, sizeof *ev);
-  if (!ev) return NNMEM_ERR_NOMEM;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t s = rounded_size(&b[i], align);
-    ev[2 * i] = (live_event_t){b[i].first, 1, s};
-    ev[2 * i + 1] = (live_event_t){b[i].last, 0, s};
+  live_event_t *tmp = malloc(2 * n * sizeof *tmp), *sorted = NULL;
+  if (!ev || !tmp) {
+    free(ev);
+    free(tmp);
+    return NNMEM_ERR_NOMEM;
   }
-  qsort(ev, 2 * n, sizeof *ev, cmp_event);
+  for (size_t i = 0; i < n; i++) { /* the ends first, then the starts */
+    uint64_t s = rounded_size(&b[i], align);
+    ev[i] = (live_event_t){b[i].last, 0, s};
+    ev[n + i] = (live_event_t){b[i].first, 1, s};
+  }
+  /* stable by step: ends stay before starts at equal steps (cmp_event) */
+  sorted = nnmem__radix_sort(ev, tmp, 2 * n, sizeof *ev,
+                             offsetof(live_event_t, step), 0);
+  if (!sorted) qsort(ev, 2 * n, sizeof *ev, cmp_event);
+  if (sorted && sorted != ev) memcpy(ev, sorted, 2 * n * sizeof *ev);
+  free(tmp);
   uint64_t live = 0, best = 0;
   for (size_t i = 0; i < 2 * n; i++) {
     if (ev[i].start) {
