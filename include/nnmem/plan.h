@@ -2,7 +2,10 @@
  *
  * A plan assigns each buffer of a problem a byte offset in one arena. Its
  * height is max(offset + size). Strategies are deterministic: the same
- * problem and config always give the same plan.
+ * problem and config always give the same plan. Problems of 200,000
+ * buffers or more are placed in parts of time on several threads (as many
+ * as the machine has online CPUs, or the environment variable
+ * NNMEM_PLAN_THREADS says); the plan does not depend on how many.
  *
  * Thread-safety: planning reads the problem and writes only the new plan;
  * several plans of one problem may be computed concurrently. */
@@ -16,7 +19,9 @@ extern "C" {
 #endif
 
 typedef enum nnmem_strategy {
-  NNMEM_STRATEGY_AUTO = 0,       /* run the heuristics, keep the lowest */
+  NNMEM_STRATEGY_AUTO = 0,       /* run the heuristics, keep the lowest;
+                                    from 500,000 buffers on, one ordering
+                                    (greedy-class by powers of 2) */
   NNMEM_STRATEGY_NAIVE,          /* no reuse: buffers stacked end to end */
   NNMEM_STRATEGY_GREEDY_SIZE,    /* largest first, best-fit gap (TFLite) */
   NNMEM_STRATEGY_GREEDY_BREADTH, /* steps by live bytes (TFLite GPU) */
