@@ -63,6 +63,7 @@
 #define FULL_MAX_BUFFERS 4096         /* above: light inference */
 #define MAX_ENTRIES ((size_t)1 << 25) /* overlaps + widths a set may have */
 #define CLOCK_EVERY 256
+#define RESCAN_MAX 128 /* larger sections keep a stale unplaced floor */
 #define PROGRESS_EVERY 4096
 
 enum { TR_MINOFF, TR_FLOOR, TR_TOTAL, TR_UMIN, TR_UARG };
@@ -402,6 +403,12 @@ static int fits(const srch_t *s, uint64_t base, uint64_t total) {
 static int rescan(srch_t *s, uint32_t q) {
   uint64_t lo = UINT64_MAX;
   uint32_t arg = NONE;
+  if (s->sec_at[q + 1] - s->sec_at[q] > RESCAN_MAX) { /* keep the old */
+    if (trail_push(s, TR_UARG, q, s->uarg[q])) return -1; /* lower bound */
+    s->nargs[s->uarg[q]]--;
+    s->uarg[q] = NONE;
+    return 0;
+  }
   /* minoffs only rise along a branch (the trail lowers them again with
    * umin), so no unplaced member is below the old umin: one at it ends the
    * scan */
