@@ -340,14 +340,14 @@ static nnmem_status_t capacity_precheck(const nnmem_problem_t *p,
   if (st == NNMEM_ERR_OVERFLOW || (st == NNMEM_OK && capacity < bytes))
     return nnmem__diag(
         diag, NNMEM_ERR_CAPACITY,
-        "infeasible: step %llu alone needs %s%llu bytes > capacity %llu",
+        "does not fit: infeasible: step %llu alone needs %s%llu bytes > capacity %llu",
         (unsigned long long)step, st ? "over " : "",
         (unsigned long long)(st ? UINT64_MAX : bytes),
         (unsigned long long)capacity);
   if (st == NNMEM_OK && capacity < bound)
     return nnmem__diag(
         diag, NNMEM_ERR_CAPACITY,
-        "infeasible: step %llu needs %llu bytes, and with the alignment "
+        "does not fit: infeasible: step %llu needs %llu bytes, and with the alignment "
         "every plan is at least %llu bytes > capacity %llu",
         (unsigned long long)step, (unsigned long long)bytes,
         (unsigned long long)bound, (unsigned long long)capacity);
