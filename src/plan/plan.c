@@ -45,6 +45,7 @@ struct nnmem_plan {
   uint64_t bound; /* proven lower bound; 0 = not computed */
   nnmem_bound_kind_t bound_kind;
   uint64_t nodes; /* search nodes spent */
+  int stopped;    /* what ended the search: 1 stop flag, 2 clock, 3 nodes */
 };
 
 static const char *const status_names[] = {"feasible", "optimal", "infeasible",
@@ -338,19 +339,19 @@ static nnmem_status_t capacity_precheck(const nnmem_problem_t *p,
   uint64_t bound = 0, step = 0, bytes = 0;
   nnmem_status_t st = nnmem__search_bound(p, align, &bound, &step, &bytes);
   if (st == NNMEM_ERR_OVERFLOW || (st == NNMEM_OK && capacity < bytes))
-    return nnmem__diag(
-        diag, NNMEM_ERR_CAPACITY,
-        "does not fit: infeasible: step %llu alone needs %s%llu bytes > capacity %llu",
-        (unsigned long long)step, st ? "over " : "",
-        (unsigned long long)(st ? UINT64_MAX : bytes),
-        (unsigned long long)capacity);
+    return nnmem__diag(diag, NNMEM_ERR_CAPACITY,
+                       "does not fit: infeasible: step %llu alone needs %s%llu "
+                       "bytes > capacity %llu",
+                       (unsigned long long)step, st ? "over " : "",
+                       (unsigned long long)(st ? UINT64_MAX : bytes),
+                       (unsigned long long)capacity);
   if (st == NNMEM_OK && capacity < bound)
-    return nnmem__diag(
-        diag, NNMEM_ERR_CAPACITY,
-        "does not fit: infeasible: step %llu needs %llu bytes, and with the alignment "
-        "every plan is at least %llu bytes > capacity %llu",
-        (unsigned long long)step, (unsigned long long)bytes,
-        (unsigned long long)bound, (unsigned long long)capacity);
+    return nnmem__diag(diag, NNMEM_ERR_CAPACITY,
+                       "does not fit: infeasible: step %llu needs %llu bytes, "
+                       "and with the alignment "
+                       "every plan is at least %llu bytes > capacity %llu",
+                       (unsigned long long)step, (unsigned long long)bytes,
+                       (unsigned long long)bound, (unsigned long long)capacity);
   return st;
 }
 
@@ -393,6 +394,7 @@ static nnmem_status_t run_search(const nnmem_problem_t *p, uint64_t align,
   pl->bound_kind = out.bound_kind;
   pl->nodes = ctl.nodes;
   if (ctl.stopped) pl->time_limited = 1;
+  pl->stopped = ctl.stopped;
   return st;
 }
 
@@ -412,8 +414,10 @@ static nnmem_status_t capacity_diag(const nnmem_plan_t *pl, uint64_t capacity,
                        "does not fit: no plan found within the %s: best "
                        "height %llu > capacity %llu, lower bound %llu "
                        "(not proven infeasible)",
-                       pl->time_limited ? "time limit" : "search budget", h,
-                       cap, lb);
+                       pl->stopped == 1   ? "search (interrupted)"
+                       : pl->stopped == 3 ? "search budget (--node-budget)"
+                                          : "time limit",
+                       h, cap, lb);
   return nnmem__diag(diag, NNMEM_ERR_CAPACITY,
                      "does not fit: best height %llu > capacity %llu "
                      "(strategy %s%s)",
@@ -483,8 +487,7 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
     if (pl->status != NNMEM_PLAN_INFEASIBLE) pl->status = NNMEM_PLAN_UNKNOWN;
     if (c.status_out) *c.status_out = pl->status;
     st = capacity_diag(pl, c.capacity, searched, diag);
-  }
-  else if (st == NNMEM_ERR_OVERFLOW)
+  } else if (st == NNMEM_ERR_OVERFLOW)
     overflow_diag(problem, align, &ctl, diag);
   else if (st)
     nnmem__diag(diag, st, "planning failed: %s", nnmem_status_str(st));
