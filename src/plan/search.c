@@ -105,10 +105,11 @@ typedef struct srch {
   uint32_t *rank, *next, *prev; /* unplaced list in rank order */
   uint32_t head;                /* first unplaced (NONE: all placed) */
   uint8_t *placed;
-  uint64_t *umin;  /* per section: least minoff of its unplaced buffers */
-  uint32_t *uarg;  /* ... and a buffer that has it (NONE: none unplaced) */
-  uint32_t *nargs; /* per buffer: sections whose uarg it is */
-  int64_t *mt;     /* max-total tree: value = max(children) + own add */
+  uint64_t *umin;   /* per section: least minoff of its unplaced buffers */
+  uint32_t *uarg;   /* ... and a buffer that has it (NONE: none unplaced) */
+  uint32_t *nargs;  /* per buffer: sections whose uarg it is */
+  uint32_t *raised; /* scratch of place(): neighbours whose minoff rose */
+  int64_t *mt;      /* max-total tree: value = max(children) + own add */
   size_t mt_leaves;
   struct cand *cand; /* candidate lists of the frames (full mode) */
   size_t cand_cap;
@@ -118,10 +119,11 @@ typedef struct srch {
 } srch_t;
 
 static void srch_free(srch_t *s) {
-  void *arrs[] = {s->size,   s->al,    s->minoff, s->off,   s->s0,     s->s1,
-                  s->ov_at,  s->ov,    s->sec_at, s->sec,   s->floor,  s->total,
-                  s->total0, s->rank,  s->next,   s->prev,  s->placed, s->umin,
-                  s->uarg,   s->trail, s->frames, s->nargs, s->mt,     s->cand};
+  void *arrs[] = {s->size,   s->al,     s->minoff, s->off,    s->s0,
+                  s->s1,     s->ov_at,  s->ov,     s->sec_at, s->sec,
+                  s->floor,  s->total,  s->total0, s->rank,   s->next,
+                  s->prev,   s->placed, s->umin,   s->uarg,   s->trail,
+                  s->frames, s->nargs,  s->mt,     s->cand,   s->raised};
   for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++)
     free(arrs[i]);
   memset(s, 0, sizeof *s);
@@ -286,8 +288,10 @@ static nnmem_status_t srch_init(srch_t *s, const nnmem_problem_t *p,
   s->prev = malloc(m * sizeof *s->prev);
   s->placed = calloc(m, 1);
   s->frames = calloc(m + 1, sizeof *s->frames);
+  s->raised = malloc(m * sizeof *s->raised);
   if (!s->size || !s->al || !s->minoff || !s->off || !s->s0 || !s->s1 ||
-      !s->rank || !s->next || !s->prev || !s->placed || !s->frames)
+      !s->rank || !s->next || !s->prev || !s->placed || !s->frames ||
+      !s->raised)
     return NNMEM_ERR_NOMEM;
   for (size_t k = 0; k < n; k++) {
     const nnmem_buffer_t *x = &b[ids[k]];
@@ -403,7 +407,7 @@ static int fits(const srch_t *s, uint64_t base, uint64_t total) {
 static int rescan(srch_t *s, uint32_t q) {
   uint64_t lo = UINT64_MAX;
   uint32_t arg = NONE;
-  if (s->sec_at[q + 1] - s->sec_at[q] > RESCAN_MAX) { /* keep the old */
+  if (s->sec_at[q + 1] - s->sec_at[q] > RESCAN_MAX) {     /* keep the old */
     if (trail_push(s, TR_UARG, q, s->uarg[q])) return -1; /* lower bound */
     s->nargs[s->uarg[q]]--;
     s->uarg[q] = NONE;
@@ -486,13 +490,18 @@ static int place(srch_t *s, uint32_t k) {
     if (!fits(s, e, s->total[q])) return 0;
     if (s->full && s->uarg[q] == k && rescan(s, q)) return -1;
   }
+  size_t n_raised = 0; /* all raises first: a section is then scanned once,
+                          after every neighbour has its final minoff */
   for (uint32_t a = s->ov_at[k]; a < s->ov_at[k + 1]; a++) {
     uint32_t j = s->ov[a];
     if (s->placed[j] || s->minoff[j] >= e) continue;
     if (trail_push(s, TR_MINOFF, j, s->minoff[j])) return -1;
     if (nnmem__align_up(e, s->al[j], &s->minoff[j])) s->minoff[j] = UINT64_MAX;
     if (!fits(s, s->minoff[j], s->size[j])) return 0;
-    if (!s->full) continue;
+    s->raised[n_raised++] = j;
+  }
+  for (size_t a = 0; a < n_raised && s->full; a++) {
+    uint32_t j = s->raised[a];
     for (uint32_t q = s->s0[j]; q < s->s1[j] && s->nargs[j]; q++)
       if (s->uarg[q] == j) {
         if (rescan(s, q)) return -1;
