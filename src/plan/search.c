@@ -33,9 +33,15 @@
  *      in rotated priority, all descending) with node limits doubling from
  *      the set size, as MiniMalloc does: a run that ends without using its
  *      limit is complete (found or proven infeasible).
- * Large sets (over 4096 buffers) use the light inference of step 4 (only
- * b's sections and its neighbours), since the full section check costs
- * O(sections) a node.
+ * Full mode (sets up to 4096 buffers): the least unplaced minoff of each
+ * section is kept with its argmin (a section is scanned again only when its
+ * argmin rises or is placed; sections of over RESCAN_MAX buffers keep a
+ * stale, still valid, lower value instead); the sections that did not
+ * change are checked at once through a max-total segment tree (they passed
+ * at the parent, so only x + their total can fail); candidates are sorted
+ * once per frame. Light mode (larger sets): only b's sections and its
+ * neighbours are checked and candidates are picked by O(n) scans, so memory
+ * stays O(n + overlaps + widths + trail).
  *
  * Minimum height (nnmem__search_improve): bound L = alignment-aware max-live;
  * best plan H from the heuristics; decision searches at L first, then by
@@ -49,9 +55,12 @@
  * buffers that meet in time do not overlap; minoff(u) >= top of the placed
  * neighbours of u. The plan handed back is verified by the caller
  * (nnmem_plan_verify shares no code with this file).
- * Complexity: a node costs O(unplaced + sections) (full) or O(unplaced +
- * neighbours + width) (light); memory O(n + overlaps + sum of widths + the
- * trail). Thread-safety: reentrant; all state is local to one call. */
+ * Complexity: a placement costs O(neighbours + width + log sections +
+ * rescanned sections); a node O(unplaced log unplaced) (full) or O(unplaced)
+ * per candidate (light); memory O(n + overlaps + sum of widths + trail),
+ * plus O(n^2) candidate lists at most in full mode. A set with more than
+ * 2^25 overlap pairs or section entries is not searched (verdict unknown).
+ * Thread-safety: reentrant; all state is local to one call. */
 #include <stdlib.h>
 #include <string.h>
 
