@@ -189,6 +189,7 @@ void cli_outputs_guard(const nnmem__outset_t *set);
 typedef struct cli_search_ui {
   int silent, tty, shown;
   double last;
+  uint64_t best, bound; /* as last shown */
 } cli_search_ui_t;
 /* Installs the SIGINT handler; returns the stop flag for the planner. */
 volatile int *cli_search_begin(cli_search_ui_t *ui, int silent);

@@ -8,9 +8,10 @@
  *      staged while planning runs (outputs.c guards them later), so no
  *      temporary can be left behind;
  *   2. the progress callback prints nothing during the first second; then,
- *      on a terminal, one line rewritten in place (best height, bound, gap,
- *      the height being tried, nodes, elapsed); otherwise a plain line every
- *      5 s; nothing with --quiet or --json;
+ *      on a terminal, one line rewritten in place at most every 0.1 s
+ *      (best height, bound, gap, the height being tried, nodes, elapsed;
+ *      at once when the best or the bound changes); otherwise a plain line
+ *      every 5 s; nothing with --quiet or --json;
  *   3. cli_search_end ends the terminal line.
  * Thread-safety: one search at a time (single-threaded program). */
 #include <signal.h>
@@ -45,7 +46,11 @@ volatile int *cli_search_begin(cli_search_ui_t *ui, int silent) {
 void cli_search_progress(void *ctx, const nnmem_search_progress_t *p) {
   cli_search_ui_t *ui = ctx;
   if (ui->silent || p->elapsed_s < 1.0) return;
-  if (!ui->tty && ui->shown && p->elapsed_s - ui->last < 5.0) return;
+  int news = p->best != ui->best || p->bound != ui->bound;
+  double every = ui->tty ? 0.1 : 5.0; /* redraws; plain lines */
+  if (ui->shown && !(ui->tty && news) && p->elapsed_s - ui->last < every)
+    return;
+  ui->best = p->best, ui->bound = p->bound;
   char b[40], l[40], t[40], nd[40];
   double gap =
       p->bound ? 100.0 * ((double)p->best - (double)p->bound) / (double)p->bound
