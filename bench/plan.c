@@ -3,7 +3,11 @@
  *
  *   plan [DIR] [--csv OUT.csv] [--strategies a,b,...] [--repeat N]
  *        [--synthetic]
- *   plan --gen comb:N|random:N [--out FILE.csv] [--strategies ...]
+ *   plan --gen comb:N|random:N|zeroslack:SEED:N [--out FILE.csv]
+ *        [--strategies ...]
+ *   plan --search [DIR]   the placement search tables (plan_search.c):
+ *        challenging A-F at 1 MiB, 20 zero-slack problems, the traces
+ *        with --optimal --time-limit 1
  *
  * Steps:
  *   1. collect every *.csv under DIR recursively (default: the shared data
@@ -41,6 +45,7 @@
 
 #include "common/util.h"
 #include "nnmem/nnmem.h"
+#include "plan_search.h"
 
 #ifndef NNMEM_DEFAULT_DATA_DIR
 #define NNMEM_DEFAULT_DATA_DIR "../shared/data"
@@ -55,6 +60,7 @@ typedef struct bench_opts {
   size_t n_strategies;
   int repeat;
   int synthetic;
+  int search;
   const char *gen, *gen_out;
 } bench_opts_t;
 
@@ -88,7 +94,10 @@ static void usage(FILE *f) {
       "\n  --repeat N    runs per measurement, median reported (default "
       "3)\n"
       "  --synthetic   also plan the generated comb and random problems\n"
-      "  --gen KIND:N  a generated problem (comb:N, random:N; N buffers):\n"
+      "  --search      the placement search tables (challenging set, 20\n"
+      "                zero-slack problems, traces with --optimal)\n"
+      "  --gen KIND:N  a generated problem (comb:N, random:N,\n"
+      "                zeroslack:SEED:N; N buffers):\n"
       "                with --out FILE write it as CSV, else plan only it\n");
 }
 
@@ -139,6 +148,8 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
       }
     } else if (strcmp(a, "--synthetic") == 0) {
       o->synthetic = 1;
+    } else if (strcmp(a, "--search") == 0) {
+      o->search = 1;
     } else if (strcmp(a, "--gen") == 0 && has_value) {
       o->gen = argv[++i];
     } else if (strcmp(a, "--out") == 0 && has_value) {
@@ -371,6 +382,14 @@ static nnmem_status_t gen_problem(const char *spec, nnmem_problem_t **out) {
       uint64_t size = 64 * (1 + xorshift(&rng) % 1024);
       st = nnmem_problem_add(*out, NULL, size, 1, first, first + len, NULL);
     }
+  } else if (kind == 9 && strncmp(spec, "zeroslack", 9) == 0) {
+    /* zeroslack:SEED:N, capacity 1 MiB (plan_search.c) */
+    const char *c2 = strchr(colon + 1, ':');
+    long long m = c2 ? atoll(c2 + 1) : 0;
+    nnmem_problem_destroy(*out);
+    *out = NULL;
+    st = m > 0 ? zeroslack_problem((uint64_t)n, (size_t)m, 1048576, out)
+               : NNMEM_ERR_INVALID;
   } else {
     st = NNMEM_ERR_INVALID;
   }
@@ -401,8 +420,12 @@ static int write_generated(const bench_opts_t *o) {
     fprintf(f, "%zu,%llu,%llu,%llu\n", i, (unsigned long long)b[i].first,
             (unsigned long long)b[i].last, (unsigned long long)b[i].size);
   int rc = fclose(f) == 0 ? 0 : 1;
-  printf("wrote %s: %zu buffers (%s, seed %u)\n", o->gen_out,
-         nnmem_problem_count(p), o->gen, RANDOM_SEED);
+  if (strncmp(o->gen, "random", 6) == 0)
+    printf("wrote %s: %zu buffers (%s, seed %u)\n", o->gen_out,
+           nnmem_problem_count(p), o->gen, RANDOM_SEED);
+  else
+    printf("wrote %s: %zu buffers (%s)\n", o->gen_out, nnmem_problem_count(p),
+           o->gen);
   nnmem_problem_destroy(p);
   return rc;
 }
@@ -518,6 +541,13 @@ int main(int argc, char **argv) {
     return failures ? 1 : 0;
   }
   struct stat sb;
+  if (o.search) { /* the tables need the data; zero-slack ones do not */
+    if (stat(o.dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+      bench_zeroslack(20, 200, &failures);
+    else
+      bench_search(o.dir, &failures);
+    return failures ? 1 : 0;
+  }
   if (stat(o.dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
     printf("plan: data folder '%s' not found; nothing to measure\n", o.dir);
     return 0;

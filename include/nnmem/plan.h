@@ -41,6 +41,46 @@ NNMEM_API const char *nnmem_strategy_name(nnmem_strategy_t s);
 NNMEM_API nnmem_status_t nnmem_strategy_parse(const char *name,
                                               nnmem_strategy_t *out);
 
+/* What is known about a plan's height (nnmem_plan_status). */
+typedef enum nnmem_plan_status {
+  NNMEM_PLAN_FEASIBLE = 0, /* a valid plan; optimality not proven */
+  NNMEM_PLAN_OPTIMAL,      /* height equals a proven lower bound */
+  NNMEM_PLAN_INFEASIBLE,   /* proven: no plan fits the capacity */
+  NNMEM_PLAN_UNKNOWN       /* no plan within the capacity found before the
+                              budget (nodes, time, stop flag) ran out */
+} nnmem_plan_status_t;
+
+/* How the lower bound of a plan was proven. */
+typedef enum nnmem_bound_kind {
+  NNMEM_BOUND_MAX_LIVE = 0, /* max over steps of the live padded bytes,
+                               rounded up to the alignment every height
+                               has */
+  NNMEM_BOUND_SEARCH        /* a decision search proved the next lower
+                               height infeasible */
+} nnmem_bound_kind_t;
+
+/* "feasible", "optimal", "infeasible", "unknown". */
+NNMEM_API const char *nnmem_plan_status_name(nnmem_plan_status_t s);
+/* "max-live", "search". */
+NNMEM_API const char *nnmem_bound_kind_name(nnmem_bound_kind_t k);
+
+/* Reported to the progress callback of a search (about every 4096 nodes
+ * and at each new plan or bound). */
+typedef struct nnmem_search_progress {
+  uint32_t size;    /* sizeof(nnmem_search_progress_t) */
+  double elapsed_s; /* since planning started */
+  uint64_t best;    /* height of the best valid plan so far */
+  uint64_t bound;   /* best proven lower bound so far */
+  uint64_t target;  /* the height the current decision search tries */
+  uint64_t nodes;   /* search nodes spent so far */
+} nnmem_search_progress_t;
+
+/* Default node budget of the search (nnmem_planner_config_t.node_budget). */
+#define NNMEM_SEARCH_DEFAULT_NODES 2000000u
+/* Problems with more buffers than this skip the search unless `optimal` or
+ * a node budget is given. */
+#define NNMEM_SEARCH_DEFAULT_MAX_BUFFERS 20000u
+
 /* Planner options. Zero means default for every field. */
 typedef struct nnmem_planner_config {
   uint32_t size;             /* sizeof(nnmem_planner_config_t); 0 = current */
@@ -53,6 +93,20 @@ typedef struct nnmem_planner_config {
                                 far. The fastest strategy (auto: greedy-
                                 size, run first) always completes; the
                                 clock is checked inside placement too */
+  /* Search (search.c), after the heuristics, for `auto` and the greedy
+   * strategies: it runs when the best heuristic plan exceeds `capacity`,
+   * or with `optimal`. It only ever lowers the plan. */
+  int optimal;          /* nonzero: search for the minimum height */
+  uint64_t node_budget; /* 0 = NNMEM_SEARCH_DEFAULT_NODES; the same budget
+                           gives the same plan (absent a time limit) */
+  void (*progress)(void *ctx, const nnmem_search_progress_t *p);
+  void *progress_ctx; /* passed to `progress` (nullable callback) */
+  volatile int *stop; /* nullable; set nonzero (e.g. from a signal
+                         handler) to stop the search: the best plan so
+                         far is returned */
+  nnmem_plan_status_t *status_out; /* nullable; receives the status also
+                                      when no plan is returned (capacity:
+                                      infeasible or unknown) */
 } nnmem_planner_config_t;
 
 /* Fills `cfg` with defaults (the same as a zeroed struct). */
@@ -92,6 +146,16 @@ NNMEM_API int nnmem_plan_time_limited(const nnmem_plan_t *plan);
 /* Strategies that ran to their end (auto: of 4; one that overflowed 64
  * bits or was cut before it found a plan is not counted). */
 NNMEM_API unsigned nnmem_plan_strategies_run(const nnmem_plan_t *plan);
+/* What is known about the height: optimal when it equals the proven
+ * bound; else feasible (a plan returned is never infeasible/unknown). */
+NNMEM_API nnmem_plan_status_t nnmem_plan_status(const nnmem_plan_t *plan);
+/* The best proven lower bound on the height of any plan (alignment-aware
+ * max-live, raised by searches that proved lower heights infeasible). */
+NNMEM_API uint64_t nnmem_plan_bound(const nnmem_plan_t *plan);
+NNMEM_API nnmem_bound_kind_t nnmem_plan_bound_kind(const nnmem_plan_t *plan);
+/* Search nodes spent (0 when no search ran). */
+NNMEM_API uint64_t nnmem_plan_search_nodes(const nnmem_plan_t *plan);
+
 /* The largest alignment any offset relies on: max of the planner's
  * alignment and every buffer's own (1 for NULL). A region that holds the
  * plan must start at a multiple of it (nnmem_arena_create does this). */

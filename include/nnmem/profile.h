@@ -49,6 +49,10 @@ typedef struct nnmem_profile {
   uint64_t peak_step; /* a step where the live arena bytes are largest */
   double plan_seconds;
   uint32_t flags; /* NNMEM_PROFILE_* */
+  /* appended: how arena_lower_bound is proven (the plan's bound when it is
+   * higher than max-live) and whether the arena height equals it */
+  nnmem_bound_kind_t bound_kind;
+  int optimal;
 } nnmem_profile_t;
 
 /* naive_arena / naive_memory stopped at 2^64 - 1 (the true sum is larger) */

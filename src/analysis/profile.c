@@ -133,6 +133,12 @@ nnmem_status_t nnmem_profile_compute(const nnmem_graph_t *g,
                &unused);
   if (st != NNMEM_OK) return st;
   r.arena_height = nnmem_plan_height(plan);
+  if (nnmem_plan_bound(plan) > r.arena_lower_bound &&
+      nnmem_plan_bound(plan) <= r.arena_height) { /* proven by the planner */
+    r.arena_lower_bound = nnmem_plan_bound(plan);
+    r.bound_kind = nnmem_plan_bound_kind(plan);
+  }
+  r.optimal = r.arena_height <= r.arena_lower_bound;
   r.weight_memory = nnmem_liveness_weight_bytes(l);
   r.activation_memory = r.arena_height > r.workspace_memory
                             ? r.arena_height - r.workspace_memory

@@ -30,6 +30,8 @@ void nnmem__profile_json_members(nnmem__jw_t *w, const nnmem_profile_t *prof,
   nnmem__jw_kv_u64(w, "naive_memory", prof->naive_memory);
   nnmem__jw_kv_u64(w, "arena_height", prof->arena_height);
   nnmem__jw_kv_u64(w, "arena_lower_bound", prof->arena_lower_bound);
+  nnmem__jw_kv_string(w, "bound_kind", nnmem_bound_kind_name(prof->bound_kind));
+  nnmem__jw_kv_bool(w, "optimal", prof->optimal);
   nnmem__jw_kv_u64(w, "naive_arena", prof->naive_arena);
   nnmem__jw_kv_bool(w, "naive_saturated", /* the naive figures are >= */
                     (prof->flags & NNMEM_PROFILE_NAIVE_SATURATED) != 0);

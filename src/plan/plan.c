@@ -26,6 +26,11 @@
 #include "common/util.h"
 #include "nnmem/plan.h"
 #include "plan/place.h"
+#include "plan/search.h"
+
+/* The bound is computed for plans of up to this many buffers when no
+ * search ran (an O(n log n) sweep a million-buffer plan need not pay). */
+#define BOUND_MAX_BUFFERS 200000u
 
 struct nnmem_plan {
   size_t n;
@@ -36,7 +41,25 @@ struct nnmem_plan {
   double seconds;
   int time_limited;    /* the time limit cut the search */
   unsigned strategies; /* strategies that ran (not cut, not overflowed) */
+  nnmem_plan_status_t status;
+  uint64_t bound; /* proven lower bound; 0 = not computed */
+  nnmem_bound_kind_t bound_kind;
+  uint64_t nodes; /* search nodes spent */
+  int stopped;    /* what ended the search: 1 stop flag, 2 clock, 3 nodes */
 };
+
+static const char *const status_names[] = {"feasible", "optimal", "infeasible",
+                                           "unknown"};
+
+const char *nnmem_plan_status_name(nnmem_plan_status_t s) {
+  return (unsigned)s < 4 ? status_names[s] : "invalid";
+}
+
+const char *nnmem_bound_kind_name(nnmem_bound_kind_t k) {
+  return k == NNMEM_BOUND_MAX_LIVE ? "max-live"
+         : k == NNMEM_BOUND_SEARCH ? "search"
+                                   : "invalid";
+}
 
 static const char *const strategy_names[NNMEM_STRATEGY_COUNT_] = {
     "auto",           "naive",         "greedy-size",
@@ -102,6 +125,18 @@ int nnmem_plan_time_limited(const nnmem_plan_t *pl) {
 }
 unsigned nnmem_plan_strategies_run(const nnmem_plan_t *pl) {
   return pl ? pl->strategies : 0;
+}
+nnmem_plan_status_t nnmem_plan_status(const nnmem_plan_t *pl) {
+  return pl ? pl->status : NNMEM_PLAN_FEASIBLE;
+}
+uint64_t nnmem_plan_bound(const nnmem_plan_t *pl) {
+  return pl ? pl->bound : 0;
+}
+nnmem_bound_kind_t nnmem_plan_bound_kind(const nnmem_plan_t *pl) {
+  return pl ? pl->bound_kind : NNMEM_BOUND_MAX_LIVE;
+}
+uint64_t nnmem_plan_search_nodes(const nnmem_plan_t *pl) {
+  return pl ? pl->nodes : 0;
 }
 uint64_t nnmem_plan_alignment(const nnmem_plan_t *pl) {
   return pl ? pl->alignment : 1;
@@ -318,6 +353,102 @@ static void overflow_diag(const nnmem_problem_t *p, uint64_t align,
               (unsigned long long)nnmem__max_u64(b->align, align));
 }
 
+/* A capacity below the live bytes of one step (or below the aligned
+ * max-live bound) fails at once, before any strategy runs. */
+static nnmem_status_t capacity_precheck(const nnmem_problem_t *p,
+                                        uint64_t align, uint64_t capacity,
+                                        nnmem_diag_t *diag) {
+  uint64_t bound = 0, step = 0, bytes = 0;
+  nnmem_status_t st = nnmem__search_bound(p, align, &bound, &step, &bytes);
+  if (st == NNMEM_ERR_OVERFLOW || (st == NNMEM_OK && capacity < bytes))
+    return nnmem__diag(diag, NNMEM_ERR_CAPACITY,
+                       "does not fit: infeasible: step %llu alone needs %s%llu "
+                       "bytes > capacity %llu",
+                       (unsigned long long)step, st ? "over " : "",
+                       (unsigned long long)(st ? UINT64_MAX : bytes),
+                       (unsigned long long)capacity);
+  if (st == NNMEM_OK && capacity < bound)
+    return nnmem__diag(diag, NNMEM_ERR_CAPACITY,
+                       "does not fit: infeasible: step %llu needs %llu bytes, "
+                       "and with the alignment "
+                       "every plan is at least %llu bytes > capacity %llu",
+                       (unsigned long long)step, (unsigned long long)bytes,
+                       (unsigned long long)bound, (unsigned long long)capacity);
+  return st;
+}
+
+/* Whether the search runs after the heuristics (see plan.h). */
+static int search_wanted(const nnmem_planner_config_t *c, nnmem_strategy_t s,
+                         const nnmem_plan_t *pl) {
+  if (s == NNMEM_STRATEGY_NAIVE) return 0;
+  if (!c->optimal && !(c->capacity && pl->height > c->capacity)) return 0;
+  return c->optimal || c->node_budget ||
+         pl->n <= NNMEM_SEARCH_DEFAULT_MAX_BUFFERS;
+}
+
+/* Runs the search on the heuristic plan in `pl` and records what it
+ * proved; without a search, the max-live bound (small plans). */
+static nnmem_status_t run_search(const nnmem_problem_t *p, uint64_t align,
+                                 const nnmem_planner_config_t *c,
+                                 nnmem_strategy_t s, double t0,
+                                 nnmem_plan_t *pl) {
+  if (!search_wanted(c, s, pl)) {
+    uint64_t step, bytes;
+    if (pl->n <= BOUND_MAX_BUFFERS &&
+        nnmem__search_bound(p, align, &pl->bound, &step, &bytes) == NNMEM_OK &&
+        pl->height <= pl->bound)
+      pl->status = NNMEM_PLAN_OPTIMAL;
+    return NNMEM_OK;
+  }
+  nnmem__search_ctl_t ctl = {0};
+  ctl.t0 = t0;
+  ctl.deadline = c->time_limit_s > 0 ? t0 + c->time_limit_s : 0;
+  ctl.stop = c->stop;
+  ctl.node_budget =
+      c->node_budget ? c->node_budget : NNMEM_SEARCH_DEFAULT_NODES;
+  ctl.progress = c->progress;
+  ctl.progress_ctx = c->progress_ctx;
+  nnmem__search_out_t out;
+  nnmem_status_t st = nnmem__search_improve(
+      p, align, c->capacity, c->optimal, &ctl, pl->offsets, &pl->height, &out);
+  pl->status = out.status;
+  pl->bound = out.bound;
+  pl->bound_kind = out.bound_kind;
+  pl->nodes = ctl.nodes;
+  if (ctl.stopped) pl->time_limited = 1;
+  pl->stopped = ctl.stopped;
+  return st;
+}
+
+/* The message of a plan over the capacity, by what the search found. */
+static nnmem_status_t capacity_diag(const nnmem_plan_t *pl, uint64_t capacity,
+                                    int searched, nnmem_diag_t *diag) {
+  unsigned long long h = pl->height, cap = capacity, lb = pl->bound;
+  const char *s = nnmem_strategy_name(pl->strategy);
+  if (pl->status == NNMEM_PLAN_INFEASIBLE)
+    return nnmem__diag(diag, NNMEM_ERR_CAPACITY,
+                       "does not fit: proven infeasible: no plan fits "
+                       "capacity %llu (search: lower bound %llu); best "
+                       "height %llu",
+                       cap, lb, h);
+  if (pl->status == NNMEM_PLAN_UNKNOWN)
+    return nnmem__diag(diag, NNMEM_ERR_CAPACITY,
+                       "does not fit: no plan found within the %s: best "
+                       "height %llu > capacity %llu, lower bound %llu "
+                       "(not proven infeasible)",
+                       pl->stopped == 1   ? "search (interrupted)"
+                       : pl->stopped == 3 ? "search budget (--node-budget)"
+                                          : "time limit",
+                       h, cap, lb);
+  return nnmem__diag(diag, NNMEM_ERR_CAPACITY,
+                     "does not fit: best height %llu > capacity %llu "
+                     "(strategy %s%s)",
+                     h, cap, s,
+                     searched ? ""
+                              : "; search skipped: too many "
+                                "buffers, see --optimal");
+}
+
 nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
                                  const nnmem_planner_config_t *cfg,
                                  nnmem_plan_t **out, nnmem_diag_t *diag) {
@@ -342,6 +473,13 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
                        (int)c.strategy);
   nnmem_status_t st = nnmem_problem_check(problem, diag);
   if (st) return st;
+  if (c.status_out) *c.status_out = NNMEM_PLAN_FEASIBLE;
+  if (c.capacity && !c.no_reuse &&
+      (st = capacity_precheck(problem, align, c.capacity, diag))) {
+    if (c.status_out && st == NNMEM_ERR_CAPACITY)
+      *c.status_out = NNMEM_PLAN_INFEASIBLE;
+    return st;
+  }
   nnmem_plan_t *pl = NULL;
   if ((st = plan_alloc(nnmem_problem_count(problem), &pl))) return st;
   double t0 = nnmem__now();
@@ -360,15 +498,18 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
     pl->strategies = st == NNMEM_OK;
   }
   pl->time_limited = ctl.cut;
+  int searched = 0;
+  if (st == NNMEM_OK) {
+    searched = search_wanted(&c, s, pl);
+    st = run_search(problem, align, &c, s, t0, pl);
+  }
   pl->seconds = nnmem__now() - t0;
-  if (st == NNMEM_OK && c.capacity && pl->height > c.capacity)
-    st = nnmem__diag(diag, NNMEM_ERR_CAPACITY,
-                     "does not fit: best height %llu > capacity %llu "
-                     "(strategy %s)",
-                     (unsigned long long)pl->height,
-                     (unsigned long long)c.capacity,
-                     nnmem_strategy_name(pl->strategy));
-  else if (st == NNMEM_ERR_OVERFLOW)
+  if (c.status_out) *c.status_out = pl->status;
+  if (st == NNMEM_OK && c.capacity && pl->height > c.capacity) {
+    if (pl->status != NNMEM_PLAN_INFEASIBLE) pl->status = NNMEM_PLAN_UNKNOWN;
+    if (c.status_out) *c.status_out = pl->status;
+    st = capacity_diag(pl, c.capacity, searched, diag);
+  } else if (st == NNMEM_ERR_OVERFLOW)
     overflow_diag(problem, align, &ctl, diag);
   else if (st)
     nnmem__diag(diag, st, "planning failed: %s", nnmem_status_str(st));

@@ -28,8 +28,39 @@ static inline void fuzz_fail(const char *what, const nnmem_diag_t *diag) {
   abort();
 }
 
+/* The placement search (small node budget): --optimal, then the decision
+ * problem at the proven bound; every plan verified, the bound never above
+ * the height, "optimal" only at the bound. */
+static inline void fuzz_search_and_verify(const nnmem_problem_t *p,
+                                          uint64_t align) {
+  nnmem_planner_config_t cfg;
+  nnmem_planner_config_init(&cfg);
+  cfg.alignment = align;
+  cfg.optimal = 1;
+  cfg.node_budget = 2000;
+  nnmem_plan_t *plan = NULL;
+  nnmem_diag_t diag = {0};
+  if (nnmem_plan_create(p, &cfg, &plan, &diag) != NNMEM_OK) return;
+  uint64_t h = nnmem_plan_height(plan), b = nnmem_plan_bound(plan);
+  if (nnmem_plan_verify(p, nnmem_plan_offsets(plan), align, 0, NULL, &diag))
+    fuzz_fail("search plan fails verify", &diag);
+  if (b > h) fuzz_fail("search bound above the height", NULL);
+  if (nnmem_plan_status(plan) == NNMEM_PLAN_OPTIMAL && b != h)
+    fuzz_fail("optimal but not at the bound", NULL);
+  nnmem_plan_destroy(plan);
+  if (b == 0) return;
+  cfg.optimal = 0;
+  cfg.capacity = b;
+  plan = NULL;
+  if (nnmem_plan_create(p, &cfg, &plan, &diag) != NNMEM_OK) return;
+  if (nnmem_plan_verify(p, nnmem_plan_offsets(plan), align, b, NULL, &diag))
+    fuzz_fail("search plan at the bound fails verify", &diag);
+  nnmem_plan_destroy(plan);
+}
+
 /* Plans `p` with each strategy (and alignment `align`) and verifies every
- * plan that the planner returns. */
+ * plan that the planner returns, then runs the search
+ * (fuzz_search_and_verify). */
 static inline void fuzz_plan_and_verify(const nnmem_problem_t *p,
                                         uint64_t align) {
   for (int s = 0; s < (int)NNMEM_STRATEGY_COUNT_; s++) {
@@ -50,6 +81,7 @@ static inline void fuzz_plan_and_verify(const nnmem_problem_t *p,
       fuzz_fail("verified height differs from the plan's", NULL);
     nnmem_plan_destroy(plan);
   }
+  fuzz_search_and_verify(p, align);
 }
 
 /* Liveness of `g`, then plan + verify of its problem, with and without

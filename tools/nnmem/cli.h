@@ -40,9 +40,11 @@ typedef struct cli_plan_opts {
   const char *model; /* --model; NULL = CLI_DEFAULT_MODEL */
   uint32_t batch;    /* --batch; 0 = not given (1) */
   nnmem_strategy_t strategy;
-  uint64_t align;      /* --align; 0 = none */
-  uint64_t capacity;   /* --capacity; 0 = unlimited */
-  double time_limit_s; /* --time-limit; 0 = unlimited */
+  uint64_t align;       /* --align; 0 = none */
+  uint64_t capacity;    /* --capacity; 0 = unlimited */
+  double time_limit_s;  /* --time-limit; 0 = unlimited */
+  int optimal;          /* --optimal: search for the minimum height */
+  uint64_t node_budget; /* --node-budget; 0 = the library default */
   int no_reuse;
   int json; /* CLI_JSON_OFF / _PRETTY / _COMPACT */
   int quiet;
@@ -71,6 +73,7 @@ typedef struct cli_run {
   const nnmem_plan_t *plan;
   nnmem_profile_t prof;
   const cli_plan_opts_t *opts;
+  int interrupted;                    /* Ctrl-C stopped the search */
   cli_live_entry_t top[CLI_TOP_LIVE]; /* largest buffers at prof.peak_step */
   size_t n_top;
   size_t n_live;       /* buffers live at the peak step */
@@ -181,6 +184,19 @@ int cli_parse_capacity(const char *cmd, const char *v, uint64_t *out);
 /* Until cli_outputs_unguard(), SIGINT / SIGTERM / SIGHUP first remove the
  * temporaries staged in `set` (then kill the process as usual). */
 void cli_outputs_guard(const nnmem__outset_t *set);
+
+/* search_ui.c: progress of the placement search and Ctrl-C around it. */
+typedef struct cli_search_ui {
+  int silent, tty, shown;
+  double last;
+  uint64_t best, bound; /* as last shown */
+} cli_search_ui_t;
+/* Installs the SIGINT handler; returns the stop flag for the planner. */
+volatile int *cli_search_begin(cli_search_ui_t *ui, int silent);
+/* nnmem_planner_config_t.progress (ctx: the cli_search_ui_t). */
+void cli_search_progress(void *ctx, const nnmem_search_progress_t *p);
+/* Restores the handler; returns 1 when Ctrl-C stopped the search. */
+int cli_search_end(cli_search_ui_t *ui);
 void cli_outputs_unguard(void);
 
 /* ---- onnx_opts.c ---- */

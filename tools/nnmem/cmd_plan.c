@@ -59,7 +59,9 @@ enum {
   OPT_MAX_INPUT,
   OPT_SVG,
   OPT_HTML,
-  OPT_TRACE_JSON
+  OPT_TRACE_JSON,
+  OPT_OPTIMAL,
+  OPT_NODE_BUDGET
 };
 
 static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
@@ -82,6 +84,8 @@ static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
                                        {"svg", 0, 1, OPT_SVG},
                                        {"html", 0, 1, OPT_HTML},
                                        {"trace-json", 0, 1, OPT_TRACE_JSON},
+                                       {"optimal", 0, 0, OPT_OPTIMAL},
+                                       {"node-budget", 0, 1, OPT_NODE_BUDGET},
                                        {NULL, 0, 0, 0}};
 
 typedef struct plan_ctx {
@@ -97,6 +101,7 @@ typedef struct plan_ctx {
   nnmem_diag_t diag;
   double t0;
   int is_onnx;
+  int interrupted;          /* Ctrl-C stopped the search */
   nnmem_onnx_report_t onnx; /* the import report of an ONNX input */
 } plan_ctx_t;
 
@@ -187,8 +192,14 @@ static void print_plan_help(void) {
       "  -c, --capacity SIZE    the arena must fit in SIZE bytes (weights "
       "are a\n"
       "                         separate region); exit 2 when it does not\n"
-      "  -t, --time-limit SEC   stop trying more strategies after SEC "
-      "seconds\n"
+      "  -t, --time-limit SEC   stop the strategies and the search after "
+      "SEC\n"
+      "                         seconds (> 0) and keep the best plan so far\n"
+      "      --optimal          search for the minimum height: says optimal\n"
+      "                         (proven) or the gap to the best bound;\n"
+      "                         Ctrl-C stops it and keeps the best plan\n"
+      "      --node-budget N    search nodes at most (default 2000000; the\n"
+      "                         same budget gives the same plan)\n"
       "      --no-reuse         naive baseline: every tensor its own bytes\n"
       "  -o, --out FILE         write the plan: .json (plan JSON: buffers\n"
       "                         with offsets; graphs add tensors) or .csv\n"
@@ -231,7 +242,8 @@ static void print_plan_help(void) {
       "4096,\n"
       "64K, 1.5MiB, 2GB.\n"
       "\n"
-      "Exit codes: 0 ok, 1 bad usage or input, 2 does not fit --capacity,\n"
+      "Exit codes: 0 ok, 1 bad usage or input, 2 does not fit --capacity\n"
+      "(proven infeasible, or no plan found within the time limit/budget),\n"
       "3 internal error (the plan failed the independent verifier).\n",
       stdout);
 }
@@ -258,6 +270,17 @@ static int set_option(void *opts, int id, const char *v) {
     case OPT_TIME_LIMIT:
       if (cli_parse_seconds(v, &o->time_limit_s, &why) != 0)
         return cli_usage_error("plan", "bad --time-limit '%s': %s", v, why);
+      if (o->time_limit_s <= 0)
+        return cli_usage_error("plan", "bad --time-limit '%s': must be > 0", v);
+      return 0;
+    case OPT_OPTIMAL:
+      o->optimal = 1;
+      return 0;
+    case OPT_NODE_BUDGET:
+      if (cli_parse_uint(v, UINT64_MAX, &n, &why) != 0 || n == 0)
+        return cli_usage_error("plan", "bad --node-budget '%s': %s", v,
+                               why ? why : "must be >= 1");
+      o->node_budget = n;
       return 0;
     case OPT_BATCH:
       if (cli_parse_uint(v, 1u << 20, &n, &why) != 0 || n == 0)
@@ -455,7 +478,14 @@ static nnmem_status_t make_plan(plan_ctx_t *c) {
   pc.no_reuse = c->opts.no_reuse;
   pc.capacity = c->opts.capacity;
   pc.time_limit_s = c->opts.time_limit_s;
+  pc.optimal = c->opts.optimal;
+  pc.node_budget = c->opts.node_budget;
+  cli_search_ui_t ui;
+  pc.stop = cli_search_begin(&ui, c->opts.quiet || c->opts.json);
+  pc.progress = cli_search_progress;
+  pc.progress_ctx = &ui;
   nnmem_status_t st = nnmem_plan_create(c->problem, &pc, &c->plan, &c->diag);
+  c->interrupted = cli_search_end(&ui);
   if (st == NNMEM_ERR_CAPACITY && !c->diag.message[0])
     nnmem__diag(&c->diag, st, "does not fit: capacity %llu B (strategy %s)",
                 (unsigned long long)c->opts.capacity,
@@ -498,7 +528,12 @@ static nnmem_status_t problem_profile(plan_ctx_t *c) {
   memset(p, 0, sizeof *p);
   p->size = sizeof *p;
   p->peak_memory = p->activation_memory = p->arena_height = h;
+  if (nnmem_plan_bound(c->plan) > lb && nnmem_plan_bound(c->plan) <= h) {
+    lb = nnmem_plan_bound(c->plan); /* proven by the planner */
+    p->bound_kind = nnmem_plan_bound_kind(c->plan);
+  }
   p->lower_bound = p->arena_lower_bound = lb;
+  p->optimal = h <= lb;
   p->naive_memory = p->naive_arena = total;
   p->reuse_ratio = total ? 1.0 - (double)h / (double)total : 0.0;
   if (saturated) p->flags |= NNMEM_PROFILE_NAIVE_SATURATED;
@@ -661,6 +696,7 @@ static void fill_run(plan_ctx_t *c) {
   r->problem = c->problem;
   r->plan = c->plan;
   r->opts = &c->opts;
+  r->interrupted = c->interrupted;
 }
 
 static void plan_ctx_free(plan_ctx_t *c) {

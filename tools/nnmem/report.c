@@ -241,6 +241,32 @@ static void put_naive(FILE *f, uint64_t naive, const char *reuse,
     fprintf(f, "  %-14s %s  %s %.1f%%\n", "naive",
             cli_fmt_bytes(naive, b, sizeof b), reuse, 100.0 * p->reuse_ratio);
 }
+/* The search line: shown when a search ran or --optimal was asked. */
+static void put_search(FILE *f, const cli_run_t *r) {
+  const nnmem_profile_t *p = &r->prof;
+  uint64_t nodes = nnmem_plan_search_nodes(r->plan);
+  char g[40], b1[40], b2[40];
+  if (!nodes && !r->opts->optimal) return;
+  const char *kind = nnmem_bound_kind_name(p->bound_kind);
+  if (p->optimal)
+    fprintf(f, "  %-14s optimal (proven): height = lower bound (%s)", "search",
+            kind);
+  else
+    fprintf(f,
+            "  %-14s not proven optimal: gap %.4f%% (best %s B, bound %s B, "
+            "%s)",
+            "search",
+            100.0 * ((double)p->arena_height - (double)p->arena_lower_bound) /
+                (double)(p->arena_lower_bound ? p->arena_lower_bound : 1),
+            cli_fmt_grouped(p->arena_height, b1, sizeof b1),
+            cli_fmt_grouped(p->arena_lower_bound, b2, sizeof b2), kind);
+  fprintf(f, ", %s node%s%s\n", cli_fmt_grouped(nodes, g, sizeof g),
+          plural(nodes),
+          r->interrupted                     ? ", stopped by Ctrl-C"
+          : nnmem_plan_time_limited(r->plan) ? ", budget or time limit reached"
+                                             : "");
+}
+
 static void report_graph(FILE *f, const cli_run_t *r) {
   const nnmem_profile_t *p = &r->prof;
   char b1[80], b2[80], q[24];
@@ -257,6 +283,7 @@ static void report_graph(FILE *f, const cli_run_t *r) {
           cli_fmt_human(p->arena_height, b1, sizeof b1),
           cli_fmt_human(p->arena_lower_bound, b2, sizeof b2),
           cli_fmt_ratio(p->arena_height, p->arena_lower_bound, q, sizeof q));
+  put_search(f, r);
   put_naive(f, p->naive_memory, "arena reuse", p);
   put_peak_step_graph(f, r);
 }
@@ -280,6 +307,7 @@ static void report_problem(FILE *f, const cli_run_t *r) {
   fprintf(f, "  %-14s %s  height/bound %s\n", "lower bound",
           cli_fmt_bytes(p->arena_lower_bound, b1, sizeof b1),
           cli_fmt_ratio(p->arena_height, p->arena_lower_bound, q, sizeof q));
+  put_search(f, r);
   put_naive(f, p->naive_arena, "reuse", p);
   fprintf(f, "  %-14s %llu: %zu buffer%s live, %s\n", "peak step",
           (unsigned long long)p->peak_step, r->n_live, plural(r->n_live),
@@ -354,6 +382,10 @@ static void add_details(nnmem__jw_t *w, const cli_run_t *r) {
   nnmem__jw_kv_string(w, "strategy_used",
                       nnmem_strategy_name(nnmem_plan_strategy(r->plan)));
   nnmem__jw_kv_bool(w, "time_limited", nnmem_plan_time_limited(r->plan));
+  nnmem__jw_kv_string(w, "search_status",
+                      nnmem_plan_status_name(nnmem_plan_status(r->plan)));
+  nnmem__jw_kv_u64(w, "search_nodes", nnmem_plan_search_nodes(r->plan));
+  nnmem__jw_kv_bool(w, "interrupted", r->interrupted);
   nnmem__jw_kv_u64(w, "alignment", r->opts->align ? r->opts->align : 1);
   nnmem__jw_kv_u64(w, "capacity", r->opts->capacity);
   nnmem__jw_kv_bool(w, "no_reuse", r->opts->no_reuse);

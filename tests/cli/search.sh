@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# CLI: the placement search behind `nnmem plan`: a zero-slack problem the
+# heuristics miss is placed at exactly its capacity; one byte less is
+# refused at once (a step alone needs more); a spent node budget says no
+# plan was found (not "infeasible"); --optimal says "optimal (proven)";
+# --time-limit and --node-budget reject what is not a positive number;
+# Ctrl-C keeps the best plan (data: the hardest challenging problem).
+. "$(dirname "$0")/lib/common.sh"
+
+Z="$NNMEM_SOURCE_DIR/examples/problems/zero_slack.csv"
+[ -f "$Z" ] || skip "examples/problems/zero_slack.csv is absent"
+
+expect_rc 0 plan "$Z" --capacity 1MiB --out "$T/z.csv"
+out_has "optimal (proven): height = lower bound (max-live)"
+expect_rc 0 verify "$Z" "$T/z.csv" --capacity 1MiB
+out_has "valid: height 1048576"
+
+expect_rc 2 plan "$Z" --capacity 1048575 --out "$T/no.csv"
+err_matches "does not fit: infeasible: step [0-9]+ alone needs 1048576 bytes > capacity 1048575"
+no_file "$T/no.csv"
+
+expect_rc 2 plan "$Z" --capacity 1MiB --node-budget 1 --out "$T/no.csv"
+err_has "no plan found within the search budget"
+err_has "not proven infeasible"
+no_file "$T/no.csv"
+
+expect_rc 0 plan "$Z" --optimal --json=compact
+out_has '"optimal":true'
+out_has '"bound_kind":"max-live"'
+out_has '"search_status":"optimal"'
+out_has '"arena_height":1048576'
+
+for bad in 0 -1 nan abc 1e999 ""; do
+  expect_error plan "$Z" --optimal --time-limit "$bad"
+  err_has "bad --time-limit"
+done
+for bad in 0 -5 x; do
+  expect_error plan "$Z" --node-budget "$bad"
+  err_has "bad --node-budget"
+done
+expect_error plan "$Z" --optimall
+err_has "did you mean '--optimal'"
+
+# Ctrl-C during a long search: the best plan so far (the heuristics') is
+# kept; over the capacity that is exit 2 with no output file left.
+F="${NNMEM_DATA_DIR:-}/dsa/minimalloc/F.1048576.csv"
+if [ -f "$F" ]; then
+  "$NNMEM_BIN" plan "$F" --optimal --out "$T/f.csv" >"$T/stdout" 2>"$T/stderr" &
+  pid=$!
+  sleep 1.5
+  kill -INT "$pid"
+  wait "$pid"
+  rc=$?
+  [ "$rc" = 0 ] || fail "plan --optimal after Ctrl-C: exit $rc"
+  out_has "stopped by Ctrl-C"
+  expect_rc 0 verify "$F" "$T/f.csv"
+  "$NNMEM_BIN" plan "$F" --capacity 1MiB --out "$T/g.csv" >"$T/stdout" 2>"$T/stderr" &
+  pid=$!
+  sleep 1.5
+  kill -INT "$pid"
+  wait "$pid"
+  rc=$?
+  [ "$rc" = 2 ] || fail "plan --capacity after Ctrl-C: exit $rc"
+  err_has "no plan found within the search (interrupted)"
+  no_file "$T/g.csv"
+  [ -z "$(ls -A "$T" | grep '\.tmp-')" ] || fail "a temporary was left behind"
+fi
+finish
