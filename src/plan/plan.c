@@ -26,6 +26,7 @@
 #include "common/util.h"
 #include "nnmem/plan.h"
 #include "plan/place.h"
+#include "plan/roots.h"
 
 struct nnmem_plan {
   size_t n;
@@ -296,6 +297,39 @@ static void overflow_diag(const nnmem_problem_t *p, uint64_t align,
               (unsigned long long)nnmem__max_u64(b->align, align));
 }
 
+/* Plans the root problem of `p` (roots.c) and derives every child's offset;
+ * the plan's height counts the roots (children lie inside them). */
+static nnmem_status_t plan_through_roots(const nnmem_problem_t *p,
+                                         const nnmem_planner_config_t *c,
+                                         nnmem_plan_t **out,
+                                         nnmem_diag_t *diag) {
+  nnmem_problem_t *roots = NULL;
+  uint32_t *map = NULL;
+  nnmem_plan_t *rp = NULL, *pl = NULL;
+  nnmem_status_t st = nnmem__roots_build(p, &roots, &map);
+  if (st == NNMEM_OK) st = nnmem_plan_create(roots, c, &rp, diag);
+  if (st == NNMEM_OK) st = plan_alloc(nnmem_problem_count(p), &pl);
+  if (st == NNMEM_OK)
+    st = nnmem__roots_expand(p, map, rp->offsets, pl->offsets);
+  if (st == NNMEM_OK) {
+    pl->height = rp->height;
+    pl->alignment = nnmem__max_u64(rp->alignment, plan_alignment(p, 1));
+    pl->strategy = rp->strategy;
+    pl->seconds = rp->seconds;
+    pl->time_limited = rp->time_limited;
+    pl->strategies = rp->strategies;
+    *out = pl;
+    pl = NULL;
+  } else if (st == NNMEM_ERR_NOMEM || st == NNMEM_ERR_OVERFLOW) {
+    nnmem__diag(diag, st, "planning failed: %s", nnmem_status_str(st));
+  }
+  nnmem_plan_destroy(pl);
+  nnmem_plan_destroy(rp);
+  nnmem_problem_destroy(roots);
+  free(map);
+  return st;
+}
+
 nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
                                  const nnmem_planner_config_t *cfg,
                                  nnmem_plan_t **out, nnmem_diag_t *diag) {
@@ -320,6 +354,8 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
                        (int)c.strategy);
   nnmem_status_t st = nnmem_problem_check(problem, diag);
   if (st) return st;
+  if (nnmem__roots_needed(problem)) /* gaps or sub-buffers: see roots.c */
+    return plan_through_roots(problem, &c, out, diag);
   nnmem_plan_t *pl = NULL;
   if ((st = plan_alloc(nnmem_problem_count(problem), &pl))) return st;
   double t0 = nnmem__now();
