@@ -266,7 +266,7 @@ nnmem_status_t nnmem_problem_check(const nnmem_problem_t *p,
     return nnmem__diag(diag, NNMEM_ERR_DUPLICATE,
                        "buffer %zu: id '%s' is used more than once",
                        p->first_dup, p->ids[p->first_dup]);
-  return nnmem__problem_check_extras(p, diag);
+  return nnmem__problem_check_extras(p, diag, NULL);
 }
 
 /* ---- gaps and sub-buffers ------------------------------------------------ */
@@ -434,8 +434,8 @@ static nnmem_status_t check_child(const nnmem_problem_t *p, size_t i,
 }
 
 /* No parent chain loops: colour walk, O(n). */
-static nnmem_status_t check_cycles(const nnmem_problem_t *p,
-                                   nnmem_diag_t *diag) {
+static nnmem_status_t check_cycles(const nnmem_problem_t *p, nnmem_diag_t *diag,
+                                   size_t *bad_index) {
   unsigned char *state = calloc(p->n ? p->n : 1, 1); /* 0 new 1 path 2 ok */
   if (!state) return NNMEM_ERR_NOMEM;
   nnmem_status_t st = NNMEM_OK;
@@ -445,6 +445,7 @@ static nnmem_status_t check_cycles(const nnmem_problem_t *p,
       state[j] = 1;
       j = p->ext[j].parent - 1;
     }
+    if (state[j] == 1 && bad_index) *bad_index = j;
     if (state[j] == 1)
       st = nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "buffer %zu '%s': its chain of parents loops back to "
@@ -459,9 +460,11 @@ static nnmem_status_t check_cycles(const nnmem_problem_t *p,
 }
 
 nnmem_status_t nnmem__problem_check_extras(const nnmem_problem_t *p,
-                                           nnmem_diag_t *diag) {
+                                           nnmem_diag_t *diag,
+                                           size_t *bad_index) {
   if (!p->ext) return NNMEM_OK;
   for (size_t i = 0; i < p->n; i++) {
+    if (bad_index) *bad_index = i;
     const char *why = NULL;
     size_t k = 0;
     if (nnmem__problem_check_gaps(p, i, &why, &k)) {
@@ -477,8 +480,11 @@ nnmem_status_t nnmem__problem_check_extras(const nnmem_problem_t *p,
     }
   }
   if (!p->n_children) return NNMEM_OK;
-  nnmem_status_t st = check_cycles(p, diag);
+  nnmem_status_t st = check_cycles(p, diag, bad_index);
   for (size_t i = 0; i < p->n && st == NNMEM_OK; i++)
-    if (p->ext[i].parent) st = check_child(p, i, diag);
+    if (p->ext[i].parent) {
+      if (bad_index) *bad_index = i;
+      st = check_child(p, i, diag);
+    }
   return st;
 }

@@ -15,8 +15,10 @@ int nnmem__problem_active_next(const nnmem_problem_t *p, size_t i, size_t *k,
 nnmem_status_t nnmem__problem_check_gaps(const nnmem_problem_t *p, size_t i,
                                          const char **why, size_t *gap);
 
-/* The gap and sub-buffer rules of nnmem_problem_check. */
+/* The gap and sub-buffer rules of nnmem_problem_check; on failure
+ * *bad_index (nullable) is the buffer the message names. */
 nnmem_status_t nnmem__problem_check_extras(const nnmem_problem_t *p,
-                                           nnmem_diag_t *diag);
+                                           nnmem_diag_t *diag,
+                                           size_t *bad_index);
 
 #endif
