@@ -63,8 +63,9 @@ NNMEM_API nnmem_status_t nnmem_problem_lower_bound(const nnmem_problem_t *p,
                                                    uint64_t align,
                                                    uint64_t *lb_out);
 
-/* Sum of all buffer sizes (each rounded up to max(its align, `align`)): the
- * height of a plan without any reuse. NNMEM_ERR_OVERFLOW past 2^64. */
+/* Sum of the sizes of all roots (each rounded up to max(its align,
+ * `align`); sub-buffers lie inside their parents): the height of a plan
+ * without any reuse. NNMEM_ERR_OVERFLOW past 2^64. */
 NNMEM_API nnmem_status_t nnmem_problem_total_bytes(const nnmem_problem_t *p,
                                                    uint64_t align,
                                                    uint64_t *total_out);

@@ -233,6 +233,7 @@ nnmem_status_t nnmem_problem_total_bytes(const nnmem_problem_t *p,
   uint64_t total = 0;
   for (size_t i = 0; i < p->n; i++) {
     uint64_t sz;
+    if (p->ext && p->ext[i].parent) continue; /* inside its parent */
     if (nnmem__align_up(p->bufs[i].size,
                         nnmem__max_u64(p->bufs[i].align, align), &sz) ||
         nnmem__add_overflow(total, sz, &total))
