@@ -44,7 +44,8 @@ typedef struct cli_plan_opts {
   uint64_t capacity;   /* --capacity; 0 = unlimited */
   double time_limit_s; /* --time-limit; 0 = unlimited */
   int no_reuse;
-  int json; /* CLI_JSON_OFF / _PRETTY / _COMPACT */
+  int no_concat; /* --no-concat-into-output */
+  int json;      /* CLI_JSON_OFF / _PRETTY / _COMPACT */
   int quiet;
   const char *out;     /* --out */
   const char *profile; /* --profile */

@@ -51,6 +51,7 @@ enum {
   VOPT_LAYOUT,
   VOPT_STRICT,
   VOPT_NO_REUSE,
+  VOPT_NO_CONCAT,
   VOPT_MAX_INPUT
 };
 
@@ -65,6 +66,7 @@ static const cli_opt_t verify_table[] = {
     {"layout", 0, 1, VOPT_LAYOUT},
     {"strict", 0, 0, VOPT_STRICT},
     {"no-reuse", 0, 0, VOPT_NO_REUSE},
+    {"no-concat-into-output", 0, 0, VOPT_NO_CONCAT},
     {"max-input-size", 0, 1, VOPT_MAX_INPUT},
     {NULL, 0, 0, 0}};
 
@@ -77,6 +79,7 @@ typedef struct verify_opts {
   int quiet;
   int json; /* CLI_JSON_* */
   int no_reuse;
+  int no_concat;
   uint64_t max_input; /* --max-input-size; 0 = default */
   cli_onnx_opts_t onnx;
 } verify_opts_t;
@@ -125,6 +128,7 @@ static void print_verify_help(void) {
       "                        ONNX import options, as for nnmem plan\n"
       "      --no-reuse        the graph's buffers without views or in-place\n"
       "                        sharing, as for nnmem plan --no-reuse\n"
+      "      --no-concat-into-output  as for nnmem plan\n"
       "  -q, --quiet           print nothing; only the exit code tells\n"
       "  -h, --help            show this help\n"
       "\n"
@@ -148,6 +152,9 @@ static int set_verify_option(void *opts, int id, const char *v) {
       return 0;
     case VOPT_MAX_INPUT:
       return cli_parse_max_input("verify", v, &o->max_input);
+    case VOPT_NO_CONCAT:
+      o->no_concat = 1;
+      return 0;
     case VOPT_NO_REUSE:
       o->no_reuse = 1;
       return 0;
@@ -257,6 +264,7 @@ static nnmem_status_t load_problem(verify_ctx_t *c) {
   nnmem_liveness_config_init(&lc);
   lc.alignment = c->o.align;
   lc.no_reuse = c->o.no_reuse;
+  lc.no_concat_into_output = c->o.no_concat;
   st = nnmem_liveness_analyze(c->graph, &lc, &c->live, &c->d);
   if (st == NNMEM_OK) c->p = nnmem_liveness_problem(c->live);
   return st;

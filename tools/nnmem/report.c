@@ -221,6 +221,15 @@ static void put_graph_header(FILE *f, const cli_run_t *r) {
   size_t aliased = nnmem_liveness_aliased_tensors(r->live);
   if (aliased) fprintf(f, " (+%zu aliased tensors)", aliased);
   fputc('\n', f);
+  size_t subs = nnmem_liveness_sub_buffers(r->live);
+  if (subs) {
+    char b[80];
+    fprintf(f,
+            "  %-14s %zu buffer%s inside Concat outputs / Split inputs, "
+            "%s not allocated on their own\n",
+            "sub-buffers", subs, plural(subs),
+            cli_fmt_bytes(nnmem_liveness_sub_bytes(r->live), b, sizeof b));
+  }
 }
 
 static void put_peak_step_graph(FILE *f, const cli_run_t *r) {
@@ -360,6 +369,8 @@ static void add_details(nnmem__jw_t *w, const cli_run_t *r) {
     nnmem__jw_kv_u64(w, "steps", nnmem_liveness_steps(r->live));
     nnmem__jw_kv_u64(w, "aliased_tensors",
                      nnmem_liveness_aliased_tensors(r->live));
+    nnmem__jw_kv_u64(w, "sub_buffers", nnmem_liveness_sub_buffers(r->live));
+    nnmem__jw_kv_u64(w, "sub_buffer_bytes", nnmem_liveness_sub_bytes(r->live));
   }
   nnmem__jw_kv_string(w, "strategy_requested",
                       nnmem_strategy_name(r->opts->strategy));
