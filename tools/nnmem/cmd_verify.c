@@ -104,7 +104,9 @@ static void print_verify_help(void) {
       "Checks a plan with the independent verifier: buffers whose lifetimes\n"
       "[first, last) intersect must not share bytes, every offset must be a\n"
       "multiple of the buffer's alignment (and --align), and the height must\n"
-      "not exceed --capacity.\n"
+      "not exceed --capacity. A buffer's gaps hold nothing; a sub-buffer\n"
+      "(parent column, Concat input) must sit exactly at its parent's offset\n"
+      "plus its relative offset, while the parent is live.\n"
       "\n"
       "PROBLEM is a MiniMalloc problem (.csv), a graph (.json) or an ONNX\n"
       "model (.onnx). PLAN is what `nnmem plan --out` wrote: a plan JSON\n"
@@ -382,7 +384,7 @@ static void describe(const nnmem_problem_t *p, const uint64_t *offs, size_t i,
 /* The exit code of a verdict. */
 static int verdict_code(const nnmem_verify_report_t *r) {
   if (r->valid) return CLI_EXIT_OK;
-  if (r->has_conflict || r->overflow || r->misaligned)
+  if (r->has_conflict || r->overflow || r->misaligned || r->bad_child)
     return CLI_EXIT_PLAN_INVALID;
   return r->over_capacity ? CLI_EXIT_NOFIT : CLI_EXIT_PLAN_INVALID;
 }
@@ -411,6 +413,13 @@ static void print_text(const verify_ctx_t *c, const nnmem_verify_report_t *r,
     printf("misaligned: buffer '%s' offset %llu is not a multiple of %llu\n",
            cli_buffer_name(p, i, nb, sizeof nb), (unsigned long long)offs[i],
            (unsigned long long)nnmem__max_u64(bufs[i].align, c->o.align));
+  } else if (r->bad_child) {
+    size_t i = r->bad_child_index, q = 0;
+    (void)nnmem_problem_parent(p, i, &q, NULL);
+    describe(p, offs, i, a, sizeof a);
+    describe(p, offs, q, b, sizeof b);
+    printf("sub-buffer: %s is not where its parent %s puts it (%s)\n", a, b,
+           c->d.message);
   } else if (r->over_capacity) {
     printf("over capacity: height %llu > capacity %llu\n",
            (unsigned long long)r->height, (unsigned long long)c->o.capacity);
@@ -449,6 +458,7 @@ static int print_json(const verify_ctx_t *c, const nnmem_verify_report_t *r,
                   : r->has_conflict  ? "conflict"
                   : r->overflow      ? "overflow"
                   : r->misaligned    ? "misaligned"
+                  : r->bad_child     ? "sub_buffer"
                   : r->over_capacity ? "over_capacity"
                                      : "invalid";
   nnmem__jw_kv_string(&w, "violation", v);
@@ -461,6 +471,9 @@ static int print_json(const verify_ctx_t *c, const nnmem_verify_report_t *r,
   } else if (!r->valid && (r->overflow || r->misaligned)) {
     nnmem__jw_key(&w, "buffer");
     json_buffer(&w, c, r->overflow ? r->overflow_index : r->misaligned_index);
+  } else if (!r->valid && r->bad_child) {
+    nnmem__jw_key(&w, "buffer");
+    json_buffer(&w, c, r->bad_child_index);
   }
   nnmem__jw_end(&w);
   return cli_json_print(&w, &t);
