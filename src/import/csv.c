@@ -185,7 +185,8 @@ typedef struct parse {
   size_t ids_len;
   size_t max_rows; /* newlines + 1: no more rows than that */
   uint64_t size_sum;
-  size_t *parent_cell; /* per row: text offset of the parent id + 1, or 0 */
+  size_t *parent_cell; /* per row: (text offset of the parent id + 1) * 2
+                          + 1 when it holds "" escapes; 0 = no parent */
   size_t *parent_end;  /* per row: where that id ends */
   uint64_t *parent_rel;
 } parse_t;
@@ -423,11 +424,8 @@ static nnmem_status_t row_parent(parse_t *ps, size_t row, size_t line) {
                          ps->r.name, line);
     return NNMEM_OK;
   }
-  if (c->escaped)
-    return nnmem__diag(ps->r.diag, NNMEM_ERR_PARSE,
-                       "%s:%zu: a parent id with quotes is not supported",
-                       ps->r.name, line);
-  ps->parent_cell[row - 1] = c->val_begin + 1; /* +1: 0 means none */
+  /* (begin + 1) * 2 + escaped: 0 means none */
+  ps->parent_cell[row - 1] = (c->val_begin + 1) * 2 + (size_t)c->escaped;
   ps->parent_end[row - 1] = c->val_end;
   return cell_u64(ps, line, COL_PARENT_OFFSET, &ps->parent_rel[row - 1]);
 }
@@ -439,11 +437,18 @@ static nnmem_status_t resolve_parents(parse_t *ps) {
   const char *file = ps->r.name;
   for (size_t b = 0; b < csv->n_rows; b++) {
     if (!ps->parent_cell[b]) continue;
-    size_t at = ps->parent_cell[b] - 1, len = ps->parent_end[b] - at, q;
+    size_t at = ps->parent_cell[b] / 2 - 1, len = ps->parent_end[b] - at, q;
+    int esc = (int)(ps->parent_cell[b] & 1);
     char *pid = malloc(len + 1);
     if (!pid) return NNMEM_ERR_NOMEM;
-    memcpy(pid, csv->text + at, len);
-    pid[len] = '\0';
+    size_t k = 0; /* the cell's value, "" collapsed to " */
+    for (size_t j = at; j < at + len; j++) {
+      pid[k++] = csv->text[j];
+      if (esc && csv->text[j] == '"' && j + 1 < at + len &&
+          csv->text[j + 1] == '"')
+        j++;
+    }
+    pid[k] = '\0';
     nnmem_status_t st = nnmem_problem_find(csv->problem, pid, &q);
     if (st == NNMEM_OK && q == b)
       st = nnmem__diag(ps->r.diag, NNMEM_ERR_PARSE,

@@ -22,11 +22,10 @@
  *   4. add the buffers to a new problem in file order (alignment 1) and
  *      collect the offsets. A repeated id, or a key given twice in one
  *      buffer, is an error that names it.
- *   5. optional keys of a buffer: "align" (a power of two; default 1),
- *      "gaps" (a list of [first, last] pairs), "parent" (an id listed in
- *      "buffers") with "parent_offset"; after all buffers the parents are
- *      looked up and the gap and sub-buffer rules of nnmem_problem_check
- *      are checked, the error naming buffers[i] and its id.
+ *   5. optional keys of a buffer: "gaps" (a list of [first, last] pairs),
+ * "parent" (an id listed in "buffers") with "parent_offset"; after all buffers
+ * the parents are looked up and the gap and sub-buffer rules of
+ * nnmem_problem_check are checked, the error naming buffers[i] and its id.
  * Other keys ("model", "strategy", "tensors", ...) are ignored.
  * Invariants: on success problem count == offsets count == buffers listed;
  * every id read is non-empty valid UTF-8 without U+0000 and does not start
@@ -345,17 +344,7 @@ static nnmem_status_t read_buffer(reader_t *r, const cJSON *b, size_t i) {
                        "%s: buffer '%s' is listed twice (buffers[%zu] and "
                        "buffers[%zu])",
                        r->name, id, prev, i);
-  uint64_t align = 1;
-  const cJSON *ja = member(b, "align", &twice);
-  if (twice) return duplicate_key(r, i, "align");
-  if (ja && (st = get_field(r, b, i, id, "align", &align)) != NNMEM_OK)
-    return st;
-  if (!nnmem__is_pow2(align))
-    return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
-                       "%s: buffers[%zu] ('%s'): 'align' must be a power of "
-                       "two",
-                       r->name, i, id);
-  st = nnmem_problem_add(r->p, id, size, align, first, last, NULL);
+  st = nnmem_problem_add(r->p, id, size, 1, first, last, NULL);
   if (st != NNMEM_OK)
     return nnmem__diag(r->diag, st,
                        "%s: buffers[%zu] ('%s'): %s (first %llu, last %llu)",

@@ -67,4 +67,20 @@ static inline void fuzz_graph_plan(const nnmem_graph_t *g) {
   }
 }
 
+/* 1 when buffer i of p and of q has the same gaps and the same parent
+ * (by index) at the same relative offset. */
+static inline int fuzz_same_extras(const nnmem_problem_t *p,
+                                   const nnmem_problem_t *q, size_t i) {
+  const nnmem_interval_t *ga, *gb;
+  size_t na = nnmem_problem_gaps(p, i, &ga), nb = nnmem_problem_gaps(q, i, &gb);
+  if (na != nb) return 0;
+  for (size_t k = 0; k < na; k++)
+    if (ga[k].first != gb[k].first || ga[k].last != gb[k].last) return 0;
+  size_t pa = 0, pb = 0;
+  uint64_t ra = 0, rb = 0;
+  nnmem_status_t sa = nnmem_problem_parent(p, i, &pa, &ra);
+  nnmem_status_t sb = nnmem_problem_parent(q, i, &pb, &rb);
+  return sa == sb && pa == pb && ra == rb;
+}
+
 #endif
