@@ -297,8 +297,9 @@ static void overflow_diag(const nnmem_problem_t *p, uint64_t align,
               (unsigned long long)nnmem__max_u64(b->align, align));
 }
 
-/* Plans the root problem of `p` (roots.c) and derives every child's offset;
- * the plan's height counts the roots (children lie inside them). */
+/* Plans the root problem of `p` (roots.c), lowers roots into gaps, and
+ * derives every child's offset; the plan's height counts the roots
+ * (children lie inside them). */
 static nnmem_status_t plan_through_roots(const nnmem_problem_t *p,
                                          const nnmem_planner_config_t *c,
                                          nnmem_plan_t **out,
@@ -306,13 +307,24 @@ static nnmem_status_t plan_through_roots(const nnmem_problem_t *p,
   nnmem_problem_t *roots = NULL;
   uint32_t *map = NULL;
   nnmem_plan_t *rp = NULL, *pl = NULL;
+  nnmem_planner_config_t rc = *c;
+  if (nnmem_problem_gapped_count(p)) rc.capacity = 0; /* checked after gaps */
   nnmem_status_t st = nnmem__roots_build(p, &roots, &map);
-  if (st == NNMEM_OK) st = nnmem_plan_create(roots, c, &rp, diag);
+  if (st == NNMEM_OK) st = nnmem_plan_create(roots, &rc, &rp, diag);
+  uint64_t align = c->alignment ? c->alignment : 1, h = rp ? rp->height : 0;
+  if (st == NNMEM_OK)
+    st = nnmem__roots_lower(p, roots, map, align, rp->offsets, &h);
+  if (st == NNMEM_OK && c->capacity && h > c->capacity)
+    st = nnmem__diag(diag, NNMEM_ERR_CAPACITY,
+                     "does not fit: best height %llu > capacity %llu "
+                     "(strategy %s)",
+                     (unsigned long long)h, (unsigned long long)c->capacity,
+                     nnmem_strategy_name(rp->strategy));
   if (st == NNMEM_OK) st = plan_alloc(nnmem_problem_count(p), &pl);
   if (st == NNMEM_OK)
     st = nnmem__roots_expand(p, map, rp->offsets, pl->offsets);
   if (st == NNMEM_OK) {
-    pl->height = rp->height;
+    pl->height = h;
     pl->alignment = nnmem__max_u64(rp->alignment, plan_alignment(p, 1));
     pl->strategy = rp->strategy;
     pl->seconds = rp->seconds;

@@ -8,7 +8,9 @@
  *      is kept free of others only conservatively (correct, not exploited),
  *      a gap at either end shortens the lifetime;
  *   2. the strategies plan the root problem;
- *   3. each child's offset is its parent's plus the relative offset,
+ *   3. gap lowering (below): roots drop into the gaps of others, never
+ *      up, for up to NNMEM__ROOTS_LOWER_MAX roots;
+ *   4. each child's offset is its parent's plus the relative offset,
  *      resolved down every chain once (a path stack, no recursion).
  * Correctness: a child lies inside its parent in address and in time
  * (nnmem_problem_check), so two roots that do not overlap keep all their
@@ -16,6 +18,7 @@
  * itself (the verifier checks it).
  * Complexity: O(n + gaps) time and memory. Thread-safety: reentrant. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/util.h"
 #include "plan/problem_internal.h"
@@ -93,4 +96,154 @@ nnmem_status_t nnmem__roots_expand(const nnmem_problem_t *p,
   free(done);
   free(path);
   return st;
+}
+
+/* ---- gap lowering --------------------------------------------------------
+ * The strategies see each root on the hull of its active time; this pass
+ * lets roots drop into the gaps of others. Roots are taken by increasing
+ * offset (ties by index) and each is moved to the lowest aligned offset
+ * where it meets no already taken root whose active time intersects its
+ * own (first fit over their ranges sorted by address).
+ * Never higher: when root j is taken, every taken root i had an old
+ * offset <= j's and a new one <= its old one; if i's new range met j's old
+ * range while their active times intersect, i's old range (same size,
+ * higher) would have met it too, an invalid input plan. So j's old offset
+ * is still free and j never moves up.
+ * Cost: O(r^2 + r * k log k) for r roots (k conflicting ones), so it runs
+ * only up to NNMEM__ROOTS_LOWER_MAX roots. */
+
+typedef struct root_item {
+  uint64_t off, end; /* [off, end) padded */
+  size_t buf;        /* buffer index in the problem */
+  size_t root;       /* root index in the root problem */
+} root_item_t;
+
+static int item_cmp(const void *a, const void *b) {
+  const root_item_t *x = a, *y = b;
+  if (x->off != y->off) return x->off < y->off ? -1 : 1;
+  return x->root < y->root ? -1 : x->root > y->root;
+}
+
+typedef struct span {
+  uint64_t lo, hi;
+} span_t;
+
+static int span_cmp(const void *a, const void *b) {
+  const span_t *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Do the active times of buffers a and b intersect? Merge of two sorted
+ * interval lists. */
+static int active_meet(const nnmem_problem_t *p, size_t a, size_t b) {
+  const nnmem_buffer_t *bu = nnmem_problem_buffers(p);
+  if (bu[a].last <= bu[b].first || bu[b].last <= bu[a].first) return 0;
+  size_t ka = 0, kb = 0;
+  nnmem_interval_t x, y;
+  int hx = nnmem__problem_active_next(p, a, &ka, &x);
+  int hy = nnmem__problem_active_next(p, b, &kb, &y);
+  while (hx && hy) {
+    if (x.first < y.last && y.first < x.last) return 1;
+    if (x.last <= y.last)
+      hx = nnmem__problem_active_next(p, a, &ka, &x);
+    else
+      hy = nnmem__problem_active_next(p, b, &kb, &y);
+  }
+  return 0;
+}
+
+static int size_desc_cmp(const void *a, const void *b) {
+  const root_item_t *x = a, *y = b;
+  uint64_t sx = x->end - x->off, sy = y->end - y->off;
+  if (sx != sy) return sx > sy ? -1 : 1;
+  return x->root < y->root ? -1 : x->root > y->root;
+}
+
+/* Places it[0..m) in array order, each at the lowest offset (first fit,
+ * `best` = 0) or in the smallest hole (best fit) among the already placed
+ * items whose active time meets its own; with `cap_old` an item never
+ * moves above its current offset (the lowering pass). Returns the height,
+ * UINT64_MAX past 2^64. */
+static uint64_t place_pass(const nnmem_problem_t *p, const nnmem_buffer_t *rb,
+                           uint64_t align, root_item_t *it, size_t m,
+                           span_t *sp, int best, int cap_old) {
+  uint64_t top = 0;
+  for (size_t j = 0; j < m; j++) {
+    size_t k = 0;
+    uint64_t size = it[j].end - it[j].off;
+    for (size_t i = 0; i < j && size; i++)
+      if (it[i].end > it[i].off && active_meet(p, it[i].buf, it[j].buf))
+        sp[k++] = (span_t){it[i].off, it[i].end};
+    qsort(sp, k, sizeof *sp, span_cmp);
+    uint64_t al = nnmem__max_u64(rb[it[j].root].align, align), at = 0;
+    uint64_t pick = UINT64_MAX, pick_hole = UINT64_MAX;
+    for (size_t s = 0; s <= k && size; s++) {
+      uint64_t lo = s < k ? sp[s].lo : UINT64_MAX;
+      if (lo >= at && lo - at >= size) { /* a hole [at, lo) that fits */
+        if (!best || s == k) {
+          if (pick == UINT64_MAX) pick = at; /* first fit, or the top */
+          break;
+        }
+        if (lo - at < pick_hole) {
+          pick_hole = lo - at;
+          pick = at;
+        }
+      }
+      if (s < k && sp[s].hi > at && nnmem__align_up(sp[s].hi, al, &at))
+        return UINT64_MAX;
+    }
+    if (!size) pick = it[j].off;
+    if (pick == UINT64_MAX) return UINT64_MAX;
+    if (!cap_old || pick < it[j].off) { /* lowering: never above */
+      it[j].off = pick;
+      it[j].end = pick + size;
+    }
+    if (it[j].end < it[j].off) return UINT64_MAX;
+    if (it[j].end > top) top = it[j].end;
+  }
+  return top;
+}
+
+nnmem_status_t nnmem__roots_lower(const nnmem_problem_t *p,
+                                  const nnmem_problem_t *roots,
+                                  const uint32_t *map, uint64_t align,
+                                  uint64_t *root_off, uint64_t *height) {
+  size_t n = nnmem_problem_count(p), r = nnmem_problem_count(roots), m = 0;
+  if (r > NNMEM__ROOTS_LOWER_MAX || !nnmem_problem_gapped_count(p))
+    return NNMEM_OK;
+  const nnmem_buffer_t *rb = nnmem_problem_buffers(roots);
+  root_item_t *it = malloc((r ? r : 1) * sizeof *it);
+  root_item_t *it2 = malloc((r ? r : 1) * sizeof *it2);
+  span_t *sp = malloc((r ? r : 1) * sizeof *sp);
+  if (!it || !it2 || !sp) {
+    free(it);
+    free(it2);
+    free(sp);
+    return NNMEM_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (map[i] == UINT32_MAX) continue;
+    uint64_t size = 0;
+    const nnmem_buffer_t *b = &rb[map[i]];
+    (void)nnmem__align_up(b->size, nnmem__max_u64(b->align, align), &size);
+    it[m++] =
+        (root_item_t){root_off[map[i]], root_off[map[i]] + size, i, map[i]};
+  }
+  memcpy(it2, it, m * sizeof *it);
+  /* 1. lowering the strategies' plan: never higher than it */
+  qsort(it, m, sizeof *it, item_cmp);
+  uint64_t h1 = place_pass(p, rb, align, it, m, sp, 0, 1);
+  /* 2. a gap-aware best fit from scratch, largest first */
+  qsort(it2, m, sizeof *it2, size_desc_cmp);
+  uint64_t h2 = place_pass(p, rb, align, it2, m, sp, 1, 0);
+  const root_item_t *win = h2 < h1 ? it2 : it;
+  if (h1 != UINT64_MAX || h2 != UINT64_MAX) {
+    for (size_t j = 0; j < m; j++)
+      root_off[win[j].root] = win[j].off;
+    *height = h2 < h1 ? h2 : h1;
+  }
+  free(it);
+  free(it2);
+  free(sp);
+  return NNMEM_OK;
 }

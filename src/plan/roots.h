@@ -20,4 +20,17 @@ nnmem_status_t nnmem__roots_expand(const nnmem_problem_t *p,
                                    const uint32_t *map,
                                    const uint64_t *root_off, uint64_t *off);
 
+/* Largest root count nnmem__roots_lower works on (it is quadratic). */
+#define NNMEM__ROOTS_LOWER_MAX 4096
+
+/* Gap lowering (see roots.c): moves roots of the root problem down into the
+ * gaps of others, never up; `root_off` is a valid plan of `roots` with
+ * planner alignment `align`, and stays a valid plan of `p` (through the
+ * map). *height gets the new height. No-op without gaps or past
+ * NNMEM__ROOTS_LOWER_MAX roots. */
+nnmem_status_t nnmem__roots_lower(const nnmem_problem_t *p,
+                                  const nnmem_problem_t *roots,
+                                  const uint32_t *map, uint64_t align,
+                                  uint64_t *root_off, uint64_t *height);
+
 #endif
