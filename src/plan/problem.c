@@ -460,6 +460,68 @@ static nnmem_status_t check_cycles(const nnmem_problem_t *p, nnmem_diag_t *diag,
   return st;
 }
 
+/* Do the active times of buffers a and b meet? A merge of the two sorted
+ * interval lists. */
+static int active_meet(const nnmem_problem_t *p, size_t a, size_t b) {
+  size_t ka = 0, kb = 0;
+  nnmem_interval_t x, y;
+  int hx = nnmem__problem_active_next(p, a, &ka, &x);
+  int hy = nnmem__problem_active_next(p, b, &kb, &y);
+  while (hx && hy) {
+    if (x.first < y.last && y.first < x.last) return 1;
+    if (x.last <= y.last)
+      hx = nnmem__problem_active_next(p, a, &ka, &x);
+    else
+      hy = nnmem__problem_active_next(p, b, &kb, &y);
+  }
+  return 0;
+}
+
+typedef struct kid {
+  size_t parent, idx;
+  uint64_t rel, end;
+} kid_t;
+
+static int kid_cmp(const void *a, const void *b) {
+  const kid_t *x = a, *y = b;
+  if (x->parent != y->parent) return x->parent < y->parent ? -1 : 1;
+  if (x->rel != y->rel) return x->rel < y->rel ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Two children of one parent whose bytes overlap must never be active at
+ * the same step: no plan could separate them. Children sorted by (parent,
+ * offset); each is compared with the later ones that start inside it
+ * (O(k log k) when the slices are disjoint, as Concat inputs are). */
+static nnmem_status_t check_siblings(const nnmem_problem_t *p,
+                                     nnmem_diag_t *diag, size_t *bad_index) {
+  kid_t *k = malloc(p->n_children * sizeof *k);
+  if (!k) return NNMEM_ERR_NOMEM;
+  size_t m = 0;
+  for (size_t i = 0; i < p->n; i++)
+    if (p->ext[i].parent && p->bufs[i].size)
+      k[m++] = (kid_t){p->ext[i].parent - 1, i, p->ext[i].rel,
+                       p->ext[i].rel + p->bufs[i].size};
+  qsort(k, m, sizeof *k, kid_cmp);
+  nnmem_status_t st = NNMEM_OK;
+  for (size_t a = 0; a < m && st == NNMEM_OK; a++)
+    for (size_t b = a + 1; b < m && k[b].parent == k[a].parent &&
+                           k[b].rel < k[a].end && st == NNMEM_OK;
+         b++) {
+      if (!active_meet(p, k[a].idx, k[b].idx)) continue;
+      size_t i = k[b].idx, j = k[a].idx, q = k[a].parent;
+      if (bad_index) *bad_index = i;
+      st = nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "buffer %zu '%s': sub-buffer overlaps its sibling %zu "
+                       "'%s' inside parent %zu '%s' while both are active",
+                       i, p->ids[i] ? p->ids[i] : "", j,
+                       p->ids[j] ? p->ids[j] : "", q,
+                       p->ids[q] ? p->ids[q] : "");
+    }
+  free(k);
+  return st;
+}
+
 nnmem_status_t nnmem__problem_check_extras(const nnmem_problem_t *p,
                                            nnmem_diag_t *diag,
                                            size_t *bad_index) {
@@ -487,5 +549,6 @@ nnmem_status_t nnmem__problem_check_extras(const nnmem_problem_t *p,
       if (bad_index) *bad_index = i;
       st = check_child(p, i, diag);
     }
+  if (st == NNMEM_OK) st = check_siblings(p, diag, bad_index);
   return st;
 }
