@@ -312,8 +312,13 @@ static nnmem_status_t plan_through_roots(const nnmem_problem_t *p,
   nnmem_status_t st = nnmem__roots_build(p, &roots, &map);
   if (st == NNMEM_OK) st = nnmem_plan_create(roots, &rc, &rp, diag);
   uint64_t align = c->alignment ? c->alignment : 1, h = rp ? rp->height : 0;
-  if (st == NNMEM_OK)
+  /* the gap pass is skipped once the time limit is spent: the hull plan
+   * stands (valid, possibly higher) */
+  int time_left = c->time_limit_s <= 0 || (rp && rp->seconds < c->time_limit_s);
+  if (st == NNMEM_OK && time_left)
     st = nnmem__roots_lower(p, roots, map, align, rp->offsets, &h);
+  if (st == NNMEM_OK && !time_left && nnmem_problem_gapped_count(p))
+    rp->time_limited = 1;
   if (st == NNMEM_OK && c->capacity && h > c->capacity)
     st = nnmem__diag(diag, NNMEM_ERR_CAPACITY,
                      "does not fit: best height %llu > capacity %llu "

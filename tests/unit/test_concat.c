@@ -229,11 +229,48 @@ static void test_split_and_nesting(void **state) {
   nnmem_graph_destroy(g);
 }
 
+/* An input that is the end of an in-place chain (conv -> relu in place)
+ * and an input that is a view (flatten) of an earlier tensor go into the
+ * output: nothing writes their bytes after they are made. */
+static void test_concat_inplace_and_view_inputs(void **state) {
+  (void)state;
+  nnmem_graph_t *g = NULL;
+  assert_ok(nnmem_graph_create("iv", &g));
+  uint32_t x = T4(g, "X", IN, 1, 1), a = T4(g, "A", ACT, 1, 2),
+           r = T4(g, "R", ACT, 1, 2), b = T4(g, "B", ACT, 1, 3),
+           v = T4(g, "V", ACT, 1, 3), c = T4(g, "C", ACT, 1, 5),
+           y = T4(g, "Y", OUT, 1, 1);
+  op1(g, "a", x, a, 0);
+  op1(g, "relu", a, r, NNMEM_OP_INPLACE); /* R reuses A's bytes */
+  op1(g, "b", x, b, 0);
+  op1(g, "view", b, v, NNMEM_OP_VIEW); /* V is B's bytes */
+  uint32_t rv[2] = {r, v};
+  OP(g, "concat", "Concat", rv, 2, &c, 1, 0);
+  op1(g, "d", c, y, 0);
+  nnmem_liveness_t *l = analyze(g, 0);
+  const nnmem_problem_t *p = nnmem_liveness_problem(l);
+  assert_int_equal(buf_of(l, a), buf_of(l, r));
+  assert_int_equal(buf_of(l, b), buf_of(l, v));
+  size_t q;
+  uint64_t rel;
+  assert_ok(nnmem_problem_parent(p, buf_of(l, r), &q, &rel));
+  assert_int_equal(q, buf_of(l, c));
+  assert_int_equal(rel, 0);
+  assert_ok(nnmem_problem_parent(p, buf_of(l, v), &q, &rel));
+  assert_int_equal(q, buf_of(l, c));
+  assert_int_equal(rel, 128);
+  /* C lives from step 0 (A made); peak X + C = 64 + 320 */
+  assert_int_equal(height(l), 384);
+  nnmem_liveness_destroy(l);
+  nnmem_graph_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_concat_by_hand),
       cmocka_unit_test(test_concat_skips),
       cmocka_unit_test(test_split_and_nesting),
+      cmocka_unit_test(test_concat_inplace_and_view_inputs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
