@@ -109,28 +109,21 @@ nnmem_status_t nnmem__roots_expand(const nnmem_problem_t *p,
  * range while their active times intersect, i's old range (same size,
  * higher) would have met it too, an invalid input plan. So j's old offset
  * is still free and j never moves up.
- * Cost: O(r^2 + r * k log k) for r roots (k conflicting ones), so it runs
- * only up to NNMEM__ROOTS_LOWER_MAX roots. */
+ * Cost: O(r^2) pair tests for r roots (each O(1) on disjoint hulls, else
+ * a merge of the two interval lists), so it runs only up to
+ * NNMEM__ROOTS_LOWER_MAX roots. */
 
 typedef struct root_item {
-  uint64_t off, end; /* [off, end) padded */
-  size_t buf;        /* buffer index in the problem */
-  size_t root;       /* root index in the root problem */
+  uint64_t off, end;    /* [off, end) padded */
+  uint64_t first, last; /* hull of the active time */
+  size_t buf;           /* buffer index in the problem */
+  size_t root;          /* root index in the root problem */
 } root_item_t;
 
 static int item_cmp(const void *a, const void *b) {
   const root_item_t *x = a, *y = b;
   if (x->off != y->off) return x->off < y->off ? -1 : 1;
   return x->root < y->root ? -1 : x->root > y->root;
-}
-
-typedef struct span {
-  uint64_t lo, hi;
-} span_t;
-
-static int span_cmp(const void *a, const void *b) {
-  const span_t *x = a, *y = b;
-  return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
 /* Do the active times of buffers a and b intersect? Merge of two sorted
@@ -162,25 +155,28 @@ static int size_desc_cmp(const void *a, const void *b) {
 /* Places it[0..m) in array order, each at the lowest offset (first fit,
  * `best` = 0) or in the smallest hole (best fit) among the already placed
  * items whose active time meets its own; with `cap_old` an item never
- * moves above its current offset (the lowering pass). Returns the height,
- * UINT64_MAX past 2^64. */
+ * moves above its current offset (the lowering pass). The placed items are
+ * kept sorted by offset in `ord` (insertion), so their ranges are read in
+ * address order without sorting. Returns the height, UINT64_MAX past
+ * 2^64. */
 static uint64_t place_pass(const nnmem_problem_t *p, const nnmem_buffer_t *rb,
                            uint64_t align, root_item_t *it, size_t m,
-                           span_t *sp, int best, int cap_old) {
+                           uint32_t *ord, int best, int cap_old) {
   uint64_t top = 0;
+  size_t np = 0;
   for (size_t j = 0; j < m; j++) {
-    size_t k = 0;
-    uint64_t size = it[j].end - it[j].off;
-    for (size_t i = 0; i < j && size; i++)
-      if (it[i].end > it[i].off && active_meet(p, it[i].buf, it[j].buf))
-        sp[k++] = (span_t){it[i].off, it[i].end};
-    qsort(sp, k, sizeof *sp, span_cmp);
-    uint64_t al = nnmem__max_u64(rb[it[j].root].align, align), at = 0;
-    uint64_t pick = UINT64_MAX, pick_hole = UINT64_MAX;
-    for (size_t s = 0; s <= k && size; s++) {
-      uint64_t lo = s < k ? sp[s].lo : UINT64_MAX;
+    root_item_t *x = &it[j];
+    uint64_t size = x->end - x->off;
+    uint64_t al = nnmem__max_u64(rb[x->root].align, align), at = 0;
+    uint64_t pick = size ? UINT64_MAX : x->off, pick_hole = UINT64_MAX;
+    for (size_t s = 0; s <= np && size; s++) {
+      const root_item_t *o = s < np ? &it[ord[s]] : NULL;
+      if (o && (o->end == o->off || o->first >= x->last ||
+                x->first >= o->last || !active_meet(p, o->buf, x->buf)))
+        continue; /* empty, or never active with x */
+      uint64_t lo = o ? o->off : UINT64_MAX;
       if (lo >= at && lo - at >= size) { /* a hole [at, lo) that fits */
-        if (!best || s == k) {
+        if (!best || !o) {
           if (pick == UINT64_MAX) pick = at; /* first fit, or the top */
           break;
         }
@@ -189,17 +185,27 @@ static uint64_t place_pass(const nnmem_problem_t *p, const nnmem_buffer_t *rb,
           pick = at;
         }
       }
-      if (s < k && sp[s].hi > at && nnmem__align_up(sp[s].hi, al, &at))
+      if (o && o->end > at && nnmem__align_up(o->end, al, &at))
         return UINT64_MAX;
     }
-    if (!size) pick = it[j].off;
     if (pick == UINT64_MAX) return UINT64_MAX;
-    if (!cap_old || pick < it[j].off) { /* lowering: never above */
-      it[j].off = pick;
-      it[j].end = pick + size;
+    if (!cap_old || pick < x->off) { /* lowering: never above */
+      x->off = pick;
+      x->end = pick + size;
     }
-    if (it[j].end < it[j].off) return UINT64_MAX;
-    if (it[j].end > top) top = it[j].end;
+    if (x->end < x->off) return UINT64_MAX;
+    if (x->end > top) top = x->end;
+    size_t lo = 0, hi = np; /* insert j after the offsets <= its own */
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (it[ord[mid]].off <= x->off)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    memmove(ord + lo + 1, ord + lo, (np - lo) * sizeof *ord);
+    ord[lo] = (uint32_t)j;
+    np++;
   }
   return top;
 }
@@ -214,7 +220,7 @@ nnmem_status_t nnmem__roots_lower(const nnmem_problem_t *p,
   const nnmem_buffer_t *rb = nnmem_problem_buffers(roots);
   root_item_t *it = malloc((r ? r : 1) * sizeof *it);
   root_item_t *it2 = malloc((r ? r : 1) * sizeof *it2);
-  span_t *sp = malloc((r ? r : 1) * sizeof *sp);
+  uint32_t *sp = malloc((r ? r : 1) * sizeof *sp);
   if (!it || !it2 || !sp) {
     free(it);
     free(it2);
@@ -226,8 +232,12 @@ nnmem_status_t nnmem__roots_lower(const nnmem_problem_t *p,
     uint64_t size = 0;
     const nnmem_buffer_t *b = &rb[map[i]];
     (void)nnmem__align_up(b->size, nnmem__max_u64(b->align, align), &size);
-    it[m++] =
-        (root_item_t){root_off[map[i]], root_off[map[i]] + size, i, map[i]};
+    it[m++] = (root_item_t){root_off[map[i]],
+                            root_off[map[i]] + size,
+                            b->first,
+                            b->last,
+                            i,
+                            map[i]};
   }
   memcpy(it2, it, m * sizeof *it);
   /* 1. lowering the strategies' plan: never higher than it */
