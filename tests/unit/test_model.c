@@ -531,6 +531,52 @@ static void test_gap_hull_and_bound(void **state) {
   nnmem_problem_destroy(p);
 }
 
+/* The gap pass never makes a plan higher than the same problem without
+ * its gaps (every buffer active on its whole hull), for every strategy,
+ * and it does use gaps: on some seeds it is strictly lower. */
+static void test_gaps_never_worse_than_hull(void **state) {
+  (void)state;
+  size_t lower = 0;
+  print_message("seeds 1..200\n");
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    uint64_t s = seed * 0x94D049BB133111EBULL;
+    gen_t g, hull;
+    generate(&s, &g, 2 + (size_t)rnd(&s, MAXB - 1));
+    hull = g;
+    for (size_t i = 0; i < g.n; i++) { /* fill the gaps inside the hull */
+      int f = -1, l = -1;
+      for (int t = 0; t < MAXT; t++)
+        if (g.active[i][t]) {
+          if (f < 0) f = t;
+          l = t + 1;
+        }
+      for (int t = f; t < l; t++)
+        hull.active[i][t] = 1;
+    }
+    nnmem_problem_t *pg = to_problem(&g), *ph = to_problem(&hull);
+    assert_int_equal(nnmem_problem_gapped_count(ph), 0);
+    for (int st = 1; st < NNMEM_STRATEGY_COUNT_; st++) {
+      nnmem_planner_config_t cfg;
+      nnmem_planner_config_init(&cfg);
+      cfg.strategy = (nnmem_strategy_t)st;
+      nnmem_plan_t *a = tu_plan_verified(pg, &cfg),
+                   *b = tu_plan_verified(ph, &cfg);
+      if (nnmem_plan_height(a) > nnmem_plan_height(b))
+        fail_msg("seed %llu %s: with gaps %llu > hull %llu",
+                 (unsigned long long)seed, nnmem_strategy_name(cfg.strategy),
+                 (unsigned long long)nnmem_plan_height(a),
+                 (unsigned long long)nnmem_plan_height(b));
+      lower += nnmem_plan_height(a) < nnmem_plan_height(b);
+      nnmem_plan_destroy(a);
+      nnmem_plan_destroy(b);
+    }
+    nnmem_problem_destroy(pg);
+    nnmem_problem_destroy(ph);
+  }
+  print_message("strictly lower with gaps in %zu of 1000 plans\n", lower);
+  assert_true(lower > 50);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_plans_every_strategy),
@@ -541,6 +587,7 @@ int main(void) {
       cmocka_unit_test(test_csv_errors),
       cmocka_unit_test(test_json_errors),
       cmocka_unit_test(test_gap_hull_and_bound),
+      cmocka_unit_test(test_gaps_never_worse_than_hull),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
