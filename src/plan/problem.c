@@ -11,8 +11,21 @@
  *   2. sort by time, ends before starts at equal times (half-open);
  *   3. sweep, the running sum's maximum is the bound. O(n log n).
  *
+ * Gaps and sub-buffers (nnmem/problem.h) live in `ext`, one record per
+ * buffer allocated at the first nnmem_problem_add_gap / set_parent, so a
+ * plain problem pays nothing: a buffer's gaps as a sorted array, its
+ * parent index + 1 and relative offset. Active intervals (lifetime minus
+ * gaps) are iterated by nnmem__problem_active_next without being stored.
+ * The lower bound sweeps the active intervals of roots only.
+ *
  * Invariants (nnmem_problem_check): last > first, align a power of two,
- * size rounded up to align fits 64 bits, ids unique.
+ * size rounded up to align fits 64 bits, ids unique; gaps inside the
+ * lifetime, pairwise disjoint, some active step left; parent chains end
+ * in a root (colour walk, O(n)); a child fits its parent, its align
+ * divides the parent's and its offset, its active intervals lie inside
+ * the parent's (binary search in the parent's gaps); two children of one
+ * parent sharing bytes are never active together (children sorted by
+ * (parent, offset), each compared with the later ones starting inside it).
  * Thread-safety: none for writers; const functions are safe concurrently. */
 #include <string.h>
 
