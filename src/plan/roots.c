@@ -3,7 +3,7 @@
  * keep seeing plain buffers with one lifetime each.
  *
  *   1. every root (buffer without a parent) becomes one buffer of the root
- *      problem with its size, its alignment and the hull of its active
+ *      problem with its id, size, alignment and the hull of its active
  *      time [first active step, last active step): a gap inside the hull
  *      is kept free of others only conservatively (correct, not exploited),
  *      a gap at either end shortens the lifetime;
@@ -46,8 +46,8 @@ nnmem_status_t nnmem__roots_build(const nnmem_problem_t *p,
       hull.last = a.last;
     if (hull.last <= hull.first)
       hull = (nnmem_interval_t){b[i].first, b[i].last};
-    st = nnmem_problem_add(r, NULL, b[i].size, b[i].align, hull.first,
-                           hull.last, &idx);
+    st = nnmem_problem_add(r, nnmem_problem_id(p, i), b[i].size, b[i].align,
+                           hull.first, hull.last, &idx);
     map[i] = (uint32_t)idx;
   }
   if (st) {
