@@ -52,16 +52,23 @@ static inline void fuzz_plan_and_verify(const nnmem_problem_t *p,
   }
 }
 
-/* Liveness of `g`, then plan + verify of its problem, with and without
- * reuse of views / in-place. */
+/* Liveness of `g`, then plan + verify of its problem: with reuse and
+ * concat-into-output (default), without concat-into-output, without
+ * reuse; the liveness problem must pass nnmem_problem_check. */
 static inline void fuzz_graph_plan(const nnmem_graph_t *g) {
-  for (int no_reuse = 0; no_reuse <= 1; no_reuse++) {
+  for (int mode = 0; mode <= 2; mode++) { /* default, no concat, no reuse */
     nnmem_liveness_config_t lc;
     nnmem_liveness_config_init(&lc);
-    lc.no_reuse = no_reuse;
+    lc.no_concat_into_output = mode == 1;
+    lc.no_reuse = mode == 2;
     nnmem_liveness_t *l = NULL;
     nnmem_diag_t diag = {0};
     if (nnmem_liveness_analyze(g, &lc, &l, &diag) != NNMEM_OK) continue;
+    /* sub-buffers from concat-into-output must follow the problem rules */
+    if (nnmem_problem_check(nnmem_liveness_problem(l), &diag) != NNMEM_OK)
+      fuzz_fail("liveness problem fails its check", &diag);
+    if (mode && nnmem_liveness_sub_buffers(l))
+      fuzz_fail("sub-buffers with concat-into-output off", NULL);
     fuzz_plan_and_verify(nnmem_liveness_problem(l), 64);
     nnmem_liveness_destroy(l);
   }
