@@ -8,8 +8,11 @@
  *      is kept free of others only conservatively (correct, not exploited),
  *      a gap at either end shortens the lifetime;
  *   2. the strategies plan the root problem;
- *   3. gap lowering (below): roots drop into the gaps of others, never
- *      up, for up to NNMEM__ROOTS_LOWER_MAX roots;
+ *   3. the gap pass, when there are gaps (below): up to
+ *      NNMEM__ROOTS_LOWER_MAX roots, the strategies' plan lowered into
+ *      the gaps of others (never up) and a quadratic gap-aware best fit;
+ *      at any size, the occupancy-based gap fit (gapfit.c); the lowest
+ *      of these and the strategies' plan is kept;
  *   4. each child's offset is its parent's plus the relative offset,
  *      resolved down every chain once (a path stack, no recursion).
  * Correctness: a child lies inside its parent in address and in time
@@ -22,6 +25,7 @@
 
 #include "common/util.h"
 #include "plan/problem_internal.h"
+#include "plan/gapfit.h"
 #include "plan/roots.h"
 
 int nnmem__roots_needed(const nnmem_problem_t *p) {
@@ -210,13 +214,13 @@ static uint64_t place_pass(const nnmem_problem_t *p, const nnmem_buffer_t *rb,
   return top;
 }
 
-nnmem_status_t nnmem__roots_lower(const nnmem_problem_t *p,
-                                  const nnmem_problem_t *roots,
-                                  const uint32_t *map, uint64_t align,
-                                  uint64_t *root_off, uint64_t *height) {
+/* Steps 1-2 of the gap pass (the quadratic ones), for up to
+ * NNMEM__ROOTS_LOWER_MAX roots; *height is lowered when they do better. */
+static nnmem_status_t quadratic_passes(const nnmem_problem_t *p,
+                                       const nnmem_problem_t *roots,
+                                       const uint32_t *map, uint64_t align,
+                                       uint64_t *root_off, uint64_t *height) {
   size_t n = nnmem_problem_count(p), r = nnmem_problem_count(roots), m = 0;
-  if (r > NNMEM__ROOTS_LOWER_MAX || !nnmem_problem_gapped_count(p))
-    return NNMEM_OK;
   const nnmem_buffer_t *rb = nnmem_problem_buffers(roots);
   root_item_t *it = malloc((r ? r : 1) * sizeof *it);
   root_item_t *it2 = malloc((r ? r : 1) * sizeof *it2);
@@ -247,13 +251,35 @@ nnmem_status_t nnmem__roots_lower(const nnmem_problem_t *p,
   qsort(it2, m, sizeof *it2, size_desc_cmp);
   uint64_t h2 = place_pass(p, rb, align, it2, m, sp, 1, 0);
   const root_item_t *win = h2 < h1 ? it2 : it;
-  if (h1 != UINT64_MAX || h2 != UINT64_MAX) {
+  uint64_t h = h2 < h1 ? h2 : h1;
+  if (h <= *height) {
     for (size_t j = 0; j < m; j++)
       root_off[win[j].root] = win[j].off;
-    *height = h2 < h1 ? h2 : h1;
+    *height = h;
   }
   free(it);
   free(it2);
   free(sp);
   return NNMEM_OK;
+}
+
+nnmem_status_t nnmem__roots_lower(const nnmem_problem_t *p,
+                                  const nnmem_problem_t *roots,
+                                  const uint32_t *map, uint64_t align,
+                                  uint64_t *root_off, uint64_t *height) {
+  size_t r = nnmem_problem_count(roots);
+  if (!nnmem_problem_gapped_count(p)) return NNMEM_OK;
+  nnmem_status_t st = NNMEM_OK;
+  if (r <= NNMEM__ROOTS_LOWER_MAX)
+    st = quadratic_passes(p, roots, map, align, root_off, height);
+  /* 3. the gap-aware best fit over the occupancy map (gapfit.c), any size */
+  uint64_t *off = malloc((r ? r : 1) * sizeof *off), h = 0;
+  if (!off) return NNMEM_ERR_NOMEM;
+  nnmem_status_t g = st ? st : nnmem__gapfit(p, roots, map, align, off, &h);
+  if (g == NNMEM_OK && h < *height) {
+    memcpy(root_off, off, r * sizeof *off);
+    *height = h;
+  }
+  free(off);
+  return st ? st : (g == NNMEM_ERR_NOMEM ? g : NNMEM_OK);
 }
