@@ -7,6 +7,9 @@
  * out end to end. Workspace of op i is a buffer live on [i, i + 1).
  * Views share their input's buffer and extend its lifetime; an in-place op
  * whose input buffer dies at that op writes its output into it when it fits.
+ * Concat inputs are written into their slices of the output, Split outputs
+ * are views of their slices of the input (sub-buffers) where the layout
+ * allows; the output of a Concat is then live from its first input on.
  *
  * Thread-safety: the analysis reads the graph; the result is immutable. */
 #ifndef NNMEM_LIVENESS_H
@@ -20,13 +23,20 @@ extern "C" {
 #endif
 
 typedef struct nnmem_liveness_config {
-  uint32_t size;         /* sizeof; 0 = current */
-  int no_reuse;          /* nonzero: no views, no in-place (every tensor its
-                            own buffer) */
-  const uint32_t *order; /* op order (a permutation, must be topological);
-                            NULL = nnmem_graph_schedule */
-  uint64_t alignment;    /* alignment of each tensor in the weight region;
-                            0 = 1 */
+  uint32_t size;             /* sizeof; 0 = current */
+  int no_reuse;              /* nonzero: no views, no in-place (every tensor its
+                                own buffer) */
+  const uint32_t *order;     /* op order (a permutation, must be topological);
+                                NULL = nnmem_graph_schedule */
+  uint64_t alignment;        /* alignment of each tensor in the weight region
+                                and of every sub-buffer offset below; 0 = 1 */
+  int no_concat_into_output; /* nonzero: no sub-buffers. Default (0): each
+                            Concat input is written straight into its slice
+                            of the output and each Split output is a view
+                            of its slice of the input, where the slices are
+                            contiguous (all dims before the axis are 1) and
+                            safe (see concat.c); they become sub-buffers
+                            (nnmem_problem_set_parent) */
 } nnmem_liveness_config_t;
 
 NNMEM_API void nnmem_liveness_config_init(nnmem_liveness_config_t *cfg);
@@ -72,6 +82,11 @@ nnmem_liveness_buffer_kind(const nnmem_liveness_t *l, size_t buffer);
 NNMEM_API uint64_t nnmem_liveness_weight_bytes(const nnmem_liveness_t *l);
 /* Number of tensors merged into another's buffer by views / in-place. */
 NNMEM_API size_t nnmem_liveness_aliased_tensors(const nnmem_liveness_t *l);
+/* Number of buffers placed inside a Concat output or a Split input
+ * (sub-buffers), and their bytes: the bytes concat-into-output and split
+ * views no longer allocate on their own. */
+NNMEM_API size_t nnmem_liveness_sub_buffers(const nnmem_liveness_t *l);
+NNMEM_API uint64_t nnmem_liveness_sub_bytes(const nnmem_liveness_t *l);
 
 #ifdef __cplusplus
 }

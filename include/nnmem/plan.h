@@ -173,11 +173,19 @@ typedef struct nnmem_verify_report {
   int over_capacity; /* height > capacity (when capacity != 0) */
   int overflow;      /* some offset + size overflows 64 bits */
   size_t overflow_index;
+  int bad_child; /* a sub-buffer is not at its parent's offset plus its
+                    relative offset, ends past its parent, or is active
+                    while its parent is not */
+  size_t bad_child_index;
 } nnmem_verify_report_t;
 
 /* Independent verifier (shares no code with the strategies). Checks that
- * buffers whose lifetimes intersect do not overlap in address, that each
- * offset is a multiple of max(buffer align, `alignment`), and that the
+ * buffers whose active times (lifetime minus gaps) intersect do not overlap
+ * in address unless one is a sub-buffer of the other at exactly its
+ * declared relative offset, that every sub-buffer lies inside its parent
+ * and is active only while the parent is, that each root's offset is a
+ * multiple of max(buffer align, `alignment`) (a sub-buffer's of its own
+ * align), and that the
  * height is <= `capacity` (0 = unlimited). O(n log n): a sweep over
  * lifetime events with an ordered set of live address ranges.
  * Returns NNMEM_OK when valid, NNMEM_ERR_CONFLICT / NNMEM_ERR_CAPACITY

@@ -55,21 +55,85 @@ NNMEM_API const char *nnmem_problem_id(const nnmem_problem_t *p, size_t i);
 NNMEM_API nnmem_status_t nnmem_problem_find(const nnmem_problem_t *p,
                                             const char *id, size_t *index_out);
 
-/* Lower bound on the height of any plan: the maximum over steps of the live
- * bytes, each buffer's size rounded up to max(its align, `align`).
+/* Lower bound on the height of any plan: the maximum over steps of the
+ * active bytes of roots (sub-buffers lie inside their parents; gaps hold
+ * nothing), each size rounded up to max(its align, `align`).
  * O(n log n). */
 NNMEM_API nnmem_status_t nnmem_problem_lower_bound(const nnmem_problem_t *p,
                                                    uint64_t align,
                                                    uint64_t *lb_out);
 
-/* Sum of all buffer sizes (each rounded up to max(its align, `align`)): the
- * height of a plan without any reuse. NNMEM_ERR_OVERFLOW past 2^64. */
+/* Sum of the sizes of all roots (each rounded up to max(its align,
+ * `align`); sub-buffers lie inside their parents): the height of a plan
+ * without any reuse. NNMEM_ERR_OVERFLOW past 2^64. */
 NNMEM_API nnmem_status_t nnmem_problem_total_bytes(const nnmem_problem_t *p,
                                                    uint64_t align,
                                                    uint64_t *total_out);
 
+/* ---- Gaps and sub-buffers ---------------------------------------------------
+ *
+ * A buffer's *active* time is its lifetime [first, last) minus its gaps:
+ * during a gap it holds nothing anyone needs, so another buffer may use its
+ * bytes. Two buffers conflict only when their active times intersect.
+ *
+ *   step:    0   1   2   3   4   5   6
+ *   buffer   [=======)       [=======)      first 0, last 6, gap [2,4)
+ *
+ * A *sub-buffer* (child) lies inside another buffer (its parent) at a fixed
+ * relative offset: offset(child) = offset(parent) + rel_offset. Planners
+ * place only roots (buffers without a parent) and derive every child's
+ * offset; the lower bound counts roots only. Rules (nnmem_problem_check):
+ *   - rel_offset + size(child) <= size(parent);
+ *   - align(child) <= align(parent) and rel_offset % align(child) == 0, so
+ *     an aligned parent gives an aligned child (the planner's minimum
+ *     alignment applies to roots; a child's place is fixed by its parent);
+ *   - the parent is active whenever the child is (a parent that dies first
+ *     or has a gap while the child is active is an error: nnmem never
+ *     stretches a lifetime behind the caller's back);
+ *   - no cycles; a child of a child is fine.
+ * A child and its ancestors share bytes by design; two children of one
+ * parent must not overlap while both are active. */
+
+/* One interval of steps, half-open [first, last). */
+typedef struct nnmem_interval {
+  uint64_t first;
+  uint64_t last;
+} nnmem_interval_t;
+
+/* Adds the gap [from, to) to buffer `i` (gaps are kept sorted by `from`).
+ * NNMEM_ERR_INVALID when i is out of range or to <= from. Whether the gap
+ * lies inside the lifetime and overlaps no other gap is checked by
+ * nnmem_problem_check (so a reader can name the line). */
+NNMEM_API nnmem_status_t nnmem_problem_add_gap(nnmem_problem_t *p, size_t i,
+                                               uint64_t from, uint64_t to);
+
+/* The gaps of buffer `i`, sorted by first step: returns their count and
+ * points *gaps_out (nullable) at them (valid until the next change). */
+NNMEM_API size_t nnmem_problem_gaps(const nnmem_problem_t *p, size_t i,
+                                    const nnmem_interval_t **gaps_out);
+
+/* Makes buffer `child` a sub-buffer of `parent` at `rel_offset` bytes from
+ * the parent's start (replacing an earlier relation). NNMEM_ERR_INVALID
+ * when an index is out of range or child == parent; the rules above are
+ * checked by nnmem_problem_check. */
+NNMEM_API nnmem_status_t nnmem_problem_set_parent(nnmem_problem_t *p,
+                                                  size_t child, size_t parent,
+                                                  uint64_t rel_offset);
+
+/* The parent of buffer `i` and its relative offset (both nullable).
+ * NNMEM_ERR_NOT_FOUND when `i` is a root (no parent). */
+NNMEM_API nnmem_status_t nnmem_problem_parent(const nnmem_problem_t *p,
+                                              size_t i, size_t *parent_out,
+                                              uint64_t *rel_offset_out);
+
+/* Number of buffers with gaps and of sub-buffers (children). */
+NNMEM_API size_t nnmem_problem_gapped_count(const nnmem_problem_t *p);
+NNMEM_API size_t nnmem_problem_child_count(const nnmem_problem_t *p);
+
 /* Invariant checker: every buffer has last > first, power-of-two align, and
- * ids are unique. Fills `diag` with the first violation. */
+ * ids are unique; gaps lie inside the lifetime, do not overlap and leave
+ * some active time; sub-buffers follow the rules above. Fills `diag` with
+ * the first violation (naming the buffer). */
 NNMEM_API nnmem_status_t nnmem_problem_check(const nnmem_problem_t *p,
                                              nnmem_diag_t *diag);
 

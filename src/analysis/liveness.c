@@ -24,7 +24,9 @@
  *      union-find degenerates to one buffer index per tensor (O(1) finds).
  *      Soundness of "dies here": a buffer can only gain a new view through a
  *      later reader of one of its tensors, whose last use is then > step.
- *   5. With cfg->no_reuse every tensor gets its own buffer.
+ *   5. Concat-into-output and split views (concat.c), unless turned off:
+ *      buffers become sub-buffers of a Concat output / Split input.
+ *   6. With cfg->no_reuse every tensor gets its own buffer.
  *
  *       steps ->   0    1    2    3
  *       A (input) [====)                A -> op1 -> B -> op2 -> C (output)
@@ -40,38 +42,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/liveness_internal.h"
 #include "common/util.h"
-#include "nnmem/liveness.h"
-
-struct nnmem_liveness {
-  nnmem_problem_t *problem;
-  uint64_t steps;
-  uint32_t *order;
-  nnmem_tensor_live_t *tensors;
-  size_t n_tensors;
-  nnmem_buffer_kind_t *kinds;
-  uint64_t weight_bytes;
-  size_t aliased;
-};
-
-/* A buffer while it is being built (added to the problem at the end). */
-typedef struct lbuf {
-  uint32_t tensor; /* first tensor, or UINT32_MAX for a workspace */
-  uint32_t op;     /* the op of a workspace buffer */
-  uint64_t size, align, first, last;
-  int has_io;
-  nnmem_buffer_kind_t kind;
-} lbuf_t;
-
-typedef struct builder {
-  const nnmem_graph_t *g;
-  nnmem_liveness_config_t cfg;
-  nnmem_liveness_t *l;
-  uint32_t *pos; /* step of each op */
-  lbuf_t *bufs;
-  size_t n_bufs, cap_bufs;
-  uint8_t *in_weights; /* tensor lives in the weight region */
-} builder_t;
 
 void nnmem_liveness_config_init(nnmem_liveness_config_t *cfg) {
   if (!cfg) return;
@@ -227,6 +199,7 @@ static nnmem_status_t buf_own(builder_t *b, uint32_t t,
   bf->last = b->l->tensors[t].last;
   bf->kind = ti->kind == NNMEM_TENSOR_WORKSPACE ? NNMEM_BUFFER_WORKSPACE
                                                 : NNMEM_BUFFER_ACTIVATION;
+  bf->last_write = b->l->tensors[t].first;
   buf_join(b, (uint32_t)(b->n_bufs - 1), t, ti);
   return NNMEM_OK;
 }
@@ -253,6 +226,7 @@ static int try_alias(builder_t *b, const nnmem_op_info_t *oi, uint64_t s,
   const lbuf_t *bf = &b->bufs[bi];
   if (!view && (bf->last != s + 1 || bf->has_io || ti->bytes > bf->size))
     return 0;
+  if (!view) b->bufs[bi].last_write = s;
   buf_join(b, bi, t, ti);
   return 1;
 }
@@ -268,6 +242,7 @@ static nnmem_status_t workspace_buf(builder_t *b, uint32_t op, uint64_t s,
   bf->align = 1;
   bf->first = s;
   bf->last = s + 1;
+  bf->last_write = s;
   bf->kind = NNMEM_BUFFER_WORKSPACE;
   return NNMEM_OK;
 }
@@ -343,6 +318,10 @@ static nnmem_status_t emit_problem(builder_t *b, nnmem_diag_t *diag) {
     free(ws);
     l->kinds[i] = bf->kind;
   }
+  for (size_t i = 0; i < b->n_bufs && st == NNMEM_OK; i++)
+    if (b->bufs[i].parent)
+      st = nnmem_problem_set_parent(l->problem, i, b->bufs[i].parent - 1,
+                                    b->bufs[i].rel);
   if (st != NNMEM_OK && diag && !diag->message[0])
     nnmem__diag(diag, st, "analyzing tensor lifetimes: %s",
                 nnmem_status_str(st));
@@ -382,6 +361,8 @@ static nnmem_status_t analyze(builder_t *b, nnmem_diag_t *diag) {
   if (st == NNMEM_OK) st = lifetimes(b, diag);
   if (st != NNMEM_OK) return st;
   st = build_buffers(b);
+  if (st == NNMEM_OK && !b->cfg.no_reuse && !b->cfg.no_concat_into_output)
+    st = nnmem__liveness_concat(b);
   if (st != NNMEM_OK)
     return nnmem__diag(diag, st, "analyzing tensor lifetimes: %s",
                        nnmem_status_str(st));
@@ -452,4 +433,12 @@ uint64_t nnmem_liveness_weight_bytes(const nnmem_liveness_t *l) {
 
 size_t nnmem_liveness_aliased_tensors(const nnmem_liveness_t *l) {
   return l ? l->aliased : 0;
+}
+
+size_t nnmem_liveness_sub_buffers(const nnmem_liveness_t *l) {
+  return l ? l->sub_buffers : 0;
+}
+
+uint64_t nnmem_liveness_sub_bytes(const nnmem_liveness_t *l) {
+  return l ? l->sub_bytes : 0;
 }

@@ -5,7 +5,8 @@
  *   1. arena_height, strategy and seconds come from the plan; weight_memory
  *      from the liveness result; arena_lower_bound from
  *      nnmem_problem_lower_bound with the planner's alignment.
- *   2. One event sweep over the problem (+size at first, -size at last,
+ *   2. One event sweep over the problem's roots (sub-buffers lie inside
+ *      their parents; liveness makes no gaps) (+size at first, -size at last,
  *      ends before starts at equal steps, sizes rounded up to
  *      max(buffer align, alignment)) gives peak_step (the first step with
  *      the most live arena bytes); a second sweep restricted to workspace
@@ -69,6 +70,8 @@ static nnmem_status_t sweep(const nnmem_liveness_t *l, uint64_t alignment,
   for (size_t i = 0; i < n; i++) {
     if (only_kind >= 0 && (int)nnmem_liveness_buffer_kind(l, i) != only_kind)
       continue;
+    if (nnmem_problem_parent(p, i, NULL, NULL) == NNMEM_OK)
+      continue; /* a sub-buffer's bytes are its parent's */
     uint64_t sz = rounded(bufs[i].size, bufs[i].align, alignment);
     ev[k++] = (event_t){bufs[i].first, 1, sz};
     ev[k++] = (event_t){bufs[i].last, 0, sz};

@@ -15,8 +15,9 @@
  *      workspace buffer (no tensor) gets the op scheduled at its first
  *      step. Kind: workspace (liveness says so), alias (two or more tensors
  *      share the buffer: views, in-place), activation otherwise;
- *   4. live-bytes curve: one sweep over 2n events (+size at first, -size at
- *      last, ends first at equal steps; sizes rounded up to
+ *   4. live-bytes curve: one sweep over the events of roots' active
+ *      intervals (+size at first, -size at last, ends first at equal
+ *      steps; sub-buffers lie inside their parents; sizes rounded up to
  *      max(align, alignment)), keeping only the last value at each step;
  *      peak_step = first step reaching the maximum;
  *   5. lower bound via nnmem_problem_lower_bound (not derived from 4, so a
@@ -73,19 +74,32 @@ static uint64_t rounded(uint64_t size, uint64_t a1, uint64_t a2) {
 
 /* Step 4. */
 static nnmem_status_t live_curve(nnmem__map_t *m) {
-  size_t n = m->n, k = 0;
+  size_t n = m->n, k = 0, cap = 2 * n;
   if (!n) return NNMEM_OK;
-  map_event_t *ev = malloc(2 * n * sizeof *ev);
-  m->curve_step = malloc(2 * n * sizeof *m->curve_step);
-  m->curve_bytes = malloc(2 * n * sizeof *m->curve_bytes);
+  for (size_t i = 0; i < n; i++)
+    cap += 2 * nnmem_problem_gaps(m->problem, i, NULL);
+  map_event_t *ev = malloc(cap * sizeof *ev);
+  m->curve_step = malloc(cap * sizeof *m->curve_step);
+  m->curve_bytes = malloc(cap * sizeof *m->curve_bytes);
   if (!ev || !m->curve_step || !m->curve_bytes) {
     free(ev);
     return NNMEM_ERR_NOMEM;
   }
   for (size_t i = 0; i < n; i++) {
+    /* a sub-buffer lies inside its parent; a gap holds nothing */
+    if (nnmem_problem_parent(m->problem, i, NULL, NULL) == NNMEM_OK) continue;
     uint64_t sz = rounded(m->buf[i].size, m->buf[i].align, m->alignment);
-    ev[k++] = (map_event_t){m->buf[i].first, 1, sz};
-    ev[k++] = (map_event_t){m->buf[i].last, 0, sz};
+    const nnmem_interval_t *g;
+    size_t ng = nnmem_problem_gaps(m->problem, i, &g);
+    uint64_t t = m->buf[i].first;
+    for (size_t j = 0; j <= ng; j++) {
+      uint64_t stop = j < ng ? g[j].first : m->buf[i].last;
+      if (stop > t) {
+        ev[k++] = (map_event_t){t, 1, sz};
+        ev[k++] = (map_event_t){stop, 0, sz};
+      }
+      if (j < ng && g[j].last > t) t = g[j].last;
+    }
   }
   qsort(ev, k, sizeof *ev, event_cmp);
   uint64_t live = 0;
@@ -241,6 +255,7 @@ nnmem_status_t nnmem__map_build(nnmem__map_t *m, const nnmem_problem_t *problem,
   if (!nnmem__is_pow2(m->alignment)) return NNMEM_ERR_INVALID;
   m->n = nnmem_problem_count(problem);
   m->buf = nnmem_problem_buffers(problem);
+  m->problem = problem;
   m->off = nnmem_plan_offsets(plan);
   m->g = g;
   m->title = cfg && cfg->title ? cfg->title : "";

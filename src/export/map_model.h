@@ -27,27 +27,28 @@ enum {
 #define NNMEM__MAP_MAX_NAMES 8
 
 typedef struct nnmem__map {
-  size_t n;                  /* buffers */
-  const nnmem_buffer_t *buf; /* the problem's buffers */
-  const uint64_t *off;       /* the plan's offsets */
-  const nnmem_graph_t *g;    /* NULL for a bare problem */
-  uint8_t *kind;             /* NNMEM__MAP_* per buffer */
-  char **label;              /* per buffer: tensor names joined by ", "
-                                (bare problems: the id, or "#i") */
-  int32_t *op;               /* per buffer: graph op index, or -1 */
-  const char *title;         /* never NULL ("" when none) */
-  const char *strategy;      /* the plan's strategy name */
-  uint64_t alignment;        /* >= 1 */
-  uint64_t height;           /* plan height */
-  uint64_t bound;            /* lower bound with `alignment` */
-  uint64_t weight_bytes;     /* 0 for a bare problem */
-  uint64_t xmin, xmax;       /* step range: min first, max last (xmax >
-                                xmin; [0, 1) for an empty problem) */
-  uint64_t peak_step;        /* first step with the most live bytes */
-  uint64_t peak_live;        /* those bytes (sizes rounded to alignment) */
-  size_t n_curve;            /* live-bytes curve: from curve_step[i] on, */
-  uint64_t *curve_step;      /* curve_bytes[i] bytes are live (change */
-  uint64_t *curve_bytes;     /* points only, steps increasing) */
+  size_t n;                       /* buffers */
+  const nnmem_buffer_t *buf;      /* the problem's buffers */
+  const nnmem_problem_t *problem; /* for gaps and sub-buffers */
+  const uint64_t *off;            /* the plan's offsets */
+  const nnmem_graph_t *g;         /* NULL for a bare problem */
+  uint8_t *kind;                  /* NNMEM__MAP_* per buffer */
+  char **label;                   /* per buffer: tensor names joined by ", "
+                                     (bare problems: the id, or "#i") */
+  int32_t *op;                    /* per buffer: graph op index, or -1 */
+  const char *title;              /* never NULL ("" when none) */
+  const char *strategy;           /* the plan's strategy name */
+  uint64_t alignment;             /* >= 1 */
+  uint64_t height;                /* plan height */
+  uint64_t bound;                 /* lower bound with `alignment` */
+  uint64_t weight_bytes;          /* 0 for a bare problem */
+  uint64_t xmin, xmax;            /* step range: min first, max last (xmax >
+                                     xmin; [0, 1) for an empty problem) */
+  uint64_t peak_step;             /* first step with the most live bytes */
+  uint64_t peak_live;             /* those bytes (sizes rounded to alignment) */
+  size_t n_curve;                 /* live-bytes curve: from curve_step[i] on, */
+  uint64_t *curve_step;           /* curve_bytes[i] bytes are live (change */
+  uint64_t *curve_bytes;          /* points only, steps increasing) */
   size_t kind_count[NNMEM__MAP_KINDS];
 } nnmem__map_t;
 

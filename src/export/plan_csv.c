@@ -9,7 +9,9 @@
  *      extra columns survive in their order;
  *   3. write the text atomically (nnmem_file_write_atomic).
  * nnmem_problem_write_csv (any problem):
- *   1. write `id,lower,upper,size,alignment[,offset]`, one row per buffer;
+ *   1. write `id,lower,upper,size,alignment[,gaps][,parent,parent_offset]
+ *      [,offset]`, one row per buffer (gaps only when some buffer has one,
+ *      the parent pair only when some buffer has a parent);
  *      the id is the buffer's id (quoted when it holds a comma, quote,
  *      newline or edge spaces) or its index when it has none.
  *
@@ -123,6 +125,34 @@ static void put_cell(nnmem__text_t *t, const char *s) {
   nnmem__text_putc(t, '"');
 }
 
+/* ",lo-hi lo-hi" (MiniMalloc's gaps cell, half-open like lower/upper). */
+static void put_gaps(nnmem__text_t *t, const nnmem_problem_t *p, size_t i) {
+  const nnmem_interval_t *g;
+  size_t ng = nnmem_problem_gaps(p, i, &g);
+  nnmem__text_putc(t, ',');
+  for (size_t k = 0; k < ng; k++)
+    nnmem__text_printf(t, "%s%llu-%llu", k ? " " : "",
+                       (unsigned long long)g[k].first,
+                       (unsigned long long)g[k].last);
+}
+
+/* ",parent-id,rel" or ",," for a root. */
+static void put_parent(nnmem__text_t *t, const nnmem_problem_t *p, size_t i) {
+  size_t q;
+  uint64_t rel;
+  nnmem__text_putc(t, ',');
+  if (nnmem_problem_parent(p, i, &q, &rel) != NNMEM_OK) {
+    nnmem__text_putc(t, ',');
+    return;
+  }
+  const char *id = nnmem_problem_id(p, q);
+  if (id && *id)
+    put_cell(t, id);
+  else
+    nnmem__text_u64(t, q);
+  nnmem__text_printf(t, ",%llu", (unsigned long long)rel);
+}
+
 nnmem_status_t nnmem_problem_format_csv(const nnmem_problem_t *p,
                                         const uint64_t *offsets, char **out,
                                         size_t *len_out, nnmem_diag_t *diag) {
@@ -134,8 +164,12 @@ nnmem_status_t nnmem_problem_format_csv(const nnmem_problem_t *p,
   size_t n = nnmem_problem_count(p);
   nnmem__text_t t;
   nnmem__text_init(&t);
-  nnmem__text_puts(&t, offsets ? "id,lower,upper,size,alignment,offset\n"
-                               : "id,lower,upper,size,alignment\n");
+  int gaps = nnmem_problem_gapped_count(p) > 0;
+  int kids = nnmem_problem_child_count(p) > 0;
+  nnmem__text_puts(&t, "id,lower,upper,size,alignment");
+  if (gaps) nnmem__text_puts(&t, ",gaps");
+  if (kids) nnmem__text_puts(&t, ",parent,parent_offset");
+  nnmem__text_puts(&t, offsets ? ",offset\n" : "\n");
   for (size_t i = 0; i < n; i++) {
     const char *id = nnmem_problem_id(p, i);
     if (id && *id)
@@ -146,6 +180,8 @@ nnmem_status_t nnmem_problem_format_csv(const nnmem_problem_t *p,
         &t, ",%llu,%llu,%llu,%llu", (unsigned long long)b[i].first,
         (unsigned long long)b[i].last, (unsigned long long)b[i].size,
         (unsigned long long)(b[i].align ? b[i].align : 1));
+    if (gaps) put_gaps(&t, p, i);
+    if (kids) put_parent(&t, p, i);
     if (offsets) {
       nnmem__text_putc(&t, ',');
       nnmem__text_u64(&t, offsets[i]);

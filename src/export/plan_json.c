@@ -21,7 +21,10 @@
  * "weight_bytes", "tensors" and the buffers' "kind":
  *   {"strategy", "alignment", "arena_height",
  *    "buffers": [{"id", "offset", "size", "first", "last"}]}
- * so `nnmem verify PROBLEM plan.json` reads both the same way.
+ * so `nnmem verify PROBLEM plan.json` reads both the same way. Either form
+ * adds to a buffer, only when they apply: "gaps" ([[first,
+ * last], ...], steps in which it holds nothing), "parent" (the id of the
+ * buffer it lies inside) and "parent_offset" (bytes from its start).
  *
  * Complexity: O(buffers + tensors). Thread-safety: each call is
  * independent; the inputs are only read. */
@@ -39,6 +42,31 @@ static const char *buffer_id(const nnmem_problem_t *p, size_t i, char *num,
   return num;
 }
 
+/* Optional per-buffer keys: "gaps": [[first, last], ...]
+ * when it has gaps, "parent" (the parent's id) and "parent_offset" when it
+ * is a sub-buffer. */
+static void put_extras(nnmem__jw_t *w, const nnmem_problem_t *p, size_t i) {
+  const nnmem_interval_t *g;
+  size_t ng = nnmem_problem_gaps(p, i, &g), q;
+  uint64_t rel;
+  if (ng) {
+    nnmem__jw_key(w, "gaps");
+    nnmem__jw_array(w);
+    for (size_t k = 0; k < ng; k++) {
+      nnmem__jw_array(w);
+      nnmem__jw_u64(w, g[k].first);
+      nnmem__jw_u64(w, g[k].last);
+      nnmem__jw_end(w);
+    }
+    nnmem__jw_end(w);
+  }
+  if (nnmem_problem_parent(p, i, &q, &rel) == NNMEM_OK) {
+    char num[24];
+    nnmem__jw_kv_string(w, "parent", buffer_id(p, q, num, sizeof num));
+    nnmem__jw_kv_u64(w, "parent_offset", rel);
+  }
+}
+
 /* "buffers": [...]; `l` may be NULL (a bare problem: no "kind"). */
 static void put_buffers(nnmem__jw_t *w, const nnmem_problem_t *p,
                         const nnmem_liveness_t *l, const uint64_t *off) {
@@ -54,6 +82,7 @@ static void put_buffers(nnmem__jw_t *w, const nnmem_problem_t *p,
     nnmem__jw_kv_u64(w, "size", b[i].size);
     nnmem__jw_kv_u64(w, "first", b[i].first);
     nnmem__jw_kv_u64(w, "last", b[i].last);
+    put_extras(w, p, i);
     if (l)
       nnmem__jw_kv_string(
           w, "kind",

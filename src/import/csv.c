@@ -4,8 +4,14 @@
  *   modern  id,lower,upper,size      lifetime [lower, upper)  (half-open)
  *   legacy  buffer,start,end,size    lifetime [start, end]    (inclusive)
  * Columns may come in any order; `alignment` and `offset` are optional;
- * any other column is kept verbatim for nnmem_csv_write_solution. Cells may
- * be quoted RFC 4180 style ("a,b", "say ""hi"""). CRLF line ends, a UTF-8
+ * any other column is kept verbatim for nnmem_csv_write_solution.
+ * Optional `gaps` (MiniMalloc's): space-separated gaps `lo-hi`, each the
+ * steps [lo, hi) in which the buffer holds nothing ([lo, hi] in a legacy
+ * file, like its lifetime); MiniMalloc's windowed form `lo-hi@a:b` is
+ * refused (not supported). Optional nnmem extension `parent` and
+ * `parent_offset`: the id of the buffer this one lies inside and the byte
+ * offset there (empty cells: a root); see nnmem/problem.h for the rules. Cells
+ * may be quoted RFC 4180 style ("a,b", "say ""hi"""). CRLF line ends, a UTF-8
  * BOM, a last line without newline and blank lines at the end are accepted.
  *
  * Algorithm (one pass over the bytes after step 1):
@@ -32,13 +38,27 @@
 #include "common/text.h"
 #include "common/util.h"
 #include "import/csv_internal.h"
+#include "plan/problem_internal.h"
 
-enum { COL_ID, COL_LOWER, COL_UPPER, COL_SIZE, COL_ALIGN, COL_OFFSET, COL_N };
+enum {
+  COL_ID,
+  COL_LOWER,
+  COL_UPPER,
+  COL_SIZE,
+  COL_ALIGN,
+  COL_OFFSET,
+  COL_GAPS,
+  COL_PARENT,
+  COL_PARENT_OFFSET,
+  COL_N
+};
 #define REQUIRED_COLS 4
-static const char *const modern_names[COL_N] = {"id",   "lower",     "upper",
-                                                "size", "alignment", "offset"};
+static const char *const modern_names[COL_N] = {
+    "id",     "lower", "upper",  "size",         "alignment",
+    "offset", "gaps",  "parent", "parent_offset"};
 static const char *const legacy_names[COL_N] = {
-    "buffer", "start", "end", "size", "alignment", "offset"};
+    "buffer", "start", "end",    "size",         "alignment",
+    "offset", "gaps",  "parent", "parent_offset"};
 
 /* Cursor over the text; `line` is the line of `pos`. */
 typedef struct reader {
@@ -165,6 +185,10 @@ typedef struct parse {
   size_t ids_len;
   size_t max_rows; /* newlines + 1: no more rows than that */
   uint64_t size_sum;
+  size_t *parent_cell; /* per row: (text offset of the parent id + 1) * 2
+                          + 1 when it holds "" escapes; 0 = no parent */
+  size_t *parent_end;  /* per row: where that id ends */
+  uint64_t *parent_rel;
 } parse_t;
 
 static int only_blank(const char *s, size_t n) {
@@ -319,6 +343,134 @@ static nnmem_status_t row_lifetime(parse_t *ps, size_t line, uint64_t *first,
   return NNMEM_OK;
 }
 
+/* Reads one decimal number of a gap at s[*i] (stops at a non-digit). */
+static int gap_number(const char *s, size_t n, size_t *i, uint64_t *v) {
+  size_t start = *i;
+  *v = 0;
+  for (; *i < n && s[*i] >= '0' && s[*i] <= '9'; ++*i) {
+    unsigned d = (unsigned)(s[*i] - '0');
+    if (*v > (UINT64_MAX - d) / 10) return 0;
+    *v = *v * 10 + d;
+  }
+  return *i > start;
+}
+
+/* Parses the `gaps` cell of row `row` (buffer row - 1) and adds them. */
+static nnmem_status_t row_gaps(parse_t *ps, size_t row, size_t line,
+                               const char *id) {
+  const nnmem__csv_cell_t *c = &ps->cells[ps->col[COL_GAPS]];
+  const char *s = ps->r.text + c->val_begin, *file = ps->r.name;
+  size_t n = c->val_end - c->val_begin, i = 0, b = row - 1;
+  while (i < n) {
+    if (s[i] == ' ') {
+      i++;
+      continue;
+    }
+    size_t tok = i, tok_end = i;
+    while (tok_end < n && s[tok_end] != ' ')
+      tok_end++;
+    int shown = tok_end - tok > 40 ? 40 : (int)(tok_end - tok);
+    uint64_t lo, hi;
+    if (memchr(s + tok, '@', tok_end - tok))
+      return nnmem__diag(ps->r.diag, NNMEM_ERR_UNSUPPORTED,
+                         "%s:%zu: buffer '%.64s': gap '%.*s' has a window "
+                         "(@lower:upper), which nnmem does not support",
+                         file, line, id, shown, s + tok);
+    if (!gap_number(s, tok_end, &i, &lo) || i >= tok_end || s[i++] != '-' ||
+        !gap_number(s, tok_end, &i, &hi) || i != tok_end)
+      return nnmem__diag(ps->r.diag, NNMEM_ERR_PARSE,
+                         "%s:%zu: buffer '%.64s': gap '%.*s' is not of the "
+                         "form lower-upper (non-negative integers)",
+                         file, line, id, shown, s + tok);
+    if (ps->csv->legacy && hi == UINT64_MAX)
+      return nnmem__diag(ps->r.diag, NNMEM_ERR_OVERFLOW,
+                         "%s:%zu: buffer '%.64s': gap end + 1 overflows 64 "
+                         "bits",
+                         file, line, id);
+    if (ps->csv->legacy) hi++;
+    if (hi <= lo)
+      return nnmem__diag(ps->r.diag, NNMEM_ERR_PARSE,
+                         "%s:%zu: buffer '%.64s': gap '%.*s' is empty", file,
+                         line, id, shown, s + tok);
+    nnmem_status_t st = nnmem_problem_add_gap(ps->csv->problem, b, lo, hi);
+    if (st) return nnmem__diag(ps->r.diag, st, "%s: out of memory", file);
+  }
+  const char *why;
+  size_t k;
+  if (nnmem__problem_check_gaps(ps->csv->problem, b, &why, &k)) {
+    const nnmem_interval_t *g;
+    (void)nnmem_problem_gaps(ps->csv->problem, b, &g);
+    const nnmem_buffer_t *bu = nnmem_problem_buffers(ps->csv->problem) + b;
+    int leg = ps->csv->legacy;
+    return nnmem__diag(ps->r.diag, NNMEM_ERR_PARSE,
+                       "%s:%zu: buffer '%.64s': gap %" PRIu64 "-%" PRIu64
+                       " %s (lifetime %" PRIu64 "-%" PRIu64 ")",
+                       file, line, id, g[k].first, g[k].last - leg, why,
+                       bu->first, bu->last - leg);
+  }
+  return NNMEM_OK;
+}
+
+/* Keeps the `parent` / `parent_offset` cells of a row for resolution once
+ * every id is known. */
+static nnmem_status_t row_parent(parse_t *ps, size_t row, size_t line) {
+  const nnmem__csv_cell_t *c = &ps->cells[ps->col[COL_PARENT]];
+  const nnmem__csv_cell_t *o = &ps->cells[ps->col[COL_PARENT_OFFSET]];
+  ps->parent_cell[row - 1] = 0;
+  if (c->val_end == c->val_begin) {
+    if (o->val_end != o->val_begin)
+      return nnmem__diag(ps->r.diag, NNMEM_ERR_PARSE,
+                         "%s:%zu: parent_offset given without a parent",
+                         ps->r.name, line);
+    return NNMEM_OK;
+  }
+  /* (begin + 1) * 2 + escaped: 0 means none */
+  ps->parent_cell[row - 1] = (c->val_begin + 1) * 2 + (size_t)c->escaped;
+  ps->parent_end[row - 1] = c->val_end;
+  return cell_u64(ps, line, COL_PARENT_OFFSET, &ps->parent_rel[row - 1]);
+}
+
+/* After all rows: looks the parent ids up, sets the relation and checks
+ * the sub-buffer rules, naming the child's line. */
+static nnmem_status_t resolve_parents(parse_t *ps) {
+  nnmem_csv_t *csv = ps->csv;
+  const char *file = ps->r.name;
+  for (size_t b = 0; b < csv->n_rows; b++) {
+    if (!ps->parent_cell[b]) continue;
+    size_t at = ps->parent_cell[b] / 2 - 1, len = ps->parent_end[b] - at, q;
+    int esc = (int)(ps->parent_cell[b] & 1);
+    char *pid = malloc(len + 1);
+    if (!pid) return NNMEM_ERR_NOMEM;
+    size_t k = 0; /* the cell's value, "" collapsed to " */
+    for (size_t j = at; j < at + len; j++) {
+      pid[k++] = csv->text[j];
+      if (esc && csv->text[j] == '"' && j + 1 < at + len &&
+          csv->text[j + 1] == '"')
+        j++;
+    }
+    pid[k] = '\0';
+    nnmem_status_t st = nnmem_problem_find(csv->problem, pid, &q);
+    if (st == NNMEM_OK && q == b)
+      st = nnmem__diag(ps->r.diag, NNMEM_ERR_PARSE,
+                       "%s:%zu: buffer '%.64s' is its own parent", file,
+                       csv->row_line[b + 1], pid);
+    else if (st == NNMEM_OK)
+      st = nnmem_problem_set_parent(csv->problem, b, q, ps->parent_rel[b]);
+    else
+      st = nnmem__diag(ps->r.diag, NNMEM_ERR_PARSE,
+                       "%s:%zu: parent '%.64s' is not a buffer of this file",
+                       file, csv->row_line[b + 1], pid);
+    free(pid);
+    if (st) return st;
+  }
+  nnmem_diag_t d;
+  size_t bad = 0;
+  if (nnmem__problem_check_extras(csv->problem, &d, &bad))
+    return nnmem__diag(ps->r.diag, NNMEM_ERR_PARSE, "%s:%zu: %s", file,
+                       csv->row_line[bad + 1], d.message);
+  return NNMEM_OK;
+}
+
 /* Parses the values of data row `row` (cells already split). */
 static nnmem_status_t parse_values(parse_t *ps, size_t row) {
   nnmem_csv_t *csv = ps->csv;
@@ -338,6 +490,7 @@ static nnmem_status_t parse_values(parse_t *ps, size_t row) {
   }
   if (st == NNMEM_OK && csv->offsets)
     st = cell_u64(ps, line, COL_OFFSET, &csv->offsets[row - 1]);
+  if (st == NNMEM_OK && ps->parent_cell) st = row_parent(ps, row, line);
   if (st != NNMEM_OK) return st;
   if (nnmem__add_overflow(ps->size_sum, size, &ps->size_sum))
     return nnmem__diag(ps->r.diag, NNMEM_ERR_OVERFLOW,
@@ -351,6 +504,7 @@ static nnmem_status_t parse_values(parse_t *ps, size_t row) {
   if (st != NNMEM_OK)
     return nnmem__diag(ps->r.diag, st, "%s:%zu: cannot add the buffer: %s",
                        file, line, nnmem_status_str(st));
+  if (ps->col[COL_GAPS] != SIZE_MAX) return row_gaps(ps, row, line, id);
   return NNMEM_OK;
 }
 
@@ -444,8 +598,19 @@ static nnmem_status_t parse_owned(char *text, size_t len, const char *name,
     return nnmem__diag(diag, NNMEM_ERR_NOMEM, "%s: out of memory", name);
   }
   csv->text = text;
-  parse_t ps = {
-      {text, len, 0, 1, name, diag}, csv, {0}, NULL, NULL, NULL, {0}, 0, 0, 0};
+  parse_t ps = {{text, len, 0, 1, name, diag},
+                csv,
+                {0},
+                NULL,
+                NULL,
+                NULL,
+                {0},
+                0,
+                0,
+                0,
+                NULL,
+                NULL,
+                NULL};
   nnmem__strset_init(&ps.ids);
   nnmem_status_t st = prepare(&ps, text, &len);
   ps.r.len = csv->len = len;
@@ -454,7 +619,24 @@ static nnmem_status_t parse_owned(char *text, size_t len, const char *name,
     csv->offsets = malloc(ps.max_rows * sizeof *csv->offsets);
     if (!csv->offsets) st = NNMEM_ERR_NOMEM;
   }
+  if (st == NNMEM_OK && (ps.col[COL_PARENT] != SIZE_MAX) !=
+                            (ps.col[COL_PARENT_OFFSET] != SIZE_MAX))
+    st = nnmem__diag(diag, NNMEM_ERR_PARSE,
+                     "%s:1: columns 'parent' and 'parent_offset' come "
+                     "together",
+                     name);
+  if (st == NNMEM_OK && ps.col[COL_PARENT] != SIZE_MAX) {
+    ps.parent_cell = calloc(ps.max_rows, sizeof *ps.parent_cell);
+    ps.parent_end = calloc(ps.max_rows, sizeof *ps.parent_end);
+    ps.parent_rel = calloc(ps.max_rows, sizeof *ps.parent_rel);
+    if (!ps.parent_cell || !ps.parent_end || !ps.parent_rel)
+      st = NNMEM_ERR_NOMEM;
+  }
   if (st == NNMEM_OK) st = read_rows(&ps);
+  if (st == NNMEM_OK && ps.parent_cell) st = resolve_parents(&ps);
+  free(ps.parent_cell);
+  free(ps.parent_end);
+  free(ps.parent_rel);
   free(ps.header);
   free(ps.cells);
   nnmem__strset_free(&ps.ids);

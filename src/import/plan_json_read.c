@@ -22,6 +22,10 @@
  *   4. add the buffers to a new problem in file order (alignment 1) and
  *      collect the offsets. A repeated id, or a key given twice in one
  *      buffer, is an error that names it.
+ *   5. optional keys of a buffer: "gaps" (a list of [first, last] pairs),
+ * "parent" (an id listed in "buffers") with "parent_offset"; after all buffers
+ * the parents are looked up and the gap and sub-buffer rules of
+ * nnmem_problem_check are checked, the error naming buffers[i] and its id.
  * Other keys ("model", "strategy", "tensors", ...) are ignored.
  * Invariants: on success problem count == offsets count == buffers listed;
  * every id read is non-empty valid UTF-8 without U+0000 and does not start
@@ -38,6 +42,7 @@
 #include "common/text.h"
 #include "common/util.h"
 #include "nnmem/io.h"
+#include "plan/problem_internal.h"
 
 #define NUM_TAG '\x01'
 
@@ -46,6 +51,8 @@ typedef struct reader {
   nnmem_problem_t *p;
   uint64_t *offs;
   nnmem_diag_t *diag;
+  const cJSON **parent; /* per buffer: its "parent" string, or NULL */
+  uint64_t *parent_off;
 } reader_t;
 
 /* Length of the JSON number (RFC 8259, section 6) that fills s[0, n)
@@ -236,6 +243,82 @@ static nnmem_status_t get_field(reader_t *r, const cJSON *b, size_t i,
   return NNMEM_OK;
 }
 
+/* Step 5: "gaps" of buffers[i] (already added as buffer i). */
+static nnmem_status_t read_gaps(reader_t *r, const cJSON *b, size_t i,
+                                const char *id) {
+  int twice;
+  const cJSON *jg = member(b, "gaps", &twice), *g;
+  if (twice) return duplicate_key(r, i, "gaps");
+  if (!jg) return NNMEM_OK;
+  if (!cJSON_IsArray(jg))
+    return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                       "%s: buffers[%zu] ('%s'): 'gaps' must be a list of "
+                       "[first, last] pairs",
+                       r->name, i, id);
+  size_t k = 0;
+  cJSON_ArrayForEach(g, jg) {
+    uint64_t lo, hi;
+    if (!cJSON_IsArray(g) || cJSON_GetArraySize(g) != 2 ||
+        tagged_u64(cJSON_GetArrayItem(g, 0), &lo) != 0 ||
+        tagged_u64(cJSON_GetArrayItem(g, 1), &hi) != 0 || hi <= lo)
+      return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                         "%s: buffers[%zu] ('%s'): gaps[%zu] must be [first, "
+                         "last] with integers first < last",
+                         r->name, i, id, k);
+    nnmem_status_t st = nnmem_problem_add_gap(r->p, i, lo, hi);
+    if (st) return nnmem__diag(r->diag, st, "%s: out of memory", r->name);
+    k++;
+  }
+  return NNMEM_OK;
+}
+
+/* Step 5: "parent" and "parent_offset" of buffers[i], kept for later. */
+static nnmem_status_t read_parent(reader_t *r, const cJSON *b, size_t i,
+                                  const char *id) {
+  int twice, twice2;
+  const cJSON *jp = member(b, "parent", &twice);
+  const cJSON *jo = member(b, "parent_offset", &twice2);
+  if (twice) return duplicate_key(r, i, "parent");
+  if (twice2) return duplicate_key(r, i, "parent_offset");
+  if (!jp && !jo) return NNMEM_OK;
+  if (!cJSON_IsString(jp) || !jp->valuestring[0] || !jo)
+    return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                       "%s: buffers[%zu] ('%s'): 'parent' (an id) and "
+                       "'parent_offset' come together",
+                       r->name, i, id);
+  r->parent[i] = jp;
+  return get_field(r, b, i, id, "parent_offset", &r->parent_off[i]);
+}
+
+/* Step 5: sets every parent relation and checks the rules. */
+static nnmem_status_t resolve_parents(reader_t *r, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!r->parent[i]) continue;
+    const char *pid = r->parent[i]->valuestring,
+               *id = nnmem_problem_id(r->p, i);
+    if (pid[0] == NUM_TAG) pid++;
+    size_t q;
+    if (nnmem_problem_find(r->p, pid, &q) != NNMEM_OK)
+      return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                         "%s: buffers[%zu] ('%s'): parent '%s' is not listed "
+                         "in \"buffers\"",
+                         r->name, i, id, pid);
+    if (q == i)
+      return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                         "%s: buffers[%zu] ('%s'): a buffer cannot be its "
+                         "own parent",
+                         r->name, i, id);
+    nnmem_status_t st = nnmem_problem_set_parent(r->p, i, q, r->parent_off[i]);
+    if (st) return nnmem__diag(r->diag, st, "%s: out of memory", r->name);
+  }
+  nnmem_diag_t d;
+  size_t bad = 0;
+  if (nnmem__problem_check_extras(r->p, &d, &bad))
+    return nnmem__diag(r->diag, NNMEM_ERR_PARSE, "%s: buffers[%zu]: %s",
+                       r->name, bad, d.message);
+  return NNMEM_OK;
+}
+
 /* Step 3 for buffers[i]. */
 static nnmem_status_t read_buffer(reader_t *r, const cJSON *b, size_t i) {
   if (!cJSON_IsObject(b))
@@ -270,7 +353,9 @@ static nnmem_status_t read_buffer(reader_t *r, const cJSON *b, size_t i) {
                                                : nnmem_status_str(st),
                        (unsigned long long)first, (unsigned long long)last);
   r->offs[i] = off;
-  return NNMEM_OK;
+  st = read_gaps(r, b, i, id);
+  if (st == NNMEM_OK) st = read_parent(r, b, i, id);
+  return st;
 }
 
 static nnmem_status_t read_doc(reader_t *r, const cJSON *doc) {
@@ -281,12 +366,17 @@ static nnmem_status_t read_doc(reader_t *r, const cJSON *doc) {
   size_t n = (size_t)cJSON_GetArraySize(bufs), i = 0;
   r->offs = calloc(n ? n : 1, sizeof *r->offs);
   if (!r->offs) return nnmem__diag(r->diag, NNMEM_ERR_NOMEM, "out of memory");
+  r->parent = calloc(n ? n : 1, sizeof *r->parent);
+  r->parent_off = calloc(n ? n : 1, sizeof *r->parent_off);
+  if (!r->parent || !r->parent_off)
+    return nnmem__diag(r->diag, NNMEM_ERR_NOMEM, "out of memory");
   nnmem_status_t st = nnmem_problem_create(&r->p);
   const cJSON *b;
   cJSON_ArrayForEach(b, bufs) {
     if (st != NNMEM_OK) break;
     st = read_buffer(r, b, i++);
   }
+  if (st == NNMEM_OK) st = resolve_parents(r, n);
   return st;
 }
 
@@ -300,7 +390,8 @@ nnmem_status_t nnmem_plan_read_json(const char *data, size_t len,
   if (!data || !problem_out || !offsets_out)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "nnmem_plan_read_json: NULL argument");
-  reader_t r = {display_name ? display_name : "<plan>", NULL, NULL, diag};
+  reader_t r = {
+      display_name ? display_name : "<plan>", NULL, NULL, diag, NULL, NULL};
   char *tagged = NULL;
   nnmem_status_t st = tag_numbers(&r, data, len, &tagged);
   if (st != NNMEM_OK) return st;
@@ -316,6 +407,8 @@ nnmem_status_t nnmem_plan_read_json(const char *data, size_t len,
     st = read_doc(&r, doc);
   cJSON_Delete(doc);
   free(tagged);
+  free(r.parent);
+  free(r.parent_off);
   if (st != NNMEM_OK) {
     nnmem_problem_destroy(r.p);
     free(r.offs);

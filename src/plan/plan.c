@@ -31,6 +31,7 @@
 /* The bound is computed for plans of up to this many buffers when no
  * search ran (an O(n log n) sweep a million-buffer plan need not pay). */
 #define BOUND_MAX_BUFFERS 200000u
+#include "plan/roots.h"
 
 struct nnmem_plan {
   size_t n;
@@ -449,6 +450,57 @@ static nnmem_status_t capacity_diag(const nnmem_plan_t *pl, uint64_t capacity,
                                 "buffers, see --optimal");
 }
 
+/* Plans the root problem of `p` (roots.c), lowers roots into gaps, and
+ * derives every child's offset; the plan's height counts the roots
+ * (children lie inside them). */
+static nnmem_status_t plan_through_roots(const nnmem_problem_t *p,
+                                         const nnmem_planner_config_t *c,
+                                         nnmem_plan_t **out,
+                                         nnmem_diag_t *diag) {
+  nnmem_problem_t *roots = NULL;
+  uint32_t *map = NULL;
+  nnmem_plan_t *rp = NULL, *pl = NULL;
+  double t0 = nnmem__now();
+  nnmem_planner_config_t rc = *c;
+  if (nnmem_problem_gapped_count(p)) rc.capacity = 0; /* checked after gaps */
+  nnmem_status_t st = nnmem__roots_build(p, &roots, &map);
+  if (st == NNMEM_OK) st = nnmem_plan_create(roots, &rc, &rp, diag);
+  uint64_t align = c->alignment ? c->alignment : 1, h = rp ? rp->height : 0;
+  /* the gap pass is skipped once the time limit is spent: the hull plan
+   * stands (valid, possibly higher) */
+  int time_left = c->time_limit_s <= 0 || (rp && rp->seconds < c->time_limit_s);
+  if (st == NNMEM_OK && time_left)
+    st = nnmem__roots_lower(p, roots, map, align, rp->offsets, &h);
+  if (st == NNMEM_OK && !time_left && nnmem_problem_gapped_count(p))
+    rp->time_limited = 1;
+  if (st == NNMEM_OK && c->capacity && h > c->capacity)
+    st = nnmem__diag(diag, NNMEM_ERR_CAPACITY,
+                     "does not fit: best height %llu > capacity %llu "
+                     "(strategy %s)",
+                     (unsigned long long)h, (unsigned long long)c->capacity,
+                     nnmem_strategy_name(rp->strategy));
+  if (st == NNMEM_OK) st = plan_alloc(nnmem_problem_count(p), &pl);
+  if (st == NNMEM_OK)
+    st = nnmem__roots_expand(p, map, rp->offsets, pl->offsets);
+  if (st == NNMEM_OK) {
+    pl->height = h;
+    pl->alignment = nnmem__max_u64(rp->alignment, plan_alignment(p, 1));
+    pl->strategy = rp->strategy;
+    pl->seconds = nnmem__now() - t0; /* the gap pass included */
+    pl->time_limited = rp->time_limited;
+    pl->strategies = rp->strategies;
+    *out = pl;
+    pl = NULL;
+  } else if (st == NNMEM_ERR_NOMEM || st == NNMEM_ERR_OVERFLOW) {
+    nnmem__diag(diag, st, "planning failed: %s", nnmem_status_str(st));
+  }
+  nnmem_plan_destroy(pl);
+  nnmem_plan_destroy(rp);
+  nnmem_problem_destroy(roots);
+  free(map);
+  return st;
+}
+
 nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
                                  const nnmem_planner_config_t *cfg,
                                  nnmem_plan_t **out, nnmem_diag_t *diag) {
@@ -480,6 +532,8 @@ nnmem_status_t nnmem_plan_create(const nnmem_problem_t *problem,
       *c.status_out = NNMEM_PLAN_INFEASIBLE;
     return st;
   }
+  if (nnmem__roots_needed(problem)) /* gaps or sub-buffers: see roots.c */
+    return plan_through_roots(problem, &c, out, diag);
   nnmem_plan_t *pl = NULL;
   if ((st = plan_alloc(nnmem_problem_count(problem), &pl))) return st;
   double t0 = nnmem__now();

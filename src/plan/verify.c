@@ -1,24 +1,41 @@
 /* verify.c - the independent plan verifier. It shares no code with the
- * strategies (no interval tree, no gap search): a different algorithm
- * checking the same property, so a bug in one is caught by the other.
+ * strategies (no interval tree, no gap search, not roots.c): a different
+ * algorithm checking the same property, so a bug in one is caught by the
+ * other.
  *
  * Algorithm (sweep line over time, ordered set over address):
- *   1. check every offset: aligned to max(buffer align, alignment), and
- *      offset + padded size fits 64 bits; the height is the largest end;
- *   2. two events per nonzero buffer: start at `first`, end at `last`;
- *      sort by time with ends before starts at equal times (lifetimes are
- *      half-open, so [0,3) and [3,9) never meet);
- *   3. sweep: an end removes the buffer's address range from the live set;
+ *   1. check every offset: aligned to max(buffer align, alignment) for a
+ *      root, to its own align for a sub-buffer (its place is fixed by its
+ *      parent), and offset + padded size fits 64 bits; the height is the
+ *      largest end;
+ *   2. check every sub-buffer against its parent: offset(child) ==
+ *      offset(parent) + rel exactly, [offset, end) inside the parent's
+ *      range, and each active interval of the child inside one active
+ *      interval of the parent (binary search in the parent's gaps);
+ *   3. sweep each *group* separately: the roots form one group, the direct
+ *      children of each parent another. Within a group, two events per
+ *      active interval (lifetime minus gaps) of each nonzero buffer: start
+ *      and end; sort by time with ends before starts at equal times
+ *      (intervals are half-open, so [0,3) and [3,9) never meet);
+ *   4. sweep: an end removes the buffer's address range from the live set;
  *      a start looks up the live ranges just below and just above its
  *      offset; since the live set is kept pairwise disjoint, the new range
  *      is disjoint from all of them iff it is disjoint from those two;
- *   4. the first pair found overlapping is reported by index (and id).
+ *   5. the first pair found overlapping is reported by index (and id).
+ * Why groups suffice: by step 2 every buffer lies inside its parent in
+ * address and in active time, so an overlap between buffers of two
+ * different root families implies one between the two roots, and one
+ * between buffers of one family that are not ancestor and descendant
+ * implies one between two children of their lowest common ancestor.
+ * An ancestor and its descendant share bytes by design, only at the
+ * declared offset (step 2).
  * The live set is a treap keyed by (offset, index): O(log n) expected per
- * operation, O(n log n) in all.
+ * operation, O((n + gaps) log n) in all.
  *
- * Invariant of the live set during the sweep: pairwise disjoint ranges.
+ * Invariant of the live set during a sweep: pairwise disjoint ranges.
  * Thread-safety: reentrant. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/util.h"
@@ -120,7 +137,7 @@ static const char *id_of(const nnmem_problem_t *p, size_t i) {
 
 static nnmem_status_t report_conflict(const nnmem_problem_t *p,
                                       const node_t *nodes, size_t a, size_t b,
-                                      nnmem_verify_report_t *rep,
+                                      uint64_t step, nnmem_verify_report_t *rep,
                                       nnmem_diag_t *diag) {
   const nnmem_buffer_t *bu = nnmem_problem_buffers(p);
   if (a > b) {
@@ -128,17 +145,21 @@ static nnmem_status_t report_conflict(const nnmem_problem_t *p,
     a = b;
     b = t;
   }
+  char extra[64];
+  int extras = nnmem_problem_gapped_count(p) || nnmem_problem_child_count(p);
+  snprintf(extra, sizeof extra, " (both active at step %" PRIu64 ")", step);
   rep->valid = 0;
   rep->has_conflict = 1;
   rep->conflict_a = a;
   rep->conflict_b = b;
-  return nnmem__diag(
-      diag, NNMEM_ERR_CONFLICT,
-      "conflict: buffer %zu '%s' live [%" PRIu64 ",%" PRIu64 ") at [%" PRIu64
-      ",%" PRIu64 ") overlaps buffer %zu '%s' live [%" PRIu64 ",%" PRIu64
-      ") at [%" PRIu64 ",%" PRIu64 ")",
-      a, id_of(p, a), bu[a].first, bu[a].last, nodes[a].off, nodes[a].end, b,
-      id_of(p, b), bu[b].first, bu[b].last, nodes[b].off, nodes[b].end);
+  return nnmem__diag(diag, NNMEM_ERR_CONFLICT,
+                     "conflict: buffer %zu '%s' live [%" PRIu64 ",%" PRIu64
+                     ") at [%" PRIu64 ",%" PRIu64
+                     ") overlaps buffer %zu '%s' live [%" PRIu64 ",%" PRIu64
+                     ") at [%" PRIu64 ",%" PRIu64 ")%s",
+                     a, id_of(p, a), bu[a].first, bu[a].last, nodes[a].off,
+                     nodes[a].end, b, id_of(p, b), bu[b].first, bu[b].last,
+                     nodes[b].off, nodes[b].end, extras ? extra : "");
 }
 
 /* Step 1: per-buffer checks; fills nodes[] and the height. */
@@ -149,7 +170,9 @@ static nnmem_status_t check_offsets(const nnmem_problem_t *p,
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   uint64_t rng = 0x9E3779B97F4A7C15ULL;
   for (size_t i = 0; i < nnmem_problem_count(p); i++) {
-    uint64_t al = nnmem__max_u64(b[i].align, alignment), size;
+    int child = nnmem_problem_parent(p, i, NULL, NULL) == NNMEM_OK;
+    uint64_t al = child ? b[i].align : nnmem__max_u64(b[i].align, alignment);
+    uint64_t size;
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
     nodes[i] = (node_t){off[i], 0, (uint32_t)i, (uint32_t)rng, NIL, NIL};
     if (off[i] & (al - 1)) {
@@ -176,17 +199,33 @@ static nnmem_status_t check_offsets(const nnmem_problem_t *p,
   return NNMEM_OK;
 }
 
-/* Steps 2-4: the sweep. */
+/* Appends the start and end events of buffer i's active intervals
+ * (lifetime minus gaps) to ev[*m]. */
+static void add_events(const nnmem_problem_t *p, size_t i, event_t *ev,
+                       size_t *m) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p) + i;
+  const nnmem_interval_t *g;
+  size_t ng = nnmem_problem_gaps(p, i, &g);
+  uint64_t t = b->first;
+  for (size_t k = 0; k <= ng; k++) {
+    uint64_t stop = k < ng ? g[k].first : b->last;
+    if (stop > t) {
+      ev[(*m)++] = (event_t){t, (uint32_t)i, 1};
+      ev[(*m)++] = (event_t){stop, (uint32_t)i, 0};
+    }
+    if (k < ng && g[k].last > t) t = g[k].last;
+  }
+}
+
+/* Steps 3-5 for one group of buffers (members[0..count)). */
 static nnmem_status_t sweep(const nnmem_problem_t *p, node_t *nodes,
+                            const uint32_t *members, size_t count, event_t *ev,
                             nnmem_verify_report_t *rep, nnmem_diag_t *diag) {
-  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  size_t n = nnmem_problem_count(p), m = 0;
-  event_t *ev = malloc((n ? 2 * n : 1) * sizeof *ev);
-  if (!ev) return NNMEM_ERR_NOMEM;
-  for (size_t i = 0; i < n; i++) {
+  size_t m = 0;
+  for (size_t j = 0; j < count; j++) {
+    uint32_t i = members[j];
     if (nodes[i].end == nodes[i].off) continue; /* empty: occupies nothing */
-    ev[m++] = (event_t){b[i].first, (uint32_t)i, 1};
-    ev[m++] = (event_t){b[i].last, (uint32_t)i, 0};
+    add_events(p, i, ev, &m);
   }
   qsort(ev, m, sizeof *ev, event_cmp);
   treap_t tr = {nodes, NIL};
@@ -199,13 +238,119 @@ static nnmem_status_t sweep(const nnmem_problem_t *p, node_t *nodes,
     }
     neighbours(&tr, i, &lo, &hi);
     if (lo != NIL && nodes[lo].end > nodes[i].off)
-      st = report_conflict(p, nodes, lo, i, rep, diag);
+      st = report_conflict(p, nodes, lo, i, ev[e].time, rep, diag);
     else if (hi != NIL && nodes[hi].off < nodes[i].end)
-      st = report_conflict(p, nodes, i, hi, rep, diag);
+      st = report_conflict(p, nodes, i, hi, ev[e].time, rep, diag);
     else
       insert(&tr, i);
   }
+  return st;
+}
+
+/* Is [a, b) inside one active interval of buffer q? Binary search over
+ * q's sorted gaps for the first one ending after a. */
+static int parent_active(const nnmem_problem_t *p, size_t q, uint64_t a,
+                         uint64_t b) {
+  const nnmem_buffer_t *pb = nnmem_problem_buffers(p) + q;
+  const nnmem_interval_t *g;
+  size_t ng = nnmem_problem_gaps(p, q, &g), lo = 0, hi = ng;
+  if (a < pb->first || b > pb->last) return 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (g[mid].last <= a)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (; lo < ng && g[lo].first < b; lo++) /* overlapping gaps: any hit */
+    if (g[lo].last > a) return 0;
+  return 1;
+}
+
+static nnmem_status_t report_child(const nnmem_problem_t *p, size_t i, size_t q,
+                                   const char *what, nnmem_verify_report_t *rep,
+                                   nnmem_diag_t *diag) {
+  rep->valid = 0;
+  rep->bad_child = 1;
+  rep->bad_child_index = i;
+  return nnmem__diag(diag, NNMEM_ERR_CONFLICT,
+                     "sub-buffer %zu '%s' of buffer %zu '%s': %s", i,
+                     id_of(p, i), q, id_of(p, q), what);
+}
+
+/* Step 2: every child against its parent. */
+static nnmem_status_t check_children(const nnmem_problem_t *p,
+                                     const uint64_t *off, const node_t *nodes,
+                                     nnmem_verify_report_t *rep,
+                                     nnmem_diag_t *diag) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  for (size_t i = 0; i < nnmem_problem_count(p); i++) {
+    size_t q;
+    uint64_t rel, want;
+    if (nnmem_problem_parent(p, i, &q, &rel) != NNMEM_OK) continue;
+    if (nnmem__add_overflow(off[q], rel, &want) || off[i] != want)
+      return report_child(p, i, q,
+                          "offset is not the parent's offset plus the "
+                          "relative offset",
+                          rep, diag);
+    if (nodes[i].end > nodes[q].end)
+      return report_child(p, i, q, "ends past the end of its parent", rep,
+                          diag);
+    const nnmem_interval_t *g;
+    size_t ng = nnmem_problem_gaps(p, i, &g);
+    uint64_t t = b[i].first;
+    for (size_t k = 0; k <= ng; k++) {
+      uint64_t stop = k < ng ? g[k].first : b[i].last;
+      if (stop > t && !parent_active(p, q, t, stop))
+        return report_child(p, i, q,
+                            "active while its parent is not (the parent "
+                            "dies first or has a gap)",
+                            rep, diag);
+      if (k < ng && g[k].last > t) t = g[k].last;
+    }
+  }
+  return NNMEM_OK;
+}
+
+/* Groups buffers for step 3: roots first, then the children of each parent
+ * (counting sort by parent). `members` gets n entries, `start` n + 2. */
+static void make_groups(const nnmem_problem_t *p, uint32_t *members,
+                        size_t *start) {
+  size_t n = nnmem_problem_count(p), q;
+  for (size_t k = 0; k < n + 2; k++)
+    start[k] = 0;
+  for (size_t i = 0; i < n; i++) /* slot 0: roots; slot q + 1: q's kids */
+    start[(nnmem_problem_parent(p, i, &q, NULL) == NNMEM_OK ? q + 1 : 0) + 1]++;
+  for (size_t k = 1; k < n + 2; k++)
+    start[k] += start[k - 1];
+  for (size_t i = 0; i < n; i++) {
+    size_t slot = nnmem_problem_parent(p, i, &q, NULL) == NNMEM_OK ? q + 1 : 0;
+    members[start[slot]++] = (uint32_t)i;
+  }
+  for (size_t k = n + 1; k > 0; k--) /* shift back: start[k] = begin */
+    start[k] = start[k - 1];
+  start[0] = 0;
+}
+
+static nnmem_status_t sweep_all(const nnmem_problem_t *p, const uint64_t *off,
+                                node_t *nodes, nnmem_verify_report_t *rep,
+                                nnmem_diag_t *diag) {
+  size_t n = nnmem_problem_count(p), n_ev = 2 * n;
+  for (size_t i = 0; i < n; i++)
+    n_ev += 2 * nnmem_problem_gaps(p, i, NULL);
+  event_t *ev = malloc((n_ev ? n_ev : 1) * sizeof *ev);
+  uint32_t *members = malloc((n ? n : 1) * sizeof *members);
+  size_t *start = malloc((n + 2) * sizeof *start);
+  nnmem_status_t st = ev && members && start ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  if (st == NNMEM_OK) st = check_children(p, off, nodes, rep, diag);
+  if (st == NNMEM_OK) make_groups(p, members, start);
+  for (size_t k = 0; k < n + 1 && st == NNMEM_OK; k++)
+    if (start[k + 1] > start[k])
+      st = sweep(p, nodes, members + start[k], start[k + 1] - start[k], ev, rep,
+                 diag);
   free(ev);
+  free(members);
+  free(start);
   return st;
 }
 
@@ -227,11 +372,16 @@ nnmem_status_t nnmem_plan_verify(const nnmem_problem_t *problem,
   size_t n = nnmem_problem_count(problem);
   if (n >= UINT32_MAX)
     return nnmem__diag(diag, NNMEM_ERR_OVERFLOW, "too many buffers");
+  if (nnmem_problem_gapped_count(problem) ||
+      nnmem_problem_child_count(problem)) { /* gap/sub-buffer rules hold */
+    nnmem_status_t pst = nnmem_problem_check(problem, diag);
+    if (pst) return pst;
+  }
   node_t *nodes = malloc((n ? n : 1) * sizeof *nodes);
   if (!nodes) return NNMEM_ERR_NOMEM;
   nnmem_status_t st =
       check_offsets(problem, offsets, alignment, nodes, rep, diag);
-  if (st == NNMEM_OK) st = sweep(problem, nodes, rep, diag);
+  if (st == NNMEM_OK) st = sweep_all(problem, offsets, nodes, rep, diag);
   free(nodes);
   if (st == NNMEM_OK && capacity && rep->height > capacity) {
     rep->valid = 0;

@@ -84,19 +84,42 @@ static inline void fuzz_plan_and_verify(const nnmem_problem_t *p,
   fuzz_search_and_verify(p, align);
 }
 
-/* Liveness of `g`, then plan + verify of its problem, with and without
- * reuse of views / in-place. */
+/* Liveness of `g`, then plan + verify of its problem: with reuse and
+ * concat-into-output (default), without concat-into-output, without
+ * reuse; the liveness problem must pass nnmem_problem_check. */
 static inline void fuzz_graph_plan(const nnmem_graph_t *g) {
-  for (int no_reuse = 0; no_reuse <= 1; no_reuse++) {
+  for (int mode = 0; mode <= 2; mode++) { /* default, no concat, no reuse */
     nnmem_liveness_config_t lc;
     nnmem_liveness_config_init(&lc);
-    lc.no_reuse = no_reuse;
+    lc.no_concat_into_output = mode == 1;
+    lc.no_reuse = mode == 2;
     nnmem_liveness_t *l = NULL;
     nnmem_diag_t diag = {0};
     if (nnmem_liveness_analyze(g, &lc, &l, &diag) != NNMEM_OK) continue;
+    /* sub-buffers from concat-into-output must follow the problem rules */
+    if (nnmem_problem_check(nnmem_liveness_problem(l), &diag) != NNMEM_OK)
+      fuzz_fail("liveness problem fails its check", &diag);
+    if (mode && nnmem_liveness_sub_buffers(l))
+      fuzz_fail("sub-buffers with concat-into-output off", NULL);
     fuzz_plan_and_verify(nnmem_liveness_problem(l), 64);
     nnmem_liveness_destroy(l);
   }
+}
+
+/* 1 when buffer i of p and of q has the same gaps and the same parent
+ * (by index) at the same relative offset. */
+static inline int fuzz_same_extras(const nnmem_problem_t *p,
+                                   const nnmem_problem_t *q, size_t i) {
+  const nnmem_interval_t *ga, *gb;
+  size_t na = nnmem_problem_gaps(p, i, &ga), nb = nnmem_problem_gaps(q, i, &gb);
+  if (na != nb) return 0;
+  for (size_t k = 0; k < na; k++)
+    if (ga[k].first != gb[k].first || ga[k].last != gb[k].last) return 0;
+  size_t pa = 0, pb = 0;
+  uint64_t ra = 0, rb = 0;
+  nnmem_status_t sa = nnmem_problem_parent(p, i, &pa, &ra);
+  nnmem_status_t sb = nnmem_problem_parent(q, i, &pb, &rb);
+  return sa == sb && pa == pb && ra == rb;
 }
 
 #endif

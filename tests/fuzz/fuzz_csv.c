@@ -5,10 +5,40 @@
  * 2. When it parses: problem invariant check, lower bound and total bytes,
  *    then every strategy plans it and the verifier checks each plan
  *    (fuzz_common.h); a file `offset` column is verified too.
+ * 3. Round trip: nnmem_problem_format_csv (gaps, parent and
+ *    parent_offset columns included) reads back to the same sizes,
+ *    lifetimes, alignments, gaps and parents.
  * Findings: sanitizer reports, crashes, and aborts on broken invariants.
  * Linked either with libFuzzer or with replay_main.c (CTest replays the
  * committed corpus). Not thread-safe. */
 #include "fuzz_common.h"
+
+/* Step 3. */
+static void round_trip(const nnmem_problem_t *p) {
+  char *text = NULL;
+  size_t len = 0;
+  nnmem_diag_t diag = {0};
+  if (nnmem_problem_format_csv(p, NULL, &text, &len, &diag) != NNMEM_OK)
+    fuzz_fail("cannot format a parsed problem as CSV", &diag);
+  nnmem_csv_t *back = NULL;
+  if (nnmem_csv_parse(text, len, "round-trip.csv", &back, &diag) != NNMEM_OK)
+    fuzz_fail("written CSV does not read back", &diag);
+  const nnmem_problem_t *q = nnmem_csv_problem(back);
+  size_t n = nnmem_problem_count(p);
+  if (nnmem_problem_count(q) != n)
+    fuzz_fail("round trip changes the count", NULL);
+  const nnmem_buffer_t *a = nnmem_problem_buffers(p);
+  const nnmem_buffer_t *b = nnmem_problem_buffers(q);
+  for (size_t i = 0; i < n; i++) {
+    if (a[i].size != b[i].size || a[i].first != b[i].first ||
+        a[i].last != b[i].last || a[i].align != b[i].align)
+      fuzz_fail("round trip changes a size, lifetime or alignment", NULL);
+    if (!fuzz_same_extras(p, q, i))
+      fuzz_fail("round trip changes gaps or a parent", NULL);
+  }
+  nnmem_csv_destroy(back);
+  free(text);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > FUZZ_MAX_INPUT) return 0;
@@ -32,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)nnmem_plan_verify(p, offsets, 1, 0, &rep, &diag);
   }
   fuzz_plan_and_verify(p, 1);
+  round_trip(p);
   nnmem_csv_destroy(csv);
   return 0;
 }

@@ -11,7 +11,7 @@
  * 4. Round trip: when the offsets fit in 64 bits with their sizes
  *    (nnmem_plan_from_offsets), nnmem_problem_format_plan_json writes the
  *    plan and the reader reads the text back to the same ids, sizes,
- *    lifetimes and offsets, exactly.
+ *    lifetimes, offsets, gaps and parents (with relative offsets), exactly.
  * Findings: sanitizer reports, crashes, and aborts on broken invariants.
  * Linked either with libFuzzer or with replay_main.c. Not thread-safe. */
 #include <string.h>
@@ -46,6 +46,8 @@ static void round_trip(const nnmem_problem_t *p, const uint64_t *offs) {
         a[i].last != b[i].last || a[i].align != b[i].align)
       fuzz_fail("round trip changes a size or lifetime", NULL);
     if (offs[i] != qoffs[i]) fuzz_fail("round trip changes an offset", NULL);
+    if (!fuzz_same_extras(p, q, i))
+      fuzz_fail("round trip changes gaps or a parent", NULL);
   }
   nnmem_problem_destroy(q);
   free(qoffs);

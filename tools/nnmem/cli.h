@@ -46,7 +46,8 @@ typedef struct cli_plan_opts {
   int optimal;          /* --optimal: search for the minimum height */
   uint64_t node_budget; /* --node-budget; 0 = the library default */
   int no_reuse;
-  int json; /* CLI_JSON_OFF / _PRETTY / _COMPACT */
+  int no_concat; /* --no-concat-into-output */
+  int json;      /* CLI_JSON_OFF / _PRETTY / _COMPACT */
   int quiet;
   const char *out;     /* --out */
   const char *profile; /* --profile */

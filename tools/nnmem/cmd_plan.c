@@ -46,6 +46,7 @@ enum {
   OPT_CAPACITY,
   OPT_TIME_LIMIT,
   OPT_NO_REUSE,
+  OPT_NO_CONCAT,
   OPT_MODEL,
   OPT_BATCH,
   OPT_JSON,
@@ -64,29 +65,31 @@ enum {
   OPT_NODE_BUDGET
 };
 
-static const cli_opt_t plan_table[] = {{"help", 'h', 0, OPT_HELP},
-                                       {"strategy", 's', 1, OPT_STRATEGY},
-                                       {"align", 'a', 1, OPT_ALIGN},
-                                       {"capacity", 'c', 1, OPT_CAPACITY},
-                                       {"time-limit", 't', 1, OPT_TIME_LIMIT},
-                                       {"no-reuse", 0, 0, OPT_NO_REUSE},
-                                       {"model", 'm', 1, OPT_MODEL},
-                                       {"batch", 'b', 1, OPT_BATCH},
-                                       {"json", 0, CLI_OPT_INLINE, OPT_JSON},
-                                       {"out", 'o', 1, OPT_OUT},
-                                       {"profile", 'p', 1, OPT_PROFILE},
-                                       {"quiet", 'q', 0, OPT_QUIET},
-                                       {"dim", 0, 1, OPT_DIM},
-                                       {"dtype", 0, 1, OPT_DTYPE},
-                                       {"layout", 0, 1, OPT_LAYOUT},
-                                       {"strict", 0, 0, OPT_STRICT},
-                                       {"max-input-size", 0, 1, OPT_MAX_INPUT},
-                                       {"svg", 0, 1, OPT_SVG},
-                                       {"html", 0, 1, OPT_HTML},
-                                       {"trace-json", 0, 1, OPT_TRACE_JSON},
-                                       {"optimal", 0, 0, OPT_OPTIMAL},
-                                       {"node-budget", 0, 1, OPT_NODE_BUDGET},
-                                       {NULL, 0, 0, 0}};
+static const cli_opt_t plan_table[] = {
+    {"help", 'h', 0, OPT_HELP},
+    {"strategy", 's', 1, OPT_STRATEGY},
+    {"align", 'a', 1, OPT_ALIGN},
+    {"capacity", 'c', 1, OPT_CAPACITY},
+    {"time-limit", 't', 1, OPT_TIME_LIMIT},
+    {"no-reuse", 0, 0, OPT_NO_REUSE},
+    {"no-concat-into-output", 0, 0, OPT_NO_CONCAT},
+    {"model", 'm', 1, OPT_MODEL},
+    {"batch", 'b', 1, OPT_BATCH},
+    {"json", 0, CLI_OPT_INLINE, OPT_JSON},
+    {"out", 'o', 1, OPT_OUT},
+    {"profile", 'p', 1, OPT_PROFILE},
+    {"quiet", 'q', 0, OPT_QUIET},
+    {"dim", 0, 1, OPT_DIM},
+    {"dtype", 0, 1, OPT_DTYPE},
+    {"layout", 0, 1, OPT_LAYOUT},
+    {"strict", 0, 0, OPT_STRICT},
+    {"max-input-size", 0, 1, OPT_MAX_INPUT},
+    {"svg", 0, 1, OPT_SVG},
+    {"html", 0, 1, OPT_HTML},
+    {"trace-json", 0, 1, OPT_TRACE_JSON},
+    {"optimal", 0, 0, OPT_OPTIMAL},
+    {"node-budget", 0, 1, OPT_NODE_BUDGET},
+    {NULL, 0, 0, 0}};
 
 typedef struct plan_ctx {
   cli_plan_opts_t opts;
@@ -201,10 +204,15 @@ static void print_plan_help(void) {
       "      --node-budget N    search nodes at most (default 2000000; the\n"
       "                         same budget gives the same plan)\n"
       "      --no-reuse         naive baseline: every tensor its own bytes\n"
+      "      --no-concat-into-output  graphs: copy Concat inputs into the\n"
+      "                         output and Split outputs out of the input\n"
+      "                         (default: written / read in place where the\n"
+      "                         layout allows, as sub-buffers)\n"
       "  -o, --out FILE         write the plan: .json (plan JSON: buffers\n"
       "                         with offsets; graphs add tensors) or .csv\n"
       "                         (problems: input columns + offset; graphs:\n"
-      "                         id,lower,upper,size,alignment,offset)\n"
+      "                         id,lower,upper,size,alignment[,parent,\n"
+      "                         parent_offset],offset)\n"
       "  -p, --profile FILE     write memory_profile JSON\n"
       "      --svg FILE         write the memory map picture (x = step,\n"
       "                         y = address, one rectangle per buffer)\n"
@@ -300,6 +308,9 @@ static int set_option(void *opts, int id, const char *v) {
       return 0;
     case OPT_NO_REUSE:
       o->no_reuse = 1;
+      return 0;
+    case OPT_NO_CONCAT:
+      o->no_concat = 1;
       return 0;
     case OPT_JSON:
       return cli_json_option("plan", v, &o->json);
@@ -464,6 +475,7 @@ static nnmem_status_t analyze(plan_ctx_t *c) {
   nnmem_liveness_config_t lc;
   nnmem_liveness_config_init(&lc);
   lc.no_reuse = c->opts.no_reuse;
+  lc.no_concat_into_output = c->opts.no_concat;
   lc.alignment = c->opts.align;
   nnmem_status_t st = nnmem_liveness_analyze(c->graph, &lc, &c->live, &c->diag);
   if (st == NNMEM_OK) c->problem = nnmem_liveness_problem(c->live);

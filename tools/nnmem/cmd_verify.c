@@ -51,6 +51,7 @@ enum {
   VOPT_LAYOUT,
   VOPT_STRICT,
   VOPT_NO_REUSE,
+  VOPT_NO_CONCAT,
   VOPT_MAX_INPUT
 };
 
@@ -65,6 +66,7 @@ static const cli_opt_t verify_table[] = {
     {"layout", 0, 1, VOPT_LAYOUT},
     {"strict", 0, 0, VOPT_STRICT},
     {"no-reuse", 0, 0, VOPT_NO_REUSE},
+    {"no-concat-into-output", 0, 0, VOPT_NO_CONCAT},
     {"max-input-size", 0, 1, VOPT_MAX_INPUT},
     {NULL, 0, 0, 0}};
 
@@ -77,6 +79,7 @@ typedef struct verify_opts {
   int quiet;
   int json; /* CLI_JSON_* */
   int no_reuse;
+  int no_concat;
   uint64_t max_input; /* --max-input-size; 0 = default */
   cli_onnx_opts_t onnx;
 } verify_opts_t;
@@ -101,7 +104,9 @@ static void print_verify_help(void) {
       "Checks a plan with the independent verifier: buffers whose lifetimes\n"
       "[first, last) intersect must not share bytes, every offset must be a\n"
       "multiple of the buffer's alignment (and --align), and the height must\n"
-      "not exceed --capacity.\n"
+      "not exceed --capacity. A buffer's gaps hold nothing; a sub-buffer\n"
+      "(parent column, Concat input) must sit exactly at its parent's offset\n"
+      "plus its relative offset, while the parent is live.\n"
       "\n"
       "PROBLEM is a MiniMalloc problem (.csv), a graph (.json) or an ONNX\n"
       "model (.onnx). PLAN is what `nnmem plan --out` wrote: a plan JSON\n"
@@ -125,6 +130,7 @@ static void print_verify_help(void) {
       "                        ONNX import options, as for nnmem plan\n"
       "      --no-reuse        the graph's buffers without views or in-place\n"
       "                        sharing, as for nnmem plan --no-reuse\n"
+      "      --no-concat-into-output  as for nnmem plan\n"
       "  -q, --quiet           print nothing; only the exit code tells\n"
       "  -h, --help            show this help\n"
       "\n"
@@ -148,6 +154,9 @@ static int set_verify_option(void *opts, int id, const char *v) {
       return 0;
     case VOPT_MAX_INPUT:
       return cli_parse_max_input("verify", v, &o->max_input);
+    case VOPT_NO_CONCAT:
+      o->no_concat = 1;
+      return 0;
     case VOPT_NO_REUSE:
       o->no_reuse = 1;
       return 0;
@@ -257,6 +266,7 @@ static nnmem_status_t load_problem(verify_ctx_t *c) {
   nnmem_liveness_config_init(&lc);
   lc.alignment = c->o.align;
   lc.no_reuse = c->o.no_reuse;
+  lc.no_concat_into_output = c->o.no_concat;
   st = nnmem_liveness_analyze(c->graph, &lc, &c->live, &c->d);
   if (st == NNMEM_OK) c->p = nnmem_liveness_problem(c->live);
   return st;
@@ -374,7 +384,7 @@ static void describe(const nnmem_problem_t *p, const uint64_t *offs, size_t i,
 /* The exit code of a verdict. */
 static int verdict_code(const nnmem_verify_report_t *r) {
   if (r->valid) return CLI_EXIT_OK;
-  if (r->has_conflict || r->overflow || r->misaligned)
+  if (r->has_conflict || r->overflow || r->misaligned || r->bad_child)
     return CLI_EXIT_PLAN_INVALID;
   return r->over_capacity ? CLI_EXIT_NOFIT : CLI_EXIT_PLAN_INVALID;
 }
@@ -403,6 +413,13 @@ static void print_text(const verify_ctx_t *c, const nnmem_verify_report_t *r,
     printf("misaligned: buffer '%s' offset %llu is not a multiple of %llu\n",
            cli_buffer_name(p, i, nb, sizeof nb), (unsigned long long)offs[i],
            (unsigned long long)nnmem__max_u64(bufs[i].align, c->o.align));
+  } else if (r->bad_child) {
+    size_t i = r->bad_child_index, q = 0;
+    (void)nnmem_problem_parent(p, i, &q, NULL);
+    describe(p, offs, i, a, sizeof a);
+    describe(p, offs, q, b, sizeof b);
+    printf("sub-buffer: %s is not where its parent %s puts it (%s)\n", a, b,
+           c->d.message);
   } else if (r->over_capacity) {
     printf("over capacity: height %llu > capacity %llu\n",
            (unsigned long long)r->height, (unsigned long long)c->o.capacity);
@@ -441,6 +458,7 @@ static int print_json(const verify_ctx_t *c, const nnmem_verify_report_t *r,
                   : r->has_conflict  ? "conflict"
                   : r->overflow      ? "overflow"
                   : r->misaligned    ? "misaligned"
+                  : r->bad_child     ? "sub_buffer"
                   : r->over_capacity ? "over_capacity"
                                      : "invalid";
   nnmem__jw_kv_string(&w, "violation", v);
@@ -453,6 +471,9 @@ static int print_json(const verify_ctx_t *c, const nnmem_verify_report_t *r,
   } else if (!r->valid && (r->overflow || r->misaligned)) {
     nnmem__jw_key(&w, "buffer");
     json_buffer(&w, c, r->overflow ? r->overflow_index : r->misaligned_index);
+  } else if (!r->valid && r->bad_child) {
+    nnmem__jw_key(&w, "buffer");
+    json_buffer(&w, c, r->bad_child_index);
   }
   nnmem__jw_end(&w);
   return cli_json_print(&w, &t);

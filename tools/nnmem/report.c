@@ -44,32 +44,46 @@ static uint64_t rounded_size(const nnmem_buffer_t *b, uint64_t align) {
   return r;
 }
 
+/* Is buffer i a root active at `step` (inside its lifetime, in no gap)?
+ * Sub-buffers lie inside their parents and are not counted again. */
+static int root_active_at(const nnmem_problem_t *p, size_t i, uint64_t step) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p) + i;
+  if (b->first > step || step >= b->last) return 0;
+  if (nnmem_problem_parent(p, i, NULL, NULL) == NNMEM_OK) return 0;
+  const nnmem_interval_t *g;
+  size_t ng = nnmem_problem_gaps(p, i, &g);
+  for (size_t k = 0; k < ng; k++)
+    if (g[k].first <= step && step < g[k].last) return 0;
+  return 1;
+}
+
 nnmem_status_t cli_peak_step(const nnmem_problem_t *p, uint64_t align,
                              uint64_t *step_out) {
-  size_t n = nnmem_problem_count(p);
+  size_t n = nnmem_problem_count(p), m = 0, cap = 2 * n;
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   *step_out = 0;
   if (n == 0) return NNMEM_OK;
-  live_event_t *ev = calloc(2 * n, sizeof *ev);
-  live_event_t *tmp = malloc(2 * n * sizeof *tmp), *sorted = NULL;
-  if (!ev || !tmp) {
-    free(ev);
-    free(tmp);
-    return NNMEM_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++)
+    cap += 2 * nnmem_problem_gaps(p, i, NULL);
+  live_event_t *ev = calloc(cap, sizeof *ev);
+  if (!ev) return NNMEM_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) {
+    if (nnmem_problem_parent(p, i, NULL, NULL) == NNMEM_OK) continue;
+    uint64_t s = rounded_size(&b[i], align), t = b[i].first;
+    const nnmem_interval_t *g;
+    size_t ng = nnmem_problem_gaps(p, i, &g);
+    for (size_t k = 0; k <= ng; k++) { /* the active intervals */
+      uint64_t stop = k < ng ? g[k].first : b[i].last;
+      if (stop > t) {
+        ev[m++] = (live_event_t){t, 1, s};
+        ev[m++] = (live_event_t){stop, 0, s};
+      }
+      if (k < ng && g[k].last > t) t = g[k].last;
+    }
   }
-  for (size_t i = 0; i < n; i++) { /* the ends first, then the starts */
-    uint64_t s = rounded_size(&b[i], align);
-    ev[i] = (live_event_t){b[i].last, 0, s};
-    ev[n + i] = (live_event_t){b[i].first, 1, s};
-  }
-  /* stable by step: ends stay before starts at equal steps (cmp_event) */
-  sorted = nnmem__radix_sort(ev, tmp, 2 * n, sizeof *ev,
-                             offsetof(live_event_t, step), 0);
-  if (!sorted) qsort(ev, 2 * n, sizeof *ev, cmp_event);
-  if (sorted && sorted != ev) memcpy(ev, sorted, 2 * n * sizeof *ev);
-  free(tmp);
+  qsort(ev, m, sizeof *ev, cmp_event);
   uint64_t live = 0, best = 0;
-  for (size_t i = 0; i < 2 * n; i++) {
+  for (size_t i = 0; i < m; i++) {
     if (ev[i].start) {
       live = live > UINT64_MAX - ev[i].bytes ? UINT64_MAX : live + ev[i].bytes;
       if (live > best) {
@@ -91,7 +105,7 @@ void cli_collect_live(const nnmem_problem_t *p, uint64_t align, uint64_t step,
   run->n_top = run->n_live = 0;
   run->live_bytes = 0;
   for (size_t i = 0; i < n; i++) {
-    if (b[i].first > step || step >= b[i].last) continue;
+    if (!root_active_at(p, i, step)) continue;
     uint64_t s = rounded_size(&b[i], align);
     run->n_live++;
     run->live_bytes =
@@ -209,6 +223,15 @@ static void put_graph_header(FILE *f, const cli_run_t *r) {
   size_t aliased = nnmem_liveness_aliased_tensors(r->live);
   if (aliased) fprintf(f, " (+%zu aliased tensors)", aliased);
   fputc('\n', f);
+  size_t subs = nnmem_liveness_sub_buffers(r->live);
+  if (subs) {
+    char b[80];
+    fprintf(f,
+            "  %-14s %zu buffer%s inside Concat outputs / Split inputs, "
+            "%s not allocated on their own\n",
+            "sub-buffers", subs, plural(subs),
+            cli_fmt_bytes(nnmem_liveness_sub_bytes(r->live), b, sizeof b));
+  }
 }
 
 static void put_peak_step_graph(FILE *f, const cli_run_t *r) {
@@ -376,6 +399,8 @@ static void add_details(nnmem__jw_t *w, const cli_run_t *r) {
     nnmem__jw_kv_u64(w, "steps", nnmem_liveness_steps(r->live));
     nnmem__jw_kv_u64(w, "aliased_tensors",
                      nnmem_liveness_aliased_tensors(r->live));
+    nnmem__jw_kv_u64(w, "sub_buffers", nnmem_liveness_sub_buffers(r->live));
+    nnmem__jw_kv_u64(w, "sub_buffer_bytes", nnmem_liveness_sub_bytes(r->live));
   }
   nnmem__jw_kv_string(w, "strategy_requested",
                       nnmem_strategy_name(r->opts->strategy));

@@ -1,0 +1,182 @@
+/* concat.c - concat-into-output and split views: buffers that become
+ * sub-buffers (nnmem_problem_set_parent) of another at a fixed offset.
+ *
+ * A Concat whose inputs are contiguous slices of its output (in the row-
+ * major layout every dim before the concat axis is 1, e.g. NCHW with N = 1
+ * and axis 1) needs no copy if each producer writes straight into its
+ * slice; a Split of such a layout needs no copy if each output is read
+ * from its slice of the input.
+ *
+ *   Concat(X0, X1, X2) -> T      bytes of T:  [ X0 | X1 | X2 ]
+ *                                             0    r1   r2
+ *   X_k's buffer becomes a child of T's buffer at r_k = sum of earlier
+ *   input bytes; T's buffer is live from the first input's first step.
+ *
+ * Algorithm (ops in step order, so a nested Concat sees its inner one's
+ * lifetime already stretched):
+ *   1. the axis: the first dim where an input's shape differs from the
+ *      output's; every later dim equal, the sizes along it summing to the
+ *      output's, every earlier dim 1 (contiguous), bytes summing to the
+ *      output's bytes; otherwise the op is skipped;
+ *   2. each input X (buffer BX) is moved into T's buffer BT at offset r
+ *      when it is safe, else it is skipped (copied as before):
+ *        - X is an activation (not a graph input or output, weight,
+ *          constant, workspace), BX holds no graph input/output;
+ *        - BX is not already a child (an input used by two Concats, or
+ *          twice by one), is not BT or one of BT's ancestors, and
+ *          BT is a root;
+ *        - BX is exactly X's size, and nothing writes into BX after X is
+ *          produced (no in-place op reuses it later: that write would land
+ *          in T's slice while T is alive); an in-place chain that *ends* in
+ *          X is fine, and so is X being a view (Reshape, Flatten) of an
+ *          earlier tensor of BX;
+ *        - r is a multiple of max(BX's align, the configured alignment);
+ *          BT's align is raised to BX's when lower;
+ *        - BX dies no later than BT (else BT would have to live longer);
+ *      then BT.first = min(BT.first, BX.first);
+ *   3. Split: each output O (buffer BO) becomes a child of the input's
+ *      buffer BI at its offset when: O is an activation, BO is exactly O's
+ *      size, a root, written only by the Split, without graph I/O, and BI
+ *      is a root written by nothing at or after the Split; then
+ *      BI.last = max(BI.last, BO.last) (the view keeps its input alive).
+ * Slice is not handled: its starts/ends are tensor values, not in the IR.
+ * Invariants after the pass (checked by nnmem_problem_check when the
+ * problem is built): every child fits its parent, is active only while the
+ * parent is, and its offset is a multiple of its align.
+ * Complexity: O(ops * rank + inputs * chain depth). Thread-safety: runs on
+ * one builder. */
+#include <string.h>
+
+#include "analysis/liveness_internal.h"
+#include "common/util.h"
+
+/* Step 1: the dim along which `parts` tile `whole`, or -1. Only contiguous
+ * tilings (every earlier dim of `whole` 1) are accepted. */
+static int tiling_axis(const nnmem_graph_t *g, const nnmem_tensor_info_t *w,
+                       const uint32_t *parts, uint32_t n) {
+  if (n < 2 || w->rank == 0 || (w->flags & NNMEM_TENSOR_UPPER_BOUND)) return -1;
+  int axis = -1;
+  uint64_t bytes = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    nnmem_tensor_info_t pi;
+    nnmem_graph_tensor(g, parts[k], &pi);
+    if (pi.rank != w->rank || pi.dtype != w->dtype ||
+        (pi.flags & NNMEM_TENSOR_UPPER_BOUND) ||
+        nnmem__add_overflow(bytes, pi.bytes, &bytes))
+      return -1;
+    for (uint32_t d = 0; d < w->rank; d++)
+      if (pi.shape[d] != w->shape[d] && (axis < 0 || (int)d < axis))
+        axis = (int)d;
+  }
+  if (axis < 0 || bytes != w->bytes) return -1;
+  int64_t sum = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    nnmem_tensor_info_t pi;
+    nnmem_graph_tensor(g, parts[k], &pi);
+    for (uint32_t d = 0; d < w->rank; d++)
+      if ((int)d != axis && pi.shape[d] != w->shape[d]) return -1;
+    if (pi.shape[axis] < 0) return -1;
+    sum += pi.shape[axis];
+  }
+  if (sum != w->shape[axis]) return -1;
+  for (int d = 0; d < axis; d++)
+    if (w->shape[d] != 1) return -1;
+  return axis;
+}
+
+static int is_ancestor(const builder_t *b, uint32_t anc, uint32_t x) {
+  for (uint32_t i = x; b->bufs[i].parent; i = b->bufs[i].parent - 1)
+    if (b->bufs[i].parent - 1 == anc) return 1;
+  return 0;
+}
+
+/* Can tensor t's buffer become a child of buffer `pb` at `rel`? */
+static int can_nest(const builder_t *b, uint32_t t, uint32_t pb, uint64_t rel) {
+  nnmem_tensor_info_t ti;
+  nnmem_graph_tensor(b->g, t, &ti);
+  if (ti.kind != NNMEM_TENSOR_ACTIVATION || b->in_weights[t]) return 0;
+  uint32_t cb = b->l->tensors[t].buffer;
+  if (cb == NNMEM_NO_BUFFER || cb == pb) return 0;
+  const lbuf_t *c = &b->bufs[cb], *p = &b->bufs[pb];
+  if (c->has_io || c->kind != NNMEM_BUFFER_ACTIVATION || c->parent ||
+      c->size != ti.bytes || p->parent || is_ancestor(b, cb, pb))
+    return 0;
+  uint64_t al = nnmem__max_u64(c->align, b->cfg.alignment);
+  return rel % al == 0;
+}
+
+static void nest(builder_t *b, uint32_t cb, uint32_t pb, uint64_t rel) {
+  lbuf_t *c = &b->bufs[cb], *p = &b->bufs[pb];
+  c->parent = pb + 1;
+  c->rel = rel;
+  if (c->align > p->align) p->align = c->align;
+  b->l->sub_buffers++;
+  b->l->sub_bytes += c->size;
+}
+
+/* Step 2. */
+static void concat_op(builder_t *b, const nnmem_op_info_t *oi) {
+  nnmem_tensor_info_t to;
+  if (oi->n_outputs != 1) return;
+  nnmem_graph_tensor(b->g, oi->outputs[0], &to);
+  if (tiling_axis(b->g, &to, oi->inputs, oi->n_inputs) < 0) return;
+  uint32_t pb = b->l->tensors[oi->outputs[0]].buffer;
+  if (pb == NNMEM_NO_BUFFER || b->bufs[pb].parent) return;
+  uint64_t rel = 0;
+  for (uint32_t k = 0; k < oi->n_inputs; k++) {
+    uint32_t x = oi->inputs[k];
+    nnmem_tensor_info_t xi;
+    nnmem_graph_tensor(b->g, x, &xi);
+    uint64_t at = rel;
+    rel += xi.bytes;
+    if (!can_nest(b, x, pb, at)) continue;
+    uint32_t cb = b->l->tensors[x].buffer;
+    lbuf_t *c = &b->bufs[cb], *p = &b->bufs[pb];
+    if (c->last_write > b->l->tensors[x].first || c->last > p->last) continue;
+    if (c->first < p->first) p->first = c->first;
+    nest(b, cb, pb, at);
+  }
+}
+
+/* Step 3. */
+static void split_op(builder_t *b, const nnmem_op_info_t *oi, uint64_t s) {
+  nnmem_tensor_info_t ti;
+  if (oi->n_inputs < 1) return;
+  uint32_t in = oi->inputs[0];
+  nnmem_graph_tensor(b->g, in, &ti);
+  if (b->in_weights[in] ||
+      tiling_axis(b->g, &ti, oi->outputs, oi->n_outputs) < 0)
+    return;
+  uint32_t pb = b->l->tensors[in].buffer;
+  if (pb == NNMEM_NO_BUFFER || b->bufs[pb].parent ||
+      b->bufs[pb].kind != NNMEM_BUFFER_ACTIVATION ||
+      b->bufs[pb].last_write >= s)
+    return;
+  uint64_t rel = 0;
+  for (uint32_t k = 0; k < oi->n_outputs; k++) {
+    uint32_t o = oi->outputs[k];
+    nnmem_tensor_info_t xo;
+    nnmem_graph_tensor(b->g, o, &xo);
+    uint64_t at = rel;
+    rel += xo.bytes;
+    if (!can_nest(b, o, pb, at)) continue;
+    uint32_t cb = b->l->tensors[o].buffer;
+    lbuf_t *c = &b->bufs[cb], *p = &b->bufs[pb];
+    if (c->last_write != s || c->tensor != o) continue;
+    if (c->last > p->last) p->last = c->last;
+    nest(b, cb, pb, at);
+  }
+}
+
+nnmem_status_t nnmem__liveness_concat(builder_t *b) {
+  for (uint64_t s = 0; s < b->l->steps; s++) {
+    nnmem_op_info_t oi;
+    nnmem_graph_op(b->g, b->l->order[s], &oi);
+    if (oi.flags & (NNMEM_OP_VIEW | NNMEM_OP_INPLACE)) continue;
+    if (strcmp(oi.type, "Concat") == 0)
+      concat_op(b, &oi);
+    else if (strcmp(oi.type, "Split") == 0)
+      split_op(b, &oi, s);
+  }
+  return NNMEM_OK;
+}

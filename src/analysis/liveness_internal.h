@@ -1,0 +1,49 @@
+/* liveness_internal.h - the liveness builder shared by liveness.c and the
+ * concat-into-output pass (concat.c). Not installed. */
+#ifndef NNMEM_ANALYSIS_LIVENESS_INTERNAL_H
+#define NNMEM_ANALYSIS_LIVENESS_INTERNAL_H
+
+#include "nnmem/liveness.h"
+
+struct nnmem_liveness {
+  nnmem_problem_t *problem;
+  uint64_t steps;
+  uint32_t *order;
+  nnmem_tensor_live_t *tensors;
+  size_t n_tensors;
+  nnmem_buffer_kind_t *kinds;
+  uint64_t weight_bytes;
+  size_t aliased;
+  size_t sub_buffers; /* buffers placed inside a Concat output / Split
+                         input */
+  uint64_t sub_bytes; /* their bytes */
+};
+
+/* A buffer while it is being built (added to the problem at the end). */
+typedef struct lbuf {
+  uint32_t tensor; /* first tensor, or UINT32_MAX for a workspace */
+  uint32_t op;     /* the op of a workspace buffer */
+  uint64_t size, align, first, last;
+  int has_io;
+  nnmem_buffer_kind_t kind;
+  uint64_t last_write; /* step of the latest op writing into it (its first
+                          tensor's producer, or an in-place join) */
+  uint32_t parent;     /* index + 1 of the buffer it lies inside; 0 = none */
+  uint64_t rel;        /* its offset there */
+} lbuf_t;
+
+typedef struct builder {
+  const nnmem_graph_t *g;
+  nnmem_liveness_config_t cfg;
+  nnmem_liveness_t *l;
+  uint32_t *pos; /* step of each op */
+  lbuf_t *bufs;
+  size_t n_bufs, cap_bufs;
+  uint8_t *in_weights; /* tensor lives in the weight region */
+} builder_t;
+
+/* The concat-into-output and split-view pass (concat.c): runs after the
+ * buffers are built, before the problem is emitted. */
+nnmem_status_t nnmem__liveness_concat(builder_t *b);
+
+#endif
