@@ -48,7 +48,7 @@ typedef struct xs {
   search_t *s;
   xst_t *st;
   uint64_t *bits;
-  size_t n, cap; /* states */
+  size_t n, alloc, cap; /* states: used, allocated, budget */
   uint32_t *table;
   size_t tmask;
   hent_t *heap;
@@ -104,6 +104,32 @@ static uint32_t *lookup(xs_t *x, const uint64_t *bits, uint64_t h) {
   }
 }
 
+/* Doubles the state arrays (up to the budget) and rebuilds the table at
+ * twice their size, so it stays at most half full. */
+static nnmem_status_t grow(xs_t *x) {
+  size_t W2 = 2 * (size_t)x->s->W, na = x->alloc ? 2 * x->alloc : 1024;
+  if (na > x->cap) na = x->cap;
+  xst_t *st = realloc(x->st, (na + 1) * sizeof *st);
+  if (!st) return NNMEM_ERR_NOMEM;
+  x->st = st;
+  uint64_t *bits = realloc(x->bits, (na + 1) * W2 * sizeof *bits);
+  if (!bits) return NNMEM_ERR_NOMEM;
+  x->bits = bits;
+  size_t ts = 1;
+  while (ts < 2 * na + 2)
+    ts <<= 1;
+  uint32_t *t = malloc(ts * sizeof *t);
+  if (!t) return NNMEM_ERR_NOMEM;
+  free(x->table);
+  x->table = t;
+  x->tmask = ts - 1;
+  x->alloc = na;
+  memset(t, 0xff, ts * sizeof *t);
+  for (size_t j = 0; j < x->n; j++)
+    *lookup(x, x->bits + j * W2, x->st[j].hash) = (uint32_t)j;
+  return NNMEM_OK;
+}
+
 /* Step 1's remaining-ops term. */
 static uint64_t lb_rest(const xs_t *x, const uint64_t *S) {
   uint64_t b = 0;
@@ -124,6 +150,11 @@ static nnmem_status_t offer(xs_t *x, const uint64_t *bits, uint64_t h,
     if (e->closed || e->peak <= peak) return NNMEM_OK;
   } else {
     if (x->n >= x->cap) return NNMEM_ERR_TIMEOUT;
+    if (x->n >= x->alloc) {
+      nnmem_status_t gs = grow(x);
+      if (gs != NNMEM_OK) return gs;
+      slot = lookup(x, bits, h);
+    }
     j = (uint32_t)x->n++;
     *slot = j;
     memcpy(x->bits + (size_t)j * 2 * x->s->W, bits,
@@ -178,17 +209,9 @@ static nnmem_status_t xs_init(xs_t *x, search_t *s) {
   size_t cap = (size_t)s->cfg.max_states, by_mem = EXACT_MEM_BYTES / per;
   if (cap > by_mem) cap = by_mem;
   if (cap > UINT32_MAX / 4) cap = UINT32_MAX / 4;
-  size_t tsize = 1;
-  while (tsize < 2 * cap + 2)
-    tsize <<= 1;
-  x->cap = cap;
-  x->tmask = tsize - 1;
-  x->st = malloc((cap + 1) * sizeof *x->st);
-  x->bits = malloc((cap + 1) * 2 * s->W * sizeof *x->bits);
-  x->table = malloc(tsize * sizeof *x->table);
+  x->cap = cap ? cap : 1;
   x->lb = malloc(((size_t)s->k + 1) * sizeof *x->lb);
-  if (!x->st || !x->bits || !x->table || !x->lb) return NNMEM_ERR_NOMEM;
-  memset(x->table, 0xff, tsize * sizeof *x->table);
+  if (!x->lb || grow(x) != NNMEM_OK) return NNMEM_ERR_NOMEM;
   for (uint32_t i = 0; i < s->k; i++)
     x->lb[i] = s->m->ops[s->ops[i]].lb;
   return NNMEM_OK;
