@@ -62,7 +62,9 @@ static size_t expand(search_t *s, const beam_t *cur, size_t nb, cand_t *c) {
   for (uint32_t b = 0; b < nb; b++) {
     const uint64_t *S = cur->bits + (size_t)b * 2 * W, *T = S + W;
     const uint32_t *cnt = cur->cnt + (size_t)b * s->k;
+    uint32_t only = nnmem__order_free_op(s, S, T, cur->m[b], cur->peak[b], cnt);
     for (uint32_t i = 0; i < s->k; i++) {
+      if (only != UINT32_MAX && i != only) continue;
       if (cnt[i] || nnmem__om_bit(S, i)) continue;
       nnmem__om_step_t r;
       nnmem__order_step(s, S, T, cur->m[b], i, &r, NULL);

@@ -177,10 +177,13 @@ static nnmem_status_t offer(xs_t *x, const uint64_t *bits, uint64_t h,
 static nnmem_status_t expand(xs_t *x, uint32_t j, uint64_t ub, uint64_t *tmp) {
   search_t *s = x->s;
   size_t W = s->W;
-  const uint64_t *S = x->bits + (size_t)j * 2 * W, *T = S + W;
+  uint64_t *S = tmp + 2 * W, *T = S + W; /* a copy: offer may move bits */
+  memcpy(S, x->bits + (size_t)j * 2 * W, 2 * W * sizeof *S);
   xst_t e = x->st[j];
   nnmem_status_t st = NNMEM_OK;
+  uint32_t only = nnmem__order_free_op(s, S, T, e.after, e.peak, NULL);
   for (uint32_t i = 0; i < s->k && st == NNMEM_OK; i++) {
+    if (only != UINT32_MAX && i != only) continue;
     if (!nnmem__order_ready(s, S, i)) continue;
     nnmem__om_step_t r;
     memcpy(tmp, S, 2 * W * sizeof *tmp);
@@ -206,7 +209,7 @@ static nnmem_status_t xs_init(xs_t *x, search_t *s) {
   x->s = s;
   size_t per = 2 * (size_t)s->W * 8 + sizeof(xst_t) + 2 * sizeof(uint32_t) +
                sizeof(hent_t);
-  size_t cap = (size_t)s->cfg.max_states, by_mem = EXACT_MEM_BYTES / per;
+  size_t cap = (size_t)s->states_left, by_mem = EXACT_MEM_BYTES / per;
   if (cap > by_mem) cap = by_mem;
   if (cap > UINT32_MAX / 4) cap = UINT32_MAX / 4;
   x->cap = cap ? cap : 1;
@@ -227,7 +230,7 @@ nnmem_status_t nnmem__order_exact(search_t *s, uint64_t ub, uint32_t *lorder,
   memset(&x, 0, sizeof x);
   *exact = 0;
   size_t W = s->W;
-  uint64_t *tmp = calloc(2 * W + 1, sizeof *tmp);
+  uint64_t *tmp = calloc(4 * W + 1, sizeof *tmp);
   nnmem_status_t st = tmp ? xs_init(&x, s) : NNMEM_ERR_NOMEM;
   if (st == NNMEM_OK) /* the root: nothing of this part ran */
     st = offer(&x, tmp, 0, 0, s->m_start, 0, UINT32_MAX, UINT32_MAX, 0);
@@ -248,6 +251,7 @@ nnmem_status_t nnmem__order_exact(search_t *s, uint64_t ub, uint32_t *lorder,
   }
   if (st == NNMEM_OK && !*exact) *exact = 1;  /* step 4: ub is optimal */
   if (st == NNMEM_ERR_TIMEOUT) st = NNMEM_OK; /* budget: unproven */
+  s->states_left -= x.n < s->states_left ? x.n : s->states_left;
   xs_free(&x);
   free(tmp);
   return st;

@@ -27,6 +27,11 @@
  * in-place join grows the chain's rounded size (may_grow: liveness then
  * charges the larger size from the chain's start; the search re-evaluates
  * its result with liveness and reports it as not proven).
+ * ip_neutral: when every in-place op's input chain and output unit have one
+ * raw size and rounding, a join changes no buffer's bytes: the decision
+ * only lowers the bytes of its own step, T never changes a later cost and
+ * the search keeps T empty (the chain walk then stops at the live unit,
+ * whose size is the chain's).
  * Complexity: build O(V + E); a step O(sum over o's inputs of their reader
  * counts + chain lengths).
  * Thread-safety: the model is immutable after build. */
@@ -249,6 +254,7 @@ static nnmem_status_t reverse_lists(omb_t *b) {
 /* Largest raw size / align of any chain a unit can end (units are numbered
  * in file order, so an in-place input's unit comes first). */
 static void chain_bounds(nnmem__om_t *m) {
+  m->ip_neutral = 1;
   for (size_t i = 0; i < m->n_units; i++) {
     nnmem__om_unit_t *u = &m->units[i];
     u->cmax_raw = u->raw;
@@ -256,8 +262,14 @@ static void chain_bounds(nnmem__om_t *m) {
     if (u->prod < 0) continue;
     const nnmem__om_op_t *op = &m->ops[u->prod];
     if (op->ip_in == NNMEM__OM_NONE || op->ip_out != i) continue;
-    u->cmax_raw = nnmem__max_u64(u->raw, m->units[op->ip_in].cmax_raw);
-    u->cmax_align = nnmem__max_u64(u->align, m->units[op->ip_in].cmax_align);
+    const nnmem__om_unit_t *in = &m->units[op->ip_in];
+    u->cmax_raw = nnmem__max_u64(u->raw, in->cmax_raw);
+    u->cmax_align = nnmem__max_u64(u->align, in->cmax_align);
+    uint64_t a = m->align;
+    if (in->raw != u->raw || in->cmax_raw != u->raw ||
+        nnmem__max_u64(in->cmax_align, a) != nnmem__max_u64(u->align, a) ||
+        nnmem__max_u64(in->align, a) != nnmem__max_u64(u->align, a))
+      m->ip_neutral = 0;
   }
 }
 

@@ -43,6 +43,10 @@ typedef struct nnmem__om {
   uint64_t m0_unread;   /* of those, units nobody reads (die after step 0) */
   int may_grow;         /* an in-place join may grow a buffer retroactively:
                            the model may then differ from liveness */
+  int ip_neutral;       /* every in-place op writes a unit of the size (and
+                           rounding) of every chain its input can end: joining
+                           never changes a buffer's bytes, so the decisions T
+                           do not matter after their step */
   uint32_t *file_order; /* nnmem_graph_schedule's order */
 } nnmem__om_t;
 

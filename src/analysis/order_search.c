@@ -45,8 +45,9 @@
 #include "nnmem/problem.h"
 
 #define CUT_MAX_OPS 16384u
-#define EXACT_MAX_OPS 4096u
-#define DEFAULT_STATES 400000u
+#define EXACT_MAX_OPS 4096u     /* method EXACT */
+#define AUTO_EXACT_MAX_OPS 256u /* method AUTO */
+#define DEFAULT_STATES 600000u
 
 void nnmem_order_config_init(nnmem_order_config_t *cfg) {
   if (!cfg) return;
@@ -85,6 +86,21 @@ void nnmem__order_step(search_t *s, const uint64_t *S, const uint64_t *T,
     empty = S[w] == 0;
   s->v.first = s->first_part && empty;
   nnmem__om_step(&s->v, S, T, before, s->ops[i], out, t_out);
+  if (t_out && s->m->ip_neutral) memset(t_out, 0, s->W * sizeof *t_out);
+}
+
+uint32_t nnmem__order_free_op(search_t *s, const uint64_t *S, const uint64_t *T,
+                              uint64_t before, uint64_t peak,
+                              const uint32_t *cnt) {
+  if (!s->m->ip_neutral) return UINT32_MAX;
+  for (uint32_t i = 0; i < s->k; i++) {
+    if (cnt ? cnt[i] || nnmem__om_bit(S, i) : !nnmem__order_ready(s, S, i))
+      continue;
+    nnmem__om_step_t r;
+    nnmem__order_step(s, S, T, before, i, &r, NULL);
+    if (r.live <= peak && r.after <= before) return i;
+  }
+  return UINT32_MAX;
 }
 
 /* ---- step 1: parts between cut ops --------------------------------------*/
@@ -173,7 +189,7 @@ static nnmem_status_t part_open(search_t *s, uint32_t pi, size_t *at) {
 /* Replays a part's local order: its peak, the bytes after it, and its
  * in-place decisions into tfix. */
 static nnmem_status_t part_replay(search_t *s, const uint32_t *lorder,
-                                  uint64_t *peak, uint64_t *after) {
+                                  int commit, uint64_t *peak, uint64_t *after) {
   uint64_t *bits = calloc((size_t)2 * s->W + 1, sizeof *bits);
   uint64_t *tn = calloc((size_t)s->W + 1, sizeof *tn);
   if (!bits || !tn) {
@@ -191,7 +207,7 @@ static nnmem_status_t part_replay(search_t *s, const uint32_t *lorder,
     *peak = nnmem__max_u64(*peak, r.live);
     m = r.after;
   }
-  for (uint32_t i = 0; i < s->k; i++) /* decisions of live chains */
+  for (uint32_t i = 0; i < s->k && commit; i++) /* live chains' decisions */
     s->tfix[s->ops[i]] = (uint8_t)nnmem__om_bit(T, i);
   *after = m;
   free(bits), free(tn);
@@ -226,6 +242,30 @@ static int crosses(const search_t *s, int last) {
   return 0;
 }
 
+static uint32_t beam_width(const search_t *s);
+
+/* Step 2: the best of the beam, the greedy order (beam 1) and the file
+ * order: beams of different widths are not monotone. */
+static nnmem_status_t upper_bound(search_t *s, uint32_t *lorder, uint64_t *ub) {
+  uint32_t *alt = malloc(((size_t)s->k + 1) * sizeof *alt);
+  if (!alt) return NNMEM_ERR_NOMEM;
+  uint32_t b = beam_width(s);
+  uint64_t p, after;
+  nnmem_status_t st = nnmem__order_beam(s, b, lorder, ub);
+  if (st == NNMEM_OK && b > 1 && !s->cfg.beam_width) {
+    st = nnmem__order_beam(s, 1, alt, &p);
+    if (st == NNMEM_OK && p < *ub)
+      *ub = p, memcpy(lorder, alt, s->k * sizeof *alt);
+  }
+  for (uint32_t i = 0; i < s->k; i++)
+    alt[i] = i;
+  if (st == NNMEM_OK) st = part_replay(s, alt, 0, &p, &after);
+  if (st == NNMEM_OK && p < *ub)
+    *ub = p, memcpy(lorder, alt, s->k * sizeof *alt);
+  free(alt);
+  return st;
+}
+
 static uint32_t beam_width(const search_t *s) {
   if (s->cfg.beam_width) return s->cfg.beam_width;
   uint64_t k = s->k ? s->k : 1, b = 40000000ull / (k * k);
@@ -244,6 +284,7 @@ static nnmem_status_t search_all(search_t *s, size_t n_parts,
   nnmem_status_t st = NNMEM_OK;
   int exact = 1;
   *model_peak = 0;
+  s->states_left = s->cfg.max_states; /* one budget for every part */
   for (uint32_t pi = 0; pi < n_parts && st == NNMEM_OK; pi++) {
     size_t b = at;
     st = part_open(s, pi, &at);
@@ -253,11 +294,13 @@ static nnmem_status_t search_all(search_t *s, size_t n_parts,
     uint64_t ub = 0, peak, after;
     int part_exact = s->k <= 1;
     if (s->k > rep->largest_part) rep->largest_part = s->k;
-    st = nnmem__order_beam(s, beam_width(s), lorder, &ub);
-    if (st == NNMEM_OK && s->k > 1 && s->cfg.method != NNMEM_ORDER_HEURISTIC &&
-        s->k <= EXACT_MAX_OPS)
+    st = upper_bound(s, lorder, &ub);
+    if (st == NNMEM_OK && s->k > 1 && s->states_left &&
+        s->cfg.method != NNMEM_ORDER_HEURISTIC &&
+        s->k <= (s->cfg.method == NNMEM_ORDER_EXACT ? EXACT_MAX_OPS
+                                                    : AUTO_EXACT_MAX_OPS))
       st = nnmem__order_exact(s, ub, lorder, &part_exact);
-    if (st == NNMEM_OK) st = part_replay(s, lorder, &peak, &after);
+    if (st == NNMEM_OK) st = part_replay(s, lorder, 1, &peak, &after);
     if (st != NNMEM_OK) break;
     for (uint32_t i = 0; i < s->k; i++)
       order_out[b + i] = s->ops[lorder[i]];

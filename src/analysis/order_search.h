@@ -22,6 +22,7 @@ typedef struct nnmem__order_search {
   uint64_t m_start;       /* bytes live when the part starts */
   int first_part;
   uint64_t states;
+  uint64_t states_left; /* exact search budget left, all parts */
 } search_t;
 
 /* 1 when local op i of the current part is not in S and its predecessors
@@ -33,6 +34,16 @@ uint64_t nnmem__order_hash_t(const search_t *s, const uint64_t *T);
 void nnmem__order_step(search_t *s, const uint64_t *S, const uint64_t *T,
                        uint64_t before, uint32_t i, nnmem__om_step_t *out,
                        uint64_t *t_out);
+
+/* A ready op (local index) that can run next in some optimal order: with
+ * ip_neutral, one that neither raises the peak so far nor the bytes live
+ * (moving it before any op of an order that runs it later lowers or keeps
+ * every step: its outputs are charged earlier, but its freed inputs are
+ * freed earlier by at least as much). UINT32_MAX when none. `cnt`: the
+ * beam's unscheduled-predecessor counts, or NULL to test readiness. */
+uint32_t nnmem__order_free_op(search_t *s, const uint64_t *S, const uint64_t *T,
+                              uint64_t before, uint64_t peak,
+                              const uint32_t *cnt);
 
 /* Step 2: beam search of width `beam` over the current part; writes its
  * local order into lorder and its peak into *peak. */
