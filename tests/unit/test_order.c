@@ -193,6 +193,164 @@ static void test_exact_vs_enumeration_odd_sizes(void **state) {
   check_random(0, 5000, 300);
 }
 
+/* ---- exhaustive search over downsets, for graphs up to ~30 ops ----------
+ * An independent oracle (it shares nothing with order_model.c): the bytes
+ * live while op o runs after the set P are recomputed from the graph by the
+ * liveness rules (a tensor is live when produced in P + o or a graph input,
+ * and it is a graph output, is produced by o, or has a reader outside P;
+ * graph inputs live at step 0; o's workspace); best[S] = min over ops o of S
+ * that no other op of S reads from of max(best[S - o], live(S - o, o)),
+ * memoized over every downset S (a hash map of 64-bit sets). Graphs
+ * without in-place / view ops, where liveness buffers are single tensors. */
+typedef struct dp {
+  const nnmem_graph_t *g;
+  uint32_t n;
+  uint64_t align, *keys, *vals, mask;
+  uint64_t pred[64], reads[64][4], out_of[64][4]; /* tensor bitsets */
+  uint64_t downsets;
+} dp_t;
+
+static uint64_t round_up(uint64_t x, uint64_t a) {
+  return (x + a - 1) / a * a;
+}
+
+static uint64_t live_at(dp_t *d, uint64_t P, uint32_t o) {
+  size_t nt = nnmem_graph_tensor_count(d->g);
+  uint64_t live = 0;
+  nnmem_op_info_t oi;
+  nnmem_graph_op(d->g, o, &oi);
+  for (uint32_t t = 0; t < nt; t++) {
+    nnmem_tensor_info_t ti;
+    nnmem_graph_tensor(d->g, t, &ti);
+    if (ti.kind == NNMEM_TENSOR_WEIGHT || ti.kind == NNMEM_TENSOR_CONSTANT)
+      continue;
+    int produced = ti.producer < 0 || ((P >> ti.producer) & 1) ||
+                   (uint32_t)ti.producer == o;
+    if (!produced) continue;
+    int reader_out = 0;
+    for (uint32_t r = 0; r < d->n && !reader_out; r++)
+      reader_out = ((d->reads[r][t / 64] >> (t % 64)) & 1) && !((P >> r) & 1);
+    if (ti.kind == NNMEM_TENSOR_OUTPUT || reader_out ||
+        (uint32_t)ti.producer == o || (ti.producer < 0 && P == 0))
+      live += round_up(ti.bytes, d->align);
+  }
+  return live + round_up(oi.workspace_bytes, d->align);
+}
+
+static uint64_t *dp_slot(dp_t *d, uint64_t S) {
+  for (uint64_t i = (S * 0x9e3779b97f4a7c15ull) & d->mask;;
+       i = (i + 1) & d->mask)
+    if (d->keys[i] == S || d->keys[i] == UINT64_MAX) return &d->keys[i];
+}
+
+static uint64_t dp_best(dp_t *d, uint64_t S) {
+  if (!S) return 0;
+  uint64_t *k = dp_slot(d, S);
+  if (*k == S) return d->vals[k - d->keys];
+  uint64_t best = UINT64_MAX;
+  for (uint32_t o = 0; o < d->n; o++) {
+    if (!((S >> o) & 1)) continue;
+    int sink = 1; /* no op of S depends on o */
+    for (uint32_t q = 0; q < d->n && sink; q++)
+      sink = !(((S >> q) & 1) && ((d->pred[q] >> o) & 1));
+    if (!sink) continue;
+    uint64_t P = S & ~((uint64_t)1 << o), a = dp_best(d, P),
+             b = live_at(d, P, o);
+    if ((a > b ? a : b) < best) best = a > b ? a : b;
+  }
+  k = dp_slot(d, S); /* the recursion may have moved nothing: open table */
+  *k = S;
+  d->vals[k - d->keys] = best;
+  d->downsets++;
+  return best;
+}
+
+static uint64_t dp_min(const nnmem_graph_t *g, uint64_t align,
+                       uint64_t *downsets) {
+  dp_t *d = calloc(1, sizeof *d);
+  d->g = g;
+  d->n = (uint32_t)nnmem_graph_op_count(g);
+  d->align = align;
+  assert_true(d->n <= 64 && nnmem_graph_tensor_count(g) <= 256);
+  d->mask = (1u << 18) - 1;
+  d->keys = malloc((d->mask + 1) * sizeof *d->keys);
+  d->vals = malloc((d->mask + 1) * sizeof *d->vals);
+  memset(d->keys, 0xff, (d->mask + 1) * sizeof *d->keys);
+  for (uint32_t o = 0; o < d->n; o++) {
+    nnmem_op_info_t oi;
+    nnmem_graph_op(g, o, &oi);
+    for (uint32_t i = 0; i < oi.n_inputs; i++) {
+      nnmem_tensor_info_t ti;
+      nnmem_graph_tensor(g, oi.inputs[i], &ti);
+      d->reads[o][oi.inputs[i] / 64] |= (uint64_t)1 << (oi.inputs[i] % 64);
+      if (ti.producer >= 0) d->pred[o] |= (uint64_t)1 << ti.producer;
+    }
+  }
+  for (uint32_t o = 0; o < d->n; o++) /* transitive: sinks test is exact */
+    for (uint32_t q = 0; q < d->n; q++)
+      if ((d->pred[o] >> q) & 1) d->pred[o] |= d->pred[q];
+  uint64_t all = d->n == 64 ? UINT64_MAX : (((uint64_t)1 << d->n) - 1);
+  uint64_t best = dp_best(d, all);
+  *downsets = d->downsets;
+  free(d->keys), free(d->vals), free(d);
+  return best;
+}
+
+/* Random layered DAGs of 20-30 ops (no in-place / views), 2-4 ops wide:
+ * the exact search's optimum equals the downset oracle's. */
+static void test_exact_vs_downset_oracle(void **state) {
+  (void)state;
+  int proven = 0;
+  for (uint64_t seed = 77; seed < 77 + 24; seed++) {
+    gen_t gn = {seed, 1};
+    uint32_t n = 20 + (uint32_t)(seed % 11);
+    nnmem_graph_t *g;
+    assert_ok(nnmem_graph_create("layered", &g));
+    uint32_t t[64], nt = 0;
+    t[nt++] = tu_add_tensor(g, "in", NNMEM_TENSOR_INPUT, 8 * (1 + rnd(&gn, 8)));
+    for (uint32_t o = 0; o < n; o++) {
+      char name[16], tn[16];
+      snprintf(name, sizeof name, "op%u", o);
+      snprintf(tn, sizeof tn, "t%u", o);
+      uint32_t ins[3], k = 1 + rnd(&gn, 2);
+      for (uint32_t i = 0; i < k; i++) /* from the last few tensors */
+        ins[i] = t[nt - 1 - rnd(&gn, nt < 5 ? nt : 5)];
+      if (k == 2 && ins[0] == ins[1]) k = 1;
+      uint32_t out = tu_add_tensor(
+          g, tn, o + 1 == n ? NNMEM_TENSOR_OUTPUT : NNMEM_TENSOR_ACTIVATION,
+          8 * (1 + rnd(&gn, 32)));
+      nnmem_op_desc_t d;
+      memset(&d, 0, sizeof d);
+      d.name = name;
+      d.type = "T";
+      d.inputs = ins;
+      d.n_inputs = k;
+      d.outputs = &out;
+      d.n_outputs = 1;
+      if (rnd(&gn, 6) == 0) d.workspace_bytes = 8 * (1 + rnd(&gn, 16));
+      assert_ok(nnmem_graph_add_op(g, &d, NULL, NULL));
+      t[nt++] = out;
+    }
+    uint64_t align = seed % 2 ? 1 : 32, downsets = 0;
+    uint64_t best = dp_min(g, align, &downsets);
+    nnmem_order_report_t r = run_order(g, NNMEM_ORDER_AUTO, 0, align);
+    nnmem_order_report_t h = run_order(g, NNMEM_ORDER_HEURISTIC, 0, align);
+    if (r.peak != best || !r.exact || h.peak < best)
+      fail_msg(
+          "seed %llu (%u ops, %llu downsets): exact %llu (proven %d), "
+          "heuristic %llu, oracle %llu",
+          (unsigned long long)seed, n, (unsigned long long)downsets,
+          (unsigned long long)r.peak, r.exact, (unsigned long long)h.peak,
+          (unsigned long long)best);
+    proven += r.exact;
+    printf("seed %llu: %u ops, %llu downsets, optimum %llu (file %llu)\n",
+           (unsigned long long)seed, n, (unsigned long long)downsets,
+           (unsigned long long)best, (unsigned long long)r.file_peak);
+    nnmem_graph_destroy(g);
+  }
+  assert_int_equal(proven, 24);
+}
+
 /* x -> a1 (100) -> a2 (1); x -> b1 (100) -> b2 (1); add(a2, b2).
  * File order a1 b1 a2 b2 add peaks at b1: x 10 + a1 100 + b1 100 = 210;
  * a1 a2 b1 b2 add peaks at 111 (x + a1 + a2, then x + a2 + b1). */
@@ -330,6 +488,7 @@ int main(void) {
       cmocka_unit_test(test_cycle),
       cmocka_unit_test(test_exact_vs_enumeration),
       cmocka_unit_test(test_exact_vs_enumeration_odd_sizes),
+      cmocka_unit_test(test_exact_vs_downset_oracle),
       cmocka_unit_test(test_zoo),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
