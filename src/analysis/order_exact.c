@@ -53,7 +53,9 @@ typedef struct xs {
   size_t tmask;
   hent_t *heap;
   size_t hn, hcap;
-  uint64_t *lb; /* per local op */
+  uint64_t *lb;            /* per local op */
+  uint32_t *rop;           /* scratch: ready ops of the state expanded */
+  nnmem__om_step_t *rstep; /* and their steps */
 } xs_t;
 
 static int hless(const hent_t *a, const hent_t *b) {
@@ -180,25 +182,41 @@ static nnmem_status_t expand(xs_t *x, uint32_t j, uint64_t ub, uint64_t *tmp) {
   uint64_t *S = tmp + 2 * W, *T = S + W; /* a copy: offer may move bits */
   memcpy(S, x->bits + (size_t)j * 2 * W, 2 * W * sizeof *S);
   xst_t e = x->st[j];
-  nnmem_status_t st = NNMEM_OK;
-  uint32_t only = nnmem__order_free_op(s, S, T, e.after, e.peak, NULL);
-  for (uint32_t i = 0; i < s->k && st == NNMEM_OK; i++) {
-    if (only != UINT32_MAX && i != only) continue;
+  int neutral = s->m->ip_neutral;
+  uint32_t nr = 0, only = UINT32_MAX;
+  for (uint32_t i = 0; i < s->k; i++) { /* each ready op's step, once */
     if (!nnmem__order_ready(s, S, i)) continue;
-    nnmem__om_step_t r;
-    memcpy(tmp, S, 2 * W * sizeof *tmp);
-    nnmem__order_step(s, S, T, e.after, i, &r, tmp + W);
-    nnmem__om_set(tmp, i);
+    nnmem__order_step(s, S, T, e.after, i, &x->rstep[nr], NULL);
+    x->rop[nr++] = i;
+  }
+  for (uint32_t q = 0; q < nr && neutral && only == UINT32_MAX; q++)
+    if (x->rstep[q].live <= e.peak && x->rstep[q].after <= e.after)
+      only = q; /* nnmem__order_free_op's rule */
+  nnmem_status_t st = NNMEM_OK;
+  for (uint32_t q = 0; q < nr && st == NNMEM_OK; q++) {
+    if (only != UINT32_MAX && q != only) continue;
+    uint32_t i = x->rop[q];
+    nnmem__om_step_t r = x->rstep[q];
     uint64_t peak = nnmem__max_u64(e.peak, r.live), f = peak;
     if (e.depth + 1 < s->k) f = nnmem__max_u64(f, r.after);
     if (f >= ub) continue;
+    memcpy(tmp, S, W * sizeof *tmp);
+    nnmem__om_set(tmp, i);
     f = nnmem__max_u64(f, lb_rest(x, tmp));
     if (f >= ub) continue;
-    uint64_t h = 0;
-    for (size_t w = 0; w < W; w++)
-      for (uint64_t b = tmp[w]; b; b &= b - 1)
-        h ^= s->zob[w * 64 + (size_t)__builtin_ctzll(b)];
-    h ^= nnmem__order_hash_t(s, tmp + W);
+    uint64_t h;
+    if (neutral) { /* T stays empty: the hash is S's */
+      memset(tmp + W, 0, W * sizeof *tmp);
+      h = e.hash ^ s->zob[i];
+    } else {
+      memcpy(tmp + W, T, W * sizeof *tmp);
+      nnmem__order_step(s, S, T, e.after, i, &r, tmp + W);
+      h = 0;
+      for (size_t w = 0; w < W; w++)
+        for (uint64_t b = tmp[w]; b; b &= b - 1)
+          h ^= s->zob[w * 64 + (size_t)__builtin_ctzll(b)];
+      h ^= nnmem__order_hash_t(s, tmp + W);
+    }
     st = offer(x, tmp, h, peak, r.after, f, j, i, e.depth + 1);
   }
   return st;
@@ -214,7 +232,10 @@ static nnmem_status_t xs_init(xs_t *x, search_t *s) {
   if (cap > UINT32_MAX / 4) cap = UINT32_MAX / 4;
   x->cap = cap ? cap : 1;
   x->lb = malloc(((size_t)s->k + 1) * sizeof *x->lb);
-  if (!x->lb || grow(x) != NNMEM_OK) return NNMEM_ERR_NOMEM;
+  x->rop = malloc(((size_t)s->k + 1) * sizeof *x->rop);
+  x->rstep = malloc(((size_t)s->k + 1) * sizeof *x->rstep);
+  if (!x->lb || !x->rop || !x->rstep || grow(x) != NNMEM_OK)
+    return NNMEM_ERR_NOMEM;
   for (uint32_t i = 0; i < s->k; i++)
     x->lb[i] = s->m->ops[s->ops[i]].lb;
   return NNMEM_OK;
@@ -222,6 +243,7 @@ static nnmem_status_t xs_init(xs_t *x, search_t *s) {
 
 static void xs_free(xs_t *x) {
   free(x->st), free(x->bits), free(x->table), free(x->heap), free(x->lb);
+  free(x->rop), free(x->rstep);
 }
 
 nnmem_status_t nnmem__order_exact(search_t *s, uint64_t ub, uint32_t *lorder,
