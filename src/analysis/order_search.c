@@ -10,9 +10,8 @@
  *      other, each from the exact state the previous one left. Found with
  *      ancestor bitsets (graphs up to 16,384 ops; larger graphs are one
  *      part).
- *   2. Per part, an upper bound from a beam search: each step expands the
- *      kept states by every ready op and keeps the `beam` best distinct
- *      successors by (peak so far, bytes live after, parent rank, op).
+ *   2. Per part, an upper bound: the best of a beam search (order_beam.c),
+ *      the greedy order (beam 1) and the part's file order.
  *   3. Per part, the exact search (after SERENITY, Ahn et al., MLSys 2020:
  *      dynamic programming over the set of scheduled ops, here best-first):
  *      a state is the set S of the part's scheduled ops plus the in-place
@@ -23,8 +22,12 @@
  *      unscheduled ops of the bytes they need in any order); the peak is a
  *      bottleneck cost (max along the path), so the first complete state
  *      popped has the minimum peak. States with f >= the beam's peak are
- *      pruned; an empty queue proves the beam's order optimal. When the
- *      table reaches its budget the part keeps the beam's order.
+ *      pruned; an empty queue proves the bound's order optimal. With
+ *      ip_neutral in-place ops, an op raising neither the peak nor the
+ *      live bytes is the only successor expanded (nnmem__order_free_op).
+ *      Parts over 256 ops (AUTO) or 4,096 (EXACT) skip it; one budget of
+ *      max_states serves all parts, and a part that exhausts it keeps
+ *      step 2's order (unproven).
  *   4. The whole order is re-evaluated with liveness + lower bound; when it
  *      is worse than the file order (only possible where the model is not
  *      exact) the file order is kept.

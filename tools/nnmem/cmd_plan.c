@@ -7,7 +7,9 @@
  *      else (a path, or "-" for standard input) read it whole under the
  *      --max-input-size limit and parse it as ONNX, JSON graph or CSV
  *      problem, as its extension says and its content confirms (input.c);
- *   3. graphs: liveness analysis -> problem (--no-reuse disables views and
+ *   3. graphs: with --order memory, nnmem_graph_order_memory chooses the
+ *      op order (a CSV problem with --order is bad usage); liveness
+ *      analysis in that order -> problem (--no-reuse disables views and
  *      in-place there and forces the naive planner);
  *   4. plan with the requested strategy, alignment, capacity and time
  *      limit; NNMEM_ERR_CAPACITY -> exit 2;
