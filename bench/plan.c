@@ -8,6 +8,8 @@
  *   plan --search [DIR]   the placement search tables (plan_search.c):
  *        challenging A-F at 1 MiB, 20 zero-slack problems, the traces
  *        with --optimal --time-limit 1
+ *   plan --gen randwire:N:SEED|nasnet:CELLS:SEED --out FILE.json
+ *   plan --order [--csv OUT.csv]   operator order table (bench/order.c)
  *
  * Steps:
  *   1. collect every *.csv under DIR recursively (default: the shared data
@@ -46,6 +48,7 @@
 #include "common/util.h"
 #include "nnmem/nnmem.h"
 #include "plan_search.h"
+#include "order.h"
 
 #ifndef NNMEM_DEFAULT_DATA_DIR
 #define NNMEM_DEFAULT_DATA_DIR "../shared/data"
@@ -62,6 +65,7 @@ typedef struct bench_opts {
   int synthetic;
   int search;
   const char *gen, *gen_out;
+  int order; /* --order: the operator order table */
 } bench_opts_t;
 
 typedef struct path_list {
@@ -98,6 +102,11 @@ static void usage(FILE *f) {
       "                zero-slack problems, traces with --optimal)\n"
       "  --gen KIND:N  a generated problem (comb:N, random:N,\n"
       "                zeroslack:SEED:N; N buffers):\n"
+      "  --order       the operator order table: generated RandWire stages\n"
+      "                and NASNet-like cells, built-in and ONNX models\n"
+      "                (file order vs memory order; bench-order.csv)\n"
+      "  --gen randwire:N:SEED | nasnet:CELLS:SEED  write that graph as a\n"
+      "                JSON graph to --out FILE.json (default stdout)\n"
       "                with --out FILE write it as CSV, else plan only it\n");
 }
 
@@ -150,6 +159,8 @@ static int parse_args(int argc, char **argv, bench_opts_t *o) {
       o->synthetic = 1;
     } else if (strcmp(a, "--search") == 0) {
       o->search = 1;
+    } else if (strcmp(a, "--order") == 0) {
+      o->order = 1;
     } else if (strcmp(a, "--gen") == 0 && has_value) {
       o->gen = argv[++i];
     } else if (strcmp(a, "--out") == 0 && has_value) {
@@ -534,6 +545,12 @@ int main(int argc, char **argv) {
   path_list_t files = {0};
   int rc = parse_args(argc, argv, &o);
   if (rc >= 0) return rc;
+  if (o.gen && bench_order_is_graph_spec(o.gen))
+    return bench_order_gen(o.gen, o.gen_out ? o.gen_out : "-");
+  if (o.order)
+    return bench_order_table(
+        NNMEM_DEFAULT_DATA_DIR "/models",
+        strcmp(o.csv_out, "bench-plan.csv") ? o.csv_out : "bench-order.csv");
   if (o.gen && o.gen_out) return write_generated(&o);
   if (o.gen) { /* one generated problem only */
     synthetic(&o, &o.gen, 1);

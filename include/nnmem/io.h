@@ -80,8 +80,9 @@ NNMEM_API nnmem_status_t nnmem_graph_read_json_file(const char *path,
 
 /* ---- Plan JSON and profile ------------------------------------------------
  * Plan JSON of a graph: {"model", "strategy", "alignment", "arena_height",
- * "weight_bytes", "buffers": [{"id","offset","size","first","last","kind"}],
- * "tensors": [{"name","kind","region":"arena"|"weights","buffer","offset",
+ * "weight_bytes", "order": [op names in step order], "buffers":
+ * [{"id","offset","size","first","last","kind"}], "tensors":
+ * [{"name","kind","region":"arena"|"weights","buffer","offset",
  * "size","first","last"}]}. */
 NNMEM_API nnmem_status_t nnmem_plan_write_json(
     const nnmem_graph_t *g, const nnmem_liveness_t *l, const nnmem_plan_t *plan,
@@ -118,6 +119,18 @@ NNMEM_API nnmem_status_t nnmem_plan_read_json(const char *data, size_t len,
 NNMEM_API nnmem_status_t
 nnmem_plan_read_json_file(const char *path, nnmem_problem_t **problem_out,
                           uint64_t **offsets_out, nnmem_diag_t *diag);
+
+/* Reads the "order" of a graph's plan JSON (the op names in step order)
+ * as op ids of `g` into *order_out (nnmem_graph_op_count entries, new
+ * array, caller frees), or NULL when the plan has no "order" (the file
+ * order: plans written before it existed). NNMEM_ERR_PARSE for a list of
+ * the wrong length or a non-string element, NNMEM_ERR_NOT_FOUND for a name
+ * the graph lacks, NNMEM_ERR_DUPLICATE for an op listed twice; diag names
+ * the file and the element. Whether the order is topological is checked by
+ * nnmem_liveness_analyze. */
+NNMEM_API nnmem_status_t nnmem_plan_read_json_order(
+    const char *data, size_t len, const char *display_name,
+    const nnmem_graph_t *g, uint32_t **order_out, nnmem_diag_t *diag);
 
 /* The text nnmem_plan_write_json writes, as a new malloc'd string. */
 NNMEM_API nnmem_status_t nnmem_plan_format_json(

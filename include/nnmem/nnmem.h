@@ -8,6 +8,7 @@
 #include "nnmem/plan.h"
 #include "nnmem/graph.h"
 #include "nnmem/liveness.h"
+#include "nnmem/order.h"
 #include "nnmem/profile.h"
 #include "nnmem/io.h"
 #include "nnmem/map.h"

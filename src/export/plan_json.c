@@ -3,6 +3,7 @@
  *
  *   {"model": "small_cnn", "strategy": "greedy-size", "alignment": 64,
  *    "arena_height": 851968, "weight_bytes": 20904,
+ *    "order": ["conv1", "relu1", ...],
  *    "buffers": [{"id": "conv1.out", "offset": 0, "size": 65536,
  *                 "first": 0, "last": 2, "kind": "activation"}, ...],
  *    "tensors": [{"name": "conv1.w", "kind": "weight", "region": "weights",
@@ -11,7 +12,9 @@
  *
  * Algorithm:
  *   1. check the plan belongs to the liveness problem (same count);
- *   2. buffers in problem order: id, plan offset, size, lifetime, kind;
+ *   2. the operator order the lifetimes count steps in (op names, step 0
+ *      first: nnmem_liveness_order), then the buffers in problem order:
+ *      id, plan offset, size, lifetime, kind;
  *   3. tensors in graph order: a tensor without a buffer (weights,
  *      constants and views of them) is in region "weights" at its weight
  *      offset; any other is in region "arena" at its buffer's plan offset;
@@ -94,6 +97,23 @@ static void put_buffers(nnmem__jw_t *w, const nnmem_problem_t *p,
   nnmem__jw_end(w);
 }
 
+/* "order": the op names in step order. */
+static nnmem_status_t put_order(nnmem__jw_t *w, const nnmem_graph_t *g,
+                                const nnmem_liveness_t *l) {
+  const uint32_t *order = nnmem_liveness_order(l);
+  uint64_t steps = nnmem_liveness_steps(l);
+  if (steps != nnmem_graph_op_count(g)) return NNMEM_ERR_INVALID;
+  nnmem__jw_key(w, "order");
+  nnmem__jw_array(w);
+  for (uint64_t s = 0; s < steps; s++) {
+    nnmem_op_info_t oi;
+    if (nnmem_graph_op(g, order[s], &oi) != NNMEM_OK) return NNMEM_ERR_INVALID;
+    nnmem__jw_string(w, oi.name);
+  }
+  nnmem__jw_end(w);
+  return NNMEM_OK;
+}
+
 /* One tensor record; returns NNMEM_ERR_INVALID when l and g disagree. */
 static nnmem_status_t put_tensor(nnmem__jw_t *w, const nnmem_graph_t *g,
                                  const nnmem_liveness_t *l, const uint64_t *off,
@@ -136,11 +156,12 @@ nnmem_status_t nnmem__plan_json(nnmem__jw_t *w, const nnmem_graph_t *g,
   nnmem__jw_kv_u64(w, "alignment", alignment ? alignment : 1);
   nnmem__jw_kv_u64(w, "arena_height", nnmem_plan_height(plan));
   nnmem__jw_kv_u64(w, "weight_bytes", nnmem_liveness_weight_bytes(l));
+  nnmem_status_t st = put_order(w, g, l);
+  if (st != NNMEM_OK) return st;
   put_buffers(w, p, l, nnmem_plan_offsets(plan));
   nnmem__jw_key(w, "tensors");
   nnmem__jw_array(w);
   size_t n = nnmem_graph_tensor_count(g);
-  nnmem_status_t st = NNMEM_OK;
   for (uint32_t i = 0; i < n && st == NNMEM_OK; i++)
     st = put_tensor(w, g, l, nnmem_plan_offsets(plan), n_buf, i);
   nnmem__jw_end(w);

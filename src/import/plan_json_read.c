@@ -27,6 +27,10 @@
  * the parents are looked up and the gap and sub-buffer rules of
  * nnmem_problem_check are checked, the error naming buffers[i] and its id.
  * Other keys ("model", "strategy", "tensors", ...) are ignored.
+ * nnmem_plan_read_json_order runs steps 1-2 and reads "order" (the op
+ * names in step order, written for graph plans) against a graph: every
+ * element a string naming an op, every op exactly once; op names are
+ * looked up in a sorted index (O(n log n)).
  * Invariants: on success problem count == offsets count == buffers listed;
  * every id read is non-empty valid UTF-8 without U+0000 and does not start
  * with U+0001, so nnmem_problem_format_plan_json writes it back to the
@@ -431,5 +435,99 @@ nnmem_status_t nnmem_plan_read_json_file(const char *path,
   if (st != NNMEM_OK) return st;
   st = nnmem_plan_read_json(data, len, path, problem_out, offsets_out, diag);
   free(data);
+  return st;
+}
+
+/* ---- the operator order ---------------------------------------------------*/
+
+typedef struct op_name {
+  const char *name;
+  uint32_t op;
+} op_name_t;
+
+static int op_name_cmp(const void *a, const void *b) {
+  return strcmp(((const op_name_t *)a)->name, ((const op_name_t *)b)->name);
+}
+
+static nnmem_status_t read_order(reader_t *r, const cJSON *doc,
+                                 const nnmem_graph_t *g, uint32_t **out) {
+  int twice;
+  const cJSON *jo = member(doc, "order", &twice);
+  if (twice)
+    return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                       "%s: key 'order' is given "
+                       "twice",
+                       r->name);
+  if (!jo) return NNMEM_OK; /* file order */
+  size_t n = nnmem_graph_op_count(g);
+  if (!cJSON_IsArray(jo) || (size_t)cJSON_GetArraySize(jo) != n)
+    return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                       "%s: 'order' must list the graph's %zu ops", r->name, n);
+  op_name_t *idx = malloc((n + 1) * sizeof *idx);
+  uint32_t *order = malloc((n + 1) * sizeof *order);
+  uint8_t *seen = calloc(n + 1, 1);
+  nnmem_status_t st = NNMEM_OK;
+  if (!idx || !order || !seen)
+    st = nnmem__diag(r->diag, NNMEM_ERR_NOMEM, "out of memory");
+  for (uint32_t o = 0; o < n && st == NNMEM_OK; o++) {
+    nnmem_op_info_t oi;
+    nnmem_graph_op(g, o, &oi);
+    idx[o].name = oi.name;
+    idx[o].op = o;
+  }
+  if (st == NNMEM_OK) qsort(idx, n, sizeof *idx, op_name_cmp);
+  size_t i = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, jo) {
+    if (st != NNMEM_OK) break;
+    if (!cJSON_IsString(e) || e->valuestring[0] == NUM_TAG) {
+      st = nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                       "%s: order[%zu] is not an op name", r->name, i);
+      break;
+    }
+    op_name_t key = {e->valuestring, 0};
+    const op_name_t *hit = bsearch(&key, idx, n, sizeof *idx, op_name_cmp);
+    if (!hit)
+      st = nnmem__diag(r->diag, NNMEM_ERR_NOT_FOUND,
+                       "%s: order[%zu]: the graph has no op '%s'", r->name, i,
+                       e->valuestring);
+    else if (seen[hit->op])
+      st = nnmem__diag(r->diag, NNMEM_ERR_DUPLICATE,
+                       "%s: order[%zu]: op '%s' is listed twice", r->name, i,
+                       e->valuestring);
+    else
+      seen[hit->op] = 1, order[i++] = hit->op;
+  }
+  free(idx);
+  free(seen);
+  if (st != NNMEM_OK) {
+    free(order);
+    return st;
+  }
+  *out = order;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_plan_read_json_order(const char *data, size_t len,
+                                          const char *display_name,
+                                          const nnmem_graph_t *g,
+                                          uint32_t **order_out,
+                                          nnmem_diag_t *diag) {
+  if (order_out) *order_out = NULL;
+  if (!data || !g || !order_out)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_plan_read_json_order: NULL argument");
+  reader_t r = {.name = display_name ? display_name : "<plan>", .diag = diag};
+  char *tagged = NULL;
+  nnmem_status_t st = tag_numbers(&r, data, len, &tagged);
+  if (st != NNMEM_OK) return st;
+  const char *end = NULL;
+  cJSON *doc = cJSON_ParseWithLengthOpts(tagged, strlen(tagged) + 1, &end, 1);
+  if (!doc || !cJSON_IsObject(doc))
+    st = nnmem__diag(diag, NNMEM_ERR_PARSE, "%s: not a JSON object", r.name);
+  else
+    st = read_order(&r, doc, g, order_out);
+  cJSON_Delete(doc);
+  free(tagged);
   return st;
 }

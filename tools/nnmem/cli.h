@@ -56,7 +56,21 @@ typedef struct cli_plan_opts {
   const char *html;    /* --html: interactive memory map */
   const char *trace;   /* --trace-json: Chrome trace of the plan */
   cli_onnx_opts_t onnx;
+  int order; /* --order: CLI_ORDER_FILE (default) / _MEMORY */
+  int order_given;
 } cli_plan_opts_t;
+
+enum { CLI_ORDER_FILE = 0, CLI_ORDER_MEMORY = 1 };
+
+/* What --order memory found (graphs only). */
+typedef struct cli_order_result {
+  int done;           /* 1: the memory order was searched */
+  uint64_t file_peak; /* peak live arena bytes, file order */
+  uint64_t peak;      /* the same with the chosen order */
+  int exact;          /* proven minimal */
+  size_t parts, parts_exact, largest_part;
+  double seconds;
+} cli_order_result_t;
 
 /* One buffer live at the peak step (for the report). */
 typedef struct cli_live_entry {
@@ -77,9 +91,10 @@ typedef struct cli_run {
   int interrupted;                    /* Ctrl-C stopped the search */
   cli_live_entry_t top[CLI_TOP_LIVE]; /* largest buffers at prof.peak_step */
   size_t n_top;
-  size_t n_live;       /* buffers live at the peak step */
-  uint64_t live_bytes; /* their bytes (rounded to alignment) */
-  double total_s;      /* wall time of the whole command */
+  size_t n_live;            /* buffers live at the peak step */
+  uint64_t live_bytes;      /* their bytes (rounded to alignment) */
+  double total_s;           /* wall time of the whole command */
+  cli_order_result_t order; /* --order memory */
 } cli_run_t;
 
 /* Commands: argv[0] is the first argument after the command name. Each

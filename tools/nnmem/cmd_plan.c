@@ -7,7 +7,9 @@
  *      else (a path, or "-" for standard input) read it whole under the
  *      --max-input-size limit and parse it as ONNX, JSON graph or CSV
  *      problem, as its extension says and its content confirms (input.c);
- *   3. graphs: liveness analysis -> problem (--no-reuse disables views and
+ *   3. graphs: with --order memory, nnmem_graph_order_memory chooses the
+ *      op order (a CSV problem with --order is bad usage); liveness
+ *      analysis in that order -> problem (--no-reuse disables views and
  *      in-place there and forces the naive planner);
  *   4. plan with the requested strategy, alignment, capacity and time
  *      limit; NNMEM_ERR_CAPACITY -> exit 2;
@@ -62,7 +64,8 @@ enum {
   OPT_HTML,
   OPT_TRACE_JSON,
   OPT_OPTIMAL,
-  OPT_NODE_BUDGET
+  OPT_NODE_BUDGET,
+  OPT_ORDER
 };
 
 static const cli_opt_t plan_table[] = {
@@ -89,6 +92,7 @@ static const cli_opt_t plan_table[] = {
     {"trace-json", 0, 1, OPT_TRACE_JSON},
     {"optimal", 0, 0, OPT_OPTIMAL},
     {"node-budget", 0, 1, OPT_NODE_BUDGET},
+    {"order", 0, 1, OPT_ORDER},
     {NULL, 0, 0, 0}};
 
 typedef struct plan_ctx {
@@ -106,6 +110,8 @@ typedef struct plan_ctx {
   int is_onnx;
   int interrupted;          /* Ctrl-C stopped the search */
   nnmem_onnx_report_t onnx; /* the import report of an ONNX input */
+  uint32_t *order;          /* --order memory: the chosen op order */
+  cli_order_result_t order_res;
 } plan_ctx_t;
 
 /* "auto, naive, greedy-size, ..." (every strategy the library names). */
@@ -208,6 +214,9 @@ static void print_plan_help(void) {
       "                         output and Split outputs out of the input\n"
       "                         (default: written / read in place where the\n"
       "                         layout allows, as sub-buffers)\n"
+      "      --order file|memory  operator order of a graph: file (default:\n"
+      "                         as written) or memory (a topological order\n"
+      "                         with the lowest peak of live bytes)\n"
       "  -o, --out FILE         write the plan: .json (plan JSON: buffers\n"
       "                         with offsets; graphs add tensors) or .csv\n"
       "                         (problems: input columns + offset; graphs:\n"
@@ -331,6 +340,17 @@ static int set_option(void *opts, int id, const char *v) {
       return 0;
     case OPT_TRACE_JSON:
       o->trace = v;
+      return 0;
+    case OPT_ORDER:
+      if (strcmp(v, "file") && strcmp(v, "memory")) {
+        char hint[96];
+        const char *const names[] = {"file", "memory"};
+        return cli_usage_error(
+            "plan", "unknown --order '%s' (expected file or memory)%s", v,
+            cli_did_you_mean(cli_suggest(v, names, 2), hint, sizeof hint));
+      }
+      o->order = strcmp(v, "memory") ? CLI_ORDER_FILE : CLI_ORDER_MEMORY;
+      o->order_given = 1;
       return 0;
     case OPT_DIM:
       return cli_onnx_option("plan", &o->onnx, "dim", v);
@@ -460,23 +480,63 @@ static nnmem_status_t load_input(plan_ctx_t *c) {
     st = nnmem__diag(&c->diag, NNMEM_ERR_INVALID,
                      "--%s applies to ONNX models only, and %s is not one",
                      c->opts.onnx.first, in.name);
+  else if (c->opts.order_given && in.format == CLI_FMT_CSV)
+    st = nnmem__diag(&c->diag, NNMEM_ERR_INVALID,
+                     "--order applies to graphs (ONNX, JSON graph, built-in "
+                     "models), and %s is a MiniMalloc problem: its lifetimes "
+                     "are fixed",
+                     in.name);
   else
     st = parse_input(c, &in);
   cli_input_free(&in);
   return st;
 }
 
-/* Graph -> liveness -> problem. */
+/* --order memory: the op order with the lowest peak of live bytes. */
+static nnmem_status_t choose_order(plan_ctx_t *c) {
+  size_t n = nnmem_graph_op_count(c->graph);
+  c->order = malloc((n ? n : 1) * sizeof *c->order);
+  if (!c->order)
+    return nnmem__diag(&c->diag, NNMEM_ERR_NOMEM, "ordering: out of memory");
+  nnmem_order_config_t oc;
+  nnmem_order_config_init(&oc);
+  oc.alignment = c->opts.align;
+  oc.no_reuse = c->opts.no_reuse;
+  nnmem_order_report_t rep;
+  memset(&rep, 0, sizeof rep);
+  rep.size = sizeof rep;
+  double t0 = nnmem__now();
+  nnmem_status_t st =
+      nnmem_graph_order_memory(c->graph, &oc, c->order, &rep, &c->diag);
+  if (st != NNMEM_OK) return st;
+  cli_order_result_t *r = &c->order_res;
+  r->done = 1;
+  r->file_peak = rep.file_peak;
+  r->peak = rep.peak;
+  r->exact = rep.exact;
+  r->parts = rep.parts;
+  r->parts_exact = rep.parts_exact;
+  r->largest_part = rep.largest_part;
+  r->seconds = nnmem__now() - t0;
+  return NNMEM_OK;
+}
+
+/* Graph -> (order) -> liveness -> problem. */
 static nnmem_status_t analyze(plan_ctx_t *c) {
   if (c->kind == IN_CSV) {
     c->problem = nnmem_csv_problem(c->csv);
     return NNMEM_OK;
+  }
+  if (c->opts.order == CLI_ORDER_MEMORY) {
+    nnmem_status_t st = choose_order(c);
+    if (st != NNMEM_OK) return st;
   }
   nnmem_liveness_config_t lc;
   nnmem_liveness_config_init(&lc);
   lc.no_reuse = c->opts.no_reuse;
   lc.no_concat_into_output = c->opts.no_concat;
   lc.alignment = c->opts.align;
+  lc.order = c->order;
   nnmem_status_t st = nnmem_liveness_analyze(c->graph, &lc, &c->live, &c->diag);
   if (st == NNMEM_OK) c->problem = nnmem_liveness_problem(c->live);
   return st;
@@ -709,6 +769,7 @@ static void fill_run(plan_ctx_t *c) {
   r->plan = c->plan;
   r->opts = &c->opts;
   r->interrupted = c->interrupted;
+  r->order = c->order_res;
 }
 
 static void plan_ctx_free(plan_ctx_t *c) {
@@ -717,6 +778,7 @@ static void plan_ctx_free(plan_ctx_t *c) {
   nnmem_graph_destroy(c->graph);
   nnmem_csv_destroy(c->csv);
   free(c->json);
+  free(c->order);
 }
 
 /* The --json report as text in c->json (formatted before files are

@@ -13,7 +13,8 @@
  *
  * Steps:
  *   1. options; a graph or model PROBLEM needs a PLAN;
- *   2. the problem: the CSV's buffers, or the graph's liveness analysis
+ *   2. the problem: the CSV's buffers, or the graph's liveness analysis in
+ *      the operator order a JSON plan lists ("order"; file order without)
  *      (buffers named like the plan writer names them: by id, or by index
  *      when a buffer has none), with --align, which for a JSON plan defaults
  *      to its "alignment", and --no-reuse;
@@ -262,12 +263,19 @@ static nnmem_status_t load_problem(verify_ctx_t *c) {
     st = nnmem_graph_parse_json(in->data, in->len, in->name, &c->graph, &c->d);
   }
   if (st != NNMEM_OK) return st;
+  uint32_t *order = NULL; /* a JSON plan's "order" (absent: file order) */
+  if (c->plan_in.format == CLI_FMT_JSON)
+    st = nnmem_plan_read_json_order(c->plan_in.data, c->plan_in.len,
+                                    c->plan_in.name, c->graph, &order, &c->d);
+  if (st != NNMEM_OK) return st;
   nnmem_liveness_config_t lc;
   nnmem_liveness_config_init(&lc);
   lc.alignment = c->o.align;
   lc.no_reuse = c->o.no_reuse;
   lc.no_concat_into_output = c->o.no_concat;
+  lc.order = order;
   st = nnmem_liveness_analyze(c->graph, &lc, &c->live, &c->d);
+  free(order);
   if (st == NNMEM_OK) c->p = nnmem_liveness_problem(c->live);
   return st;
 }

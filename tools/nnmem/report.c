@@ -290,6 +290,24 @@ static void put_search(FILE *f, const cli_run_t *r) {
                                              : "");
 }
 
+/* The "order" line of --order memory: the peak of live arena bytes (the
+ * arena lower bound) in the chosen order against the file order. */
+static void put_order(FILE *f, const cli_run_t *r) {
+  const cli_order_result_t *o = &r->order;
+  if (!o->done) return;
+  char b1[80], b2[80];
+  double saved = o->file_peak ? 100.0 * (double)(o->file_peak - o->peak) /
+                                    (double)o->file_peak
+                              : 0.0;
+  fprintf(f, "  %-14s memory: live peak %s, file order %s, saving %.1f%%\n",
+          "order", cli_fmt_bytes(o->peak, b1, sizeof b1),
+          cli_fmt_bytes(o->file_peak, b2, sizeof b2), saved);
+  fprintf(f, "  %-14s %s, %zu part%s (%zu exact, largest %zu ops), %.1f ms\n",
+          "", o->exact ? "optimal (proven)" : "best found (not proven)",
+          o->parts, plural(o->parts), o->parts_exact, o->largest_part,
+          o->seconds * 1e3);
+}
+
 static void report_graph(FILE *f, const cli_run_t *r) {
   const nnmem_profile_t *p = &r->prof;
   char b1[80], b2[80], q[24];
@@ -308,6 +326,7 @@ static void report_graph(FILE *f, const cli_run_t *r) {
           cli_fmt_ratio(p->arena_height, p->arena_lower_bound, q, sizeof q));
   put_search(f, r);
   put_naive(f, p->naive_memory, "arena reuse", p);
+  put_order(f, r);
   put_peak_step_graph(f, r);
 }
 
@@ -385,6 +404,24 @@ static void add_top_live(nnmem__jw_t *w, const cli_run_t *r) {
   nnmem__jw_end(w);
 }
 
+/* "order": what --order memory found (absent otherwise). */
+static void add_order(nnmem__jw_t *w, const cli_run_t *r) {
+  const cli_order_result_t *o = &r->order;
+  if (!o->done) return;
+  nnmem__jw_key(w, "order");
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "method", "memory");
+  nnmem__jw_kv_u64(w, "file_order_peak", o->file_peak);
+  nnmem__jw_kv_u64(w, "peak", o->peak);
+  nnmem__jw_kv_u64(w, "saving_bytes", o->file_peak - o->peak);
+  nnmem__jw_kv_bool(w, "optimal", o->exact);
+  nnmem__jw_kv_u64(w, "parts", o->parts);
+  nnmem__jw_kv_u64(w, "parts_exact", o->parts_exact);
+  nnmem__jw_kv_u64(w, "largest_part", o->largest_part);
+  nnmem__jw_kv_double(w, "ms", o->seconds * 1e3);
+  nnmem__jw_end(w);
+}
+
 static void add_details(nnmem__jw_t *w, const cli_run_t *r) {
   const nnmem_profile_t *p = &r->prof;
   nnmem__jw_kv_string(w, "input", r->builtin ? "" : r->title);
@@ -422,6 +459,7 @@ static void add_details(nnmem__jw_t *w, const cli_run_t *r) {
   nnmem__jw_kv_u64(w, "peak_live_bytes", r->live_bytes);
   add_peak_op(w, r);
   add_top_live(w, r);
+  add_order(w, r);
   nnmem__jw_kv_double(w, "plan_ms", nnmem_plan_seconds(r->plan) * 1e3);
   nnmem__jw_kv_double(w, "total_ms", r->total_s * 1e3);
   nnmem__jw_kv_bool(w, "verified", 1);
