@@ -474,9 +474,10 @@ static nnmem_status_t check_cycles(const nnmem_problem_t *p, nnmem_diag_t *diag,
   return st;
 }
 
-/* Do the active times of buffers a and b meet? A merge of the two sorted
- * interval lists. */
-static int active_meet(const nnmem_problem_t *p, size_t a, size_t b) {
+int nnmem__problem_active_meet(const nnmem_problem_t *p, size_t a, size_t b) {
+  if (p->bufs[a].last <= p->bufs[b].first ||
+      p->bufs[b].last <= p->bufs[a].first)
+    return 0; /* the lifetimes do not even meet */
   size_t ka = 0, kb = 0;
   nnmem_interval_t x, y;
   int hx = nnmem__problem_active_next(p, a, &ka, &x);
@@ -522,7 +523,7 @@ static nnmem_status_t check_siblings(const nnmem_problem_t *p,
     for (size_t b = a + 1; b < m && k[b].parent == k[a].parent &&
                            k[b].rel < k[a].end && st == NNMEM_OK;
          b++) {
-      if (!active_meet(p, k[a].idx, k[b].idx)) continue;
+      if (!nnmem__problem_active_meet(p, k[a].idx, k[b].idx)) continue;
       size_t i = k[b].idx, j = k[a].idx, q = k[a].parent;
       if (bad_index) *bad_index = i;
       st = nnmem__diag(diag, NNMEM_ERR_INVALID,

@@ -10,6 +10,10 @@
 int nnmem__problem_active_next(const nnmem_problem_t *p, size_t i, size_t *k,
                                nnmem_interval_t *out);
 
+/* Do the active times of buffers a and b meet? A merge of their two
+ * sorted interval lists (after a test of the lifetimes). */
+int nnmem__problem_active_meet(const nnmem_problem_t *p, size_t a, size_t b);
+
 /* Checks buffer i's gaps (inside the lifetime, disjoint, some active time
  * left). On failure *why says what and *gap names the gap (sorted index). */
 nnmem_status_t nnmem__problem_check_gaps(const nnmem_problem_t *p, size_t i,

@@ -130,25 +130,6 @@ static int item_cmp(const void *a, const void *b) {
   return x->root < y->root ? -1 : x->root > y->root;
 }
 
-/* Do the active times of buffers a and b intersect? Merge of two sorted
- * interval lists. */
-static int active_meet(const nnmem_problem_t *p, size_t a, size_t b) {
-  const nnmem_buffer_t *bu = nnmem_problem_buffers(p);
-  if (bu[a].last <= bu[b].first || bu[b].last <= bu[a].first) return 0;
-  size_t ka = 0, kb = 0;
-  nnmem_interval_t x, y;
-  int hx = nnmem__problem_active_next(p, a, &ka, &x);
-  int hy = nnmem__problem_active_next(p, b, &kb, &y);
-  while (hx && hy) {
-    if (x.first < y.last && y.first < x.last) return 1;
-    if (x.last <= y.last)
-      hx = nnmem__problem_active_next(p, a, &ka, &x);
-    else
-      hy = nnmem__problem_active_next(p, b, &kb, &y);
-  }
-  return 0;
-}
-
 static int size_desc_cmp(const void *a, const void *b) {
   const root_item_t *x = a, *y = b;
   uint64_t sx = x->end - x->off, sy = y->end - y->off;
@@ -175,8 +156,9 @@ static uint64_t place_pass(const nnmem_problem_t *p, const nnmem_buffer_t *rb,
     uint64_t pick = size ? UINT64_MAX : x->off, pick_hole = UINT64_MAX;
     for (size_t s = 0; s <= np && size; s++) {
       const root_item_t *o = s < np ? &it[ord[s]] : NULL;
-      if (o && (o->end == o->off || o->first >= x->last ||
-                x->first >= o->last || !active_meet(p, o->buf, x->buf)))
+      if (o &&
+          (o->end == o->off || o->first >= x->last || x->first >= o->last ||
+           !nnmem__problem_active_meet(p, o->buf, x->buf)))
         continue; /* empty, or never active with x */
       uint64_t lo = o ? o->off : UINT64_MAX;
       if (lo >= at && lo - at >= size) { /* a hole [at, lo) that fits */
