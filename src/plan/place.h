@@ -40,9 +40,12 @@ nnmem_status_t nnmem__place_in_order(const nnmem_problem_t *p,
                                      uint64_t *height);
 
 /* Placement of large problems in time parts placed in parallel (see
- * split.c): the same contract as nnmem__place_in_order; deterministic,
- * whatever the number of threads. Below NNMEM__SPLIT_MIN buffers, or when
- * the problem does not split well, it is nnmem__place_in_order. */
+ * split.c): the contract of nnmem__place_in_order, with the buffers
+ * placed in the sequence nnmem__split_schedule writes (the ordering with,
+ * in each run of it, the buffers crossing a part boundary first); the
+ * same plan for any number of threads. Below NNMEM__SPLIT_MIN buffers,
+ * with a deadline, or when the problem does not split well, it is
+ * nnmem__place_in_order over `order` itself. */
 #define NNMEM__SPLIT_MIN 200000
 
 /* From this many buffers on, `auto` runs one ordering (plan.c). */
@@ -52,6 +55,12 @@ nnmem_status_t nnmem__place_split(const nnmem_problem_t *p,
                                   nnmem__fit_t fit, uint64_t limit,
                                   nnmem__place_ctl_t *ctl, uint64_t *offsets,
                                   uint64_t *height);
+
+/* Writes into `sched` (n entries) the sequence in which
+ * nnmem__place_split places the buffers under `order` without a deadline
+ * (`order` itself when it does not split). */
+nnmem_status_t nnmem__split_schedule(const nnmem_problem_t *p,
+                                     const uint32_t *order, uint32_t *sched);
 
 /* Chooses an offset for `size` bytes aligned to `al` among `gaps` (sorted
  * by address, free below `top`) by `fit`, else the aligned top. Returns 1

@@ -1,11 +1,13 @@
 /* test_plan_split.c - large problems placed in time parts (src/plan/split.c):
- * valid plans, the same plan whatever the number of threads
- * (NNMEM_PLAN_THREADS), the fallback for problems that do not split, and
- * the capacity limit. Problems are random with fixed, printed seeds. */
+ * the parallel placement gives, offset for offset, the plan of one run over
+ * its schedule (nnmem__split_schedule), whatever the number of threads
+ * (NNMEM_PLAN_THREADS); valid plans; the fallback for problems that do not
+ * split; the capacity limit. Problems are random with fixed, printed seeds. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/place.h"
 #include "testutil.h"
 
 /* Above the split threshold (200,000 buffers), so two parts. */
@@ -76,6 +78,59 @@ static void test_split_threads_agree(void **state) {
   nnmem_problem_destroy(p);
 }
 
+/* For two orderings (size classes sorted by time inside: a few long runs;
+ * greedy-size: many short ones), the split placement on 1 and 3 threads
+ * (more than the machine may have) equals nnmem__place_in_order over the split
+ * schedule, which is a permutation that really moves buffers (the problem
+ * split), and the plan passes the verifier. */
+static void test_split_equals_schedule(void **state) {
+  (void)state;
+  nnmem_problem_t *p = random_problem(20261201, N_SPLIT, 0);
+  const nnmem__order_t hows[] = {NNMEM__ORDER_CLASS2_FIRST,
+                                 NNMEM__ORDER_SIZE_FIRST};
+  uint32_t *order = malloc(N_SPLIT * sizeof *order);
+  uint32_t *sched = malloc(N_SPLIT * sizeof *sched);
+  uint64_t *want = malloc(N_SPLIT * sizeof *want);
+  uint64_t *got = malloc(N_SPLIT * sizeof *got);
+  unsigned char *seen = calloc(N_SPLIT, 1);
+  assert_non_null(order && sched && want && got && seen);
+  for (size_t h = 0; h < 2; h++) {
+    assert_ok(nnmem__order(p, 64, hows[h], order));
+    assert_ok(nnmem__split_schedule(p, order, sched));
+    size_t moved = 0;
+    memset(seen, 0, N_SPLIT);
+    for (size_t i = 0; i < N_SPLIT; i++) {
+      assert_true(sched[i] < N_SPLIT && !seen[sched[i]]);
+      seen[sched[i]] = 1;
+      moved += sched[i] != order[i];
+    }
+    print_message("ordering %zu: %zu of %u buffers moved by the schedule\n", h,
+                  moved, N_SPLIT);
+    assert_true(moved > 0);
+    nnmem__place_ctl_t ctl = {0};
+    uint64_t hw = 0, hg = 0;
+    assert_ok(nnmem__place_in_order(p, sched, 64, NNMEM__FIT_BEST, UINT64_MAX,
+                                    &ctl, want, &hw));
+    assert_ok(nnmem_plan_verify(p, want, 64, 0, NULL, NULL));
+    const char *counts[] = {"1", "3"};
+    for (size_t k = 0; k < 2; k++) {
+      assert_int_equal(setenv("NNMEM_PLAN_THREADS", counts[k], 1), 0);
+      memset(got, 0xff, N_SPLIT * sizeof *got);
+      assert_ok(nnmem__place_split(p, order, 64, NNMEM__FIT_BEST, UINT64_MAX,
+                                   &ctl, got, &hg));
+      unsetenv("NNMEM_PLAN_THREADS");
+      assert_int_equal(hg, hw);
+      assert_memory_equal(got, want, N_SPLIT * sizeof *got);
+    }
+  }
+  free(order);
+  free(sched);
+  free(want);
+  free(got);
+  free(seen);
+  nnmem_problem_destroy(p);
+}
+
 /* Greedy-breadth takes the split path too. */
 static void test_split_other_orders(void **state) {
   (void)state;
@@ -131,6 +186,7 @@ static void test_split_capacity(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_split_threads_agree),
+      cmocka_unit_test(test_split_equals_schedule),
       cmocka_unit_test(test_split_other_orders),
       cmocka_unit_test(test_no_split_fallback),
       cmocka_unit_test(test_split_capacity),
