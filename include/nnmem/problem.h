@@ -58,10 +58,17 @@ NNMEM_API nnmem_status_t nnmem_problem_find(const nnmem_problem_t *p,
 /* Lower bound on the height of any plan: the maximum over steps of the
  * active bytes of roots (sub-buffers lie inside their parents; gaps hold
  * nothing), each size rounded up to max(its align, `align`).
- * O(n log n). */
+ * O(n) per byte in which the steps differ (radix sort of the events). */
 NNMEM_API nnmem_status_t nnmem_problem_lower_bound(const nnmem_problem_t *p,
                                                    uint64_t align,
                                                    uint64_t *lb_out);
+
+/* The same maximum (*bytes_out) and the first step at which it is live
+ * (*step_out; 0 for an empty problem). NNMEM_ERR_OVERFLOW when the live
+ * bytes pass 2^64 - 1. Either output may be NULL. */
+NNMEM_API nnmem_status_t nnmem_problem_peak(const nnmem_problem_t *p,
+                                            uint64_t align, uint64_t *bytes_out,
+                                            uint64_t *step_out);
 
 /* Sum of the sizes of all roots (each rounded up to max(its align,
  * `align`); sub-buffers lie inside their parents): the height of a plan

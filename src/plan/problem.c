@@ -33,6 +33,7 @@
 #include "common/util.h"
 #include "nnmem/problem.h"
 #include "plan/problem_internal.h"
+#include "plan/radix.h"
 
 /* Per-buffer extras, allocated only once a gap or a parent is set. */
 typedef struct ext {
@@ -183,29 +184,26 @@ nnmem_status_t nnmem_problem_find(const nnmem_problem_t *p, const char *id,
   return NNMEM_OK;
 }
 
+/* A lifetime event: a step and the bytes that start or end there. */
 typedef struct event {
-  uint64_t time;
-  uint64_t bytes;
-  int start; /* 0 = end, 1 = start: ends sort first at equal times */
+  uint64_t time, bytes;
 } event_t;
 
-static int event_cmp(const void *a, const void *b) {
-  const event_t *x = a, *y = b;
-  if (x->time != y->time) return x->time < y->time ? -1 : 1;
-  return x->start - y->start;
-}
-
-nnmem_status_t nnmem_problem_lower_bound(const nnmem_problem_t *p,
-                                         uint64_t align, uint64_t *lb_out) {
-  if (!p || !lb_out) return NNMEM_ERR_INVALID;
-  *lb_out = 0;
+nnmem_status_t nnmem_problem_peak(const nnmem_problem_t *p, uint64_t align,
+                                  uint64_t *bytes_out, uint64_t *step_out) {
+  if (!p) return NNMEM_ERR_INVALID;
+  if (bytes_out) *bytes_out = 0;
+  if (step_out) *step_out = 0;
   if (p->n == 0) return NNMEM_OK;
-  size_t m = 0, cap = 2 * p->n;
+  size_t m = 0, cap = p->n;
   if (p->ext)
     for (size_t i = 0; i < p->n; i++)
-      cap += 2 * (size_t)p->ext[i].ngaps;
-  event_t *ev = malloc(cap * sizeof *ev);
+      cap += (size_t)p->ext[i].ngaps;
+  /* starts and ends apart, each sorted by step (stable radix); at equal
+   * steps ends come first: lifetimes are half-open */
+  event_t *ev = malloc(4 * cap * sizeof *ev);
   if (!ev) return NNMEM_ERR_NOMEM;
+  event_t *st_ev = ev, *en_ev = ev + cap, *tmp = ev + 2 * cap;
   for (size_t i = 0; i < p->n; i++) {
     uint64_t sz;
     if (p->ext && p->ext[i].parent) continue; /* inside its parent */
@@ -217,28 +215,40 @@ nnmem_status_t nnmem_problem_lower_bound(const nnmem_problem_t *p,
     size_t k = 0;
     nnmem_interval_t a;
     while (nnmem__problem_active_next(p, i, &k, &a)) {
-      ev[m++] = (event_t){a.first, sz, 1};
-      ev[m++] = (event_t){a.last, sz, 0};
+      st_ev[m] = (event_t){a.first, sz};
+      en_ev[m++] = (event_t){a.last, sz};
     }
   }
-  qsort(ev, m, sizeof *ev, event_cmp);
-  /* live <= sum of sizes; sums above 2^64 saturate (reported as overflow) */
-  uint64_t live = 0, best = 0;
+  event_t *s = nnmem__radix_sort(st_ev, tmp, m, sizeof *ev, 0, 0);
+  event_t *e = s ? nnmem__radix_sort(en_ev, s == st_ev ? tmp : st_ev, m,
+                                     sizeof *ev, 0, 0)
+                 : NULL;
+  if (!e) {
+    free(ev);
+    return NNMEM_ERR_NOMEM;
+  }
+  /* live <= sum of sizes; sums above 2^64 - 1 are reported as overflow */
+  uint64_t live = 0, best = 0, at = 0;
   nnmem_status_t st = NNMEM_OK;
-  for (size_t i = 0; i < m; i++) {
-    if (ev[i].start) {
-      if (nnmem__add_overflow(live, ev[i].bytes, &live)) {
-        st = NNMEM_ERR_OVERFLOW;
-        break;
-      }
-      if (live > best) best = live;
-    } else {
-      live -= ev[i].bytes;
+  for (size_t i = 0, j = 0; i < m; i++) {
+    for (; j < m && e[j].time <= s[i].time; j++)
+      live -= e[j].bytes;
+    if (nnmem__add_overflow(live, s[i].bytes, &live)) {
+      st = NNMEM_ERR_OVERFLOW;
+      break;
     }
+    if (live > best) best = live, at = s[i].time;
   }
   free(ev);
-  *lb_out = best;
+  if (bytes_out) *bytes_out = best;
+  if (step_out) *step_out = at;
   return st;
+}
+
+nnmem_status_t nnmem_problem_lower_bound(const nnmem_problem_t *p,
+                                         uint64_t align, uint64_t *lb_out) {
+  if (!p || !lb_out) return NNMEM_ERR_INVALID;
+  return nnmem_problem_peak(p, align, lb_out, NULL);
 }
 
 nnmem_status_t nnmem_problem_total_bytes(const nnmem_problem_t *p,

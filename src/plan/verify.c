@@ -16,7 +16,9 @@
  *      children of each parent another. Within a group, two events per
  *      active interval (lifetime minus gaps) of each nonzero buffer: start
  *      and end; sort by time with ends before starts at equal times
- *      (intervals are half-open, so [0,3) and [3,9) never meet);
+ *      (intervals are half-open, so [0,3) and [3,9) never meet): a stable
+ *      partition, then a radix sort by time (the one primitive shared with
+ *      the planner: radix.h sorts, it decides nothing);
  *   4. sweep: an end removes the buffer's address range from the live set;
  *      a start looks up the live ranges just below and just above its
  *      offset; since the live set is kept pairwise disjoint, the new range
@@ -40,6 +42,7 @@
 
 #include "common/util.h"
 #include "nnmem/plan.h"
+#include "plan/radix.h"
 
 #define NIL UINT32_MAX
 
@@ -123,11 +126,16 @@ typedef struct event {
   uint32_t start;
 } event_t;
 
-static int event_cmp(const void *a, const void *b) {
-  const event_t *x = a, *y = b;
-  if (x->time != y->time) return x->time < y->time ? -1 : 1;
-  if (x->start != y->start) return x->start < y->start ? -1 : 1;
-  return x->idx < y->idx ? -1 : x->idx > y->idx;
+/* Sorts ev[0..m) by (time, start, idx) into ev or tmp (m records),
+ * returning which: the events come in index order, so a stable partition
+ * by `start` (ends first) and a stable radix sort by time give it. NULL
+ * when out of memory. */
+static event_t *sort_events(event_t *ev, event_t *tmp, size_t m) {
+  size_t k = 0;
+  for (int start = 0; start < 2; start++)
+    for (size_t e = 0; e < m; e++)
+      if (ev[e].start == (uint32_t)start) tmp[k++] = ev[e];
+  return nnmem__radix_sort(tmp, ev, m, sizeof *ev, 0, 0);
 }
 
 static const char *id_of(const nnmem_problem_t *p, size_t i) {
@@ -227,7 +235,8 @@ static nnmem_status_t sweep(const nnmem_problem_t *p, node_t *nodes,
     if (nodes[i].end == nodes[i].off) continue; /* empty: occupies nothing */
     add_events(p, i, ev, &m);
   }
-  qsort(ev, m, sizeof *ev, event_cmp);
+  ev = sort_events(ev, ev + m, m);
+  if (!ev) return NNMEM_ERR_NOMEM;
   treap_t tr = {nodes, NIL};
   nnmem_status_t st = NNMEM_OK;
   for (size_t e = 0; e < m && st == NNMEM_OK; e++) {
@@ -338,7 +347,7 @@ static nnmem_status_t sweep_all(const nnmem_problem_t *p, const uint64_t *off,
   size_t n = nnmem_problem_count(p), n_ev = 2 * n;
   for (size_t i = 0; i < n; i++)
     n_ev += 2 * nnmem_problem_gaps(p, i, NULL);
-  event_t *ev = malloc((n_ev ? n_ev : 1) * sizeof *ev);
+  event_t *ev = malloc((n_ev ? 2 * n_ev : 1) * sizeof *ev); /* + scratch */
   uint32_t *members = malloc((n ? n : 1) * sizeof *members);
   size_t *start = malloc((n + 2) * sizeof *start);
   nnmem_status_t st = ev && members && start ? NNMEM_OK : NNMEM_ERR_NOMEM;

@@ -125,11 +125,6 @@ int cli_fail(nnmem_status_t status, const nnmem_diag_t *diag);
 
 /* ---- report.c ---- */
 
-/* Finds a step with the most live bytes of `p` (sizes rounded to
- * max(align, buffer align)); 0 for an empty problem. O(n log n). */
-nnmem_status_t cli_peak_step(const nnmem_problem_t *p, uint64_t align,
-                             uint64_t *step_out);
-
 /* Fills run->top / n_top / n_live / live_bytes with the buffers live at
  * `step`. O(n). */
 void cli_collect_live(const nnmem_problem_t *p, uint64_t align, uint64_t step,

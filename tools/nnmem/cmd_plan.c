@@ -588,8 +588,8 @@ static int verify_own_plan(plan_ctx_t *c) {
 /* The profile of a bare problem: everything is "activation" memory. */
 static nnmem_status_t problem_profile(plan_ctx_t *c) {
   nnmem_profile_t *p = &c->run.prof;
-  uint64_t lb = 0, total = 0, h = nnmem_plan_height(c->plan);
-  nnmem_status_t st = nnmem_problem_lower_bound(c->problem, c->opts.align, &lb);
+  uint64_t lb = 0, total = 0, h = nnmem_plan_height(c->plan), step = 0;
+  nnmem_status_t st = nnmem_problem_peak(c->problem, c->opts.align, &lb, &step);
   int saturated = 0; /* the naive total is informative: saturate it */
   if (st == NNMEM_OK && nnmem_problem_total_bytes(c->problem, c->opts.align,
                                                   &total) == NNMEM_ERR_OVERFLOW)
@@ -612,9 +612,7 @@ static nnmem_status_t problem_profile(plan_ctx_t *c) {
   p->strategy = nnmem_plan_strategy(c->plan);
   p->buffers = p->tensors = nnmem_problem_count(c->problem);
   p->plan_seconds = nnmem_plan_seconds(c->plan);
-  st = cli_peak_step(c->problem, c->opts.align, &p->peak_step);
-  if (st != NNMEM_OK)
-    return nnmem__diag(&c->diag, st, "%s", nnmem_status_str(st));
+  p->peak_step = step;
   cli_collect_live(c->problem, c->opts.align, p->peak_step, &c->run);
   return NNMEM_OK;
 }

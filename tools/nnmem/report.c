@@ -1,19 +1,12 @@
 /* report.c - the reports of `nnmem plan`: a compact human-readable summary
  * and a machine-readable JSON object (the library's profile JSON plus run
- * details), and the peak-step analysis both use.
- *
- * Peak step (cli_peak_step), for problems without a library profile:
- *   1. make two events per buffer: +size at `first`, -size at `last`
- *      (sizes rounded up to max(align, buffer align));
- *   2. sort by step, ends before starts at the same step (lifetimes are
- *      half-open, so [0,3) and [3,9) are never live together);
- *   3. sweep, keeping the running sum; the step where it is largest wins
- *      (the earliest on ties).
+ * details), and the live buffers at the peak both use (the peak step of a
+ * bare problem comes from nnmem_problem_peak).
  * Largest live buffers (cli_collect_live): one pass keeping the top
  * CLI_TOP_LIVE by size with insertion into a small sorted array.
  * JSON report: the members of memory_profile.json (the library writes them
  * into our writer: one writer, exact integers), then the run details.
- * Complexity: O(n log n) and O(n). Thread-safety: pure functions of their
+ * Complexity: O(n). Thread-safety: pure functions of their
  * arguments; printing goes to the given FILE. */
 #include <stddef.h>
 #include <stdlib.h>
@@ -22,20 +15,7 @@
 #include "cli.h"
 #include "common/util.h"
 #include "export/export_json.h"
-#include "plan/radix.h"
 #include "units.h"
-
-typedef struct live_event {
-  uint64_t step;
-  int start; /* 0 = end, 1 = start: ends sort first */
-  uint64_t bytes;
-} live_event_t;
-
-static int cmp_event(const void *a, const void *b) {
-  const live_event_t *x = a, *y = b;
-  if (x->step != y->step) return x->step < y->step ? -1 : 1;
-  return x->start - y->start;
-}
 
 static uint64_t rounded_size(const nnmem_buffer_t *b, uint64_t align) {
   uint64_t r;
@@ -55,47 +35,6 @@ static int root_active_at(const nnmem_problem_t *p, size_t i, uint64_t step) {
   for (size_t k = 0; k < ng; k++)
     if (g[k].first <= step && step < g[k].last) return 0;
   return 1;
-}
-
-nnmem_status_t cli_peak_step(const nnmem_problem_t *p, uint64_t align,
-                             uint64_t *step_out) {
-  size_t n = nnmem_problem_count(p), m = 0, cap = 2 * n;
-  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  *step_out = 0;
-  if (n == 0) return NNMEM_OK;
-  for (size_t i = 0; i < n; i++)
-    cap += 2 * nnmem_problem_gaps(p, i, NULL);
-  live_event_t *ev = calloc(cap, sizeof *ev);
-  if (!ev) return NNMEM_ERR_NOMEM;
-  for (size_t i = 0; i < n; i++) {
-    if (nnmem_problem_parent(p, i, NULL, NULL) == NNMEM_OK) continue;
-    uint64_t s = rounded_size(&b[i], align), t = b[i].first;
-    const nnmem_interval_t *g;
-    size_t ng = nnmem_problem_gaps(p, i, &g);
-    for (size_t k = 0; k <= ng; k++) { /* the active intervals */
-      uint64_t stop = k < ng ? g[k].first : b[i].last;
-      if (stop > t) {
-        ev[m++] = (live_event_t){t, 1, s};
-        ev[m++] = (live_event_t){stop, 0, s};
-      }
-      if (k < ng && g[k].last > t) t = g[k].last;
-    }
-  }
-  qsort(ev, m, sizeof *ev, cmp_event);
-  uint64_t live = 0, best = 0;
-  for (size_t i = 0; i < m; i++) {
-    if (ev[i].start) {
-      live = live > UINT64_MAX - ev[i].bytes ? UINT64_MAX : live + ev[i].bytes;
-      if (live > best) {
-        best = live;
-        *step_out = ev[i].step;
-      }
-    } else {
-      live -= ev[i].bytes < live ? ev[i].bytes : live;
-    }
-  }
-  free(ev);
-  return NNMEM_OK;
 }
 
 void cli_collect_live(const nnmem_problem_t *p, uint64_t align, uint64_t step,
