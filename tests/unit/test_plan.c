@@ -420,6 +420,54 @@ static void test_verify_vs_oracle(void **state) {
   }
 }
 
+/* nnmem_problem_peak against a step-by-step count on random problems with
+ * gaps and sub-buffers (children are not counted, gaps hold nothing, sizes
+ * rounded to the alignment): the same bytes, and the step is the first
+ * one where they are live; the lower bound equals the bytes. */
+static void test_peak_vs_steps(void **state) {
+  (void)state;
+  print_message("seeds 1..200\n");
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    uint64_t rng = seed * 0x9E3779B97F4A7C15ULL;
+    uint64_t align = (uint64_t)1 << (tu_rand(&rng) % 4);
+    size_t n = 1 + tu_rand(&rng) % 12;
+    nnmem_problem_t *p = random_problem(&rng, n, 10, 8);
+    const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+    for (size_t i = 0; i < n; i++)
+      if (b[i].last - b[i].first >= 3 && tu_rand(&rng) % 3 == 0)
+        assert_ok(nnmem_problem_add_gap(p, i, b[i].first + 1, b[i].first + 2));
+    if (n >= 2 && tu_rand(&rng) % 2) /* buffer 1 inside buffer 0 */
+      assert_ok(nnmem_problem_set_parent(p, 1, 0, 0));
+    uint64_t want = 0, want_step = 0;
+    for (uint64_t t = 0; t < 64; t++) {
+      uint64_t live = 0;
+      for (size_t i = 0; i < n; i++) {
+        const nnmem_interval_t *g;
+        size_t ng = nnmem_problem_gaps(p, i, &g);
+        int in = b[i].first <= t && t < b[i].last;
+        for (size_t k = 0; k < ng; k++)
+          in = in && !(g[k].first <= t && t < g[k].last);
+        if (!in || nnmem_problem_parent(p, i, NULL, NULL) == NNMEM_OK) continue;
+        uint64_t a = b[i].align > align ? b[i].align : align;
+        live += (b[i].size + a - 1) / a * a;
+      }
+      if (live > want) want = live, want_step = t;
+    }
+    uint64_t got = 0, step = 0, lb = 0;
+    assert_ok(nnmem_problem_peak(p, align, &got, &step));
+    assert_ok(nnmem_problem_lower_bound(p, align, &lb));
+    if (got != want || step != want_step || lb != want)
+      fail_msg(
+          "seed %llu: peak %llu at %llu, lower bound %llu; counted %llu "
+          "at %llu",
+          (unsigned long long)seed, (unsigned long long)got,
+          (unsigned long long)step, (unsigned long long)lb,
+          (unsigned long long)want, (unsigned long long)want_step);
+    nnmem_problem_destroy(p);
+  }
+  assert_int_equal(nnmem_problem_peak(NULL, 1, NULL, NULL), NNMEM_ERR_INVALID);
+}
+
 /* Every strategy on random problems: valid (verifier and oracle), height
  * between the lower bound and the naive total, deterministic. */
 static void test_random_problems(void **state) {
@@ -597,6 +645,7 @@ int main(void) {
       cmocka_unit_test(test_overflow_skipped),
       cmocka_unit_test(test_verify_detects),
       cmocka_unit_test(test_verify_vs_oracle),
+      cmocka_unit_test(test_peak_vs_steps),
       cmocka_unit_test(test_random_problems),
       cmocka_unit_test(test_auto_is_best),
       cmocka_unit_test(test_time_limit),
