@@ -533,6 +533,46 @@ static nnmem_status_t build_tasks(job_t *jb, const layout_t *L) {
   return st;
 }
 
+/* Building and freeing the parts' maps, one part per thread at a time. */
+typedef struct maps_job {
+  const nnmem_problem_t *p;
+  part_t *parts;
+  const uint32_t *members[MAX_PARTS];
+  size_t count[MAX_PARTS], np;
+  nnmem_status_t st[MAX_PARTS];
+  int destroy;
+  size_t next; /* atomic: the next part to take */
+} maps_job_t;
+
+static void *maps_worker(void *arg) {
+  maps_job_t *mj = arg;
+  for (;;) {
+    size_t q = __atomic_fetch_add(&mj->next, 1, __ATOMIC_RELAXED);
+    if (q >= mj->np) return NULL;
+    if (mj->destroy)
+      nnmem__occ_destroy(mj->parts[q].occ);
+    else
+      mj->st[q] = nnmem__occ_create_subset(mj->p, mj->members[q], mj->count[q],
+                                           &mj->parts[q].occ);
+  }
+}
+
+/* Runs maps_worker on up to `threads` threads, the caller's included;
+ * returns the first part's failure, if any. */
+static nnmem_status_t run_maps(maps_job_t *mj, unsigned threads) {
+  pthread_t tid[MAX_PARTS];
+  unsigned started = 0;
+  mj->next = 0;
+  for (unsigned t = 1; t < threads && t < mj->np; t++)
+    if (pthread_create(&tid[started], NULL, maps_worker, mj) == 0) started++;
+  maps_worker(mj);
+  for (unsigned t = 0; t < started; t++)
+    pthread_join(tid[t], NULL);
+  for (size_t q = 0; q < mj->np && !mj->destroy; q++)
+    if (mj->st[q]) return mj->st[q];
+  return NNMEM_OK;
+}
+
 nnmem_status_t nnmem__place_split(const nnmem_problem_t *p,
                                   const uint32_t *order, uint64_t align,
                                   nnmem__fit_t fit, uint64_t limit,
@@ -558,6 +598,8 @@ nnmem_status_t nnmem__place_split(const nnmem_problem_t *p,
               .parts = parts,
               .fail_pos = n,
               .fail_seen = n};
+  unsigned threads = plan_threads();
+  maps_job_t mj = {.p = p, .parts = parts, .np = L.np};
   /* each part's map over the buffers that meet its span */
   size_t members[MAX_PARTS] = {0}, nmem = 0;
   for (size_t i = 0; i < n; i++)
@@ -575,22 +617,23 @@ nnmem_status_t nnmem__place_split(const nnmem_problem_t *p,
       for (uint32_t q = L.plo[i]; q <= L.phi[i]; q++)
         *at[q]++ = (uint32_t)i;
     cur = mem;
-    for (size_t q = 0; q < L.np && st == NNMEM_OK; q++) {
-      st = nnmem__occ_create_subset(p, cur, members[q], &parts[q].occ);
+    for (size_t q = 0; q < L.np; q++) {
+      mj.members[q] = cur, mj.count[q] = members[q];
       cur += members[q];
     }
+    st = run_maps(&mj, threads);
   }
   free(mem);
   if (st == NNMEM_OK) st = build_tasks(&jb, &L);
   uint64_t top = 0;
-  if (st == NNMEM_OK) st = run_tasks(&jb, plan_threads(), &top);
+  if (st == NNMEM_OK) st = run_tasks(&jb, threads, &top);
   if (st == NNMEM_OK && jb.fail_pos < n) {
     st = jb.fail_st;
     if (st == NNMEM_ERR_OVERFLOW) ctl->overflow_buf = L.sched[jb.fail_pos];
   }
   if (st == NNMEM_OK) *height = top;
-  for (size_t q = 0; q < L.np; q++)
-    nnmem__occ_destroy(parts[q].occ);
+  mj.destroy = 1; /* a map never made is NULL: destroy takes it */
+  run_maps(&mj, threads);
   free(jb.tasks);
   free((void *)jb.dependents);
   free(jb.ready);
