@@ -23,9 +23,10 @@
  *      id/lower/upper is present and one of buffer/start/end is;
  *   3. for every row: split into cells (no copies; cells are spans of the
  *      text), check the count, parse the numbers with overflow checks,
- *      copy the id into one preallocated arena and insert it into a hash
- *      set (duplicates name both lines), add the buffer to the problem and
- *      the size to a checked running sum.
+ *      copy the id into one preallocated arena, add the buffer to the
+ *      problem (room reserved for every row; its id index finds a
+ *      duplicate, and the message names both lines) and the size to a
+ *      checked running sum.
  *
  * Invariants of a parsed nnmem_csv_t: nnmem_problem_count == n_rows, row r
  * (1-based) is buffer r - 1, every row has exactly n_cols cells, ids are
@@ -181,7 +182,6 @@ typedef struct parse {
   const char *const *names;
   nnmem__csv_cell_t *header; /* the header's n_cols cells */
   nnmem__csv_cell_t *cells;  /* the current row's cells, n_cols + 1 */
-  nnmem__strset_t ids;
   size_t ids_len;
   size_t max_rows; /* newlines + 1: no more rows than that */
   uint64_t size_sum;
@@ -290,7 +290,7 @@ static nnmem_status_t cell_u64(parse_t *ps, size_t line, int k, uint64_t *out) {
                      shown, s, name, why);
 }
 
-/* Copies the id cell into the arena, checks it is new. */
+/* Copies the id cell into the arena (parse_values checks it is new). */
 static nnmem_status_t take_id(parse_t *ps, size_t row, const char **id) {
   nnmem_csv_t *csv = ps->csv;
   const nnmem__csv_cell_t *c = &ps->cells[ps->col[COL_ID]];
@@ -306,13 +306,6 @@ static nnmem_status_t take_id(parse_t *ps, size_t row, const char **id) {
     return nnmem__diag(ps->r.diag, NNMEM_ERR_PARSE,
                        "%s:%zu: empty value in column '%s'", ps->r.name, line,
                        ps->names[COL_ID]);
-  size_t first = 0;
-  nnmem_status_t st = nnmem__strset_insert(&ps->ids, dst, n, row, &first);
-  if (st == NNMEM_ERR_DUPLICATE)
-    return nnmem__diag(ps->r.diag, st,
-                       "%s:%zu: duplicate id '%.64s' (first on line %zu)",
-                       ps->r.name, line, dst, csv->row_line[first]);
-  if (st != NNMEM_OK) return st;
   ps->ids_len += n + 1;
   *id = dst;
   return NNMEM_OK;
@@ -495,7 +488,13 @@ static nnmem_status_t parse_values(parse_t *ps, size_t row) {
   if (nnmem__add_overflow(ps->size_sum, size, &ps->size_sum))
     return nnmem__diag(ps->r.diag, NNMEM_ERR_OVERFLOW,
                        "%s:%zu: sum of sizes overflows 64 bits", file, line);
+  size_t dups = nnmem__problem_dup_ids(csv->problem), had = 0;
   st = nnmem_problem_add(csv->problem, id, size, align, first, last, NULL);
+  if (st == NNMEM_OK && nnmem__problem_dup_ids(csv->problem) != dups &&
+      nnmem_problem_find(csv->problem, id, &had) == NNMEM_OK)
+    return nnmem__diag(ps->r.diag, NNMEM_ERR_DUPLICATE,
+                       "%s:%zu: duplicate id '%.64s' (first on line %zu)", file,
+                       line, id, csv->row_line[had + 1]);
   if (st == NNMEM_ERR_OVERFLOW)
     return nnmem__diag(ps->r.diag, st,
                        "%s:%zu: size %" PRIu64
@@ -584,9 +583,9 @@ static nnmem_status_t prepare(parse_t *ps, char *text, size_t *len) {
   if (!csv->row_start || !csv->row_line || !csv->ids) return NNMEM_ERR_NOMEM;
   csv->row_start[0] = 0;
   csv->row_line[0] = 1;
-  nnmem_status_t st = nnmem__strset_reserve(&ps->ids, lines);
-  if (st != NNMEM_OK) return st;
-  return nnmem_problem_create(&csv->problem);
+  nnmem_status_t st = nnmem_problem_create(&csv->problem);
+  if (st == NNMEM_OK) st = nnmem__problem_reserve(csv->problem, lines);
+  return st;
 }
 
 /* Parses `text` (NUL-terminated, len bytes), taking ownership of it. */
@@ -598,20 +597,7 @@ static nnmem_status_t parse_owned(char *text, size_t len, const char *name,
     return nnmem__diag(diag, NNMEM_ERR_NOMEM, "%s: out of memory", name);
   }
   csv->text = text;
-  parse_t ps = {{text, len, 0, 1, name, diag},
-                csv,
-                {0},
-                NULL,
-                NULL,
-                NULL,
-                {0},
-                0,
-                0,
-                0,
-                NULL,
-                NULL,
-                NULL};
-  nnmem__strset_init(&ps.ids);
+  parse_t ps = {.r = {text, len, 0, 1, name, diag}, .csv = csv};
   nnmem_status_t st = prepare(&ps, text, &len);
   ps.r.len = csv->len = len;
   if (st == NNMEM_OK) st = read_header(&ps);
@@ -639,7 +625,6 @@ static nnmem_status_t parse_owned(char *text, size_t len, const char *name,
   free(ps.parent_rel);
   free(ps.header);
   free(ps.cells);
-  nnmem__strset_free(&ps.ids);
   if (st == NNMEM_ERR_NOMEM) nnmem__diag(diag, st, "%s: out of memory", name);
   if (st != NNMEM_OK) {
     nnmem_csv_destroy(csv);

@@ -124,6 +124,29 @@ static nnmem_status_t index_add(nnmem_problem_t *p, size_t i) {
   return NNMEM_OK;
 }
 
+nnmem_status_t nnmem__problem_reserve(nnmem_problem_t *p, size_t n) {
+  size_t cap = p->cap;
+  nnmem_status_t st = nnmem__grow((void **)&p->bufs, &cap, n, sizeof *p->bufs);
+  if (st) return st;
+  cap = p->cap;
+  st = nnmem__grow((void **)&p->ids, &cap, n, sizeof *p->ids);
+  if (st) return st;
+  if (p->ext) {
+    size_t ecap = p->cap;
+    st = nnmem__grow((void **)&p->ext, &ecap, n, sizeof *p->ext);
+    if (st) return st;
+  }
+  p->cap = cap;
+  while (st == NNMEM_OK && n * 2 > p->index_cap &&
+         p->index_cap < ((size_t)1 << 40))
+    st = index_rehash(p);
+  return st;
+}
+
+size_t nnmem__problem_dup_ids(const nnmem_problem_t *p) {
+  return p->dup_ids;
+}
+
 nnmem_status_t nnmem_problem_add(nnmem_problem_t *p, const char *id,
                                  uint64_t size, uint64_t align, uint64_t first,
                                  uint64_t last, size_t *index_out) {

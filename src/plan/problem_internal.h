@@ -25,4 +25,12 @@ nnmem_status_t nnmem__problem_check_extras(const nnmem_problem_t *p,
                                            nnmem_diag_t *diag,
                                            size_t *bad_index);
 
+/* Makes room for n buffers in all (arrays and id index), so that adding
+ * them neither moves nor rehashes anything. */
+nnmem_status_t nnmem__problem_reserve(nnmem_problem_t *p, size_t n);
+
+/* How many buffers were added with an id already taken (see
+ * nnmem_problem_check). */
+size_t nnmem__problem_dup_ids(const nnmem_problem_t *p);
+
 #endif
