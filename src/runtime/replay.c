@@ -15,6 +15,7 @@
 
 #include "common/util.h"
 #include "nnmem/pool.h"
+#include "runtime/pool_internal.h"
 
 typedef struct event {
   uint64_t time;
@@ -131,6 +132,22 @@ nnmem_status_t nnmem_pool_replay_stats(
     return nnmem__diag(diag, s, "out of memory replaying the trace");
   ps.problem = problem;
   ps.ev = ev;
+  nnmem_pool_config_t shape_cfg;
+  if (kind == NNMEM_POOL_SHAPE &&
+      (!cfg || (!cfg->chunk_size && !cfg->capacity))) {
+    /* the whole trace at once always fits: the block the shape pool gets */
+    uint64_t total = 0;
+    nnmem_pool_config_init(&shape_cfg);
+    if (cfg) nnmem__config_copy(&shape_cfg, sizeof shape_cfg, cfg);
+    s = nnmem_problem_total_bytes(problem, device_align ? device_align : 256,
+                                  &total);
+    if (s != NNMEM_OK) {
+      free(ev);
+      return nnmem__diag(diag, s, "replay: the trace's total bytes overflow");
+    }
+    shape_cfg.chunk_size = total ? total : 1;
+    cfg = &shape_cfg;
+  }
   ps.addr = calloc(nnmem_problem_count(problem) + 1, sizeof(void *));
   nnmem_stats_t st;
   double t0 = nnmem__now();
