@@ -83,6 +83,7 @@ expect_error plan "$T/a.csv" "$T/missing.csv" --shared-arena --out "$T/keep.json
 err_has "missing.csv"
 [ "$(cat "$T/keep.json")" = "old bytes" ] || fail "keep.json was changed"
 expect_error plan "$T/a.csv" "$T/b.csv"
+err_has "unexpected argument"
 err_has "only with --shared-arena"
 expect_error plan "$T/a.csv" "$T/b.csv" --shared-arena --concurrent "$T/a.csv"
 err_has "a group names at least two models"

@@ -398,10 +398,9 @@ static int has_ext(const char *path, const char *ext) {
 static int check_multi_options(const cli_plan_opts_t *o) {
   if (o->n_more && !o->shared_arena)
     return cli_usage_error("plan",
-                           "several inputs ('%s', '%s'%s) plan into one arena "
-                           "only with --shared-arena",
-                           o->input, o->more_inputs[0],
-                           o->n_more > 1 ? ", ..." : "");
+                           "unexpected argument '%s': several inputs plan "
+                           "into one arena only with --shared-arena",
+                           o->more_inputs[0]);
   if (o->n_concurrent && !o->shared_arena)
     return cli_usage_error("plan", "--concurrent needs --shared-arena");
   if (o->shared_arena && !o->n_more)
@@ -428,7 +427,7 @@ static int check_multi_options(const cli_plan_opts_t *o) {
   const char *all[CLI_MAX_MODELS] = {o->input};
   for (size_t i = 0; i < o->n_more; i++)
     all[i + 1] = o->more_inputs[i];
-  for (size_t i = 0; i <= o->n_more; i++)
+  for (size_t i = 1; i <= o->n_more; i++) /* the first: check_options */
     if (cli_same_file(all[i], o->out) || cli_same_file(all[i], o->profile))
       return cli_usage_error("plan", "'%s' is an input and an output", all[i]);
   return 0;
