@@ -138,11 +138,12 @@ NNMEM_API nnmem_status_t nnmem_pool_stats(nnmem_pool_t *pool,
  * is allocated at step first and freed at step last; events run in time
  * order, frees before allocations at equal times, then by buffer index.
  * Buffers of size 0 are skipped. A shape pool without chunk_size or
- * capacity gets a block of the trace's total bytes (sizes rounded to
- * their alignment), which always holds it. The trace runs twice: once timed,
- * once with a stats snapshot after every allocation (for the fragmentation at
- * the moment the reservation peaked). NNMEM_ERR_NOMEM when the pool fails
- * (diag names the buffer). */
+ * capacity gets a block of 1.25 x the trace's max live bytes + 64 KiB, or,
+ * when fragmentation defeats that, of the trace's total bytes (sizes
+ * rounded to the alignment), which always holds it. The trace runs twice: once
+ * timed, once with a stats snapshot after every allocation (for the
+ * fragmentation at the moment the reservation peaked). NNMEM_ERR_NOMEM when the
+ * pool fails (diag names the buffer). */
 typedef struct nnmem_replay_result {
   uint64_t operations;          /* allocations + frees */
   uint64_t peak_live_bytes;     /* max over time of the live requested bytes */
