@@ -75,6 +75,18 @@ expect_rc 0 plan "$T/a.csv" "$T/b.csv" "$T/b.csv" --shared-arena \
 py 'import json,sys; d=json.load(open(sys.argv[1]))
 assert (d["arena_bytes"], d["separate_arenas_bytes"]) == (32, 52), d' "$T/stdout"
 
+# 3b. the same file twice, concurrent: two models stacked (12 + 12); over
+# --capacity 20 together (each fits alone): exit 2, nothing written
+expect_rc 0 plan "$T/a.csv" "$T/a.csv" --shared-arena \
+  --concurrent "$T/a.csv,$T/a.csv" --json
+py 'import json,sys; d=json.load(open(sys.argv[1]))
+assert d["arena_bytes"] == 24 and [m["base"] for m in d["models"]] == [0, 12], d' "$T/stdout"
+expect_rc 2 plan "$T/a.csv" "$T/a.csv" --shared-arena \
+  --concurrent "$T/a.csv,$T/a.csv" --capacity 20 --out "$T/should-not-exist.json"
+err_has "the shared arena needs 24 B, over --capacity 20 B"
+no_file "$T/should-not-exist.json"
+expect_rc 0 plan "$T/a.csv" "$T/a.csv" --shared-arena --capacity 20 --quiet
+
 # 4. bad input: nothing written, exit 1, the file or option named
 echo "old bytes" >"$T/keep.json"
 expect_error plan "$T/a.csv" --shared-arena --out "$T/should-not-exist.json"

@@ -19,7 +19,8 @@
  *      first failure stops with its exit code and message, nothing written;
  *   3. nnmem_arena_layout places the plans (bases; concurrent ones stacked
  *      at --align), and nnmem_arena_layout_check (the independent checker)
- *      must accept it (else exit 3);
+ *      must accept it (else exit 3); an arena over --capacity is exit 2
+ *      (each plan alone was already held to it by the planner);
  *   4. format --json, --profile and --out in memory, stage the files as one
  *      output set (common/outset.h): all are renamed or none;
  *   5. print the report (text, or the JSON report).
@@ -80,7 +81,10 @@ static int assign_groups(multi_t *m) {
     size_t members = 0;
     for (;;) {
       size_t len = strcspn(s, ",");
-      size_t hit = m->n;
+      size_t hit = m->n; /* an input not in a group yet, else any: the
+                            same file may be given twice (two models) */
+      for (size_t i = 0; i < m->n && hit == m->n; i++)
+        if (!m->e[i].group && same_input(m->e[i].input, s, len)) hit = i;
       for (size_t i = 0; i < m->n && hit == m->n; i++)
         if (same_input(m->e[i].input, s, len)) hit = i;
       if (hit == m->n)
@@ -169,6 +173,16 @@ static int place(multi_t *m) {
             "check: %s\n",
             m->diag.message);
     return CLI_EXIT_INTERNAL;
+  }
+  if (m->o->capacity && m->lay.size > m->o->capacity) {
+    /* every plan fits alone (the planner checked); together they do not */
+    char a[64], b[64];
+    fprintf(stderr,
+            "nnmem: does not fit: the %s needs %s, over --capacity %s\n",
+            m->buckets ? "arena of the largest bucket" : "shared arena",
+            cli_fmt_bytes(m->lay.size, a, sizeof a),
+            cli_fmt_bytes(m->o->capacity, b, sizeof b));
+    return CLI_EXIT_NOFIT;
   }
   return 0;
 }
@@ -413,10 +427,15 @@ static int run(multi_t *m) {
   }
   nnmem_status_t st = write_outputs(m);
   if (st != NNMEM_OK) return cli_fail(st, &m->diag);
-  if (m->json)
+  if (m->json) {
     fputs(m->json, stdout);
-  else if (!m->o->quiet)
+  } else if (!m->o->quiet) {
     print_report(stdout, m);
+    /* buckets: the import report of the largest (defaults of other dims) */
+    const nnmem_onnx_report_t *ox =
+        m->buckets ? cli_planned_onnx(m->e[m->n - 1].pl) : NULL;
+    if (ox) cli_onnx_summary(stdout, ox);
+  }
   return CLI_EXIT_OK;
 }
 
