@@ -933,10 +933,15 @@ int cli_plan_model(const cli_plan_opts_t *o, const char *input,
   c->opts.out = c->opts.profile = c->opts.svg = NULL;
   c->opts.html = c->opts.trace = NULL;
   c->opts.json = CLI_JSON_OFF;
-  if (extra && c->opts.onnx.n_dims < CLI_MAX_DIMS) {
-    /* the bucket's binding after the user's own ones */
-    c->opts.onnx.dims[c->opts.onnx.n_dims++] = *extra;
+  if (extra && c->opts.onnx.n_dims == CLI_MAX_DIMS) {
+    free(p);
+    return cli_usage_error("plan",
+                           "too many --dim options (at most %d with "
+                           "a range)",
+                           CLI_MAX_DIMS - 1);
   }
+  if (extra) /* the bucket's binding after the user's own ones */
+    c->opts.onnx.dims[c->opts.onnx.n_dims++] = *extra;
   c->t0 = nnmem__now();
   nnmem_status_t st = load_input(c);
   if (st == NNMEM_OK) st = analyze(c);
