@@ -154,6 +154,16 @@ assert d["arena_bytes"] == max(single), d
 assert d["saving_bytes"] == sum(single) - max(single), d
 ' "$T/buckets.json" "$T/single1.json" "$T/single2.json" "$T/single4.json" \
   "$T/single8.json"
+py 'import json,sys
+p = json.load(open(sys.argv[1]))
+b = json.load(open(sys.argv[2]))
+assert p["arena_bytes"] == b["arena_bytes"] and len(p["buckets"]) == 4, p
+for k in p["buckets"]:
+    q = k["profile"]
+    assert q["arena_height"] == k["height"], k
+    assert q["peak_memory"] == q["weight_memory"] + q["activation_memory"] + q["workspace_memory"], q
+    assert q["onnx"]["opset"] == 13, q
+' "$T/bkp.json" "$T/buckets.json"
 expect_rc 0 plan "$EX" --dim batch=3,1
 out_has "2 shape buckets of 'batch' (list 1..3)"
 out_has "sized for the largest bucket"
