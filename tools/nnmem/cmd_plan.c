@@ -181,6 +181,7 @@ static void print_plan_help(void) {
     strategies[s] = nnmem_strategy_name((nnmem_strategy_t)s);
   fputs(
       "Usage: nnmem plan [INPUT] [options]\n"
+      "       nnmem plan INPUT INPUT... --shared-arena [--concurrent A,B]\n"
       "\n"
       "INPUT is an ONNX model (.onnx), a graph (.json), a MiniMalloc problem\n"
       "(.csv: id,lower,upper,size with half-open lifetimes [lower, upper)), "
