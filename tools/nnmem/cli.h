@@ -26,7 +26,7 @@ enum {
 
 /* Options of ONNX inputs (--dim, --dtype, --layout, --strict). */
 #define CLI_MAX_DIMS 32
-#define CLI_MAX_MODELS 16 /* inputs of `nnmem plan --shared-arena` */
+#define CLI_MAX_MODELS 64 /* inputs of `nnmem plan --shared-arena` */
 typedef struct cli_onnx_opts {
   nnmem_onnx_dim_t dims[CLI_MAX_DIMS];
   size_t n_dims;

@@ -222,7 +222,7 @@ static void print_plan_help(void) {
       "      --order file|memory  operator order of a graph: file (default:\n"
       "                         as written) or memory (a topological order\n"
       "                         with the lowest peak of live bytes)\n"
-      "      --shared-arena     INPUT... (2 to 16 models): one arena for all;\n"
+      "      --shared-arena     INPUT... (2 to 64 models): one arena for all;\n"
       "                         models take turns (arena = the largest\n"
       "                         height); weights stay per model, resident\n"
       "      --concurrent A,B   with --shared-arena: these models run at the\n"
