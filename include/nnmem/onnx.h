@@ -149,6 +149,46 @@ NNMEM_API nnmem_status_t nnmem_onnx_import_file(const char *path,
 NNMEM_API nnmem_status_t nnmem_onnx_layout_parse(const char *name,
                                                  nnmem_onnx_layout_t *out);
 
+/* ---- shape buckets of one symbolic dim (`--dim NAME=LO..HI`) ----
+ *
+ * A range LO..HI becomes the buckets LO, every power of two strictly
+ * between LO and HI, and HI: 1..32 -> 1 2 4 8 16 32; 3..20 -> 3 4 8 16 20.
+ * A plan made for bucket b serves every value in (previous bucket, b],
+ * because tensor sizes grow with the dim: powers of two keep each bucket's
+ * plan under 2x of what the exact value needs (for sizes linear in the
+ * dim) with only log2(HI / LO) + 2 plans. A list V1,V2,... gives exactly
+ * those buckets (sorted ascending). */
+#define NNMEM_ONNX_BUCKETS_MAX 64
+#define NNMEM_ONNX_DIM_MAX ((int64_t)1 << 40) /* largest value of a dim */
+
+typedef struct nnmem_onnx_dim_buckets {
+  char name[NNMEM_ONNX_NAME_MAX]; /* the dim (or "batch" / "sequence") */
+  int is_range;                   /* 1: LO..HI; 0: a list (or one value) */
+  int64_t lo, hi;                 /* the range, or the list's min and max */
+  size_t n;                       /* buckets, 1..NNMEM_ONNX_BUCKETS_MAX */
+  int64_t values[NNMEM_ONNX_BUCKETS_MAX]; /* strictly ascending, >= 1 */
+} nnmem_onnx_dim_buckets_t;
+
+/* Parses "NAME=LO..HI", "NAME=V1,V2,..." or "NAME=V". NNMEM_ERR_PARSE with
+ * diag for: no '=' or an empty name, a value that is not a decimal
+ * integer, a zero or a value over NNMEM_ONNX_DIM_MAX, LO > HI, a list
+ * value given twice, more than NNMEM_ONNX_BUCKETS_MAX values. Whether the
+ * model has the dim is checked by the import (an unknown NAME fails
+ * there). O(length + n log n). */
+NNMEM_API nnmem_status_t nnmem_onnx_dim_buckets_parse(
+    const char *spec, nnmem_onnx_dim_buckets_t *out, nnmem_diag_t *diag);
+
+/* Checker: 1 <= n <= max, values strictly ascending in [lo, hi], >= 1,
+ * a range starts at lo and ends at hi. NNMEM_ERR_STATE with diag. */
+NNMEM_API nnmem_status_t nnmem_onnx_dim_buckets_check(
+    const nnmem_onnx_dim_buckets_t *b, nnmem_diag_t *diag);
+
+/* The bucket serving `value`: the index of the smallest bucket >= value;
+ * NNMEM_ERR_NOT_FOUND when value is above the largest (a shape for the
+ * dynamic-shape pool). */
+NNMEM_API nnmem_status_t nnmem_onnx_dim_bucket_of(
+    const nnmem_onnx_dim_buckets_t *b, int64_t value, size_t *index_out);
+
 /* Number of supported operator types, and the i-th name ("Conv", ...). */
 NNMEM_API size_t nnmem_onnx_supported_count(void);
 NNMEM_API const char *nnmem_onnx_supported_name(size_t i);

@@ -12,6 +12,10 @@
  *             per slab; larger sizes get their own region
  * fixed       one block size, LIFO free list, grows by    O(1)
  *             chunks when free blocks drop below a mark
+ * shape       dynamic shapes: one block preallocated at   O(log n)
+ *             creation (the largest shape's bytes), split
+ *             on demand, best-fit free blocks in a treap,
+ *             coalesced; never grows, never returned
  *
  * All metadata lives outside the managed memory, so a pool works on
  * unbacked (simulated device) address ranges. Every free is validated
@@ -42,10 +46,12 @@ typedef enum nnmem_pool_kind {
   NNMEM_POOL_BUDDY,
   NNMEM_POOL_SLAB,
   NNMEM_POOL_FIXED,
+  NNMEM_POOL_SHAPE, /* dynamic-shape pool: one preallocated block */
   NNMEM_POOL_KIND_COUNT_
 } nnmem_pool_kind_t;
 
-/* "tiered", "tlsf", "best-fit", "first-fit", "buddy", "slab", "fixed". */
+/* "tiered", "tlsf", "best-fit", "first-fit", "buddy", "slab", "fixed",
+ * "shape". */
 NNMEM_API const char *nnmem_pool_kind_name(nnmem_pool_kind_t k);
 /* NNMEM_ERR_NOT_FOUND for unknown names. */
 NNMEM_API nnmem_status_t nnmem_pool_kind_parse(const char *name,
@@ -60,7 +66,8 @@ typedef struct nnmem_pool_config {
   uint64_t capacity;        /* max reserved bytes; 0 = unlimited */
   uint64_t chunk_size;      /* bytes per backend request; 0 = kind default
                                (tlsf/fit 4 MiB, buddy 64 MiB, fixed 64 blocks,
-                           tiered: small_max for its middle tier) */
+                           tiered: small_max for its middle tier; shape:
+                           the preallocated block, default capacity) */
   uint64_t block_size;      /* fixed: the block size (required) */
   uint64_t low_watermark;   /* fixed: grow when fewer free blocks remain */
   uint64_t split_threshold; /* tlsf/fit: split when the remainder is at
@@ -80,9 +87,10 @@ NNMEM_API void nnmem_pool_config_init(nnmem_pool_config_t *cfg);
 typedef struct nnmem_pool nnmem_pool_t;
 
 /* Creates a pool of `kind` on `backend` (not owned; must outlive the pool).
- * `cfg` may be NULL (fixed needs cfg->block_size). NNMEM_ERR_INVALID for a
- * bad config, NNMEM_ERR_NOMEM. Reserves nothing until the first
- * allocation. */
+ * `cfg` may be NULL (fixed needs cfg->block_size; shape needs chunk_size or
+ * capacity). NNMEM_ERR_INVALID for a bad config, NNMEM_ERR_NOMEM. Reserves
+ * nothing until the first allocation, except shape, which takes its whole
+ * block now (NNMEM_ERR_NOMEM when the backend refuses it). */
 NNMEM_API nnmem_status_t nnmem_pool_create(nnmem_pool_kind_t kind,
                                            const nnmem_pool_config_t *cfg,
                                            nnmem_backend_t *backend,
@@ -129,10 +137,13 @@ NNMEM_API nnmem_status_t nnmem_pool_stats(nnmem_pool_t *pool,
  * unbacked simulated device (alignment `device_align`, 0 = 256): buffer i
  * is allocated at step first and freed at step last; events run in time
  * order, frees before allocations at equal times, then by buffer index.
- * Buffers of size 0 are skipped. The trace runs twice: once timed, once
- * with a stats snapshot after every allocation (for the fragmentation at
- * the moment the reservation peaked). NNMEM_ERR_NOMEM when the pool fails
- * (diag names the buffer). */
+ * Buffers of size 0 are skipped. A shape pool without chunk_size or
+ * capacity gets a block of 1.25 x the trace's max live bytes + 64 KiB, or,
+ * when fragmentation defeats that, of the trace's total bytes (sizes
+ * rounded to the alignment), which always holds it. The trace runs twice: once
+ * timed, once with a stats snapshot after every allocation (for the
+ * fragmentation at the moment the reservation peaked). NNMEM_ERR_NOMEM when the
+ * pool fails (diag names the buffer). */
 typedef struct nnmem_replay_result {
   uint64_t operations;          /* allocations + frees */
   uint64_t peak_live_bytes;     /* max over time of the live requested bytes */

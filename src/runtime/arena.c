@@ -15,6 +15,11 @@
  *      bytes and the base rounded up inside it; copy the offsets;
  *   4. address(model, buffer) = base + offset.
  * saving = sum of heights - size: what separate arenas would have cost more.
+ * nnmem_arena_create_grouped: models of one concurrent group are stacked
+ * (nnmem_arena_layout: each base = the previous member's base + height,
+ * rounded up to the alignment), every other model starts at 0; size = the
+ * highest base + height; the layout passes nnmem_arena_layout_check before
+ * anything is reserved.
  * Invariants: every buffer's [offset, offset + size) lies inside the region;
  * base is a multiple of the alignment, so base + offset keeps every
  * alignment the planner gave the offset.
@@ -30,6 +35,7 @@
 typedef struct model {
   size_t n;
   uint64_t *offsets;
+  uint64_t base; /* where the model's offsets start (stacked groups) */
 } model_t;
 
 struct nnmem_arena {
@@ -117,39 +123,168 @@ static nnmem_status_t reserve(nnmem_arena_t *a, uint64_t align,
   return NNMEM_OK;
 }
 
-nnmem_status_t nnmem_arena_create_shared(const nnmem_problem_t *const *problems,
-                                         const nnmem_plan_t *const *plans,
-                                         size_t n, nnmem_backend_t *backend,
-                                         nnmem_arena_t **out,
-                                         nnmem_diag_t *diag) {
+void nnmem_arena_layout_config_init(nnmem_arena_layout_config_t *c) {
+  memset(c, 0, sizeof *c);
+  c->size = sizeof *c;
+}
+
+static void layout_config(const nnmem_arena_layout_config_t *in,
+                          nnmem_arena_layout_config_t *c) {
+  nnmem_arena_layout_config_init(c);
+  if (!in) return;
+  size_t n = in->size && in->size < sizeof *c ? in->size : sizeof *c;
+  memcpy(c, in, n);
+  c->size = sizeof *c;
+}
+
+static uint32_t group_of(const nnmem_arena_layout_config_t *c, size_t m) {
+  return c->groups ? c->groups[m] : 0;
+}
+
+/* Steps: 1. each model alone starts at 0; 2. a model of group g starts at
+ * the top of the previous member of g (rounded up to the alignment); 3. size
+ * = max(base + height). The previous member is found by a backward scan:
+ * O(n^2) worst case, n is a handful of models. */
+nnmem_status_t nnmem_arena_layout(const uint64_t *heights, size_t n,
+                                  const nnmem_arena_layout_config_t *cfg,
+                                  uint64_t *bases, nnmem_arena_layout_t *out,
+                                  nnmem_diag_t *diag) {
+  nnmem_arena_layout_config_t c;
+  layout_config(cfg, &c);
+  if (!heights || !bases || !out || n == 0)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "an arena layout needs at least one model");
+  uint64_t align = c.alignment ? c.alignment : 1;
+  if (!nnmem__is_pow2(align))
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "arena layout: alignment %llu is not a power of two",
+                       (unsigned long long)c.alignment);
+  memset(out, 0, sizeof *out);
+  for (size_t m = 0; m < n; m++) {
+    uint32_t g = group_of(&c, m);
+    size_t prev = m;
+    for (size_t j = m; g && j-- > 0;)
+      if (group_of(&c, j) == g) {
+        prev = j;
+        break;
+      }
+    uint64_t base = 0, top;
+    if (prev != m && (nnmem__add_overflow(bases[prev], heights[prev], &base) ||
+                      nnmem__align_up(base, align, &base)))
+      return nnmem__diag(diag, NNMEM_ERR_OVERFLOW,
+                         "arena layout: group %u overflows 64 bits", g);
+    if (nnmem__add_overflow(base, heights[m], &top) ||
+        nnmem__add_overflow(out->sum_heights, heights[m], &out->sum_heights))
+      return nnmem__diag(diag, NNMEM_ERR_OVERFLOW,
+                         "arena layout: model %zu overflows 64 bits", m);
+    bases[m] = base;
+    out->size = nnmem__max_u64(out->size, top);
+    if (prev == m) out->slots++;
+  }
+  out->saving = out->sum_heights - out->size;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_arena_layout_check(const uint64_t *heights, size_t n,
+                                        const nnmem_arena_layout_config_t *cfg,
+                                        const uint64_t *bases, uint64_t size,
+                                        nnmem_diag_t *diag) {
+  nnmem_arena_layout_config_t c;
+  layout_config(cfg, &c);
+  if (!heights || !bases)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID, "arena layout check: NULL");
+  uint64_t align = c.alignment ? c.alignment : 1;
+  for (size_t m = 0; m < n; m++) {
+    if (bases[m] > size || heights[m] > size - bases[m])
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "arena layout: model %zu [%llu, +%llu) passes the "
+                         "arena's %llu bytes",
+                         m, (unsigned long long)bases[m],
+                         (unsigned long long)heights[m],
+                         (unsigned long long)size);
+    if (bases[m] % align)
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "arena layout: model %zu base %llu is not a "
+                         "multiple of %llu",
+                         m, (unsigned long long)bases[m],
+                         (unsigned long long)align);
+    for (size_t j = 0; j < m; j++) {
+      if (!group_of(&c, m) || group_of(&c, j) != group_of(&c, m)) continue;
+      /* both inside [0, size): the sums cannot overflow */
+      if (heights[m] && heights[j] && bases[m] < bases[j] + heights[j] &&
+          bases[j] < bases[m] + heights[m])
+        return nnmem__diag(diag, NNMEM_ERR_STATE,
+                           "arena layout: concurrent models %zu and %zu "
+                           "overlap",
+                           j, m);
+    }
+  }
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_arena_create_grouped(
+    const nnmem_problem_t *const *problems, const nnmem_plan_t *const *plans,
+    size_t n, const nnmem_arena_layout_config_t *cfg, nnmem_backend_t *backend,
+    nnmem_arena_t **out, nnmem_diag_t *diag) {
   if (!out) return NNMEM_ERR_INVALID;
   *out = NULL;
   if (!problems || !plans || n == 0 || !backend)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "an arena needs at least one plan and a backend");
-  uint64_t align = backend->alignment ? backend->alignment : 1, size = 0,
-           sum = 0;
-  for (size_t m = 0; m < n; m++) {
-    nnmem_status_t st = check_model(problems[m], plans[m], m, &align, diag);
-    if (st != NNMEM_OK) return st;
-    uint64_t h = nnmem_plan_height(plans[m]);
-    size = nnmem__max_u64(size, h);
-    if (nnmem__add_overflow(sum, h, &sum)) return NNMEM_ERR_OVERFLOW;
+  uint64_t align = backend->alignment ? backend->alignment : 1;
+  uint64_t *heights = calloc(2 * n, sizeof *heights), *bases = heights + n;
+  if (!heights) return NNMEM_ERR_NOMEM;
+  nnmem_status_t st = NNMEM_OK;
+  for (size_t m = 0; m < n && st == NNMEM_OK; m++) {
+    st = check_model(problems[m], plans[m], m, &align, diag);
+    if (st == NNMEM_OK) heights[m] = nnmem_plan_height(plans[m]);
   }
-  nnmem_arena_t *a = calloc(1, sizeof *a);
-  if (!a) return NNMEM_ERR_NOMEM;
+  nnmem_arena_layout_config_t c;
+  layout_config(cfg, &c);
+  c.alignment = nnmem__max_u64(c.alignment, align); /* bases keep alignment */
+  nnmem_arena_layout_t lay;
+  if (st == NNMEM_OK)
+    st = nnmem_arena_layout(heights, n, &c, bases, &lay, diag);
+  if (st == NNMEM_OK)
+    st = nnmem_arena_layout_check(heights, n, &c, bases, lay.size, diag);
+  nnmem_arena_t *a = st == NNMEM_OK ? calloc(1, sizeof *a) : NULL;
+  if (st == NNMEM_OK && !a) st = NNMEM_ERR_NOMEM;
+  if (st != NNMEM_OK) {
+    free(heights);
+    return st;
+  }
   a->backend = backend;
   a->n_models = n;
-  a->sum_heights = sum;
+  a->sum_heights = lay.sum_heights;
   a->models = calloc(n, sizeof *a->models);
-  nnmem_status_t st = a->models ? copy_models(a, plans) : NNMEM_ERR_NOMEM;
-  a->size = size ? size : 1; /* an empty plan still gets a valid base */
+  st = a->models ? copy_models(a, plans) : NNMEM_ERR_NOMEM;
+  for (size_t m = 0; st == NNMEM_OK && m < n; m++)
+    a->models[m].base = bases[m];
+  free(heights);
+  a->size = lay.size ? lay.size : 1; /* an empty plan still gets a base */
   if (st == NNMEM_OK) st = reserve(a, align, diag);
   if (st != NNMEM_OK) {
     nnmem_arena_destroy(a);
     return st;
   }
   *out = a;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_arena_create_shared(const nnmem_problem_t *const *problems,
+                                         const nnmem_plan_t *const *plans,
+                                         size_t n, nnmem_backend_t *backend,
+                                         nnmem_arena_t **out,
+                                         nnmem_diag_t *diag) {
+  return nnmem_arena_create_grouped(problems, plans, n, NULL, backend, out,
+                                    diag);
+}
+
+nnmem_status_t nnmem_arena_model_base(const nnmem_arena_t *a, size_t model,
+                                      uint64_t *base_out) {
+  if (!a || !base_out) return NNMEM_ERR_INVALID;
+  if (model >= a->n_models) return NNMEM_ERR_NOT_FOUND;
+  *base_out = a->models[model].base;
   return NNMEM_OK;
 }
 
@@ -166,7 +301,8 @@ nnmem_status_t nnmem_arena_address(const nnmem_arena_t *a, size_t model,
   *out = NULL;
   if (model >= a->n_models || buffer >= a->models[model].n)
     return NNMEM_ERR_NOT_FOUND;
-  *out = (char *)a->base + a->models[model].offsets[buffer];
+  *out = (char *)a->base + a->models[model].base +
+         a->models[model].offsets[buffer];
   return NNMEM_OK;
 }
 

@@ -43,7 +43,8 @@ struct nnmem_pool {
 };
 
 static const char *const kind_names[NNMEM_POOL_KIND_COUNT_] = {
-    "tiered", "tlsf", "best-fit", "first-fit", "buddy", "slab", "fixed"};
+    "tiered", "tlsf", "best-fit", "first-fit",
+    "buddy",  "slab", "fixed",    "shape"};
 
 const char *nnmem_pool_kind_name(nnmem_pool_kind_t k) {
   return (unsigned)k < NNMEM_POOL_KIND_COUNT_ ? kind_names[k] : "unknown";
@@ -120,12 +121,27 @@ static nnmem_status_t resolve(nnmem_pool_kind_t kind,
                  : kind == NNMEM_POOL_FIXED  ? p->block * 64
                  : kind == NNMEM_POOL_TIERED ? p->small_max
                                              : (4u << 20);
+  if (kind == NNMEM_POOL_SHAPE) { /* the block: chunk_size, else capacity */
+    def = c->capacity & ~(g - 1); /* rounded down: stays under capacity */
+    if (!c->chunk_size && !def)
+      return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                         "pool config: a shape pool needs chunk_size (its "
+                         "preallocated block) or capacity");
+    p->retain_empty = 1;
+    p->one_region = 1;
+  }
   p->chunk = c->chunk_size ? c->chunk_size : def;
   if (p->chunk > MAX_SIZE || nnmem__align_up(p->chunk, g, &p->chunk))
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "pool config: chunk_size "
                        "too large");
   if (kind == NNMEM_POOL_BUDDY) p->chunk = nnmem__next_pow2(p->chunk);
+  if (kind == NNMEM_POOL_SHAPE && c->capacity && p->chunk > c->capacity)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "pool config: the shape pool's block (%llu bytes) "
+                       "exceeds its capacity %llu",
+                       (unsigned long long)p->chunk,
+                       (unsigned long long)c->capacity);
   return NNMEM_OK;
 }
 
@@ -145,6 +161,8 @@ static nnmem_status_t make_impl(nnmem_pool_kind_t kind,
       return nnmem__slab_create(p, src, out);
     case NNMEM_POOL_FIXED:
       return nnmem__fixed_create(p, src, out);
+    case NNMEM_POOL_SHAPE:
+      return nnmem__shape_create(p, src, out);
     default:
       return NNMEM_ERR_INVALID;
   }
@@ -192,6 +210,11 @@ nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
   st = make_impl(kind, &p, &pool->src, &pool->impl);
   if (st != NNMEM_OK) {
     free(pool);
+    if (kind == NNMEM_POOL_SHAPE && st == NNMEM_ERR_NOMEM)
+      return nnmem__diag(diag, st,
+                         "the backend refused the shape pool's block of "
+                         "%llu bytes",
+                         (unsigned long long)p.chunk);
     return nnmem__diag(diag, st, "cannot create the structures of a %s pool",
                        kind_names[kind]);
   }

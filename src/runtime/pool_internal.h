@@ -38,6 +38,7 @@ typedef struct nnmem__pool_params {
   uint64_t small_max, large_min;
   nnmem_pool_kind_t middle;
   int retain_empty;
+  int one_region; /* rlist: never take a second chunk (the shape pool) */
 } nnmem__pool_params_t;
 
 typedef struct nnmem__impl_ops {
@@ -73,6 +74,12 @@ nnmem_status_t nnmem__fixed_create(const nnmem__pool_params_t *p,
                                    nnmem__src_t *src, nnmem__impl_t *out);
 nnmem_status_t nnmem__direct_create(const nnmem__pool_params_t *p,
                                     nnmem__src_t *src, nnmem__impl_t *out);
+nnmem_status_t nnmem__shape_create(const nnmem__pool_params_t *p,
+                                   nnmem__src_t *src, nnmem__impl_t *out);
+/* rlist.c for shape.c: takes one chunk of p->chunk bytes now (free); the
+ * number of chunks held and their total length. */
+nnmem_status_t nnmem__rlist_prefill(void *self);
+void nnmem__rlist_regions(void *self, size_t *count, uint64_t *bytes);
 nnmem_status_t nnmem__tiered_create(const nnmem__pool_params_t *p,
                                     nnmem__src_t *src, nnmem__impl_t *out);
 

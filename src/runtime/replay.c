@@ -15,6 +15,7 @@
 
 #include "common/util.h"
 #include "nnmem/pool.h"
+#include "runtime/pool_internal.h"
 
 typedef struct event {
   uint64_t time;
@@ -131,11 +132,38 @@ nnmem_status_t nnmem_pool_replay_stats(
     return nnmem__diag(diag, s, "out of memory replaying the trace");
   ps.problem = problem;
   ps.ev = ev;
+  nnmem_pool_config_t shape_cfg;
+  uint64_t shape_total = 0; /* nonzero: the fallback block (see below) */
+  if (kind == NNMEM_POOL_SHAPE &&
+      (!cfg || (!cfg->chunk_size && !cfg->capacity))) {
+    /* the block: 1.25 x the trace's max live bytes; when fragmentation
+     * defeats that, the whole trace at once (always fits) */
+    uint64_t lb = 0, a = device_align ? device_align : 256;
+    nnmem_pool_config_init(&shape_cfg);
+    if (cfg) nnmem__config_copy(&shape_cfg, sizeof shape_cfg, cfg);
+    s = nnmem_problem_total_bytes(problem, a, &shape_total);
+    if (s == NNMEM_OK) s = nnmem_problem_lower_bound(problem, a, &lb);
+    if (s != NNMEM_OK) {
+      free(ev);
+      return nnmem__diag(diag, s, "replay: the trace's total bytes overflow");
+    }
+    shape_total = shape_total ? shape_total : 1;
+    uint64_t want = lb + lb / 4 + (64u << 10);
+    shape_cfg.chunk_size = want < shape_total ? want : shape_total;
+    cfg = &shape_cfg;
+  }
   ps.addr = calloc(nnmem_problem_count(problem) + 1, sizeof(void *));
   nnmem_stats_t st;
   double t0 = nnmem__now();
   s = ps.addr ? one_pass(&ps, kind, cfg, device_align, &st, diag)
               : NNMEM_ERR_NOMEM;
+  if (s == NNMEM_ERR_NOMEM && shape_total &&
+      shape_cfg.chunk_size < shape_total) {
+    ps.live = ps.peak_live = 0;
+    shape_cfg.chunk_size = shape_total;
+    t0 = nnmem__now();
+    s = one_pass(&ps, kind, cfg, device_align, &st, diag);
+  }
   double dt = nnmem__now() - t0;
   if (s == NNMEM_OK) {
     ps.measure = 1;

@@ -146,6 +146,7 @@ static nnmem_status_t rl_alloc(void *self, uint64_t size, uint64_t align,
     return NNMEM_ERR_NOMEM;
   if (!reserve_records(r, 3)) return NNMEM_ERR_NOMEM;
   nnmem__rblock_t *b = index_find(r, search);
+  if (!b && r->p.one_region && r->chunks) return NNMEM_ERR_NOMEM;
   if (!b) {
     nnmem_status_t st = grow(r, search, &b);
     if (st != NNMEM_OK) return st;
@@ -280,6 +281,23 @@ static void rl_destroy(void *self) {
     free(b);
   }
   free(r);
+}
+
+nnmem_status_t nnmem__rlist_prefill(void *self) {
+  rlist_t *r = self;
+  nnmem__rblock_t *b;
+  if (!reserve_records(r, 1)) return NNMEM_ERR_NOMEM;
+  return grow(r, r->p.chunk, &b);
+}
+
+void nnmem__rlist_regions(void *self, size_t *count, uint64_t *bytes) {
+  rlist_t *r = self;
+  *count = 0;
+  *bytes = 0;
+  for (nnmem__rblock_t *c = r->chunks; c; c = c->cnext) {
+    (*count)++;
+    *bytes += c->chunk_len;
+  }
 }
 
 static const nnmem__impl_ops_t rlist_ops = {rl_alloc, rl_free,      rl_owns,

@@ -72,4 +72,15 @@ expect_rc 0 replay "$T/esc"$'\x1b'"[31m.csv"
 out_has 'esc\x1b[31m.csv'
 grep -q $'\x1b' "$T/stdout" && fail "raw escape byte on stdout"
 
+# the dynamic-shape pool: one device request for the whole trace (its
+# block, 1.25 x the peak live bytes + 64 KiB, here 18,878,464 live ->
+# 23,663,616 reserved), no fragmentation reported inside it
+expect_rc 0 replay "$NNMEM_SOURCE_DIR/examples/traces/bert_base_b8.csv" --pool shape --json
+py 'import json,sys
+r = json.load(open(sys.argv[1]))
+r = r[0] if isinstance(r, list) else r
+assert r["device_requests"] == 1, r
+assert r["peak_reserved_bytes"] == 18878464 + 18878464 // 4 + 65536, r
+' "$T/stdout"
+
 finish

@@ -62,7 +62,7 @@ no_hint plan --model foo
 # Pool kinds of replay.
 printf 'id,lower,upper,size\na,0,2,64\n' >"$T/trace.csv"
 hint tlsf replay "$T/trace.csv" --pool tlfs
-err_has "bad --pool 'tlfs': expected tiered, tlsf, buddy, best-fit, first-fit, slab or all"
+err_has "bad --pool 'tlfs': expected tiered, tlsf, buddy, best-fit, first-fit, slab, shape or all"
 hint best-fit replay "$T/trace.csv" --pool best
 no_hint replay "$T/trace.csv" --pool zz
 

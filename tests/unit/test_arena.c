@@ -202,12 +202,158 @@ static void test_plan_alignment(void **state) {
   check_plan_alignment_kept(&skew);
 }
 
+/* Layout by hand: heights a 300, b 100, c 250, d 70, e 40; b and d run
+ * together (group 1), c and e together (group 2), a alone. Alignment 64:
+ * b 0, d 128 (100 up to 128), c 0, e 256; size = max(300, 198, 296) = 300;
+ * sum 760. The checker accepts it and rejects overlapping, misaligned and
+ * out-of-range bases (naming the models). */
+static void test_layout(void **state) {
+  (void)state;
+  const uint64_t h[5] = {300, 100, 250, 70, 40};
+  const uint32_t g[5] = {0, 1, 2, 1, 2};
+  nnmem_arena_layout_config_t c;
+  nnmem_arena_layout_config_init(&c);
+  c.groups = g;
+  c.alignment = 64;
+  uint64_t base[5];
+  nnmem_arena_layout_t lay;
+  assert_ok(nnmem_arena_layout(h, 5, &c, base, &lay, NULL));
+  assert_int_equal(base[0], 0);
+  assert_int_equal(base[1], 0);
+  assert_int_equal(base[2], 0);
+  assert_int_equal(base[3], 128);
+  assert_int_equal(base[4], 256);
+  assert_int_equal(lay.size, 300);
+  assert_int_equal(lay.sum_heights, 760);
+  assert_int_equal(lay.saving, 460);
+  assert_int_equal(lay.slots, 3);
+  assert_ok(nnmem_arena_layout_check(h, 5, &c, base, lay.size, NULL));
+  nnmem_diag_t d = {{0}};
+  uint64_t bad[5] = {0, 0, 0, 64, 256}; /* d over b */
+  assert_int_equal(nnmem_arena_layout_check(h, 5, &c, bad, 300, &d),
+                   NNMEM_ERR_STATE);
+  assert_non_null(strstr(d.message, "models 1 and 3 overlap"));
+  bad[3] = 130; /* misaligned */
+  assert_int_equal(nnmem_arena_layout_check(h, 5, &c, bad, 300, &d),
+                   NNMEM_ERR_STATE);
+  bad[3] = 256; /* 256 + 70 > 300 */
+  assert_int_equal(nnmem_arena_layout_check(h, 5, &c, bad, 300, &d),
+                   NNMEM_ERR_STATE);
+  assert_non_null(strstr(d.message, "model 3"));
+  /* every model alone: the size is the max height */
+  assert_ok(nnmem_arena_layout(h, 5, NULL, base, &lay, NULL));
+  assert_int_equal(lay.size, 300);
+  assert_int_equal(lay.slots, 5);
+  for (int i = 0; i < 5; i++)
+    assert_int_equal(base[i], 0);
+  /* bad input */
+  assert_int_equal(nnmem_arena_layout(h, 0, NULL, base, &lay, NULL),
+                   NNMEM_ERR_INVALID);
+  c.alignment = 48;
+  assert_int_equal(nnmem_arena_layout(h, 5, &c, base, &lay, NULL),
+                   NNMEM_ERR_INVALID);
+  const uint64_t huge[2] = {UINT64_MAX - 10, 100};
+  const uint32_t both[2] = {1, 1};
+  c.alignment = 0;
+  c.groups = both;
+  assert_int_equal(nnmem_arena_layout(huge, 2, &c, base, &lay, NULL),
+                   NNMEM_ERR_OVERFLOW);
+}
+
+/* Random groups (seed printed): the layout passes its checker; the size
+ * equals a brute-force value (max over groups of the group's sum when
+ * alignment is 1, and max height for models alone). */
+static void test_layout_random(void **state) {
+  (void)state;
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    uint64_t rng = seed, h[12], base[12], want = 0, group_sum[4] = {0};
+    uint32_t g[12];
+    size_t n = 1 + tu_rand(&rng) % 12;
+    for (size_t i = 0; i < n; i++) {
+      h[i] = tu_rand(&rng) % 5000;
+      g[i] = (uint32_t)(tu_rand(&rng) % 4);
+      if (g[i])
+        group_sum[g[i]] += h[i];
+      else if (h[i] > want)
+        want = h[i];
+    }
+    for (int k = 1; k < 4; k++)
+      if (group_sum[k] > want) want = group_sum[k];
+    nnmem_arena_layout_config_t c;
+    nnmem_arena_layout_config_init(&c);
+    c.groups = g;
+    nnmem_arena_layout_t lay;
+    nnmem_diag_t d = {{0}};
+    assert_ok(nnmem_arena_layout(h, n, &c, base, &lay, NULL));
+    if (lay.size != want)
+      fail_msg("seed %llu: size %llu, brute force %llu",
+               (unsigned long long)seed, (unsigned long long)lay.size,
+               (unsigned long long)want);
+    if (nnmem_arena_layout_check(h, n, &c, base, lay.size, &d) != NNMEM_OK)
+      fail_msg("seed %llu: %s", (unsigned long long)seed, d.message);
+  }
+}
+
+/* Two copies of the small problem run together, a third one alone: the
+ * grouped arena is 600 B (plus alignment), the second model's addresses
+ * start at base 300 (rounded up to the backend's alignment),
+ * and writing every buffer of both concurrent models at the same step
+ * corrupts nothing. */
+static void test_grouped(void **state) {
+  (void)state;
+  nnmem_problem_t *p = small_problem(1);
+  nnmem_plan_t *pl = tu_plan_verified(p, NULL);
+  const nnmem_problem_t *probs[3] = {p, p, p};
+  const nnmem_plan_t *plans[3] = {pl, pl, pl};
+  const uint32_t g[3] = {7, 7, 0};
+  nnmem_arena_layout_config_t c;
+  nnmem_arena_layout_config_init(&c);
+  c.groups = g;
+  nnmem_backend_t *host = NULL;
+  assert_ok(nnmem_backend_host_create(&host));
+  nnmem_arena_t *ar = NULL;
+  assert_ok(nnmem_arena_create_grouped(probs, plans, 3, &c, host, &ar, NULL));
+  nnmem_arena_info_t info;
+  nnmem_arena_info(ar, &info);
+  uint64_t b0 = 1, b1 = 0, b2 = 1;
+  assert_ok(nnmem_arena_model_base(ar, 0, &b0));
+  assert_ok(nnmem_arena_model_base(ar, 1, &b1));
+  assert_ok(nnmem_arena_model_base(ar, 2, &b2));
+  assert_int_equal(b0, 0);
+  assert_int_equal(b2, 0);
+  /* 300 rounded up to the backend's alignment (host: 16 or 64) */
+  assert_true(b1 >= 300 && b1 < 364);
+  assert_int_equal(info.size, b1 + 300);
+  assert_int_equal(info.sum_heights, 900);
+  assert_int_equal(info.saving, 900 - info.size);
+  assert_int_equal(nnmem_arena_model_base(ar, 3, &b1), NNMEM_ERR_NOT_FOUND);
+  /* step 1: a and b of both concurrent models are live together */
+  const nnmem_buffer_t *bf = nnmem_problem_buffers(p);
+  for (size_t m = 0; m < 2; m++)
+    for (size_t i = 0; i < 2; i++) {
+      void *addr;
+      assert_ok(nnmem_arena_address(ar, m, i, &addr));
+      memset(addr, (int)(1 + m * 2 + i), bf[i].size);
+    }
+  for (size_t m = 0; m < 2; m++)
+    for (size_t i = 0; i < 2; i++) {
+      unsigned char *addr;
+      assert_ok(nnmem_arena_address(ar, m, i, (void **)&addr));
+      for (uint64_t k = 0; k < bf[i].size; k++)
+        assert_int_equal(addr[k], 1 + m * 2 + i);
+    }
+  nnmem_arena_destroy(ar);
+  nnmem_backend_destroy(host);
+  nnmem_plan_destroy(pl);
+  nnmem_problem_destroy(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_single),
-      cmocka_unit_test(test_shared),
-      cmocka_unit_test(test_invalid),
-      cmocka_unit_test(test_plan_alignment),
+      cmocka_unit_test(test_single),  cmocka_unit_test(test_shared),
+      cmocka_unit_test(test_invalid), cmocka_unit_test(test_plan_alignment),
+      cmocka_unit_test(test_layout),  cmocka_unit_test(test_layout_random),
+      cmocka_unit_test(test_grouped),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

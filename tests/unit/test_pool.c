@@ -14,7 +14,7 @@
 static const nnmem_pool_kind_t kinds[] = {
     NNMEM_POOL_TIERED,    NNMEM_POOL_TLSF,  NNMEM_POOL_BEST_FIT,
     NNMEM_POOL_FIRST_FIT, NNMEM_POOL_BUDDY, NNMEM_POOL_SLAB,
-    NNMEM_POOL_FIXED};
+    NNMEM_POOL_FIXED,     NNMEM_POOL_SHAPE};
 #define N_KINDS (sizeof kinds / sizeof *kinds)
 
 static nnmem_backend_t *sim(int backed, uint64_t align) {
@@ -40,6 +40,7 @@ static nnmem_pool_t *make_pool(nnmem_pool_kind_t k, nnmem_backend_t *b,
   nnmem_pool_config_init(&c);
   c.chunk_size = chunk;
   if (k == NNMEM_POOL_FIXED) c.block_size = 3000;
+  if (k == NNMEM_POOL_SHAPE) c.chunk_size = 32 << 20; /* the one block */
   if (k == NNMEM_POOL_TIERED) {
     c.small_max = 4096; /* small thresholds so every tier is exercised */
     c.large_min = 64 << 10;
@@ -316,7 +317,10 @@ static void random_run(nnmem_pool_kind_t k, uint64_t seed, int steps) {
   assert_int_equal(s.live_count, 0);
   assert_int_equal(s.requested_bytes, 0);
   assert_int_equal(s.allocated_bytes, 0);
-  if (k != NNMEM_POOL_FIXED) assert_int_equal(s.reserved_bytes, 0);
+  if (k == NNMEM_POOL_SHAPE) /* the block stays, entirely free */
+    assert_int_equal(s.free_bytes, s.reserved_bytes);
+  else if (k != NNMEM_POOL_FIXED)
+    assert_int_equal(s.reserved_bytes, 0);
   nnmem_pool_destroy(p);
   nnmem_sim_counters_t c;
   assert_ok(nnmem_backend_sim_counters(b, &c));

@@ -141,6 +141,13 @@ int cli_args_parse(const cli_parse_t *p, int argc, char **argv) {
       size_t i = 0;
       while (p->positional[i] && *p->positional[i])
         i++;
+      if (!p->positional[i] && p->rest && *p->n_rest < p->rest_cap) {
+        p->rest[(*p->n_rest)++] = v;
+        continue;
+      }
+      if (!p->positional[i] && p->rest)
+        return cli_usage_error(p->cmd, "too many inputs (at most %zu): '%s'",
+                               p->rest_cap + 1, v);
       if (!p->positional[i])
         return cli_usage_error(p->cmd, "unexpected argument '%s'", v);
       *p->positional[i] = v;

@@ -8,6 +8,8 @@
 #ifndef NNMEM_CLI_ARGS_H
 #define NNMEM_CLI_ARGS_H
 
+#include <stddef.h>
+
 #define CLI_OPT_INLINE 2
 
 typedef struct cli_opt {
@@ -60,6 +62,11 @@ typedef struct cli_parse {
   /* positional arguments fill these in order (NULL-terminated, at most 2);
    * one more is "unexpected argument" */
   const char **positional[3];
+  /* positional arguments past those go here when rest is set (at most
+   * rest_cap; one more is "too many"); NULL: "unexpected argument" */
+  const char **rest;
+  size_t rest_cap;
+  size_t *n_rest;
 } cli_parse_t;
 
 /* Scans every argument. Returns -1 when all were taken, 0 after printing the

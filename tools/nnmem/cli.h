@@ -26,6 +26,7 @@ enum {
 
 /* Options of ONNX inputs (--dim, --dtype, --layout, --strict). */
 #define CLI_MAX_DIMS 32
+#define CLI_MAX_MODELS 64 /* inputs of `nnmem plan --shared-arena` */
 typedef struct cli_onnx_opts {
   nnmem_onnx_dim_t dims[CLI_MAX_DIMS];
   size_t n_dims;
@@ -33,6 +34,9 @@ typedef struct cli_onnx_opts {
   nnmem_onnx_layout_t layout; /* NCHW = as in the model */
   int strict;
   const char *first; /* the first ONNX-only option given, for messages */
+  /* --dim NAME=LO..HI or NAME=V1,V2,...: shape buckets (one such --dim) */
+  int has_buckets;
+  nnmem_onnx_dim_buckets_t buckets;
 } cli_onnx_opts_t;
 
 typedef struct cli_plan_opts {
@@ -58,6 +62,13 @@ typedef struct cli_plan_opts {
   cli_onnx_opts_t onnx;
   int order; /* --order: CLI_ORDER_FILE (default) / _MEMORY */
   int order_given;
+  /* several models in one arena (cmd_plan_multi.c) */
+  const char *more_inputs[CLI_MAX_MODELS - 1]; /* inputs after the first */
+  size_t n_more;
+  int shared_arena;                       /* --shared-arena */
+  const char *concurrent[CLI_MAX_MODELS]; /* --concurrent A,B (each one
+                                             a group; the text as given) */
+  size_t n_concurrent;
 } cli_plan_opts_t;
 
 enum { CLI_ORDER_FILE = 0, CLI_ORDER_MEMORY = 1 };
@@ -122,6 +133,23 @@ int cli_json_print(nnmem__jw_t *w, nnmem__text_t *t);
  * `status` (NOFIT for NNMEM_ERR_CAPACITY, INTERNAL for NNMEM_ERR_NOMEM,
  * INVALID otherwise). */
 int cli_fail(nnmem_status_t status, const nnmem_diag_t *diag);
+
+/* ---- cmd_plan.c, for cmd_plan_multi.c: one model planned as `nnmem plan`
+ * plans it (load, order, liveness, plan, verify, profile), no output ---- */
+typedef struct cli_planned cli_planned_t;
+/* Plans `input` (a path, or NULL for the built-in model) with the options
+ * `o` (its output files are ignored) and `extra` (one more dim binding, or
+ * NULL). Returns the exit code; the error is printed (cli_fail). */
+int cli_plan_model(const cli_plan_opts_t *o, const char *input,
+                   const nnmem_onnx_dim_t *extra, cli_planned_t **out);
+const cli_run_t *cli_planned_run(const cli_planned_t *p);
+/* The ONNX import report, or NULL for other inputs. */
+const nnmem_onnx_report_t *cli_planned_onnx(const cli_planned_t *p);
+void cli_planned_free(cli_planned_t *p);
+
+/* cmd_plan_multi.c: --shared-arena (several models) and --dim ranges
+ * (shape buckets); returns the exit code. */
+int cli_plan_multi(const cli_plan_opts_t *o);
 
 /* ---- report.c ---- */
 

@@ -77,7 +77,14 @@ static int set_inspect_option(void *opts, int id, const char *v) {
     case I_MAX_INPUT:
       return cli_parse_max_input("inspect", v, &o->max_input);
     case I_DIM:
-      return cli_onnx_option("inspect", &o->onnx, "dim", v);
+      if (cli_onnx_option("inspect", &o->onnx, "dim", v)) return 1;
+      if (o->onnx.has_buckets) /* a plan per bucket: a `plan` matter */
+        return cli_usage_error("inspect",
+                               "--dim '%s': ranges and lists are for `nnmem "
+                               "plan` (a plan per bucket); inspect takes "
+                               "NAME=VALUE",
+                               v);
+      return 0;
     case I_DTYPE:
       return cli_onnx_option("inspect", &o->onnx, "dtype", v);
     case I_LAYOUT:
@@ -90,9 +97,16 @@ static int set_inspect_option(void *opts, int id, const char *v) {
 /* Returns -1 to continue, else the exit code. */
 static int parse_inspect_args(int argc, char **argv, inspect_opts_t *o) {
   memset(o, 0, sizeof *o);
-  cli_parse_t p = {"inspect",          inspect_table,      I_HELP,
-                   print_inspect_help, set_inspect_option, o,
-                   {&o->input, NULL}};
+  cli_parse_t p = {"inspect",
+                   inspect_table,
+                   I_HELP,
+                   print_inspect_help,
+                   set_inspect_option,
+                   o,
+                   {&o->input, NULL},
+                   NULL,
+                   0,
+                   NULL};
   int e = cli_args_parse(&p, argc, argv);
   if (e >= 0) return e;
   if (!o->input) return cli_usage_error("inspect", "missing MODEL");

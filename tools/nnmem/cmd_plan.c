@@ -65,7 +65,9 @@ enum {
   OPT_TRACE_JSON,
   OPT_OPTIMAL,
   OPT_NODE_BUDGET,
-  OPT_ORDER
+  OPT_ORDER,
+  OPT_SHARED_ARENA,
+  OPT_CONCURRENT
 };
 
 static const cli_opt_t plan_table[] = {
@@ -93,6 +95,8 @@ static const cli_opt_t plan_table[] = {
     {"optimal", 0, 0, OPT_OPTIMAL},
     {"node-budget", 0, 1, OPT_NODE_BUDGET},
     {"order", 0, 1, OPT_ORDER},
+    {"shared-arena", 0, 0, OPT_SHARED_ARENA},
+    {"concurrent", 0, 1, OPT_CONCURRENT},
     {NULL, 0, 0, 0}};
 
 typedef struct plan_ctx {
@@ -177,6 +181,7 @@ static void print_plan_help(void) {
     strategies[s] = nnmem_strategy_name((nnmem_strategy_t)s);
   fputs(
       "Usage: nnmem plan [INPUT] [options]\n"
+      "       nnmem plan INPUT INPUT... --shared-arena [--concurrent A,B]\n"
       "\n"
       "INPUT is an ONNX model (.onnx), a graph (.json), a MiniMalloc problem\n"
       "(.csv: id,lower,upper,size with half-open lifetimes [lower, upper)), "
@@ -217,6 +222,12 @@ static void print_plan_help(void) {
       "      --order file|memory  operator order of a graph: file (default:\n"
       "                         as written) or memory (a topological order\n"
       "                         with the lowest peak of live bytes)\n"
+      "      --shared-arena     INPUT... (2 to 64 models): one arena for all;\n"
+      "                         models take turns (arena = the largest\n"
+      "                         height); weights stay per model, resident\n"
+      "      --concurrent A,B   with --shared-arena: these models run at the\n"
+      "                         same time, their heights add up (repeatable:\n"
+      "                         one group each)\n"
       "  -o, --out FILE         write the plan: .json (plan JSON: buffers\n"
       "                         with offsets; graphs add tensors) or .csv\n"
       "                         (problems: input columns + offset; graphs:\n"
@@ -247,6 +258,11 @@ static void print_plan_help(void) {
       "                         sequence-like dim; a NAME the model lacks is "
       "an\n"
       "                         error\n"
+      "      --dim NAME=LO..HI  shape buckets (one such --dim): LO, the "
+      "powers\n"
+      "                         of two between, HI (or NAME=V1,V2,...: "
+      "these);\n"
+      "                         a plan per bucket, one arena for the largest\n"
       "      --dtype TYPE       plan floating tensors as if converted to TYPE\n"
       "      --layout L         NCHW (default), NHWC or NC1HWC0 (channels "
       "padded\n"
@@ -362,6 +378,14 @@ static int set_option(void *opts, int id, const char *v) {
       return cli_onnx_option("plan", &o->onnx, "strict", v);
     case OPT_MAX_INPUT:
       return cli_parse_max_input("plan", v, &o->max_input);
+    case OPT_SHARED_ARENA:
+      o->shared_arena = 1;
+      return 0;
+    case OPT_CONCURRENT:
+      if (o->n_concurrent == CLI_MAX_MODELS)
+        return cli_usage_error("plan", "too many --concurrent groups");
+      o->concurrent[o->n_concurrent++] = v;
+      return 0;
   }
   return 0;
 }
@@ -371,8 +395,49 @@ static int has_ext(const char *path, const char *ext) {
   return n > e && strcasecmp(path + n - e, ext) == 0;
 }
 
+/* --shared-arena, --concurrent, several inputs and shape buckets. */
+static int check_multi_options(const cli_plan_opts_t *o) {
+  if (o->n_more && !o->shared_arena)
+    return cli_usage_error("plan",
+                           "unexpected argument '%s': several inputs plan "
+                           "into one arena only with --shared-arena",
+                           o->more_inputs[0]);
+  if (o->n_concurrent && !o->shared_arena)
+    return cli_usage_error("plan", "--concurrent needs --shared-arena");
+  if (o->shared_arena && !o->n_more)
+    return cli_usage_error("plan",
+                           "--shared-arena needs at least two models (got %s)",
+                           o->input ? o->input : "none");
+  if (o->shared_arena && o->onnx.has_buckets)
+    return cli_usage_error("plan",
+                           "--dim %s=...: shape buckets apply to one model, "
+                           "not with --shared-arena",
+                           o->onnx.buckets.name);
+  if ((o->shared_arena || o->onnx.has_buckets) &&
+      (o->svg || o->html || o->trace))
+    return cli_usage_error("plan",
+                           "--svg, --html and --trace-json draw one plan; "
+                           "with several plans (--shared-arena, --dim ranges) "
+                           "write --out or --profile");
+  if ((o->shared_arena || o->onnx.has_buckets) && o->out &&
+      !has_ext(o->out, ".json"))
+    return cli_usage_error("plan",
+                           "--out '%s': several plans are written as JSON "
+                           "(.json)",
+                           o->out);
+  const char *all[CLI_MAX_MODELS] = {o->input};
+  for (size_t i = 0; i < o->n_more; i++)
+    all[i + 1] = o->more_inputs[i];
+  for (size_t i = 1; i <= o->n_more; i++) /* the first: check_options */
+    if (cli_same_file(all[i], o->out) || cli_same_file(all[i], o->profile))
+      return cli_usage_error("plan", "'%s' is an input and an output", all[i]);
+  return 0;
+}
+
 /* Checks combinations of options; returns 0 or a usage exit code. */
 static int check_options(const cli_plan_opts_t *o) {
+  int multi = check_multi_options(o);
+  if (multi) return multi;
   if (o->input && o->model)
     return cli_usage_error("plan",
                            "give either an input file or --model, "
@@ -431,8 +496,16 @@ static int check_options(const cli_plan_opts_t *o) {
 static int parse_plan_args(int argc, char **argv, cli_plan_opts_t *o) {
   memset(o, 0, sizeof *o);
   o->strategy = NNMEM_STRATEGY_AUTO;
-  cli_parse_t p = {"plan",     plan_table, OPT_HELP,         print_plan_help,
-                   set_option, o,          {&o->input, NULL}};
+  cli_parse_t p = {"plan",
+                   plan_table,
+                   OPT_HELP,
+                   print_plan_help,
+                   set_option,
+                   o,
+                   {&o->input, NULL},
+                   o->more_inputs,
+                   CLI_MAX_MODELS - 1,
+                   &o->n_more};
   int e = cli_args_parse(&p, argc, argv);
   if (e >= 0) return e;
   e = check_options(o);
@@ -826,6 +899,8 @@ int cli_cmd_plan(int argc, char **argv) {
   memset(&c, 0, sizeof c);
   int e = parse_plan_args(argc, argv, &c.opts);
   if (e >= 0) return e;
+  if (c.opts.shared_arena || c.opts.onnx.has_buckets)
+    return cli_plan_multi(&c.opts);
   c.t0 = nnmem__now();
   e = run_pipeline(&c);
   if (e == CLI_EXIT_OK && c.json)
@@ -836,6 +911,68 @@ int cli_cmd_plan(int argc, char **argv) {
   }
   plan_ctx_free(&c);
   return e;
+}
+
+struct cli_planned {
+  plan_ctx_t c;
+  nnmem_onnx_dim_t dims[CLI_MAX_DIMS + 1];
+};
+
+int cli_plan_model(const cli_plan_opts_t *o, const char *input,
+                   const nnmem_onnx_dim_t *extra, cli_planned_t **out) {
+  cli_planned_t *p = calloc(1, sizeof *p);
+  *out = NULL;
+  if (!p) {
+    fprintf(stderr, "nnmem: out of memory\n");
+    return CLI_EXIT_INTERNAL;
+  }
+  plan_ctx_t *c = &p->c;
+  c->opts = *o;
+  c->opts.input = input;
+  c->opts.out = c->opts.profile = c->opts.svg = NULL;
+  c->opts.html = c->opts.trace = NULL;
+  c->opts.json = CLI_JSON_OFF;
+  if (extra && c->opts.onnx.n_dims == CLI_MAX_DIMS) {
+    free(p);
+    return cli_usage_error("plan",
+                           "too many --dim options (at most %d with "
+                           "a range)",
+                           CLI_MAX_DIMS - 1);
+  }
+  if (extra) /* the bucket's binding after the user's own ones */
+    c->opts.onnx.dims[c->opts.onnx.n_dims++] = *extra;
+  c->t0 = nnmem__now();
+  nnmem_status_t st = load_input(c);
+  if (st == NNMEM_OK) st = analyze(c);
+  if (st == NNMEM_OK) st = make_plan(c);
+  int e = st != NNMEM_OK ? cli_fail(st, &c->diag) : verify_own_plan(c);
+  if (!e) {
+    fill_run(c);
+    st = make_profile(c);
+    if (st != NNMEM_OK) e = cli_fail(st, &c->diag);
+  }
+  c->run.total_s = nnmem__now() - c->t0;
+  c->run.opts = &c->opts;
+  if (e) {
+    cli_planned_free(p);
+    return e;
+  }
+  *out = p;
+  return CLI_EXIT_OK;
+}
+
+const cli_run_t *cli_planned_run(const cli_planned_t *p) {
+  return &p->c.run;
+}
+
+const nnmem_onnx_report_t *cli_planned_onnx(const cli_planned_t *p) {
+  return p->c.is_onnx ? &p->c.onnx : NULL;
+}
+
+void cli_planned_free(cli_planned_t *p) {
+  if (!p) return;
+  plan_ctx_free(&p->c);
+  free(p);
 }
 
 int cli_fail(nnmem_status_t status, const nnmem_diag_t *diag) {

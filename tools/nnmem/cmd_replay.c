@@ -69,7 +69,9 @@ static void print_replay_help(void) {
       "\n"
       "Options:\n"
       "  -p, --pool KIND       tiered (default), tlsf, buddy, best-fit,\n"
-      "                        first-fit, slab, or all (side by side)\n"
+      "                        first-fit, slab, shape (one preallocated\n"
+      "                        block of the trace's total bytes, never\n"
+      "                        grown), or all (side by side; not shape)\n"
       "  -a, --device-align N  device alignment: 64, 128, 256 (default), 512\n"
       "  -j, --json[=compact]  machine-readable output: a list with one\n"
       "                        result per pool (pretty, or compact)\n"
@@ -97,14 +99,15 @@ static int set_replay_option(void *opts, int id, const char *v) {
       o->all = 1;
     else if (nnmem_pool_kind_parse(v, &o->kind) != NNMEM_OK ||
              o->kind == NNMEM_POOL_FIXED) {
-      static const char *const kinds[] = {
-          "tiered", "tlsf", "buddy", "best-fit", "first-fit", "slab", "all"};
+      static const char *const kinds[] = {"tiered",   "tlsf",      "buddy",
+                                          "best-fit", "first-fit", "slab",
+                                          "shape",    "all"};
       char hint[64];
       return cli_usage_error(
           "replay",
           "bad --pool '%s': expected tiered, tlsf, buddy, best-fit, "
-          "first-fit, slab or all%s",
-          v, cli_did_you_mean(cli_suggest(v, kinds, 7), hint, sizeof hint));
+          "first-fit, slab, shape or all%s",
+          v, cli_did_you_mean(cli_suggest(v, kinds, 8), hint, sizeof hint));
     }
   } else if (id == ROPT_ALIGN) {
     if (cli_parse_size(v, &o->align, &why) != 0)
@@ -123,9 +126,16 @@ static int parse_replay_args(int argc, char **argv, replay_opts_t *o) {
   memset(o, 0, sizeof *o);
   o->kind = NNMEM_POOL_TIERED;
   o->align = 256;
-  cli_parse_t p = {"replay",          replay_table,      ROPT_HELP,
-                   print_replay_help, set_replay_option, o,
-                   {&o->trace, NULL}};
+  cli_parse_t p = {"replay",
+                   replay_table,
+                   ROPT_HELP,
+                   print_replay_help,
+                   set_replay_option,
+                   o,
+                   {&o->trace, NULL},
+                   NULL,
+                   0,
+                   NULL};
   int e = cli_args_parse(&p, argc, argv);
   if (e >= 0) return e;
   if (!o->trace) return cli_usage_error("replay", "missing TRACE.csv");

@@ -184,7 +184,10 @@ static int parse_verify_args(int argc, char **argv, verify_opts_t *o) {
                    print_verify_help,
                    set_verify_option,
                    o,
-                   {&o->problem_path, &o->solution_path, NULL}};
+                   {&o->problem_path, &o->solution_path, NULL},
+                   NULL,
+                   0,
+                   NULL};
   int e = cli_args_parse(&p, argc, argv);
   if (e >= 0) return e;
   if (!o->problem_path) return cli_usage_error("verify", "missing PROBLEM");

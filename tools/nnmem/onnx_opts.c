@@ -1,5 +1,6 @@
 /* onnx_opts.c - the ONNX options shared by `nnmem plan` and `nnmem inspect`
- * (--dim NAME=VALUE, --dtype, --layout, --strict), the import summary
+ * (--dim NAME=VALUE, NAME=LO..HI or NAME=V1,V2 (shape buckets), --dtype,
+ * --layout, --strict), the import summary
  * printed in reports and the JSON fields added for ONNX inputs
  * ("unresolved_tensors" and an "onnx" object).
  * Thread-safety: single-threaded program. */
@@ -11,10 +12,27 @@
 #include "cli.h"
 #include "units.h"
 
+/* --dim NAME=LO..HI or NAME=V1,V2,...: shape buckets (the library parses
+ * and checks them); one such --dim per command. */
+static int set_buckets(const char *cmd, cli_onnx_opts_t *o, const char *v) {
+  nnmem_diag_t d = {{0}};
+  if (o->has_buckets)
+    return cli_usage_error(cmd,
+                           "only one --dim may be a range or a list ('%s=...' "
+                           "and '%s')",
+                           o->buckets.name, v);
+  if (nnmem_onnx_dim_buckets_parse(v, &o->buckets, &d) != NNMEM_OK)
+    return cli_usage_error(cmd, "%s", d.message);
+  o->has_buckets = 1;
+  return 0;
+}
+
 static int set_dim(const char *cmd, cli_onnx_opts_t *o, const char *v) {
   const char *eq = strchr(v, '=');
   const char *why = NULL;
   uint64_t n = 0;
+  if (eq && (strstr(eq, "..") || strchr(eq, ',')))
+    return set_buckets(cmd, o, v);
   if (!eq || eq == v)
     return cli_usage_error(cmd, "bad --dim '%s': expected NAME=VALUE", v);
   if (cli_parse_uint(eq + 1, (uint64_t)1 << 40, &n, &why) != 0 || n == 0)
