@@ -2,9 +2,10 @@
  * plan toward them, each step a decision search (search.c).
  *
  * Bound (nnmem__search_bound): every height is a multiple of g = the least
- * max(buffer align, planner alignment) over nonzero buffers (each top
+ * max(buffer align, planner alignment) over nonzero roots (each top
  * buffer ends at offset + padded size, both multiples of its alignment), so
- *   L = roundup(max over steps of the live padded bytes, g)
+ *   L = roundup(max over steps of the active padded root bytes, g)
+ * (nnmem_problem_peak: gaps hold nothing, sub-buffers lie in their parents)
  * holds for every plan ("max-live"). A decision search that proves height
  * C infeasible raises it to roundup(C + 1, g) ("search").
  *
@@ -28,50 +29,23 @@
 #include "plan/place.h"
 #include "plan/search.h"
 
-typedef struct event {
-  uint64_t t;
-  int64_t delta_sign; /* -1 end, +1 start (ends first at equal t) */
-  uint64_t bytes;
-} event_t;
-
-static int cmp_event(const void *a, const void *b) {
-  const event_t *x = a, *y = b;
-  if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  return (x->delta_sign > y->delta_sign) - (x->delta_sign < y->delta_sign);
-}
-
 nnmem_status_t nnmem__search_bound(const nnmem_problem_t *p, uint64_t align,
                                    uint64_t *bound, uint64_t *step,
                                    uint64_t *bytes) {
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  size_t n = nnmem_problem_count(p), m = 0;
-  event_t *ev = malloc((2 * n + 1) * sizeof *ev);
-  if (!ev) return NNMEM_ERR_NOMEM;
-  uint64_t g = 0;
-  for (size_t i = 0; i < n; i++) {
+  size_t n = nnmem_problem_count(p);
+  uint64_t g = 0, best = 0, at = 0;
+  for (size_t i = 0; i < n; i++) { /* g over the nonzero roots */
     uint64_t sz;
-    if (nnmem__padded_size_checked(&b[i], align, &sz)) {
-      free(ev);
+    if (nnmem__padded_size_checked(&b[i], align, &sz))
       return NNMEM_ERR_OVERFLOW;
-    }
-    if (sz == 0) continue;
+    if (sz == 0 || nnmem_problem_parent(p, i, NULL, NULL) == NNMEM_OK) continue;
     uint64_t al = nnmem__max_u64(b[i].align, align);
     g = g == 0 || al < g ? al : g;
-    ev[m++] = (event_t){b[i].first, 1, sz};
-    ev[m++] = (event_t){b[i].last, -1, sz};
   }
-  qsort(ev, m, sizeof *ev, cmp_event);
-  uint64_t live = 0, best = 0, at = 0;
-  nnmem_status_t st = NNMEM_OK;
-  for (size_t k = 0; k < m && st == NNMEM_OK; k++) {
-    if (ev[k].delta_sign < 0) {
-      live -= ev[k].bytes;
-      continue;
-    }
-    if (nnmem__add_overflow(live, ev[k].bytes, &live)) st = NNMEM_ERR_OVERFLOW;
-    if (live > best) best = live, at = ev[k].t;
-  }
-  free(ev);
+  /* active root bytes per step (gaps hold nothing, sub-buffers lie inside
+   * their parents) */
+  nnmem_status_t st = nnmem_problem_peak(p, align, &best, &at);
   if (st != NNMEM_OK) return st;
   *step = at, *bytes = best;
   if (nnmem__align_up(best, g ? g : 1, bound)) return NNMEM_ERR_OVERFLOW;

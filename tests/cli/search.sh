@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CLI: the placement search behind `nnmem plan`: a zero-slack problem the
 # heuristics miss is placed at exactly its capacity; one byte less is
-# refused at once (a step alone needs more); a spent node budget says no
+# refused at once (a step alone needs more; gaps and sub-buffers counted
+# right); a spent node budget says no
 # plan was found (not "infeasible"); --optimal says "optimal (proven)";
 # --time-limit and --node-budget reject what is not a positive number;
 # Ctrl-C keeps the best plan (data: the hardest challenging problem).
@@ -18,6 +19,15 @@ out_has "valid: height 1048576"
 expect_rc 2 plan "$Z" --capacity 1048575 --out "$T/no.csv"
 err_matches "does not fit: infeasible: step [0-9]+ alone needs 1048576 bytes > capacity 1048575"
 no_file "$T/no.csv"
+
+# The per-step check counts active roots only: gaps hold nothing and
+# sub-buffers lie inside their parents (this problem plans to 224 B; its
+# buffers' whole lifetimes would sum to 448 B at step 3).
+G="$NNMEM_SOURCE_DIR/examples/problems/gaps.csv"
+expect_rc 0 plan "$G" --capacity 224 --out "$T/gaps_plan.csv"
+expect_rc 0 verify "$G" "$T/gaps_plan.csv" --capacity 224
+expect_rc 2 plan "$G" --capacity 223
+err_has "step 1 alone needs 224 bytes > capacity 223"
 
 expect_rc 2 plan "$Z" --capacity 1MiB --node-budget 1 --out "$T/no.csv"
 err_has "no plan found within the search budget"
