@@ -110,6 +110,30 @@ NNMEM_API nnmem_status_t nnmem_backend_sim_counters(const nnmem_backend_t *b,
 NNMEM_API nnmem_status_t nnmem_backend_sim_fail_at(nnmem_backend_t *b,
                                                    uint64_t n, int fail_after);
 
+/* CUDA device backend options; zero means default. */
+typedef struct nnmem_cuda_config {
+  uint32_t size;       /* sizeof(nnmem_cuda_config_t); 0 = current */
+  int device;          /* CUDA device ordinal */
+  const char *library; /* the driver library; NULL: $NNMEM_CUDA_LIBRARY,
+                          else libcuda.so.1 */
+} nnmem_cuda_config_t;
+
+/* Device memory of an NVIDIA GPU through the CUDA driver API, loaded at run
+ * time (no toolkit needed to build; see src/backend/cuda.c). Regions are
+ * device addresses (not host-accessible); copy moves bytes between host and
+ * device (synchronously); alignment 256, larger ones by over-allocation.
+ * NNMEM_ERR_UNSUPPORTED with a message in `diag` when there is no driver or
+ * no device; the driver's errors become status codes (out of memory:
+ * NNMEM_ERR_NOMEM) with the last one's text in
+ * nnmem_backend_cuda_last_error. Thread-safe. */
+NNMEM_API nnmem_status_t nnmem_backend_cuda_create(
+    const nnmem_cuda_config_t *cfg, nnmem_backend_t **out, nnmem_diag_t *diag);
+
+/* The last CUDA error of a cuda backend ("" if none or not a cuda backend)
+ * and the device's name. */
+NNMEM_API const char *nnmem_backend_cuda_last_error(const nnmem_backend_t *b);
+NNMEM_API const char *nnmem_backend_cuda_device_name(const nnmem_backend_t *b);
+
 /* Destroys a backend made by one of the create functions above (or any
  * table whose destroy is set). NULL is a no-op. Regions still reserved
  * from a sim backend are released. */
