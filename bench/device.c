@@ -1,0 +1,344 @@
+/* device.c - nnmem pools on GPU memory against CUDA's own allocators, in
+ * one run: every pool kind over the cuda backend (nnmem_backend_cuda_create)
+ * vs cudaMalloc/cudaFree and vs cudaMallocAsync/cudaFreeAsync on the
+ * device's default memory pool (release threshold: keep everything, CUDA's
+ * stream-ordered caching allocator).
+ *
+ * Workloads: (a) the shared tensor traces (../shared/data/dsa/traces),
+ * buffer i allocated at its first step and freed at its last, frees first
+ * at equal steps; (b) a ring: 64 slots, each step frees a random slot and
+ * allocates 256 B .. 4 MiB into it (fixed seed 7), 200,000 steps.
+ * Reported per allocator: ns per operation (alloc or free, wall clock of
+ * the whole pass / operations; the async allocator's pass ends with a
+ * stream synchronize), and peak reserved / peak live bytes (nnmem: the
+ * pool's reserved_bytes_peak; cudaMalloc: device memory in use, from
+ * cudaMemGetInfo, sampled at each new live maximum; cudaMallocAsync: the
+ * pool's reserved high-water mark).
+ *
+ * Needs the CUDA runtime to build (CMake builds it when the toolkit is
+ * found) and a GPU to run: without one it says so and exits 0.
+ * Usage: bench/device [--data DIR] [--ring-steps N] [--csv FILE] */
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nnmem/nnmem.h"
+
+#define RING_SLOTS 64
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rnd(uint64_t *s) {
+  *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+  return *s * 2685821657736338717ULL;
+}
+
+/* One operation of a workload: allocate `size` into slot `slot`, or free
+ * the slot (size 0). */
+typedef struct op {
+  uint32_t slot;
+  uint64_t size;
+} op_t;
+
+typedef struct workload {
+  const char *name;
+  op_t *ops;
+  size_t n_ops, n_slots;
+} workload_t;
+
+typedef struct event {
+  uint64_t t;
+  uint32_t is_alloc, i;
+} event_t;
+
+static int ev_cmp(const void *a, const void *b) {
+  const event_t *x = a, *y = b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  if (x->is_alloc != y->is_alloc) return x->is_alloc < y->is_alloc ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int trace_workload(const char *path, const char *name, workload_t *w) {
+  nnmem_csv_t *c = NULL;
+  nnmem_diag_t d;
+  if (nnmem_csv_read_file(path, &c, &d) != NNMEM_OK) {
+    printf("  %s: %s\n", name, d.message);
+    return -1;
+  }
+  const nnmem_problem_t *p = nnmem_csv_problem(c);
+  size_t n = nnmem_problem_count(p), k = 0;
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  event_t *ev = malloc(2 * n * sizeof *ev);
+  w->ops = malloc(2 * n * sizeof *w->ops);
+  if (!ev || !w->ops) {
+    free(ev);
+    nnmem_csv_destroy(c);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!b[i].size) continue;
+    ev[k++] = (event_t){b[i].first, 1, (uint32_t)i};
+    ev[k++] = (event_t){b[i].last, 0, (uint32_t)i};
+  }
+  qsort(ev, k, sizeof *ev, ev_cmp);
+  for (size_t e = 0; e < k; e++)
+    w->ops[e] = (op_t){ev[e].i, ev[e].is_alloc ? b[ev[e].i].size : 0};
+  w->n_ops = k, w->n_slots = n, w->name = name;
+  free(ev);
+  nnmem_csv_destroy(c);
+  return 0;
+}
+
+static int ring_workload(size_t steps, workload_t *w) {
+  uint64_t s = 7;
+  w->ops = malloc((2 * steps + 2 * RING_SLOTS) * sizeof *w->ops);
+  if (!w->ops) return -1;
+  size_t k = 0;
+  int used[RING_SLOTS] = {0};
+  for (size_t i = 0; i < steps; i++) {
+    uint32_t slot = (uint32_t)(rnd(&s) % RING_SLOTS);
+    if (used[slot]) w->ops[k++] = (op_t){slot, 0};
+    w->ops[k++] = (op_t){slot, 256 + rnd(&s) % (4u << 20)};
+    used[slot] = 1;
+  }
+  for (uint32_t slot = 0; slot < RING_SLOTS; slot++)
+    if (used[slot]) w->ops[k++] = (op_t){slot, 0};
+  w->n_ops = k, w->n_slots = RING_SLOTS, w->name = "ring";
+  return 0;
+}
+
+typedef struct result {
+  double ns_per_op;
+  uint64_t peak_live, peak_reserved;
+  int ok;
+  char why[160];
+} result_t;
+
+static uint64_t device_used(void) {
+  size_t f = 0, t = 0;
+  return cudaMemGetInfo(&f, &t) == cudaSuccess ? (uint64_t)(t - f) : 0;
+}
+
+/* cudaMalloc / cudaFree; reserved = device memory in use above the start,
+ * sampled (untimed pass) at each new live maximum. */
+static void run_cuda_malloc(const workload_t *w, result_t *r) {
+  void **slot = calloc(w->n_slots, sizeof *slot);
+  uint64_t *sz = calloc(w->n_slots, sizeof *sz);
+  for (int pass = 0; pass < 2 && slot && sz; pass++) {
+    uint64_t live = 0, peak = 0, base = device_used(), resv = 0;
+    double t0 = now();
+    for (size_t i = 0; i < w->n_ops; i++) {
+      const op_t *o = &w->ops[i];
+      if (o->size) {
+        cudaError_t e = cudaMalloc(&slot[o->slot], o->size);
+        if (e != cudaSuccess) {
+          snprintf(r->why, sizeof r->why, "cudaMalloc: %s",
+                   cudaGetErrorString(e));
+          goto out;
+        }
+        sz[o->slot] = o->size, live += o->size;
+        if (pass == 1 && live > peak) {
+          peak = live;
+          uint64_t u = device_used() - base;
+          if (u > resv) resv = u;
+        }
+      } else {
+        cudaFree(slot[o->slot]);
+        live -= sz[o->slot];
+      }
+    }
+    if (pass == 0)
+      r->ns_per_op = (now() - t0) * 1e9 / (double)w->n_ops;
+    else
+      r->peak_live = peak, r->peak_reserved = resv, r->ok = 1;
+  }
+out:
+  free(slot);
+  free(sz);
+}
+
+/* cudaMallocAsync / cudaFreeAsync on stream 0 from the default pool,
+ * which keeps what is freed (release threshold = all). */
+static void run_cuda_async(const workload_t *w, result_t *r) {
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, 0) != cudaSuccess) {
+    snprintf(r->why, sizeof r->why, "no default memory pool");
+    return;
+  }
+  uint64_t keep = UINT64_MAX, zero = 0;
+  cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero);
+  void **slot = calloc(w->n_slots, sizeof *slot);
+  uint64_t *sz = calloc(w->n_slots, sizeof *sz), live = 0, peak = 0;
+  if (!slot || !sz) goto out;
+  double t0 = now();
+  for (size_t i = 0; i < w->n_ops; i++) {
+    const op_t *o = &w->ops[i];
+    if (o->size) {
+      cudaError_t e = cudaMallocAsync(&slot[o->slot], o->size, 0);
+      if (e != cudaSuccess) {
+        snprintf(r->why, sizeof r->why, "cudaMallocAsync: %s",
+                 cudaGetErrorString(e));
+        goto out;
+      }
+      sz[o->slot] = o->size, live += o->size;
+      if (live > peak) peak = live;
+    } else {
+      cudaFreeAsync(slot[o->slot], 0);
+      live -= sz[o->slot];
+    }
+  }
+  cudaStreamSynchronize(0);
+  r->ns_per_op = (now() - t0) * 1e9 / (double)w->n_ops;
+  uint64_t high = 0;
+  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high);
+  r->peak_live = peak, r->peak_reserved = high, r->ok = 1;
+out:
+  cudaMemPoolTrimTo(pool, 0);
+  free(slot);
+  free(sz);
+}
+
+/* An nnmem pool of `kind` over the cuda backend. */
+static void run_pool(const workload_t *w, nnmem_backend_t *be,
+                     nnmem_pool_kind_t kind, result_t *r) {
+  nnmem_pool_t *pool = NULL;
+  nnmem_diag_t d = {0};
+  if (nnmem_pool_create_diag(kind, NULL, be, &pool, &d) != NNMEM_OK) {
+    snprintf(r->why, sizeof r->why, "create: %s", d.message);
+    return;
+  }
+  void **slot = calloc(w->n_slots, sizeof *slot);
+  uint64_t *sz = calloc(w->n_slots, sizeof *sz), live = 0, peak = 0;
+  if (!slot || !sz) goto out;
+  double t0 = now();
+  for (size_t i = 0; i < w->n_ops; i++) {
+    const op_t *o = &w->ops[i];
+    if (o->size) {
+      nnmem_status_t st = nnmem_pool_alloc(pool, o->size, 256, &slot[o->slot]);
+      if (st != NNMEM_OK) {
+        snprintf(r->why, sizeof r->why, "alloc of %llu B: %s (%s)",
+                 (unsigned long long)o->size, nnmem_status_str(st),
+                 nnmem_backend_cuda_last_error(be));
+        goto out;
+      }
+      sz[o->slot] = o->size, live += o->size;
+      if (live > peak) peak = live;
+    } else {
+      nnmem_pool_free(pool, slot[o->slot]);
+      live -= sz[o->slot];
+    }
+  }
+  r->ns_per_op = (now() - t0) * 1e9 / (double)w->n_ops;
+  nnmem_stats_t st;
+  nnmem_stats_init(&st);
+  nnmem_pool_stats(pool, &st);
+  r->peak_live = peak, r->peak_reserved = st.reserved_bytes_peak, r->ok = 1;
+out:
+  free(slot);
+  free(sz);
+  nnmem_pool_destroy(pool);
+}
+
+static void report(FILE *csv, const char *wl, const char *who,
+                   const result_t *r) {
+  if (!r->ok) {
+    printf("  %-12s %-16s failed: %s\n", wl, who, r->why);
+    return;
+  }
+  double ratio = r->peak_live ? (double)r->peak_reserved / r->peak_live : 0;
+  printf("  %-12s %-16s %10.1f %10.3fx %14llu\n", wl, who, r->ns_per_op, ratio,
+         (unsigned long long)r->peak_reserved);
+  fprintf(csv, "%s,%s,%.2f,%.4f,%llu,%llu\n", wl, who, r->ns_per_op, ratio,
+          (unsigned long long)r->peak_reserved,
+          (unsigned long long)r->peak_live);
+}
+
+static void run_all(const workload_t *w, nnmem_backend_t *be, FILE *csv) {
+  result_t r;
+  for (int k = 0; k < NNMEM_POOL_KIND_COUNT_; k++) {
+    if (k == NNMEM_POOL_FIXED || k == NNMEM_POOL_SHAPE) continue; /* sized */
+    memset(&r, 0, sizeof r);
+    run_pool(w, be, (nnmem_pool_kind_t)k, &r);
+    char who[40];
+    snprintf(who, sizeof who, "nnmem %s", nnmem_pool_kind_name(k));
+    report(csv, w->name, who, &r);
+  }
+  memset(&r, 0, sizeof r);
+  run_cuda_malloc(w, &r);
+  report(csv, w->name, "cudaMalloc", &r);
+  memset(&r, 0, sizeof r);
+  run_cuda_async(w, &r);
+  report(csv, w->name, "cudaMallocAsync", &r);
+}
+
+int main(int argc, char **argv) {
+  const char *data = NNMEM_DEFAULT_DATA_DIR, *csv_path = "bench-device.csv";
+  size_t ring_steps = 200000;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--data") && i + 1 < argc)
+      data = argv[++i];
+    else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+      csv_path = argv[++i];
+    else if (!strcmp(argv[i], "--ring-steps") && i + 1 < argc)
+      ring_steps = strtoull(argv[++i], NULL, 10);
+    else {
+      fprintf(stderr, "usage: %s [--data DIR] [--ring-steps N] [--csv FILE]\n",
+              argv[0]);
+      return 1;
+    }
+  }
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    printf("bench/device: no CUDA device (%s): skipped\n",
+           e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return 0;
+  }
+  nnmem_backend_t *be = NULL;
+  nnmem_diag_t d = {0};
+  if (nnmem_backend_cuda_create(NULL, &be, &d) != NNMEM_OK) {
+    printf("bench/device: %s\n", d.message);
+    return 1;
+  }
+  FILE *csv = fopen(csv_path, "w");
+  if (!csv) {
+    perror(csv_path);
+    nnmem_backend_destroy(be);
+    return 1;
+  }
+  fprintf(csv,
+          "workload,allocator,ns_per_op,reserved_over_live,"
+          "peak_reserved,peak_live\n");
+  printf("bench/device on %s\n", nnmem_backend_cuda_device_name(be));
+  printf("  %-12s %-16s %10s %11s %14s\n", "workload", "allocator", "ns/op",
+         "resv/live", "peak reserved");
+  static const char *names[] = {"resnet50", "tiny_bert", "bert_base",
+                                "pangu_2.6B", "iopddl_S_1"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/dsa/traces/%s.csv", data, names[i]);
+    workload_t w = {0};
+    if (access(path, R_OK) != 0) {
+      printf("  %s: absent (%s); skipped\n", names[i], path);
+      continue;
+    }
+    if (trace_workload(path, names[i], &w) == 0) run_all(&w, be, csv);
+    free(w.ops);
+  }
+  workload_t ring = {0};
+  if (ring_workload(ring_steps, &ring) == 0) run_all(&ring, be, csv);
+  free(ring.ops);
+  fclose(csv);
+  nnmem_backend_destroy(be);
+  printf("(csv: %s)\n", csv_path);
+  return 0;
+}
