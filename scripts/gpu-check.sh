@@ -6,6 +6,7 @@
 # Output under ${OUT:-gpu-out}: the test log, the bench table and CSV.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$(pwd)
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || true
@@ -16,5 +17,5 @@ cmake --build build-gpu -j "$(nproc)" --target test_backend_cuda fake_cuda \
   bench_device nnmem_cli >"$OUT/build.log" 2>&1
 NNMEM_FAKE_CUDA=build-gpu/tests/libfakecuda.so build-gpu/tests/test_backend_cuda \
   2>&1 | tee "$OUT/test_backend_cuda.log"
-(cd "$OUT" && ../build-gpu/bench/device ${NNMEM_DATA_DIR:+--data "$NNMEM_DATA_DIR"}) \
+(cd "$OUT" && "$ROOT/build-gpu/bench/device" ${NNMEM_DATA_DIR:+--data "$NNMEM_DATA_DIR"}) \
   2>&1 | tee "$OUT/bench-device.txt"
