@@ -58,6 +58,9 @@ typedef struct cli_plan_opts {
   cli_onnx_opts_t onnx;
   int order; /* --order: CLI_ORDER_FILE (default) / _MEMORY */
   int order_given;
+  uint64_t mem_limit; /* --mem-limit / --mem_limit; 0 = none */
+  int fit;            /* --mem-limit or --device given: fit (fit_ui.c) */
+  const char *device; /* --device NAME|FILE; NULL = edge-npu */
 } cli_plan_opts_t;
 
 enum { CLI_ORDER_FILE = 0, CLI_ORDER_MEMORY = 1 };
@@ -122,6 +125,18 @@ int cli_json_print(nnmem__jw_t *w, nnmem__text_t *t);
  * `status` (NOFIT for NNMEM_ERR_CAPACITY, INTERNAL for NNMEM_ERR_NOMEM,
  * INVALID otherwise). */
 int cli_fail(nnmem_status_t status, const nnmem_diag_t *diag);
+
+/* ---- fit_ui.c ---- */
+
+/* `nnmem plan --mem-limit`: fits `g`, writes --out / --profile, prints the
+ * report; returns the exit code. */
+int cli_fit_plan(const nnmem_graph_t *g, const cli_plan_opts_t *o,
+                 const char *title);
+/* A preset name or a device JSON file (NULL: edge-npu); 0, or 1 with diag
+ * filled. */
+int cli_fit_load_device(const char *spec, nnmem_device_t *d,
+                        nnmem_diag_t *diag);
+int cli_cmd_run(int argc, char **argv); /* cmd_run.c */
 
 /* ---- report.c ---- */
 
