@@ -42,10 +42,10 @@ typedef enum nnmem_conv_algo {
 
 /* One memory tier (a record). */
 typedef struct nnmem_tier {
-  char name[32];      /* "sram", "ddr", "hbm", "host", ... */
-  uint64_t capacity;  /* bytes; 0 = unlimited (host only) */
-  uint64_t alignment; /* offsets in this tier are multiples (power of 2) */
-  double bandwidth;   /* bytes/s the compute units read/write it */
+  char name[32];         /* "sram", "ddr", "hbm", "host", ... */
+  uint64_t capacity;     /* bytes; 0 = unlimited (host only) */
+  uint64_t alignment;    /* offsets in this tier are multiples (power of 2) */
+  double bandwidth;      /* bytes/s the compute units read/write it */
   double link_bandwidth; /* bytes/s copies to and from the next tier out
                             (0 for the last tier) */
 } nnmem_tier_t;
@@ -56,9 +56,9 @@ typedef struct nnmem_device {
   char name[64];
   uint32_t n_tiers; /* 2..NNMEM_DEVICE_MAX_TIERS; the last is host */
   nnmem_tier_t tiers[NNMEM_DEVICE_MAX_TIERS];
-  double compute_rate;     /* FLOP/s */
-  double op_overhead_s;    /* fixed time per op (launch), seconds */
-  nnmem_conv_algo_t conv;  /* workspace of Conv ops */
+  double compute_rate;    /* FLOP/s */
+  double op_overhead_s;   /* fixed time per op (launch), seconds */
+  nnmem_conv_algo_t conv; /* workspace of Conv ops */
 } nnmem_device_t;
 
 /* Names of the built-in presets ("edge-npu", "datacenter", "cpu"). */
@@ -88,9 +88,9 @@ NNMEM_API uint32_t nnmem_device_main_tier(const nnmem_device_t *d);
 /* ---- cost model ---------------------------------------------------------- */
 
 typedef struct nnmem_op_cost {
-  double flops;      /* floating-point operations */
-  uint64_t bytes;    /* bytes read and written (inputs + outputs) */
-  double seconds;    /* max(flops / rate, bytes / bandwidth) + overhead */
+  double flops;       /* floating-point operations */
+  uint64_t bytes;     /* bytes read and written (inputs + outputs) */
+  double seconds;     /* max(flops / rate, bytes / bandwidth) + overhead */
   uint64_t workspace; /* extra workspace the device's kernel needs */
 } nnmem_op_cost_t;
 
@@ -127,31 +127,34 @@ typedef enum nnmem_move_kind {
 /* One moved tensor (a record). */
 typedef struct nnmem_fit_move {
   nnmem_move_kind_t kind;
-  const char *name;  /* tensor (weights) or buffer id (activations) */
-  uint64_t bytes;    /* size */
-  uint64_t copies;   /* copies per inference */
-  uint64_t at_step;  /* the peak step it relieved */
+  const char *name;    /* tensor (weights) or buffer id (activations) */
+  uint64_t bytes;      /* size */
+  uint64_t copies;     /* copies per inference */
+  uint64_t at_step;    /* the peak step it relieved */
   uint64_t idle_steps; /* activations: steps it spent in host memory */
 } nnmem_fit_move_t;
 
 /* One copy of the transfer schedule (a record). */
-typedef enum nnmem_copy_dir { NNMEM_COPY_IN = 0, NNMEM_COPY_OUT } nnmem_copy_dir_t;
+typedef enum nnmem_copy_dir {
+  NNMEM_COPY_IN = 0,
+  NNMEM_COPY_OUT
+} nnmem_copy_dir_t;
 typedef struct nnmem_fit_copy {
   nnmem_copy_dir_t dir; /* IN: host -> device tier; OUT: device -> host */
   uint32_t dev_tier;    /* the device-side tier */
   size_t dev_buffer;    /* buffer index in that tier's problem */
   size_t host_buffer;   /* buffer index in the host tier's problem */
   uint64_t bytes;
-  uint64_t start;      /* step at whose beginning the copy is issued */
-  uint64_t done;       /* step before which it must have finished */
+  uint64_t start; /* step at whose beginning the copy is issued */
+  uint64_t done;  /* step before which it must have finished */
 } nnmem_fit_copy_t;
 
 /* Estimated costs (seconds per inference). */
 typedef struct nnmem_fit_costs {
-  double compute_s;  /* sum of the op times */
-  double transfer_s; /* sum of the copy times */
-  double exposed_s;  /* time the ops waited for copies */
-  double total_s;    /* compute_s + exposed_s */
+  double compute_s;        /* sum of the op times */
+  double transfer_s;       /* sum of the copy times */
+  double exposed_s;        /* time the ops waited for copies */
+  double total_s;          /* compute_s + exposed_s */
   uint64_t transfer_bytes; /* per inference */
   uint64_t stream_bytes;   /* of which weights streamed in */
   uint64_t offload_bytes;  /* of which activations out and back in */

@@ -83,8 +83,8 @@ static void put_buffers(nnmem__jw_t *w, const nnmem_fit_t *f, uint32_t t,
   nnmem__jw_end(w);
 }
 
-static void put_acc_list(nnmem__jw_t *w, const char *key,
-                         const fit_access_t *a, size_t n, uint64_t *h) {
+static void put_acc_list(nnmem__jw_t *w, const char *key, const fit_access_t *a,
+                         size_t n, uint64_t *h) {
   nnmem__jw_key(w, key);
   nnmem__jw_array(w);
   for (size_t i = 0; i < n; i++) {
@@ -179,10 +179,9 @@ static void put_schedule(nnmem__jw_t *w, const nnmem_fit_t *f,
   for (uint64_t s = 0; s < f->steps; s++) {
     nnmem_op_info_t oi;
     nnmem__jw_object(w);
-    nnmem__jw_kv_string(w, "op", nnmem_graph_op(g, f->order[s], &oi) ==
-                                         NNMEM_OK
-                                     ? oi.name
-                                     : "");
+    nnmem__jw_kv_string(
+        w, "op",
+        nnmem_graph_op(g, f->order[s], &oi) == NNMEM_OK ? oi.name : "");
     const fit_access_t *a = f->acc + f->acc_start[s];
     size_t n = f->acc_start[s + 1] - f->acc_start[s], nr = 0;
     nnmem__jw_key(w, "reads");
@@ -251,9 +250,10 @@ static void put_fit(nnmem__jw_t *w, const nnmem_fit_t *f,
     nnmem__jw_object(w);
     nnmem__jw_kv_string(w, "name", f->dev.tiers[t].name);
     nnmem__jw_kv_u64(w, "alignment", f->dev.tiers[t].alignment);
-    nnmem__jw_kv_u64(w, "capacity", t == nnmem_device_main_tier(&f->dev)
-                                        ? f->limit
-                                        : f->dev.tiers[t].capacity);
+    nnmem__jw_kv_u64(w, "capacity",
+                     t == nnmem_device_main_tier(&f->dev)
+                         ? f->limit
+                         : f->dev.tiers[t].capacity);
     nnmem__jw_kv_u64(w, "height", nnmem_plan_height(f->plans[t]));
     nnmem__exec_digest_pair(&h, t, nnmem_problem_count(f->problems[t]));
     put_buffers(w, f, t, &h);
@@ -296,9 +296,8 @@ nnmem_status_t nnmem_fit_format_json(const nnmem_fit_t *f,
   nnmem__jw_array(&w);
   for (uint64_t s = 0; s < f->steps; s++) {
     nnmem_op_info_t oi;
-    nnmem__jw_string(&w, nnmem_graph_op(g, f->order[s], &oi) == NNMEM_OK
-                             ? oi.name
-                             : "");
+    nnmem__jw_string(
+        &w, nnmem_graph_op(g, f->order[s], &oi) == NNMEM_OK ? oi.name : "");
   }
   nnmem__jw_end(&w);
   uint64_t scratch = 0;

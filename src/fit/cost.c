@@ -27,7 +27,8 @@
 
 static double elems(const nnmem_tensor_info_t *t) {
   double e = 1;
-  for (uint32_t i = 0; i < t->rank; i++) e *= (double)t->shape[i];
+  for (uint32_t i = 0; i < t->rank; i++)
+    e *= (double)t->shape[i];
   if (t->rank == 0 && t->dtype == NNMEM_DTYPE_UNDEFINED) {
     size_t es = 4;
     e = (double)t->bytes / (double)es;
@@ -44,10 +45,10 @@ static double op_flops(const nnmem_graph_t *g, const nnmem_op_info_t *oi,
                        const nnmem_tensor_info_t *out0) {
   double e = out0 ? elems(out0) : 0;
   nnmem_tensor_info_t a, w;
-  int have_a = oi->n_inputs > 0 &&
-               nnmem_graph_tensor(g, oi->inputs[0], &a) == NNMEM_OK;
-  int have_w = oi->n_inputs > 1 &&
-               nnmem_graph_tensor(g, oi->inputs[1], &w) == NNMEM_OK;
+  int have_a =
+      oi->n_inputs > 0 && nnmem_graph_tensor(g, oi->inputs[0], &a) == NNMEM_OK;
+  int have_w =
+      oi->n_inputs > 1 && nnmem_graph_tensor(g, oi->inputs[1], &w) == NNMEM_OK;
   const char *t = oi->type;
   if ((is(t, "Conv") || is(t, "ConvTranspose")) && have_w && w.rank >= 2 &&
       w.shape[0] > 0) {
@@ -56,11 +57,9 @@ static double op_flops(const nnmem_graph_t *g, const nnmem_op_info_t *oi,
   }
   if (is(t, "MatMul") && have_a && a.rank >= 1)
     return 2.0 * e * (double)a.shape[a.rank - 1];
-  if (is(t, "Gemm") && have_a && out0 && out0->rank >= 1 &&
-      out0->shape[0] > 0)
+  if (is(t, "Gemm") && have_a && out0 && out0->rank >= 1 && out0->shape[0] > 0)
     return 2.0 * e * (elems(&a) / (double)out0->shape[0]);
-  if (strstr(t, "Pool") || strstr(t, "Reduce"))
-    return have_a ? elems(&a) : e;
+  if (strstr(t, "Pool") || strstr(t, "Reduce")) return have_a ? elems(&a) : e;
   if (is(t, "Softmax") || strstr(t, "Normalization") ||
       is(t, "InstanceNormalization"))
     return 5.0 * e;
@@ -76,8 +75,8 @@ static uint64_t im2col_bytes(const nnmem_graph_t *g, const nnmem_op_info_t *oi,
     return 0;
   if (w.shape[2] * w.shape[3] <= 1) return 0; /* 1x1: the input is the matrix */
   double per_out = (double)(w.shape[1] * w.shape[2] * w.shape[3]);
-  double cols = (double)out0->shape[0] * (double)out0->shape[2] *
-                (double)out0->shape[3];
+  double cols =
+      (double)out0->shape[0] * (double)out0->shape[2] * (double)out0->shape[3];
   size_t es = nnmem_dtype_size(out0->dtype);
   double b = per_out * cols * (double)(es ? es : 4);
   return b > 0 && b < 1.8e19 ? (uint64_t)b : 0;
@@ -95,8 +94,7 @@ nnmem_status_t nnmem_op_cost(const nnmem_graph_t *g, uint32_t op,
                  nnmem_graph_tensor(g, oi.outputs[0], &out0) == NNMEM_OK;
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < oi.n_inputs; i++)
-    if (nnmem_graph_tensor(g, oi.inputs[i], &ti) == NNMEM_OK)
-      bytes += ti.bytes;
+    if (nnmem_graph_tensor(g, oi.inputs[i], &ti) == NNMEM_OK) bytes += ti.bytes;
   for (uint32_t i = 0; i < oi.n_outputs; i++)
     if (nnmem_graph_tensor(g, oi.outputs[i], &ti) == NNMEM_OK)
       bytes += ti.bytes;
@@ -104,9 +102,8 @@ nnmem_status_t nnmem_op_cost(const nnmem_graph_t *g, uint32_t op,
   out->flops = op_flops(g, &oi, have_out ? &out0 : NULL);
   uint32_t m = nnmem_device_main_tier(d);
   double tc = d->compute_rate > 0 ? out->flops / d->compute_rate : 0;
-  double tm = d->tiers[m].bandwidth > 0
-                  ? (double)bytes / d->tiers[m].bandwidth
-                  : 0;
+  double tm =
+      d->tiers[m].bandwidth > 0 ? (double)bytes / d->tiers[m].bandwidth : 0;
   out->seconds = (tc > tm ? tc : tm) + d->op_overhead_s;
   if (d->conv == NNMEM_CONV_IM2COL)
     out->workspace = im2col_bytes(g, &oi, have_out ? &out0 : NULL);

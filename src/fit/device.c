@@ -43,13 +43,14 @@ enum tier_class { CLASS_ONCHIP, CLASS_DEVICE, CLASS_HOST };
 static const struct {
   const char *name;
   enum tier_class cls;
-} known_tiers[] = {
-    {"sram", CLASS_ONCHIP}, {"l2", CLASS_ONCHIP},    {"cache", CLASS_ONCHIP},
-    {"scratchpad", CLASS_ONCHIP}, {"vmem", CLASS_ONCHIP}, {"hbm", CLASS_DEVICE},
-    {"ddr", CLASS_DEVICE},  {"lpddr", CLASS_DEVICE}, {"dram", CLASS_DEVICE},
-    {"gddr", CLASS_DEVICE}, {"vram", CLASS_DEVICE},  {"ram", CLASS_DEVICE},
-    {"host", CLASS_HOST},   {"nvme", CLASS_HOST},    {"disk", CLASS_HOST},
-    {"flash", CLASS_HOST}};
+} known_tiers[] = {{"sram", CLASS_ONCHIP},  {"l2", CLASS_ONCHIP},
+                   {"cache", CLASS_ONCHIP}, {"scratchpad", CLASS_ONCHIP},
+                   {"vmem", CLASS_ONCHIP},  {"hbm", CLASS_DEVICE},
+                   {"ddr", CLASS_DEVICE},   {"lpddr", CLASS_DEVICE},
+                   {"dram", CLASS_DEVICE},  {"gddr", CLASS_DEVICE},
+                   {"vram", CLASS_DEVICE},  {"ram", CLASS_DEVICE},
+                   {"host", CLASS_HOST},    {"nvme", CLASS_HOST},
+                   {"disk", CLASS_HOST},    {"flash", CLASS_HOST}};
 #define N_KNOWN (sizeof known_tiers / sizeof known_tiers[0])
 
 static int tier_class_of(const char *name) {
@@ -115,7 +116,9 @@ uint32_t nnmem_device_main_tier(const nnmem_device_t *d) {
   return d && d->n_tiers >= 2 ? d->n_tiers - 2 : 0;
 }
 
-static int good_rate(double v) { return isfinite(v) && v > 0; }
+static int good_rate(double v) {
+  return isfinite(v) && v > 0;
+}
 
 nnmem_status_t nnmem_device_check(const nnmem_device_t *d, nnmem_diag_t *diag) {
   if (!d) return nnmem__diag(diag, NNMEM_ERR_INVALID, "device: NULL");
@@ -131,8 +134,9 @@ nnmem_status_t nnmem_device_check(const nnmem_device_t *d, nnmem_diag_t *diag) {
   for (uint32_t i = 0; i < d->n_tiers; i++) {
     const nnmem_tier_t *t = &d->tiers[i];
     int last = i + 1 == d->n_tiers, cls = tier_class_of(t->name);
-    int want = last ? CLASS_HOST : i + 2 == d->n_tiers ? CLASS_DEVICE
-                                                        : CLASS_ONCHIP;
+    int want = last                  ? CLASS_HOST
+               : i + 2 == d->n_tiers ? CLASS_DEVICE
+                                     : CLASS_ONCHIP;
     if (cls < 0)
       return nnmem__diag(diag, NNMEM_ERR_INVALID,
                          "tiers[%u].name: unknown tier '%s' (known: sram, l2, "
@@ -149,8 +153,8 @@ nnmem_status_t nnmem_device_check(const nnmem_device_t *d, nnmem_diag_t *diag) {
     for (uint32_t j = 0; j < i; j++)
       if (strcmp(d->tiers[j].name, t->name) == 0)
         return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                           "tiers[%u].name: '%s' is also tiers[%u]", i,
-                           t->name, j);
+                           "tiers[%u].name: '%s' is also tiers[%u]", i, t->name,
+                           j);
     if (!last && t->capacity == 0)
       return nnmem__diag(diag, NNMEM_ERR_INVALID,
                          "tiers[%u].capacity: must be > 0 ('%s' is not the "
@@ -170,7 +174,8 @@ nnmem_status_t nnmem_device_check(const nnmem_device_t *d, nnmem_diag_t *diag) {
   return NNMEM_OK;
 }
 
-/* ---- JSON reader ---------------------------------------------------------- */
+/* ---- JSON reader ----------------------------------------------------------
+ */
 
 typedef struct reader {
   const char *name;
@@ -193,9 +198,8 @@ static nnmem_status_t read_rate(reader_t *r, const cJSON *v, int zero_ok,
                        r->name, r->field);
   double x = v->valuedouble;
   if (!isfinite(x) || x < 0 || (!zero_ok && x == 0))
-    return field_error(r, zero_ok ? "must be >= 0 (got %g)"
-                                  : "must be > 0 (got %g)",
-                       x);
+    return field_error(
+        r, zero_ok ? "must be >= 0 (got %g)" : "must be > 0 (got %g)", x);
   *out = x;
   return NNMEM_OK;
 }
@@ -234,6 +238,12 @@ static nnmem_status_t read_tier(reader_t *r, const cJSON *o, uint32_t i,
                            r->field);
       snprintf(t->name, sizeof t->name, "%s", m->valuestring);
       have_name = 1;
+      if (tier_class_of(t->name) < 0)
+        return nnmem__diag(r->diag, NNMEM_ERR_INVALID,
+                           "%s: %s: unknown tier '%s' (known: sram, l2, "
+                           "cache, scratchpad, vmem, hbm, ddr, lpddr, dram, "
+                           "gddr, vram, ram, host, nvme, disk, flash)",
+                           r->name, r->field, t->name);
     } else if (strcmp(m->string, "capacity") == 0) {
       st = read_bytes(r, m, &t->capacity);
       have_cap = 1;

@@ -28,9 +28,10 @@
  *   per step s:
  *   1. copies out with done == s: check the device buffer, copy to host
  *      (the latest moment: its bytes may be reused from s on);
- *   2. copies in with done == s: check the device copy is still intact;
- *   3. copies starting at s: in - check host, copy to the device (the
- *      earliest moment); out - check the device buffer;
+ *   2. copies in starting at s: check host, copy to the device (the
+ *      earliest moment);
+ *   3. copies in with done == s: check the device copy is still intact;
+ *      copies out starting at s: check the device buffer;
  *   4. check every read; write every write; check every write again (two
  *      outputs or workspaces of one op must not overlap);
  *   after the last step: check every "final" buffer (graph outputs); free.
@@ -92,9 +93,12 @@ static size_t root_of(const nnmem_problem_t *p, size_t i, uint64_t *rel) {
 static void fill(unsigned char *root, uint64_t a, uint64_t b, uint64_t pat) {
   const unsigned char *pb = (const unsigned char *)&pat;
   uint64_t j = a;
-  for (; j < b && (j & 7); j++) root[j] = pb[j & 7];
-  for (; j + 8 <= b; j += 8) memcpy(root + j, &pat, 8);
-  for (; j < b; j++) root[j] = pb[j & 7];
+  for (; j < b && (j & 7); j++)
+    root[j] = pb[j & 7];
+  for (; j + 8 <= b; j += 8)
+    memcpy(root + j, &pat, 8);
+  for (; j < b; j++)
+    root[j] = pb[j & 7];
 }
 
 /* First byte in [a, b) of root that differs from the pattern; b if none. */
@@ -134,8 +138,7 @@ static const char *buf_name(const run_t *r, uint32_t t, size_t i) {
 static nnmem_status_t check_range(run_t *r, uint32_t t, size_t root, size_t i,
                                   uint64_t a, uint64_t b, const char *what) {
   const stamps_t *s = &r->st[t][root];
-  const unsigned char *base =
-      r->base[t] + r->p->tiers[t].offsets[root];
+  const unsigned char *base = r->base[t] + r->p->tiers[t].offsets[root];
   nnmem_interval_t todo[64];
   size_t nt = 1;
   todo[0] = (nnmem_interval_t){a, b};
@@ -156,8 +159,8 @@ static nnmem_status_t check_range(run_t *r, uint32_t t, size_t root, size_t i,
             "step %" PRIu64 ": %s buffer '%s' (tier %s): byte %" PRIu64
             " holds 0x%02x, expected 0x%02x: another buffer or a copy "
             "overwrote it",
-            r->step, what, buf_name(r, t, i), r->p->tiers[t].name, d,
-            base[d], ((const unsigned char *)&st->pat)[d & 7]);
+            r->step, what, buf_name(r, t, i), r->p->tiers[t].name, d, base[d],
+            ((const unsigned char *)&st->pat)[d & 7]);
       nnmem_interval_t left = {todo[q].first, lo}, right = {hi, todo[q].last};
       todo[q] = todo[--nt];
       if (left.last > left.first && nt < 64) todo[nt++] = left;
@@ -166,7 +169,8 @@ static nnmem_status_t check_range(run_t *r, uint32_t t, size_t root, size_t i,
   }
   if (nt > 0)
     return nnmem__diag(r->diag, NNMEM_ERR_CONFLICT,
-                       "step %" PRIu64 ": %s buffer '%s' (tier %s): bytes "
+                       "step %" PRIu64
+                       ": %s buffer '%s' (tier %s): bytes "
                        "%" PRIu64 "..%" PRIu64 " were never written",
                        r->step, what, buf_name(r, t, i), r->p->tiers[t].name,
                        todo[0].first, todo[0].last);
@@ -182,8 +186,7 @@ static nnmem_status_t check_buf(run_t *r, uint32_t t, size_t i,
   return size ? check_range(r, t, root, i, rel, rel + size, what) : NNMEM_OK;
 }
 
-static nnmem_status_t write_buf(run_t *r, uint32_t t, size_t i,
-                                uint64_t step) {
+static nnmem_status_t write_buf(run_t *r, uint32_t t, size_t i, uint64_t step) {
   uint64_t rel;
   size_t root = root_of(r->p->tiers[t].problem, i, &rel);
   uint64_t size = nnmem_problem_buffers(r->p->tiers[t].problem)[i].size;
@@ -200,21 +203,23 @@ static nnmem_status_t do_copy(run_t *r, const exec_copy_t *c) {
   uint32_t st_ = c->in ? host : c->tier, dt = c->in ? c->tier : host;
   size_t sb = c->in ? c->host_buffer : c->buffer;
   size_t db = c->in ? c->buffer : c->host_buffer;
-  nnmem_status_t st = check_buf(r, st_, sb, c->in ? "copy in: source" :
-                                                    "copy out: source");
+  nnmem_status_t st =
+      check_buf(r, st_, sb, c->in ? "copy in: source" : "copy out: source");
   if (st != NNMEM_OK) return st;
   if (r->cfg->fail_copy_at && ++r->copies == r->cfg->fail_copy_at)
     return nnmem__diag(r->diag, NNMEM_ERR_IO,
-                       "step %" PRIu64 ": copy %s of buffer '%s' failed "
-                       "(fault injected at copy %" PRIu64 "); run stopped, "
+                       "step %" PRIu64
+                       ": copy %s of buffer '%s' failed "
+                       "(fault injected at copy %" PRIu64
+                       "); run stopped, "
                        "everything freed",
                        r->step, c->in ? "in" : "out",
                        buf_name(r, c->tier, c->buffer), r->cfg->fail_copy_at);
   unsigned char *src = r->base[st_] + r->p->tiers[st_].offsets[sb];
   unsigned char *dst = r->base[dt] + r->p->tiers[dt].offsets[db];
-  st = nnmem_backend_copy(r->be[c->tier], dst, src, c->bytes,
-                          c->in ? NNMEM_COPY_HOST_TO_DEVICE
-                                : NNMEM_COPY_DEVICE_TO_HOST);
+  st = nnmem_backend_copy(
+      r->be[c->tier], dst, src, c->bytes,
+      c->in ? NNMEM_COPY_HOST_TO_DEVICE : NNMEM_COPY_DEVICE_TO_HOST);
   if (st != NNMEM_OK)
     return nnmem__diag(r->diag, st, "step %" PRIu64 ": copy failed: %s",
                        r->step, nnmem_status_str(st));
@@ -250,12 +255,13 @@ static nnmem_status_t alloc_tiers(run_t *r) {
                              (void **)&r->base[t]);
     if (st != NNMEM_OK) {
       r->base[t] = NULL;
-      return nnmem__diag(r->diag, NNMEM_ERR_NOMEM,
-                         "tier %s: allocating %" PRIu64 " B on the simulated "
-                         "device failed (%s%s); run stopped, everything freed",
-                         tr->name, tr->height, nnmem_status_str(st),
-                         r->cfg->fail_at == r->allocs ? ", fault injected"
-                                                      : "");
+      return nnmem__diag(
+          r->diag, NNMEM_ERR_NOMEM,
+          "tier %s: allocating %" PRIu64
+          " B on the simulated "
+          "device failed (%s%s); run stopped, everything freed",
+          tr->name, tr->height, nnmem_status_str(st),
+          r->cfg->fail_at == r->allocs ? ", fault injected" : "");
     }
     r->rep->tier_bytes[t] = tr->height;
   }
@@ -268,7 +274,8 @@ static void free_run(run_t *r) {
       nnmem_backend_free(r->be[t], r->base[t], r->p->tiers[t].height);
     if (r->st[t]) {
       size_t n = nnmem_problem_count(r->p->tiers[t].problem);
-      for (size_t i = 0; i < n; i++) free(r->st[t][i].s);
+      for (size_t i = 0; i < n; i++)
+        free(r->st[t][i].s);
       free(r->st[t]);
     }
     nnmem_backend_destroy(r->be[t]);
@@ -283,15 +290,15 @@ static nnmem_status_t step_copies(run_t *r, uint64_t s) {
     if (p->copies[i].done == s && !p->copies[i].in)
       st = do_copy(r, &p->copies[i]);
   for (size_t i = 0; i < p->n_copies && st == NNMEM_OK; i++)
+    if (p->copies[i].start == s && p->copies[i].in)
+      st = do_copy(r, &p->copies[i]);
+  for (size_t i = 0; i < p->n_copies && st == NNMEM_OK; i++)
     if (p->copies[i].done == s && p->copies[i].in)
+      st = check_buf(r, p->copies[i].tier, p->copies[i].buffer, "prefetched");
+  for (size_t i = 0; i < p->n_copies && st == NNMEM_OK; i++)
+    if (p->copies[i].start == s && !p->copies[i].in)
       st = check_buf(r, p->copies[i].tier, p->copies[i].buffer,
-                     "prefetched");
-  for (size_t i = 0; i < p->n_copies && st == NNMEM_OK; i++) {
-    const exec_copy_t *c = &p->copies[i];
-    if (c->start != s) continue;
-    st = c->in ? do_copy(r, c)
-               : check_buf(r, c->tier, c->buffer, "copy out: source");
-  }
+                     "copy out: source");
   return st;
 }
 
@@ -312,8 +319,7 @@ static nnmem_status_t step_op(run_t *r, uint64_t s) {
 
 nnmem_status_t nnmem_exec_run(const nnmem_exec_plan_t *p,
                               const nnmem_exec_config_t *cfg,
-                              nnmem_exec_report_t *report,
-                              nnmem_diag_t *diag) {
+                              nnmem_exec_report_t *report, nnmem_diag_t *diag) {
   if (!p)
     return nnmem__diag(diag, NNMEM_ERR_INVALID, "nnmem_exec_run: NULL plan");
   nnmem_exec_config_t defcfg;
@@ -337,14 +343,13 @@ nnmem_status_t nnmem_exec_run(const nnmem_exec_plan_t *p,
     if (st == NNMEM_OK) rep.steps++;
   }
   for (size_t i = 0; i < p->n_final && st == NNMEM_OK; i++)
-    st = check_buf(&r, p->final[i].tier, p->final[i].buffer,
-                   "graph output");
+    st = check_buf(&r, p->final[i].tier, p->final[i].buffer, "graph output");
   if (st == NNMEM_ERR_NOMEM && diag && !diag->message[0])
     nnmem__diag(diag, st, "executor: out of memory");
   free_run(&r);
   if (report) {
-    uint32_t sz = report->size && report->size < sizeof rep ? report->size
-                                                            : sizeof rep;
+    uint32_t sz =
+        report->size && report->size < sizeof rep ? report->size : sizeof rep;
     memcpy(report, &rep, sz);
     report->size = sz;
   }

@@ -41,8 +41,8 @@ static nnmem_status_t bad(rd_t *r, const char *path, const char *what) {
 
 static nnmem_status_t get_u64(rd_t *r, const cJSON *o, const char *key,
                               const char *path, uint64_t *out) {
-  const cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key)
-                                     : NULL;
+  const cJSON *v =
+      cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
   char p[160];
   snprintf(p, sizeof p, "%s.%s", path, key);
   if (!v) return bad(r, p, "missing");
@@ -237,8 +237,8 @@ static nnmem_status_t read_copies(rd_t *r, nnmem_exec_plan_t *p,
     snprintf(path, sizeof path, "fit.copies[%zu]", i);
     exec_copy_t *c = &p->copies[i];
     const cJSON *dir = cJSON_GetObjectItemCaseSensitive(e, "dir");
-    if (!cJSON_IsString(dir) || (strcmp(dir->valuestring, "in") &&
-                                 strcmp(dir->valuestring, "out")))
+    if (!cJSON_IsString(dir) ||
+        (strcmp(dir->valuestring, "in") && strcmp(dir->valuestring, "out")))
       return bad(r, path, "dir: must be \"in\" or \"out\"");
     c->in = strcmp(dir->valuestring, "in") == 0;
     uint64_t t = 0, b = 0, hb = 0;
@@ -252,8 +252,8 @@ static nnmem_status_t read_copies(rd_t *r, nnmem_exec_plan_t *p,
     c->tier = (uint32_t)(t > UINT32_MAX ? UINT32_MAX : t);
     c->buffer = (size_t)b;
     c->host_buffer = (size_t)hb;
-    nnmem__exec_digest_copy(&r->h, c->in ? NNMEM_COPY_IN : NNMEM_COPY_OUT, t,
-                            b, hb, c->bytes, c->start, c->done);
+    nnmem__exec_digest_copy(&r->h, c->in ? NNMEM_COPY_IN : NNMEM_COPY_OUT, t, b,
+                            hb, c->bytes, c->start, c->done);
   }
   return NNMEM_OK;
 }
@@ -280,8 +280,8 @@ static nnmem_status_t read_tensors(rd_t *r, nnmem_exec_plan_t *p,
   return NNMEM_OK;
 }
 
-
-/* ---- step 5: references and active times ---------------------------------- */
+/* ---- step 5: references and active times ----------------------------------
+ */
 
 static int active_at(const exec_tier_t *t, size_t i, uint64_t s) {
   const nnmem_buffer_t *b = nnmem_problem_buffers(t->problem) + i;
@@ -316,18 +316,20 @@ static nnmem_status_t check_copy(rd_t *r, const nnmem_exec_plan_t *p,
   char what[64];
   snprintf(what, sizeof what, "fit.copies[%zu]", i);
   uint32_t host = p->n_tiers - 1;
-  if (c->start >= c->done || c->done > p->steps)
+  /* a copy in may be due at the step it starts (then it is exposed) */
+  if (c->start > c->done || (!c->in && c->start == c->done) ||
+      c->done >= p->steps)
     return nnmem__diag(r->diag, NNMEM_ERR_CONFLICT,
-                       "%s: %s: start must be before done (<= %llu)", r->name,
+                       "%s: %s: start must be before done (< %llu)", r->name,
                        what, (unsigned long long)p->steps);
+  uint64_t before = c->done > c->start ? c->done - 1 : c->start;
   exec_ref_t d = {c->tier, c->buffer};
   nnmem_status_t st = check_ref(r, p, &d, c->start, what, 1);
-  if (st == NNMEM_OK) st = check_ref(r, p, &d, c->done - 1, what, 1);
-  if (st == NNMEM_OK && c->in && c->done < p->steps)
-    st = check_ref(r, p, &d, c->done, what, 1);
+  if (st == NNMEM_OK) st = check_ref(r, p, &d, before, what, 1);
+  if (st == NNMEM_OK && c->in) st = check_ref(r, p, &d, c->done, what, 1);
   exec_ref_t h = {host, c->host_buffer};
   if (st == NNMEM_OK) st = check_ref(r, p, &h, c->start, what, 0);
-  if (st == NNMEM_OK) st = check_ref(r, p, &h, c->done - 1, what, 0);
+  if (st == NNMEM_OK) st = check_ref(r, p, &h, before, what, 0);
   if (st != NNMEM_OK) return st;
   const nnmem_buffer_t *db = nnmem_problem_buffers(p->tiers[c->tier].problem);
   const nnmem_buffer_t *hb = nnmem_problem_buffers(p->tiers[host].problem);
@@ -343,8 +345,8 @@ static nnmem_status_t check_accesses(rd_t *r, const nnmem_exec_plan_t *p) {
   for (size_t i = 0; i < p->n_init && st == NNMEM_OK; i++)
     st = check_ref(r, p, &p->init[i], 0, "fit.init", 0);
   for (size_t i = 0; i < p->n_final && st == NNMEM_OK; i++)
-    st = check_ref(r, p, &p->final[i], p->steps ? p->steps - 1 : 0,
-                   "fit.final", 1);
+    st = check_ref(r, p, &p->final[i], p->steps ? p->steps - 1 : 0, "fit.final",
+                   1);
   for (uint64_t s = 0; s < p->steps && st == NNMEM_OK; s++) {
     char what[112];
     snprintf(what, sizeof what, "fit.schedule[%llu] (op %.40s)",
@@ -395,8 +397,8 @@ static nnmem_status_t read_fit(rd_t *r, nnmem_exec_plan_t *p,
   if (st != NNMEM_OK) return st;
   const cJSON *md = cJSON_GetObjectItemCaseSensitive(fit, "model_digest");
   if (!cJSON_IsString(md) ||
-      sscanf(md->valuestring, "%16llx", (unsigned long long *)&p->model_digest) !=
-          1)
+      sscanf(md->valuestring, "%16llx",
+             (unsigned long long *)&p->model_digest) != 1)
     return bad(r, "fit.model_digest", "must be 16 hex digits");
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
   p->model = nnmem__strdup(cJSON_IsString(model) ? model->valuestring : "");
@@ -454,7 +456,8 @@ void nnmem_exec_plan_destroy(nnmem_exec_plan_t *p) {
   free(p->init);
   free(p->final);
   free(p->copies);
-  for (size_t i = 0; i < p->n_tensors; i++) free(p->tensors[i].name);
+  for (size_t i = 0; i < p->n_tensors; i++)
+    free(p->tensors[i].name);
   free(p->tensors);
   free(p->model);
   free(p->name);
@@ -482,7 +485,8 @@ nnmem_status_t nnmem_exec_plan_parse(const char *data, size_t len,
   if (st == NNMEM_OK) st = read_fit(&r, p, root);
   cJSON_Delete(root);
   if (st != NNMEM_OK) {
-    if (st == NNMEM_ERR_NOMEM) nnmem__diag(diag, st, "%s: out of memory", r.name);
+    if (st == NNMEM_ERR_NOMEM)
+      nnmem__diag(diag, st, "%s: out of memory", r.name);
     nnmem_exec_plan_destroy(p);
     return st;
   }

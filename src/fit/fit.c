@@ -65,16 +65,17 @@ typedef struct fv {
   /* device lifetime gaps (offloads / stream windows) */
   nnmem_interval_t *gaps;
   size_t n_gaps;
-  size_t tbuf;     /* buffer index in its tier */
-  size_t hbuf;     /* streamed weights: the host tier buffer */
+  size_t tbuf; /* buffer index in its tier */
+  size_t hbuf; /* streamed weights: the host tier buffer */
   uint64_t orig_first, orig_last;
 } fv_t;
 
 typedef struct cand {
   uint32_t v;
-  int kind; /* NNMEM_MOVE_ */
+  int kind;            /* NNMEM_MOVE_ */
   uint64_t a, c, d, k; /* offload: accesses a < c, out delay d, in lead k */
   uint64_t at;         /* the peak step it relieved */
+  uint32_t ahead;      /* stream: most steps a copy starts ahead */
   int applied, dead;
 } cand_t;
 
@@ -85,8 +86,8 @@ typedef struct fitter {
   nnmem_liveness_t *live;
   fv_t *v;
   size_t n_v, cap_v;
-  double *op_s;     /* compute time of step s */
-  uint64_t *prof;   /* main-tier live bytes per step */
+  double *op_s;   /* compute time of step s */
+  uint64_t *prof; /* main-tier live bytes per step */
   cand_t *cands;
   size_t n_c, cap_c;
   uint32_t main;
@@ -161,7 +162,8 @@ static nnmem_status_t add_access(fv_t *v, uint64_t s) {
     return NNMEM_ERR_NOMEM;
   /* steps arrive in order except the last-1 marks; keep sorted, unique */
   size_t i = v->n_acc;
-  while (i > 0 && v->acc[i - 1] > s) i--;
+  while (i > 0 && v->acc[i - 1] > s)
+    i--;
   if (i > 0 && v->acc[i - 1] == s) return NNMEM_OK;
   memmove(v->acc + i + 1, v->acc + i, (v->n_acc - i) * sizeof *v->acc);
   v->acc[i] = s;
@@ -187,8 +189,9 @@ static nnmem_status_t liveness_values(fitter_t *x) {
     int kind = nnmem_liveness_buffer_kind(x->live, i) == NNMEM_BUFFER_WORKSPACE
                    ? FIT_KIND_WORKSPACE
                    : FIT_KIND_ACTIVATION;
-    nnmem_status_t st = add_value(x, nnmem_problem_id(p, i), b[i].size,
-                                  b[i].align, b[i].first, b[i].last, kind, &idx);
+    nnmem_status_t st =
+        add_value(x, nnmem_problem_id(p, i), b[i].size, b[i].align, b[i].first,
+                  b[i].last, kind, &idx);
     if (st != NNMEM_OK) return st;
     if (nnmem_problem_gaps(p, i, NULL)) x->v[idx].has_gaps = 1;
   }
@@ -290,7 +293,8 @@ static nnmem_status_t im2col_values(fitter_t *x, const uint64_t *ws_bytes) {
 }
 
 static int64_t root_of(const fitter_t *x, int64_t i) {
-  while (x->v[i].parent >= 0) i = x->v[i].parent;
+  while (x->v[i].parent >= 0)
+    i = x->v[i].parent;
   return i;
 }
 
@@ -311,7 +315,8 @@ static int cmp_step_root(const void *a, const void *b) {
  * root) pairs sorted and deduplicated, summed per step. O(A log A). */
 static nnmem_status_t min_footprint(fitter_t *x) {
   size_t n = 0, k = 0;
-  for (size_t i = 0; i < x->n_v; i++) n += x->v[i].n_acc;
+  for (size_t i = 0; i < x->n_v; i++)
+    n += x->v[i].n_acc;
   step_root_t *sr = malloc((n ? n : 1) * sizeof *sr);
   if (!sr) return NNMEM_ERR_NOMEM;
   for (size_t i = 0; i < x->n_v; i++)
@@ -376,7 +381,8 @@ static nnmem_status_t make_cands(fitter_t *x, uint32_t max_ahead) {
     fv_t *v = &x->v[i];
     if (v->tier != x->main || v->n_acc == 0 || v->size == 0) continue;
     if (v->kind == FIT_KIND_WEIGHT && !x->cfg->no_stream) {
-      cand_t c = {(uint32_t)i, NNMEM_MOVE_STREAM, 0, 0, 0, 0, 0, 0, 0};
+      cand_t c = {(uint32_t)i, NNMEM_MOVE_STREAM, 0, 0, 0, 0,
+                  0,           max_ahead,         0, 0};
       nnmem_status_t st = add_cand(x, c);
       if (st != NNMEM_OK) return st;
       continue;
@@ -391,7 +397,8 @@ static nnmem_status_t make_cands(fitter_t *x, uint32_t max_ahead) {
       uint64_t d = delay_steps(x, a + 1, t, max_ahead);
       uint64_t lead = lead_steps(x, c, a + 1 + d, t, max_ahead);
       if (a + 1 + d >= c - lead) continue; /* no gap left */
-      cand_t cd = {(uint32_t)i, NNMEM_MOVE_OFFLOAD, a, c, d, lead, 0, 0, 0};
+      cand_t cd = {(uint32_t)i, NNMEM_MOVE_OFFLOAD, a, c, d, lead,
+                   0,           max_ahead,          0, 0};
       nnmem_status_t st = add_cand(x, cd);
       if (st != NNMEM_OK) return st;
     }
@@ -426,7 +433,8 @@ static uint64_t frees_at(const fitter_t *x, const cand_t *c, uint64_t s,
   const fv_t *v = &x->v[c->v];
   if (c->kind == NNMEM_MOVE_OFFLOAD)
     return s >= c->a + 1 + c->d && s < c->c - c->k ? v->asize : 0;
-  size_t n = stream_windows(x, v, ahead, scratch);
+  (void)ahead;
+  size_t n = stream_windows(x, v, c->ahead, scratch);
   for (size_t i = 0; i < n; i++)
     if (s >= scratch[i].first && s < scratch[i].last) return 0;
   return v->asize;
@@ -437,16 +445,46 @@ static double cand_cost(const fitter_t *x, const cand_t *c, uint32_t ahead,
   const fv_t *v = &x->v[c->v];
   double copies = c->kind == NNMEM_MOVE_OFFLOAD
                       ? 2.0
-                      : (double)stream_windows(x, v, ahead, scratch);
+                      : (double)stream_windows(x, v, c->ahead, scratch);
+  (void)ahead;
   return copies; /* transfer time per byte freed = copies / link */
 }
 
-/* Subtracts (sign -1) the bytes cand c frees from the profile. */
+/* Subtracts (sign -1) or adds back (+1) the bytes cand c frees. */
 static void apply_to_profile(fitter_t *x, const cand_t *c, uint32_t ahead,
-                             nnmem_interval_t *scratch) {
+                             nnmem_interval_t *scratch, int sign) {
   const fv_t *v = &x->v[c->v];
   for (uint64_t s = 0; s < x->S; s++)
-    if (frees_at(x, c, s, ahead, scratch)) x->prof[s] -= v->asize;
+    if (frees_at(x, c, s, ahead, scratch)) {
+      if (sign < 0)
+        x->prof[s] -= v->asize;
+      else
+        x->prof[s] += v->asize;
+    }
+}
+
+/* No new move frees step s: shorten the prefetch of the largest streamed
+ * weight whose window (not its use) holds s (halving its lead). */
+static int shorten_prefetch(fitter_t *x, uint64_t s, uint32_t ahead,
+                            nnmem_interval_t *scratch) {
+  int64_t best = -1;
+  for (size_t i = 0; i < x->n_c; i++) {
+    cand_t *c = &x->cands[i];
+    if (!c->applied || c->kind != NNMEM_MOVE_STREAM || c->ahead <= 1) continue;
+    if (frees_at(x, c, s, ahead, scratch)) continue; /* not held at s */
+    uint32_t keep = c->ahead;
+    c->ahead = 1;
+    int helps = frees_at(x, c, s, ahead, scratch) != 0;
+    c->ahead = keep;
+    if (helps && (best < 0 || x->v[c->v].asize > x->v[x->cands[best].v].asize))
+      best = (int64_t)i;
+  }
+  if (best < 0) return 0;
+  cand_t *c = &x->cands[best];
+  apply_to_profile(x, c, ahead, scratch, +1);
+  c->ahead = c->ahead / 2 ? c->ahead / 2 : 1;
+  apply_to_profile(x, c, ahead, scratch, -1);
+  return 1;
 }
 
 static void build_profile(fitter_t *x) {
@@ -484,12 +522,12 @@ static int relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
       best_size = size;
     }
   }
-  if (best < 0) return -1;
+  if (best < 0) return shorten_prefetch(x, s, ahead, scratch) ? 1 : -1;
   cand_t *c = &x->cands[best];
   c->applied = 1;
   c->at = s;
   if (c->kind == NNMEM_MOVE_STREAM) x->v[c->v].streamed = 1;
-  apply_to_profile(x, c, ahead, scratch);
+  apply_to_profile(x, c, ahead, scratch, -1);
   return 1;
 }
 
@@ -551,8 +589,8 @@ static nnmem_status_t place_streamed(fitter_t *x, fv_t *v, uint32_t ahead,
     nnmem_status_t st = add_gap_list(v, w[i - 1].last, w[i].first);
     if (st != NNMEM_OK) return st;
   }
-  nnmem_status_t st =
-      tier_add(f, host, v->id, v->size, v->align, 0, x->S, FIT_KIND_WEIGHT, &hb);
+  nnmem_status_t st = tier_add(f, host, v->id, v->size, v->align, 0, x->S,
+                               FIT_KIND_WEIGHT, &hb);
   if (st != NNMEM_OK) return st;
   v->hbuf = hb;
   for (size_t i = 0; i < n; i++) {
@@ -562,8 +600,8 @@ static nnmem_status_t place_streamed(fitter_t *x, fv_t *v, uint32_t ahead,
         use = v->acc[k];
         break;
       }
-    nnmem_fit_copy_t c = {NNMEM_COPY_IN, x->main, 0, hb, v->size,
-                          w[i].first, use};
+    nnmem_fit_copy_t c = {NNMEM_COPY_IN, x->main,    0,  hb,
+                          v->size,       w[i].first, use};
     c.dev_buffer = (size_t)(v - x->v); /* value index; mapped later */
     if ((st = add_copy(f, c)) != NNMEM_OK) return st;
   }
@@ -585,13 +623,17 @@ static nnmem_status_t place_offload(fitter_t *x, const cand_t *c, fv_t *v,
                   FIT_KIND_ACTIVATION, &hb);
   if (st != NNMEM_OK) return st;
   size_t vi = (size_t)(v - x->v);
-  nnmem_fit_copy_t out = {NNMEM_COPY_OUT, x->main, vi, hb, v->size,
-                          c->a + 1, c->a + 1 + c->d};
-  nnmem_fit_copy_t in = {NNMEM_COPY_IN, x->main, vi, hb, v->size,
-                         c->c - c->k, c->c};
+  nnmem_fit_copy_t out = {NNMEM_COPY_OUT, x->main,        vi, hb, v->size,
+                          c->a + 1,       c->a + 1 + c->d};
+  nnmem_fit_copy_t in = {NNMEM_COPY_IN, x->main,     vi,  hb,
+                         v->size,       c->c - c->k, c->c};
   if ((st = add_copy(f, out)) != NNMEM_OK || (st = add_copy(f, in)) != NNMEM_OK)
     return st;
-  nnmem_fit_move_t m = {NNMEM_MOVE_OFFLOAD, NULL, v->size, 2, peak_step,
+  nnmem_fit_move_t m = {NNMEM_MOVE_OFFLOAD,
+                        NULL,
+                        v->size,
+                        2,
+                        peak_step,
                         c->c - c->k - (c->a + 1 + c->d)};
   return add_move(f, m, v->id);
 }
@@ -618,17 +660,16 @@ static nnmem_status_t build_tier(fitter_t *x, uint32_t t) {
     if (v->tier != t || v->n_acc == 0) continue;
     /* the liveness problem's own gaps, then ours */
     const nnmem_interval_t *lg;
-    size_t nl = i < nnmem_problem_count(lp) ? nnmem_problem_gaps(lp, i, &lg)
-                                            : 0;
+    size_t nl =
+        i < nnmem_problem_count(lp) ? nnmem_problem_gaps(lp, i, &lg) : 0;
     for (size_t k = 0; k < nl; k++) {
       nnmem_status_t st = add_gap_list(v, lg[k].first, lg[k].last);
       if (st != NNMEM_OK) return st;
     }
     qsort(v->gaps, v->n_gaps, sizeof *v->gaps, cmp_interval);
     for (size_t k = 0; k < v->n_gaps; k++) {
-      nnmem_status_t st = nnmem_problem_add_gap(f->problems[t], v->tbuf,
-                                                v->gaps[k].first,
-                                                v->gaps[k].last);
+      nnmem_status_t st = nnmem_problem_add_gap(
+          f->problems[t], v->tbuf, v->gaps[k].first, v->gaps[k].last);
       if (st != NNMEM_OK) return st;
     }
     if (v->parent >= 0) {
@@ -664,7 +705,6 @@ static nnmem_status_t plan_tier(fitter_t *x, uint32_t t, uint64_t cap) {
                        f->dev.tiers[t].name, d.message);
   return NNMEM_OK;
 }
-
 
 /* ---- the executor's accesses --------------------------------------------- */
 
@@ -727,7 +767,8 @@ static nnmem_status_t build_accesses(fitter_t *x, const int64_t *wval) {
   return st;
 }
 
-/* ---- step 7: costs -------------------------------------------------------- */
+/* ---- step 7: costs --------------------------------------------------------
+ */
 
 static void compute_costs(fitter_t *x) {
   nnmem_fit_t *f = x->f;
@@ -740,9 +781,8 @@ static void compute_costs(fitter_t *x) {
     for (size_t i = 0; i < f->n_copies; i++) {
       const nnmem_fit_copy_t *cp = &f->copies[i];
       if (cp->start != s) continue;
-      double t = (double)cp->bytes / link, b = T > free_at[cp->dir]
-                                                   ? T
-                                                   : free_at[cp->dir];
+      double t = (double)cp->bytes / link,
+             b = T > free_at[cp->dir] ? T : free_at[cp->dir];
       if (end) end[i] = b + t;
       free_at[cp->dir] = b + t;
       c->transfer_s += t;
@@ -763,7 +803,8 @@ static void compute_costs(fitter_t *x) {
   c->exposed_s = T - c->compute_s > 0 ? T - c->compute_s : 0;
 }
 
-/* ---- the driver ----------------------------------------------------------- */
+/* ---- the driver -----------------------------------------------------------
+ */
 
 static void reset_round(fitter_t *x) {
   nnmem_fit_t *f = x->f;
@@ -775,7 +816,8 @@ static void reset_round(fitter_t *x) {
     f->problems[t] = NULL;
     f->kinds[t] = NULL;
   }
-  for (size_t i = 0; i < f->n_moves; i++) free(f->move_names[i]);
+  for (size_t i = 0; i < f->n_moves; i++)
+    free(f->move_names[i]);
   f->n_moves = f->n_copies = 0;
   for (size_t i = 0; i < x->n_v; i++) {
     x->v[i].n_gaps = 0;
@@ -797,7 +839,7 @@ static nnmem_status_t build_round(fitter_t *x, uint32_t ahead,
     cand_t *c = &x->cands[i];
     if (!c->applied) continue;
     if (c->kind == NNMEM_MOVE_STREAM)
-      st = place_streamed(x, &x->v[c->v], ahead, c->at, scratch);
+      st = place_streamed(x, &x->v[c->v], c->ahead, c->at, scratch);
     else
       st = place_offload(x, c, &x->v[c->v], c->at);
   }
@@ -809,16 +851,15 @@ static nnmem_status_t build_round(fitter_t *x, uint32_t ahead,
   st = plan_tier(x, x->main, f->limit);
   for (uint32_t t = 0; t < f->dev.n_tiers && st == NNMEM_OK; t++)
     if (t != x->main)
-      st = plan_tier(x, t, t + 1 < f->dev.n_tiers ? f->dev.tiers[t].capacity
-                                                  : 0);
+      st = plan_tier(x, t,
+                     t + 1 < f->dev.n_tiers ? f->dev.tiers[t].capacity : 0);
   return st;
 }
 
 static nnmem_status_t no_fit(fitter_t *x, const char *why) {
   nnmem_op_info_t oi;
-  const char *op = nnmem_graph_op(x->g, x->f->min_op, &oi) == NNMEM_OK
-                       ? oi.name
-                       : "?";
+  const char *op =
+      nnmem_graph_op(x->g, x->f->min_op, &oi) == NNMEM_OK ? oi.name : "?";
   return nnmem__diag(
       x->diag, NNMEM_ERR_CAPACITY,
       "%s %llu B on tier '%s': the smallest device footprint for this model "
@@ -922,7 +963,8 @@ static nnmem_status_t fit_main(fitter_t *x) {
   if (st == NNMEM_OK) {
     build_profile(x);
     for (uint64_t s = 0; s < x->S; s++)
-      if (x->prof[s] > f->unconstrained_peak) f->unconstrained_peak = x->prof[s];
+      if (x->prof[s] > f->unconstrained_peak)
+        f->unconstrained_peak = x->prof[s];
   }
   if (st == NNMEM_OK && f->limit < f->min_footprint)
     st = no_fit(x, "does not fit: limit");
@@ -981,7 +1023,8 @@ void nnmem_fit_destroy(nnmem_fit_t *f) {
     nnmem_problem_destroy(f->problems[t]);
     free(f->kinds[t]);
   }
-  for (size_t i = 0; i < f->n_moves; i++) free(f->move_names[i]);
+  for (size_t i = 0; i < f->n_moves; i++)
+    free(f->move_names[i]);
   free(f->move_names);
   free(f->moves);
   free(f->copies);
@@ -1002,8 +1045,12 @@ uint64_t nnmem_fit_min_footprint(const nnmem_fit_t *f, uint32_t *op_out) {
 const nnmem_device_t *nnmem_fit_device(const nnmem_fit_t *f) {
   return f ? &f->dev : NULL;
 }
-uint64_t nnmem_fit_limit(const nnmem_fit_t *f) { return f ? f->limit : 0; }
-uint64_t nnmem_fit_steps(const nnmem_fit_t *f) { return f ? f->steps : 0; }
+uint64_t nnmem_fit_limit(const nnmem_fit_t *f) {
+  return f ? f->limit : 0;
+}
+uint64_t nnmem_fit_steps(const nnmem_fit_t *f) {
+  return f ? f->steps : 0;
+}
 const uint32_t *nnmem_fit_order(const nnmem_fit_t *f) {
   return f ? f->order : NULL;
 }
@@ -1028,4 +1075,6 @@ size_t nnmem_fit_moves(const nnmem_fit_t *f, const nnmem_fit_move_t **out) {
 void nnmem_fit_costs(const nnmem_fit_t *f, nnmem_fit_costs_t *out) {
   if (f && out) *out = f->costs;
 }
-double nnmem_fit_seconds(const nnmem_fit_t *f) { return f ? f->seconds : 0; }
+double nnmem_fit_seconds(const nnmem_fit_t *f) {
+  return f ? f->seconds : 0;
+}

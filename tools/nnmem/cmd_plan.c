@@ -845,8 +845,9 @@ static int run_pipeline(plan_ctx_t *c) {
   nnmem_status_t st = load_input(c);
   if (st == NNMEM_OK && c->opts.fit) { /* --mem-limit / --device */
     if (c->kind == IN_CSV) {
-      fprintf(stderr, "nnmem: --mem-limit and --device fit graphs (ONNX, JSON "
-                      "graph, built-in models); %s is a MiniMalloc problem\n",
+      fprintf(stderr,
+              "nnmem: --mem-limit and --device fit graphs (ONNX, JSON "
+              "graph, built-in models); %s is a MiniMalloc problem\n",
               c->opts.input);
       return CLI_EXIT_INVALID;
     }

@@ -103,10 +103,10 @@ static int set_option(void *opts, int id, const char *v) {
     case OPT_FAIL_ALLOC:
     case OPT_FAIL_COPY:
       if (cli_parse_uint(v, UINT64_MAX, &n, &why) != 0 || n == 0)
-        return cli_usage_error("run", "bad --%s '%s': %s",
-                               id == OPT_FAIL_ALLOC ? "fail-alloc"
-                                                    : "fail-copy",
-                               v, why ? why : "must be >= 1");
+        return cli_usage_error(
+            "run", "bad --%s '%s': %s",
+            id == OPT_FAIL_ALLOC ? "fail-alloc" : "fail-copy", v,
+            why ? why : "must be >= 1");
       if (id == OPT_FAIL_ALLOC)
         o->exec.fail_at = n;
       else
@@ -171,8 +171,8 @@ static void print_report(const run_opts_t *o, const nnmem_exec_plan_t *p,
   fprintf(f,
           "nnmem run: %s: %llu steps, %llu writes, %llu checks (%s B "
           "compared), %llu copies (%s B)\n",
-          o->plan, (unsigned long long)r->steps,
-          (unsigned long long)r->writes, (unsigned long long)r->checks,
+          o->plan, (unsigned long long)r->steps, (unsigned long long)r->writes,
+          (unsigned long long)r->checks,
           cli_fmt_grouped(r->bytes_checked, a, sizeof a),
           (unsigned long long)r->copies,
           cli_fmt_grouped(r->copy_bytes, b, sizeof b));
@@ -218,8 +218,12 @@ int cli_cmd_run(int argc, char **argv) {
   run_opts_t o;
   memset(&o, 0, sizeof o);
   o.exec.size = sizeof o.exec;
-  cli_parse_t p = {"run",      run_table, OPT_HELP,
-                   print_run_help, set_option, &o,
+  cli_parse_t p = {"run",
+                   run_table,
+                   OPT_HELP,
+                   print_run_help,
+                   set_option,
+                   &o,
                    {&o.plan, &o.input, NULL}};
   int e = cli_args_parse(&p, argc, argv);
   if (e >= 0) return e;

@@ -31,19 +31,18 @@ int cli_fit_load_device(const char *spec, nnmem_device_t *d,
     size_t n = 0;
     const char *const *names = nnmem_device_preset_names(&n);
     char hint[96];
-    nnmem__diag(diag, NNMEM_ERR_INVALID,
-                "unknown device '%s' (presets: edge-npu, datacenter, cpu; or "
-                "a device JSON file)%s",
-                spec, cli_did_you_mean(cli_suggest(spec, names, n), hint,
-                                       sizeof hint));
+    nnmem__diag(
+        diag, NNMEM_ERR_INVALID,
+        "unknown device '%s' (presets: edge-npu, datacenter, cpu; or "
+        "a device JSON file)%s",
+        spec, cli_did_you_mean(cli_suggest(spec, names, n), hint, sizeof hint));
     return 1;
   }
   char *data = NULL;
   size_t len = 0;
-  nnmem_status_t st = nnmem_file_read_limited(spec, 1u << 20, &data, &len,
-                                              diag);
-  if (st == NNMEM_OK)
-    st = nnmem_device_parse_json(data, len, spec, d, diag);
+  nnmem_status_t st =
+      nnmem_file_read_limited(spec, 1u << 20, &data, &len, diag);
+  if (st == NNMEM_OK) st = nnmem_device_parse_json(data, len, spec, d, diag);
   free(data);
   return st != NNMEM_OK;
 }
@@ -51,8 +50,7 @@ int cli_fit_load_device(const char *spec, nnmem_device_t *d,
 static void print_tiers(FILE *out, const nnmem_fit_t *f) {
   const nnmem_device_t *d = nnmem_fit_device(f);
   char a[32], b[32];
-  fprintf(out, "  %-8s %14s %14s %8s\n", "tier", "capacity", "peak",
-          "buffers");
+  fprintf(out, "  %-8s %14s %14s %8s\n", "tier", "capacity", "peak", "buffers");
   for (uint32_t t = 0; t < d->n_tiers; t++) {
     uint64_t cap = t == nnmem_device_main_tier(d) ? nnmem_fit_limit(f)
                                                   : d->tiers[t].capacity;
@@ -77,9 +75,10 @@ static void print_moves(FILE *out, const nnmem_graph_t *g,
                         const nnmem_fit_t *f) {
   const nnmem_fit_move_t *m;
   size_t n = nnmem_fit_moves(f, &m), ns = 0, no = 0;
-  for (size_t i = 0; i < n; i++) m[i].kind == NNMEM_MOVE_STREAM ? ns++ : no++;
-  fprintf(out, "  moved: %zu weights streamed, %zu activations offloaded\n",
-          ns, no);
+  for (size_t i = 0; i < n; i++)
+    m[i].kind == NNMEM_MOVE_STREAM ? ns++ : no++;
+  fprintf(out, "  moved: %zu weights streamed, %zu activations offloaded\n", ns,
+          no);
   size_t shown = n < 8 ? n : 8;
   for (size_t i = 0; i < shown; i++) {
     char a[32], nm[96];
@@ -89,8 +88,8 @@ static void print_moves(FILE *out, const nnmem_graph_t *g,
               "(op %s) was over the limit\n",
               cli_printable(m[i].name, nm, sizeof nm),
               cli_fmt_grouped(m[i].bytes, a, sizeof a),
-              (unsigned long long)m[i].copies,
-              (unsigned long long)m[i].at_step, op_at(g, f, m[i].at_step));
+              (unsigned long long)m[i].copies, (unsigned long long)m[i].at_step,
+              op_at(g, f, m[i].at_step));
     else
       fprintf(out,
               "    offload %-28s %12s B, idle %llu steps in host memory "
@@ -100,7 +99,8 @@ static void print_moves(FILE *out, const nnmem_graph_t *g,
               (unsigned long long)m[i].idle_steps,
               (unsigned long long)m[i].at_step, op_at(g, f, m[i].at_step));
   }
-  if (n > shown) fprintf(out, "    ... %zu more (--out lists all)\n", n - shown);
+  if (n > shown)
+    fprintf(out, "    ... %zu more (--out lists all)\n", n - shown);
 }
 
 static void report_human(FILE *out, const nnmem_graph_t *g,
@@ -124,8 +124,9 @@ static void report_human(FILE *out, const nnmem_graph_t *g,
           nnmem_graph_op(g, op, &oi) == NNMEM_OK ? oi.name : "?");
   print_tiers(out, f);
   print_moves(out, g, f);
-  fprintf(out, "  transfers per inference: %s B (weights in %s B, "
-               "activations out+in %s B)\n",
+  fprintf(out,
+          "  transfers per inference: %s B (weights in %s B, "
+          "activations out+in %s B)\n",
           cli_fmt_grouped(c.transfer_bytes, a, sizeof a),
           cli_fmt_grouped(c.stream_bytes, b, sizeof b),
           cli_fmt_grouped(c.offload_bytes, h, sizeof h));
@@ -194,7 +195,8 @@ static nnmem_status_t stage(const nnmem_graph_t *g, const nnmem_fit_t *f,
     char *text = NULL;
     size_t len = 0;
     st = nnmem_fit_format_json(f, g, &text, &len, diag);
-    if (st == NNMEM_OK) st = nnmem__outset_add_bytes(set, o->out, text, len, diag);
+    if (st == NNMEM_OK)
+      st = nnmem__outset_add_bytes(set, o->out, text, len, diag);
     free(text);
   }
   if (st == NNMEM_OK && o->profile) {
@@ -214,8 +216,8 @@ static nnmem_status_t stage(const nnmem_graph_t *g, const nnmem_fit_t *f,
 
 static nnmem_status_t write_outputs(const nnmem_graph_t *g,
                                     const nnmem_fit_t *f,
-                                    const cli_plan_opts_t *o,
-                                    const char *title, nnmem_diag_t *diag) {
+                                    const cli_plan_opts_t *o, const char *title,
+                                    nnmem_diag_t *diag) {
   if (!o->out && !o->profile) return NNMEM_OK;
   nnmem__outset_t *set = NULL;
   nnmem_status_t st = nnmem__outset_create(&set);
