@@ -223,6 +223,17 @@ static void check_fit(const nnmem_fit_t *f, const nnmem_graph_t *g,
   char *text = NULL;
   size_t len = 0;
   assert_ok(nnmem_fit_format_json(f, g, &text, &len, NULL));
+  /* the classic plan JSON reader sees the main tier (old consumers) */
+  nnmem_problem_t *cp_prob = NULL;
+  uint64_t *cp_offs = NULL;
+  assert_ok(nnmem_plan_read_json(text, len, "fit.json", &cp_prob, &cp_offs,
+                                 NULL));
+  assert_int_equal(nnmem_problem_count(cp_prob),
+                   nnmem_problem_count(nnmem_fit_tier_problem(f, m)));
+  assert_ok(nnmem_plan_verify(cp_prob, cp_offs, d->tiers[m].alignment, limit,
+                              NULL, NULL));
+  nnmem_problem_destroy(cp_prob);
+  free(cp_offs);
   nnmem_exec_plan_t *ep = NULL;
   nnmem_diag_t diag = {{0}};
   nnmem_status_t st = nnmem_exec_plan_parse(text, len, "fit.json", &ep, &diag);
