@@ -225,6 +225,9 @@ NNMEM_API nnmem_status_t nnmem_exec_plan_parse(const char *data, size_t len,
                                                nnmem_diag_t *diag);
 NNMEM_API void nnmem_exec_plan_destroy(nnmem_exec_plan_t *p);
 
+/* Bytes a run allocates: the sum of the tiers' plan heights. */
+NNMEM_API uint64_t nnmem_exec_plan_bytes(const nnmem_exec_plan_t *p);
+
 /* Compares the plan with a model: digest, then op names and tensor sizes;
  * diag names the first difference. NNMEM_ERR_CONFLICT when they differ. */
 NNMEM_API nnmem_status_t nnmem_exec_plan_match(const nnmem_exec_plan_t *p,

@@ -441,6 +441,14 @@ static nnmem_status_t read_fit(rd_t *r, nnmem_exec_plan_t *p,
   return st == NNMEM_OK ? check_accesses(r, p) : st;
 }
 
+uint64_t nnmem_exec_plan_bytes(const nnmem_exec_plan_t *p) {
+  uint64_t sum = 0;
+  for (uint32_t t = 0; p && t < p->n_tiers; t++)
+    sum =
+        sum + p->tiers[t].height < sum ? UINT64_MAX : sum + p->tiers[t].height;
+  return sum;
+}
+
 void nnmem_exec_plan_destroy(nnmem_exec_plan_t *p) {
   if (!p) return;
   for (uint32_t t = 0; t < NNMEM_DEVICE_MAX_TIERS; t++) {

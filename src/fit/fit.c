@@ -396,7 +396,8 @@ static nnmem_status_t make_cands(fitter_t *x, uint32_t max_ahead) {
       if (c < a + 4) continue;
       uint64_t d = delay_steps(x, a + 1, t, max_ahead);
       uint64_t lead = lead_steps(x, c, a + 1 + d, t, max_ahead);
-      if (a + 1 + d >= c - lead) continue; /* no gap left */
+      if (a + 1 + d >= c - lead) d = 1, lead = 1; /* not hidden: exposed */
+      if (a + 1 + d >= c - lead) continue;        /* no gap left */
       cand_t cd = {(uint32_t)i, NNMEM_MOVE_OFFLOAD, a, c, d, lead,
                    0,           max_ahead,          0, 0};
       nnmem_status_t st = add_cand(x, cd);
@@ -463,26 +464,46 @@ static void apply_to_profile(fitter_t *x, const cand_t *c, uint32_t ahead,
     }
 }
 
-/* No new move frees step s: shorten the prefetch of the largest streamed
- * weight whose window (not its use) holds s (halving its lead). */
+/* The largest prefetch lead with which streamed weight c frees step s (no
+ * window covers s): every use u > s starts after s; 0 when a use is at s
+ * or right after it. */
+static uint32_t stream_ahead_for(const fitter_t *x, const cand_t *c,
+                                 uint64_t s) {
+  const fv_t *v = &x->v[c->v];
+  uint64_t lim = c->ahead;
+  for (size_t k = 0; k < v->n_acc; k++) {
+    uint64_t u = v->acc[k];
+    if (u == s) return 0;
+    if (u > s && u - s - 1 < lim) lim = u - s - 1;
+  }
+  return (uint32_t)lim;
+}
+
+/* No new move frees step s at its best lead: shorten the prefetch of the
+ * largest streamed weight (applied or not) whose window, not its use,
+ * holds s. Returns 1 when one changed. */
 static int shorten_prefetch(fitter_t *x, uint64_t s, uint32_t ahead,
                             nnmem_interval_t *scratch) {
   int64_t best = -1;
+  uint32_t best_lead = 0;
   for (size_t i = 0; i < x->n_c; i++) {
     cand_t *c = &x->cands[i];
-    if (!c->applied || c->kind != NNMEM_MOVE_STREAM || c->ahead <= 1) continue;
+    if (c->kind != NNMEM_MOVE_STREAM || c->dead) continue;
     if (frees_at(x, c, s, ahead, scratch)) continue; /* not held at s */
-    uint32_t keep = c->ahead;
-    c->ahead = 1;
-    int helps = frees_at(x, c, s, ahead, scratch) != 0;
-    c->ahead = keep;
-    if (helps && (best < 0 || x->v[c->v].asize > x->v[x->cands[best].v].asize))
-      best = (int64_t)i;
+    uint32_t lead = stream_ahead_for(x, c, s);
+    if (lead < 1) continue;
+    if (best < 0 || x->v[c->v].asize > x->v[x->cands[best].v].asize)
+      best = (int64_t)i, best_lead = lead;
   }
   if (best < 0) return 0;
   cand_t *c = &x->cands[best];
-  apply_to_profile(x, c, ahead, scratch, +1);
-  c->ahead = c->ahead / 2 ? c->ahead / 2 : 1;
+  if (c->applied) apply_to_profile(x, c, ahead, scratch, +1);
+  c->ahead = best_lead;
+  if (!c->applied) {
+    c->applied = 1;
+    c->at = s;
+    x->v[c->v].streamed = 1;
+  }
   apply_to_profile(x, c, ahead, scratch, -1);
   return 1;
 }
@@ -868,6 +889,24 @@ static nnmem_status_t no_fit(fitter_t *x, const char *why) {
       (unsigned long long)x->f->min_footprint, op);
 }
 
+/* Halves the prefetch lead of every streamed weight (shorter windows
+ * conflict with fewer buffers) and rebuilds the profile; 0 when all leads
+ * are 1 already. */
+static int halve_leads(fitter_t *x, uint32_t ahead, nnmem_interval_t *scratch) {
+  int changed = 0;
+  for (size_t i = 0; i < x->n_c; i++) {
+    cand_t *c = &x->cands[i];
+    if (c->applied && c->kind == NNMEM_MOVE_STREAM && c->ahead > 1)
+      c->ahead /= 2, changed = 1;
+  }
+  if (!changed) return 0;
+  build_profile(x);
+  for (size_t i = 0; i < x->n_c; i++)
+    if (x->cands[i].applied)
+      apply_to_profile(x, &x->cands[i], ahead, scratch, -1);
+  return 1;
+}
+
 /* Steps 5-6: relieve the profile, plan, lower the target on failure. */
 static nnmem_status_t fit_rounds(fitter_t *x, uint32_t ahead) {
   size_t wcap = 0;
@@ -885,8 +924,14 @@ static nnmem_status_t fit_rounds(fitter_t *x, uint32_t ahead) {
     uint64_t peak = 0;
     for (uint64_t s = 0; s < x->S; s++)
       if (x->prof[s] > peak) peak = x->prof[s];
+    if (peak > x->f->limit && halve_leads(x, ahead, scratch)) continue;
     if (peak > x->f->limit) break; /* nothing more can move */
     st = build_round(x, ahead, scratch);
+    if (st == NNMEM_ERR_CAPACITY && r < 0 &&
+        halve_leads(x, ahead, scratch)) { /* fragmentation: tighter windows */
+      r = 0;
+      continue;
+    }
     if (r < 0 && st == NNMEM_ERR_CAPACITY) break;
     target *= 0.97;
   }

@@ -26,6 +26,7 @@
 
 #include "common/util.h"
 #include "plan/place.h"
+#include "plan/problem_internal.h"
 #include "plan/search.h"
 
 typedef struct event {
@@ -43,9 +44,13 @@ static int cmp_event(const void *a, const void *b) {
 nnmem_status_t nnmem__search_bound(const nnmem_problem_t *p, uint64_t align,
                                    uint64_t *bound, uint64_t *step,
                                    uint64_t *bytes) {
+  /* roots only (a sub-buffer lies inside its parent), one event pair per
+   * active interval (a gap holds nothing) */
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  size_t n = nnmem_problem_count(p), m = 0;
-  event_t *ev = malloc((2 * n + 1) * sizeof *ev);
+  size_t n = nnmem_problem_count(p), m = 0, cap = 2 * n + 1;
+  for (size_t i = 0; i < n; i++)
+    cap += 2 * nnmem_problem_gaps(p, i, NULL);
+  event_t *ev = malloc(cap * sizeof *ev);
   if (!ev) return NNMEM_ERR_NOMEM;
   uint64_t g = 0;
   for (size_t i = 0; i < n; i++) {
@@ -54,11 +59,15 @@ nnmem_status_t nnmem__search_bound(const nnmem_problem_t *p, uint64_t align,
       free(ev);
       return NNMEM_ERR_OVERFLOW;
     }
-    if (sz == 0) continue;
+    if (sz == 0 || nnmem_problem_parent(p, i, NULL, NULL) == NNMEM_OK) continue;
     uint64_t al = nnmem__max_u64(b[i].align, align);
     g = g == 0 || al < g ? al : g;
-    ev[m++] = (event_t){b[i].first, 1, sz};
-    ev[m++] = (event_t){b[i].last, -1, sz};
+    size_t k = 0;
+    nnmem_interval_t iv;
+    while (nnmem__problem_active_next(p, i, &k, &iv)) {
+      ev[m++] = (event_t){iv.first, 1, sz};
+      ev[m++] = (event_t){iv.last, -1, sz};
+    }
   }
   qsort(ev, m, sizeof *ev, cmp_event);
   uint64_t live = 0, best = 0, at = 0;
