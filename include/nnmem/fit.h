@@ -198,6 +198,33 @@ NNMEM_API size_t nnmem_fit_moves(const nnmem_fit_t *f,
 NNMEM_API void nnmem_fit_costs(const nnmem_fit_t *f, nnmem_fit_costs_t *out);
 NNMEM_API double nnmem_fit_seconds(const nnmem_fit_t *f);
 
+/* Baselines (bench/fit): what a runtime without a plan would move. */
+typedef enum nnmem_baseline {
+  NNMEM_BASELINE_LRU = 0, /* on demand: a value is copied in when an op
+                             needs it, the least recently used is evicted
+                             (activations still needed are written back);
+                             no prefetch, so every copy is exposed */
+  NNMEM_BASELINE_BELADY   /* the same with Belady's MIN eviction (farthest
+                             next use first): a lower bound on reload
+                             bytes for unit-size values, a reference here */
+} nnmem_baseline_t;
+
+typedef struct nnmem_baseline_result {
+  int feasible;            /* 0: some op's operands alone exceed the limit */
+  uint64_t transfer_bytes; /* per inference (the second of two runs) */
+  double transfer_s;       /* their time over the main tier's link */
+  double exposed_s;        /* LRU: = transfer_s (nothing overlaps) */
+  double compute_s;
+} nnmem_baseline_result_t;
+
+/* Replays the op order of a fit (`cfg` as for nnmem_fit) under `limit`
+ * bytes of the main tier with the policy; byte-granular (no
+ * fragmentation), so it favours the baseline. */
+NNMEM_API nnmem_status_t nnmem_fit_baseline(
+    const nnmem_graph_t *g, const nnmem_device_t *d, uint64_t limit,
+    const nnmem_fit_config_t *cfg, nnmem_baseline_t policy,
+    nnmem_baseline_result_t *out, nnmem_diag_t *diag);
+
 /* Writes the fit as plan JSON (the main tier as the classic "buffers" so
  * `nnmem verify` reads it, plus "fit": tiers, steps, copies, digests;
  * docs/fit.md). New malloc'd text in *out. */

@@ -88,7 +88,6 @@ static nnmem_status_t read_buffer(rd_t *r, const cJSON *b, const char *path,
                         NULL) != NNMEM_OK)
     return bad(r, path, "bad buffer (last <= first, or size overflows)");
   t->offsets[i] = off;
-  nnmem__exec_digest_buffer(&r->h, off, size, first, last);
   const cJSON *gaps = cJSON_GetObjectItemCaseSensitive(b, "gaps");
   if (gaps) {
     if (!cJSON_IsArray(gaps)) return bad(r, path, "gaps: must be an array");
@@ -102,7 +101,6 @@ static nnmem_status_t read_buffer(rd_t *r, const cJSON *b, const char *path,
         return bad(r, gp, "each gap is [first, last]");
       if (nnmem_problem_add_gap(t->problem, i, a, e) != NNMEM_OK)
         return bad(r, gp, "a gap needs last > first");
-      nnmem__exec_digest_pair(&r->h, a, e);
     }
   }
   return NNMEM_OK;
@@ -149,23 +147,25 @@ static nnmem_status_t read_tier(rd_t *r, const cJSON *o, uint32_t ti,
     snprintf(bp, sizeof bp, "%s.buffers[%zu]", path, i);
     if (!cJSON_IsObject(b)) return bad(r, bp, "must be an object");
     if ((st = read_buffer(r, b, bp, t, i)) != NNMEM_OK) return st;
-    const cJSON *par = cJSON_GetObjectItemCaseSensitive(b, "parent");
-    if (par) { /* the digest holds (parent index, rel): look ahead */
-      size_t q;
-      uint64_t rel = 0;
-      if (!cJSON_IsString(par) ||
-          nnmem_problem_find(t->problem, par->valuestring, &q) != NNMEM_OK)
-        return bad(r, bp, "parent: not an earlier buffer of this tier");
-      if ((st = get_u64(r, b, "parent_offset", bp, &rel)) != NNMEM_OK)
-        return st;
-      nnmem__exec_digest_pair(&r->h, q, rel);
-    }
   }
   i = 0;
   for (const cJSON *b = bufs->child; b; b = b->next, i++) {
     char bp[96];
     snprintf(bp, sizeof bp, "%s.buffers[%zu]", path, i);
     if ((st = read_parent(r, b, bp, t, i)) != NNMEM_OK) return st;
+  }
+  /* the digest in the writer's order: buffer, its gaps, its parent */
+  const nnmem_buffer_t *bb = nnmem_problem_buffers(t->problem);
+  for (i = 0; i < n; i++) {
+    const nnmem_interval_t *g;
+    size_t ng = nnmem_problem_gaps(t->problem, i, &g), q;
+    uint64_t rel;
+    nnmem__exec_digest_buffer(&r->h, t->offsets[i], bb[i].size, bb[i].first,
+                              bb[i].last);
+    for (size_t k = 0; k < ng; k++)
+      nnmem__exec_digest_pair(&r->h, g[k].first, g[k].last);
+    if (nnmem_problem_parent(t->problem, i, &q, &rel) == NNMEM_OK)
+      nnmem__exec_digest_pair(&r->h, q, rel);
   }
   return NNMEM_OK;
 }

@@ -50,6 +50,25 @@ struct nnmem_fit {
   char *model_name;
 };
 
+/* The access trace a baseline replays (nnmem__fit_trace): values are the
+ * roots of the fitter (liveness roots, weights, im2col workspace) with
+ * their aligned sizes; step s accesses acc_val[acc_start[s] ..
+ * acc_start[s + 1]) (each root once). */
+typedef struct fit_trace {
+  uint64_t steps;
+  size_t n_values;
+  uint64_t *size;     /* aligned bytes per value */
+  uint8_t *is_weight; /* 1: a weight (its host copy persists) */
+  size_t *acc_start;  /* steps + 1 entries */
+  uint32_t *acc_val;
+  double *op_s; /* compute time per step */
+} fit_trace_t;
+
+nnmem_status_t nnmem__fit_trace(const nnmem_graph_t *g, const nnmem_device_t *d,
+                                const nnmem_fit_config_t *cfg, fit_trace_t *out,
+                                nnmem_diag_t *diag);
+void nnmem__fit_trace_free(fit_trace_t *t);
+
 /* FNV-1a 64 over bytes, continuing from `h` (start: NNMEM__FNV_SEED). */
 #define NNMEM__FNV_SEED 1469598103934665603ull
 uint64_t nnmem__fnv1a(uint64_t h, const void *data, size_t len);
