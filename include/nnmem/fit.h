@@ -173,6 +173,15 @@ NNMEM_API nnmem_status_t nnmem_fit(const nnmem_graph_t *g,
                                    nnmem_fit_t **out, nnmem_diag_t *diag);
 NNMEM_API void nnmem_fit_destroy(nnmem_fit_t *f);
 
+/* The smallest limit under which nnmem_fit succeeds (within 1 % or 4 KiB,
+ * by bisection between the smallest footprint and the unconstrained
+ * peak): what "achievable" means in reports. O(log) fits. */
+NNMEM_API nnmem_status_t nnmem_fit_smallest_limit(const nnmem_graph_t *g,
+                                                  const nnmem_device_t *d,
+                                                  const nnmem_fit_config_t *cfg,
+                                                  uint64_t *limit_out,
+                                                  nnmem_diag_t *diag);
+
 /* The smallest main-tier footprint of any fit of this order: max over ops
  * of the aligned bytes of its inputs, outputs, weights and workspace; the
  * op that needs it in *op_out (nullable). */

@@ -92,6 +92,7 @@ typedef struct fitter {
   size_t n_c, cap_c;
   uint32_t main;
   uint64_t S;
+  int small_first; /* tie rule when no move covers the excess alone */
   nnmem_diag_t *diag;
 } fitter_t;
 
@@ -518,13 +519,61 @@ static void build_profile(fitter_t *x) {
   }
 }
 
-/* One greedy move at the peak step; 0 when none helps. */
+/* The over-target step with the least room to move: the smallest ratio
+ * of the bytes unapplied moves could free there to its excess (most
+ * constrained first: a large weight used at the peak step itself must not
+ * be streamed for the other steps when that step needs the same bytes
+ * from elsewhere anyway). Per step the freeable bytes come from a
+ * difference array, O(C * windows + S). UINT64_MAX when no step is over. */
+static uint64_t tightest_step(fitter_t *x, uint64_t target, uint32_t ahead,
+                              nnmem_interval_t *scratch) {
+  int64_t *diff = calloc(x->S + 1, sizeof *diff);
+  uint64_t best = UINT64_MAX;
+  double best_ratio = 0;
+  if (!diff) { /* fall back to the peak */
+    for (uint64_t t = 0; t < x->S; t++)
+      if (x->prof[t] > target &&
+          (best == UINT64_MAX || x->prof[t] > x->prof[best]))
+        best = t;
+    return best;
+  }
+  for (size_t i = 0; i < x->n_c; i++) {
+    const cand_t *c = &x->cands[i];
+    if (c->applied || c->dead) continue;
+    int64_t sz = (int64_t)x->v[c->v].asize;
+    if (c->kind == NNMEM_MOVE_OFFLOAD) {
+      diff[c->a + 1 + c->d] += sz;
+      diff[c->c - c->k] -= sz;
+      continue;
+    }
+    size_t n = stream_windows(x, &x->v[c->v], c->ahead, scratch);
+    diff[0] += sz;
+    diff[x->S] -= sz;
+    for (size_t k = 0; k < n; k++) {
+      diff[scratch[k].first] -= sz;
+      diff[scratch[k].last < x->S ? scratch[k].last : x->S] += sz;
+    }
+  }
+  (void)ahead;
+  int64_t run = 0;
+  for (uint64_t t = 0; t < x->S; t++) {
+    run += diff[t];
+    if (x->prof[t] <= target) continue;
+    double ratio = (double)run / (double)(x->prof[t] - target);
+    if (best == UINT64_MAX || ratio < best_ratio ||
+        (ratio == best_ratio && x->prof[t] > x->prof[best]))
+      best = t, best_ratio = ratio;
+  }
+  free(diff);
+  return best;
+}
+
+/* One greedy move at the tightest step; 0 when none is over. */
 static int relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
                         nnmem_interval_t *scratch) {
-  uint64_t s = 0;
-  for (uint64_t t = 1; t < x->S; t++)
-    if (x->prof[t] > x->prof[s]) s = t;
-  if (x->prof[s] <= target) return 0;
+  uint64_t s = tightest_step(x, target, ahead, scratch);
+  if (s == UINT64_MAX) return 0;
+  uint64_t excess = x->prof[s] - target;
   int64_t best = -1;
   double best_cost = 0;
   uint64_t best_size = 0;
@@ -536,8 +585,14 @@ static int relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
     if (!frees_at(x, c, s, ahead, scratch)) continue;
     double cost = cand_cost(x, c, ahead, scratch);
     uint64_t size = x->v[c->v].asize;
-    if (best < 0 || cost < best_cost ||
-        (cost == best_cost && size > best_size)) {
+    /* equal cost per byte: the smallest move that removes the whole
+     * excess at s, else the largest (fewer bytes moved in total) */
+    int covers = size >= excess, best_covers = best_size >= excess;
+    int better = covers && best_covers ? size < best_size
+                 : covers != best_covers ? covers
+                 : x->small_first        ? size < best_size
+                                         : size > best_size;
+    if (best < 0 || cost < best_cost || (cost == best_cost && better)) {
       best = (int64_t)i;
       best_cost = cost;
       best_size = size;
@@ -907,6 +962,85 @@ static int halve_leads(fitter_t *x, uint32_t ahead, nnmem_interval_t *scratch) {
   return 1;
 }
 
+static int cmp_cand_size_desc(const void *a, const void *b, void *ctx) {
+  (void)ctx;
+  (void)a;
+  (void)b;
+  return 0;
+}
+
+/* Reverse delete: an applied move whose bytes are not needed any more
+ * (later moves relieve every step it relieved) is undone, largest first.
+ * Keeps the profile <= target. O(C * (C + S)). */
+static void prune_moves(fitter_t *x, uint64_t target, uint32_t ahead,
+                        nnmem_interval_t *scratch) {
+  (void)cmp_cand_size_desc;
+  for (;;) {
+    int64_t undo = -1;
+    for (size_t i = 0; i < x->n_c; i++) {
+      cand_t *c = &x->cands[i];
+      if (!c->applied) continue;
+      if (undo >= 0 && x->v[c->v].asize <= x->v[x->cands[undo].v].asize)
+        continue;
+      apply_to_profile(x, c, ahead, scratch, +1);
+      int fine = 1;
+      for (uint64_t s = 0; s < x->S && fine; s++) fine = x->prof[s] <= target;
+      apply_to_profile(x, c, ahead, scratch, -1);
+      if (fine) undo = (int64_t)i;
+    }
+    if (undo < 0) return;
+    cand_t *c = &x->cands[undo];
+    apply_to_profile(x, c, ahead, scratch, +1);
+    c->applied = 0;
+    c->dead = 1; /* not again: it was redundant */
+    if (c->kind == NNMEM_MOVE_STREAM) x->v[c->v].streamed = 0;
+  }
+}
+
+/* Bytes the applied moves copy per inference. */
+static double moved_bytes(fitter_t *x, uint32_t ahead,
+                          nnmem_interval_t *scratch) {
+  double b = 0;
+  for (size_t i = 0; i < x->n_c; i++)
+    if (x->cands[i].applied)
+      b += cand_cost(x, &x->cands[i], ahead, scratch) *
+           (double)x->v[x->cands[i].v].asize;
+  return b;
+}
+
+static void reset_cands(fitter_t *x, uint32_t ahead) {
+  for (size_t i = 0; i < x->n_c; i++) {
+    x->cands[i].applied = x->cands[i].dead = 0;
+    x->cands[i].ahead = ahead;
+  }
+  for (size_t i = 0; i < x->n_v; i++) x->v[i].streamed = 0;
+}
+
+/* Runs the profile greedy (no placement) with each tie rule - largest
+ * first, smallest first - and keeps the one that moves fewer bytes: one
+ * large weight used at the tightest step can make "largest first" stream
+ * it and then everything again for that step. */
+static void choose_tie_rule(fitter_t *x, uint32_t ahead) {
+  size_t wcap = 0;
+  for (size_t i = 0; i < x->n_v; i++)
+    if (x->v[i].n_acc > wcap) wcap = x->v[i].n_acc;
+  nnmem_interval_t *scratch = malloc((wcap + 1) * sizeof *scratch);
+  if (!scratch) return;
+  double bytes[2];
+  for (int rule = 0; rule < 2; rule++) {
+    x->small_first = rule;
+    reset_cands(x, ahead);
+    build_profile(x);
+    while (relieve_peak(x, x->f->limit, ahead, scratch) == 1) {
+    }
+    prune_moves(x, x->f->limit, ahead, scratch);
+    bytes[rule] = moved_bytes(x, ahead, scratch);
+  }
+  x->small_first = bytes[1] < bytes[0];
+  reset_cands(x, ahead);
+  free(scratch);
+}
+
 /* Steps 5-6: relieve the profile, plan, lower the target on failure. */
 static nnmem_status_t fit_rounds(fitter_t *x, uint32_t ahead) {
   size_t wcap = 0;
@@ -921,6 +1055,7 @@ static nnmem_status_t fit_rounds(fitter_t *x, uint32_t ahead) {
     int r;
     while ((r = relieve_peak(x, (uint64_t)target, ahead, scratch)) == 1) {
     }
+    if (r == 0) prune_moves(x, (uint64_t)target, ahead, scratch);
     uint64_t peak = 0;
     for (uint64_t s = 0; s < x->S; s++)
       if (x->prof[s] > peak) peak = x->prof[s];
@@ -1015,6 +1150,7 @@ static nnmem_status_t fit_main(fitter_t *x) {
     st = no_fit(x, "does not fit: limit");
   uint32_t ahead = x->cfg->max_ahead ? x->cfg->max_ahead : 8;
   if (st == NNMEM_OK) st = make_cands(x, ahead);
+  if (st == NNMEM_OK) choose_tie_rule(x, ahead);
   if (st == NNMEM_OK) st = fit_rounds(x, ahead);
   if (st == NNMEM_OK) st = build_accesses(x, wval);
   if (st == NNMEM_OK) compute_costs(x);
@@ -1199,4 +1335,37 @@ nnmem_status_t nnmem__fit_trace(const nnmem_graph_t *g, const nnmem_device_t *d,
   nnmem_fit_destroy(f);
   if (st != NNMEM_OK) nnmem__fit_trace_free(out);
   return st;
+}
+
+nnmem_status_t nnmem_fit_smallest_limit(const nnmem_graph_t *g,
+                                        const nnmem_device_t *d,
+                                        const nnmem_fit_config_t *cfg,
+                                        uint64_t *limit_out,
+                                        nnmem_diag_t *diag) {
+  if (!g || !d || !limit_out)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_fit_smallest_limit: NULL argument");
+  nnmem_fit_t *f = NULL;
+  nnmem_status_t st = nnmem_fit(g, d, UINT64_MAX / 4, cfg, &f, diag);
+  if (st != NNMEM_OK) return st;
+  uint64_t lo = f->min_footprint, hi = f->unconstrained_peak;
+  nnmem_fit_destroy(f);
+  if (hi < lo) hi = lo;
+  /* invariant: hi fits; below lo nothing does */
+  while (hi - lo > 4096 && hi - lo > hi / 100) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    st = nnmem_fit(g, d, mid, cfg, &f, NULL);
+    nnmem_fit_destroy(f);
+    f = NULL;
+    if (st == NNMEM_OK)
+      hi = mid;
+    else if (st == NNMEM_ERR_CAPACITY)
+      lo = mid + 1;
+    else
+      return nnmem__diag(diag, st, "fit: %s", nnmem_status_str(st));
+  }
+  if (lo < hi && nnmem_fit(g, d, lo, cfg, &f, NULL) == NNMEM_OK) hi = lo;
+  nnmem_fit_destroy(f);
+  *limit_out = hi;
+  return NNMEM_OK;
 }
