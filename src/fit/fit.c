@@ -92,7 +92,6 @@ typedef struct fitter {
   size_t n_c, cap_c;
   uint32_t main;
   uint64_t S;
-  int small_first; /* tie rule when no move covers the excess alone */
   nnmem_diag_t *diag;
 } fitter_t;
 
@@ -568,12 +567,45 @@ static uint64_t tightest_step(fitter_t *x, uint64_t target, uint32_t ahead,
   return best;
 }
 
+/* Sum over the over-target steps `over` (sorted) that c frees of
+ * min(excess, size): O(|over| + windows). */
+static double useful_bytes(const fitter_t *x, const cand_t *c,
+                           uint64_t target, const uint64_t *over,
+                           size_t n_over, nnmem_interval_t *scratch) {
+  const fv_t *v = &x->v[c->v];
+  uint64_t size = v->asize;
+  double u = 0;
+  if (c->kind == NNMEM_MOVE_OFFLOAD) {
+    uint64_t lo = c->a + 1 + c->d, hi = c->c - c->k;
+    for (size_t i = 0; i < n_over; i++)
+      if (over[i] >= lo && over[i] < hi) {
+        uint64_t e = x->prof[over[i]] - target;
+        u += (double)(e < size ? e : size);
+      }
+    return u;
+  }
+  size_t n = stream_windows(x, v, c->ahead, scratch), w = 0;
+  for (size_t i = 0; i < n_over; i++) {
+    uint64_t t = over[i];
+    while (w < n && scratch[w].last <= t) w++;
+    if (w < n && t >= scratch[w].first) continue; /* held there */
+    uint64_t e = x->prof[t] - target;
+    u += (double)(e < size ? e : size);
+  }
+  return u;
+}
+
 /* One greedy move at the tightest step; 0 when none is over. */
 static int relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
                         nnmem_interval_t *scratch) {
   uint64_t s = tightest_step(x, target, ahead, scratch);
   if (s == UINT64_MAX) return 0;
   uint64_t excess = x->prof[s] - target;
+  uint64_t *over = malloc(x->S * sizeof *over);
+  size_t n_over = 0;
+  if (!over) return -1;
+  for (uint64_t t = 0; t < x->S; t++)
+    if (x->prof[t] > target) over[n_over++] = t;
   int64_t best = -1;
   double best_cost = 0;
   uint64_t best_size = 0;
@@ -583,14 +615,17 @@ static int relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
     /* one move per value stretch: a streamed weight or an offloaded
      * stretch excludes overlapping moves of the same value */
     if (!frees_at(x, c, s, ahead, scratch)) continue;
-    double cost = cand_cost(x, c, ahead, scratch);
     uint64_t size = x->v[c->v].asize;
+    /* useful bytes per byte moved: what it frees at every over-target
+     * step, capped by that step's excess (max coverage per byte) */
+    double useful = useful_bytes(x, c, target, over, n_over, scratch);
+    double cost =
+        -useful / (cand_cost(x, c, ahead, scratch) * (double)(size ? size : 1));
     /* equal cost per byte: the smallest move that removes the whole
      * excess at s, else the largest (fewer bytes moved in total) */
     int covers = size >= excess, best_covers = best_size >= excess;
     int better = covers && best_covers ? size < best_size
                  : covers != best_covers ? covers
-                 : x->small_first        ? size < best_size
                                          : size > best_size;
     if (best < 0 || cost < best_cost || (cost == best_cost && better)) {
       best = (int64_t)i;
@@ -598,6 +633,7 @@ static int relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
       best_size = size;
     }
   }
+  free(over);
   if (best < 0) return shorten_prefetch(x, s, ahead, scratch) ? 1 : -1;
   cand_t *c = &x->cands[best];
   c->applied = 1;
@@ -962,19 +998,11 @@ static int halve_leads(fitter_t *x, uint32_t ahead, nnmem_interval_t *scratch) {
   return 1;
 }
 
-static int cmp_cand_size_desc(const void *a, const void *b, void *ctx) {
-  (void)ctx;
-  (void)a;
-  (void)b;
-  return 0;
-}
-
 /* Reverse delete: an applied move whose bytes are not needed any more
  * (later moves relieve every step it relieved) is undone, largest first.
  * Keeps the profile <= target. O(C * (C + S)). */
 static void prune_moves(fitter_t *x, uint64_t target, uint32_t ahead,
                         nnmem_interval_t *scratch) {
-  (void)cmp_cand_size_desc;
   for (;;) {
     int64_t undo = -1;
     for (size_t i = 0; i < x->n_c; i++) {
@@ -995,50 +1023,6 @@ static void prune_moves(fitter_t *x, uint64_t target, uint32_t ahead,
     c->dead = 1; /* not again: it was redundant */
     if (c->kind == NNMEM_MOVE_STREAM) x->v[c->v].streamed = 0;
   }
-}
-
-/* Bytes the applied moves copy per inference. */
-static double moved_bytes(fitter_t *x, uint32_t ahead,
-                          nnmem_interval_t *scratch) {
-  double b = 0;
-  for (size_t i = 0; i < x->n_c; i++)
-    if (x->cands[i].applied)
-      b += cand_cost(x, &x->cands[i], ahead, scratch) *
-           (double)x->v[x->cands[i].v].asize;
-  return b;
-}
-
-static void reset_cands(fitter_t *x, uint32_t ahead) {
-  for (size_t i = 0; i < x->n_c; i++) {
-    x->cands[i].applied = x->cands[i].dead = 0;
-    x->cands[i].ahead = ahead;
-  }
-  for (size_t i = 0; i < x->n_v; i++) x->v[i].streamed = 0;
-}
-
-/* Runs the profile greedy (no placement) with each tie rule - largest
- * first, smallest first - and keeps the one that moves fewer bytes: one
- * large weight used at the tightest step can make "largest first" stream
- * it and then everything again for that step. */
-static void choose_tie_rule(fitter_t *x, uint32_t ahead) {
-  size_t wcap = 0;
-  for (size_t i = 0; i < x->n_v; i++)
-    if (x->v[i].n_acc > wcap) wcap = x->v[i].n_acc;
-  nnmem_interval_t *scratch = malloc((wcap + 1) * sizeof *scratch);
-  if (!scratch) return;
-  double bytes[2];
-  for (int rule = 0; rule < 2; rule++) {
-    x->small_first = rule;
-    reset_cands(x, ahead);
-    build_profile(x);
-    while (relieve_peak(x, x->f->limit, ahead, scratch) == 1) {
-    }
-    prune_moves(x, x->f->limit, ahead, scratch);
-    bytes[rule] = moved_bytes(x, ahead, scratch);
-  }
-  x->small_first = bytes[1] < bytes[0];
-  reset_cands(x, ahead);
-  free(scratch);
 }
 
 /* Steps 5-6: relieve the profile, plan, lower the target on failure. */
@@ -1150,7 +1134,6 @@ static nnmem_status_t fit_main(fitter_t *x) {
     st = no_fit(x, "does not fit: limit");
   uint32_t ahead = x->cfg->max_ahead ? x->cfg->max_ahead : 8;
   if (st == NNMEM_OK) st = make_cands(x, ahead);
-  if (st == NNMEM_OK) choose_tie_rule(x, ahead);
   if (st == NNMEM_OK) st = fit_rounds(x, ahead);
   if (st == NNMEM_OK) st = build_accesses(x, wval);
   if (st == NNMEM_OK) compute_costs(x);
