@@ -569,9 +569,9 @@ static uint64_t tightest_step(fitter_t *x, uint64_t target, uint32_t ahead,
 
 /* Sum over the over-target steps `over` (sorted) that c frees of
  * min(excess, size): O(|over| + windows). */
-static double useful_bytes(const fitter_t *x, const cand_t *c,
-                           uint64_t target, const uint64_t *over,
-                           size_t n_over, nnmem_interval_t *scratch) {
+static double useful_bytes(const fitter_t *x, const cand_t *c, uint64_t target,
+                           const uint64_t *over, size_t n_over,
+                           nnmem_interval_t *scratch) {
   const fv_t *v = &x->v[c->v];
   uint64_t size = v->asize;
   double u = 0;
@@ -587,7 +587,8 @@ static double useful_bytes(const fitter_t *x, const cand_t *c,
   size_t n = stream_windows(x, v, c->ahead, scratch), w = 0;
   for (size_t i = 0; i < n_over; i++) {
     uint64_t t = over[i];
-    while (w < n && scratch[w].last <= t) w++;
+    while (w < n && scratch[w].last <= t)
+      w++;
     if (w < n && t >= scratch[w].first) continue; /* held there */
     uint64_t e = x->prof[t] - target;
     u += (double)(e < size ? e : size);
@@ -624,7 +625,7 @@ static int relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
     /* equal cost per byte: the smallest move that removes the whole
      * excess at s, else the largest (fewer bytes moved in total) */
     int covers = size >= excess, best_covers = best_size >= excess;
-    int better = covers && best_covers ? size < best_size
+    int better = covers && best_covers   ? size < best_size
                  : covers != best_covers ? covers
                                          : size > best_size;
     if (best < 0 || cost < best_cost || (cost == best_cost && better)) {
@@ -1012,7 +1013,8 @@ static void prune_moves(fitter_t *x, uint64_t target, uint32_t ahead,
         continue;
       apply_to_profile(x, c, ahead, scratch, +1);
       int fine = 1;
-      for (uint64_t s = 0; s < x->S && fine; s++) fine = x->prof[s] <= target;
+      for (uint64_t s = 0; s < x->S && fine; s++)
+        fine = x->prof[s] <= target;
       apply_to_profile(x, c, ahead, scratch, -1);
       if (fine) undo = (int64_t)i;
     }

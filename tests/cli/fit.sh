@@ -64,9 +64,26 @@ expect_rc 0 plan --model mobilenetv2 --device "$T/dev.json" --mem-limit 8MB \
 expect_rc 0 run "$T/dev_fit.json" --model mobilenetv2 -q
 out_empty
 
+# the schema and the reader agree (when python has jsonschema): the device
+# file, the device written into the plan, and the bad files below
+schema_check() { # FILE EXPECT(valid|invalid) [JSON-POINTER]
+  have_python && python3 -c 'import jsonschema' 2>/dev/null || return 0
+  py '
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+doc = json.load(open(sys.argv[2]))
+if len(sys.argv) > 4: doc = doc["fit"]["device"]
+errs = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+assert (not errs) == (sys.argv[3] == "valid"), [e.message for e in errs]
+' "$NNMEM_SOURCE_DIR/docs/device.schema.json" "$@"
+}
+schema_check "$T/dev.json" valid
+schema_check "$T/dev_fit.json" valid device
+schema_check "$T/fit.json" valid device
+
 # impossible: exit 2 with the smallest footprint and the op
 expect_rc 2 plan --model resnet50 --mem-limit 4MB --out "$T/should-not-exist.json"
-err_matches "the smallest device footprint for this model is [0-9]+ bytes \(op conv1 needs its inputs, outputs and workspace at once\)"
+err_matches "the smallest device footprint for this model is [0-9]+ bytes \(op conv1 needs its inputs, outputs and workspace at once\); the smallest limit nnmem fits is [0-9]+ B"
 no_file "$T/should-not-exist.json"
 
 # bad limits and devices: exit 1, file and field named
@@ -78,6 +95,7 @@ expect_error plan --model resnet50 --device edge-nup
 err_has "did you mean 'edge-npu'"
 write_dev() { printf '%s' "$1" >"$T/bad.json"; }
 write_dev '{"compute_rate": 1e12, "tiers": [{"name": "ddr", "capacity": -1, "link_bandwidth": 1e9}, {"name": "host"}]}'
+schema_check "$T/bad.json" invalid
 expect_error plan --model resnet50 --device "$T/bad.json" --mem-limit 40MB
 err_has "bad.json: tiers[0].capacity: must be >= 0 bytes (got -1)"
 write_dev '{"compute_rate": 1e12, "tiers": [{"name": "ddr", "link_bandwidth": 1e9}, {"name": "host"}]}'
@@ -87,6 +105,7 @@ write_dev '{"compute_rate": 1e12, "tiers": [{"name": "ddr", "capacity": 100, "li
 expect_error plan --model resnet50 --device "$T/bad.json"
 err_has "bad.json: tiers[0].link_bandwidth: must be > 0 (got 0)"
 write_dev '{"compute_rate": 1e12, "tiers": [{"name": "dram2", "capacity": 100, "link_bandwidth": 1}, {"name": "host"}]}'
+schema_check "$T/bad.json" invalid
 expect_error plan --model resnet50 --device "$T/bad.json"
 err_has "bad.json: tiers[0].name: unknown tier 'dram2'"
 expect_error plan "$NNMEM_SOURCE_DIR/tests/fuzz/corpus/csv/$(ls "$NNMEM_SOURCE_DIR/tests/fuzz/corpus/csv" | head -1)" --mem-limit 1MB

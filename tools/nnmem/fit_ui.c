@@ -71,10 +71,20 @@ static const char *op_at(const nnmem_graph_t *g, const nnmem_fit_t *f,
   return oi.name;
 }
 
+static int cmp_move_bytes(const void *a, const void *b) {
+  const nnmem_fit_move_t *x = a, *y = b;
+  return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
+}
+
+/* The moves, largest first (at most 8 shown). */
 static void print_moves(FILE *out, const nnmem_graph_t *g,
                         const nnmem_fit_t *f) {
-  const nnmem_fit_move_t *m;
-  size_t n = nnmem_fit_moves(f, &m), ns = 0, no = 0;
+  const nnmem_fit_move_t *all;
+  size_t n = nnmem_fit_moves(f, &all), ns = 0, no = 0;
+  nnmem_fit_move_t *m = malloc((n ? n : 1) * sizeof *m);
+  if (!m) return;
+  if (n) memcpy(m, all, n * sizeof *m);
+  qsort(m, n, sizeof *m, cmp_move_bytes);
   for (size_t i = 0; i < n; i++)
     m[i].kind == NNMEM_MOVE_STREAM ? ns++ : no++;
   fprintf(out, "  moved: %zu weights streamed, %zu activations offloaded\n", ns,
@@ -243,6 +253,16 @@ int cli_fit_plan(const nnmem_graph_t *g, const cli_plan_opts_t *o,
   cfg.order_memory = o->order == CLI_ORDER_MEMORY;
   nnmem_fit_t *f = NULL;
   nnmem_status_t st = nnmem_fit(g, &dev, o->mem_limit, &cfg, &f, &diag);
+  uint64_t smallest = 0;
+  if (st == NNMEM_ERR_CAPACITY &&
+      nnmem_fit_smallest_limit(g, &dev, &cfg, &smallest, NULL) == NNMEM_OK) {
+    char tail[64];
+    size_t used = strlen(diag.message);
+    snprintf(tail, sizeof tail, "; the smallest limit nnmem fits is %llu B",
+             (unsigned long long)smallest);
+    if (used + strlen(tail) < sizeof diag.message)
+      memcpy(diag.message + used, tail, strlen(tail) + 1);
+  }
   if (st != NNMEM_OK) return cli_fail(st, &diag);
   int e = CLI_EXIT_OK;
   char *json = NULL;
