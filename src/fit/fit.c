@@ -87,6 +87,8 @@ typedef struct fitter {
   fv_t *v;
   size_t n_v, cap_v;
   double *op_s;   /* compute time of step s */
+  double *op_flops; /* FLOPs of step s */
+  double *op_bytes; /* bytes its operands move (cost model) */
   uint64_t *prof; /* main-tier live bytes per step */
   cand_t *cands;
   size_t n_c, cap_c;
@@ -256,6 +258,8 @@ static nnmem_status_t op_accesses(fitter_t *x, const int64_t *wval,
         nnmem_op_cost(x->g, order[s], &x->f->dev, &oc) != NNMEM_OK)
       return NNMEM_ERR_INVALID;
     x->op_s[s] = oc.seconds;
+    x->op_flops[s] = oc.flops;
+    x->op_bytes[s] = (double)oc.bytes;
     ws_bytes[s] = oc.workspace;
     for (uint32_t i = 0; i < oi.n_inputs + oi.n_outputs; i++) {
       uint32_t t = i < oi.n_inputs ? oi.inputs[i] : oi.outputs[i - oi.n_inputs];
@@ -880,6 +884,107 @@ static nnmem_status_t build_accesses(fitter_t *x, const int64_t *wval) {
   return st;
 }
 
+/* ---- step 4: on-chip tiers (after the main tier fits) ---------------- */
+
+typedef struct hot {
+  size_t v;
+  double score;
+} hot_t;
+
+static int cmp_hot(const void *a, const void *b) {
+  const hot_t *x = a, *y = b;
+  return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
+}
+
+/* Chooses the values of on-chip tier t: activation and workspace roots
+ * (no gaps, no sub-buffers, not moved) of at most a quarter of the tier,
+ * by accesses per byte-step, while the tier's live bytes stay within its
+ * capacity at every step. Marks them v->tier = t; returns how many. */
+static size_t choose_onchip(fitter_t *x, uint32_t t, uint64_t *live,
+                            hot_t *h) {
+  uint64_t cap = x->f->dev.tiers[t].capacity;
+  size_t n = 0, taken = 0;
+  for (size_t i = 0; i < x->n_v; i++) {
+    const fv_t *v = &x->v[i];
+    if (v->tier != x->main || v->kind == FIT_KIND_WEIGHT || v->parent >= 0 ||
+        v->has_children || v->has_gaps || v->n_gaps || !v->n_acc ||
+        !v->size || v->asize > cap / 4)
+      continue;
+    h[n].v = i;
+    h[n].score = (double)v->n_acc /
+                 ((double)v->asize * (double)(v->last - v->first));
+    n++;
+  }
+  qsort(h, n, sizeof *h, cmp_hot);
+  memset(live, 0, x->S * sizeof *live);
+  for (size_t k = 0; k < n; k++) {
+    fv_t *v = &x->v[h[k].v];
+    int fits = 1;
+    for (uint64_t s = v->first; s < v->last && fits; s++)
+      fits = live[s] + v->asize <= cap;
+    if (!fits) continue;
+    for (uint64_t s = v->first; s < v->last; s++) live[s] += v->asize;
+    v->tier = t;
+    taken++;
+  }
+  return taken;
+}
+
+static nnmem_status_t build_round(fitter_t *x, uint32_t ahead,
+                                  nnmem_interval_t *scratch);
+
+/* Fills the on-chip tiers and re-plans every tier; when a tier's plan does
+ * not fit (the placement heuristics are not monotone) the on-chip values
+ * go back to the main tier and the tiers are planned as before. */
+static nnmem_status_t place_onchip(fitter_t *x, uint32_t ahead) {
+  if (x->cfg->no_sram || x->main == 0) return NNMEM_OK;
+  uint64_t *live = calloc(x->S + 1, sizeof *live);
+  hot_t *h = malloc((x->n_v + 1) * sizeof *h);
+  size_t wcap = 0;
+  for (size_t i = 0; i < x->n_v; i++)
+    if (x->v[i].n_acc > wcap) wcap = x->v[i].n_acc;
+  nnmem_interval_t *scratch = malloc((wcap + 1) * sizeof *scratch);
+  nnmem_status_t st = live && h && scratch ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  size_t taken = 0;
+  for (uint32_t t = 0; t < x->main && st == NNMEM_OK; t++)
+    taken += choose_onchip(x, t, live, h);
+  if (st == NNMEM_OK && taken) {
+    st = build_round(x, ahead, scratch);
+    if (st == NNMEM_ERR_CAPACITY) {
+      for (size_t i = 0; i < x->n_v; i++) x->v[i].tier = x->main;
+      st = build_round(x, ahead, scratch);
+    }
+  }
+  free(live);
+  free(h);
+  free(scratch);
+  return st;
+}
+
+/* Op times with the on-chip tiers: the bytes of the values an op accesses
+ * on tier t move at t's bandwidth, the rest of its bytes (cost.c) at the
+ * main tier's. */
+static void onchip_times(fitter_t *x) {
+  const nnmem_device_t *d = &x->f->dev;
+  for (uint64_t s = 0; s < x->S; s++) {
+    const fit_access_t *a = x->f->acc + x->f->acc_start[s];
+    size_t n = x->f->acc_start[s + 1] - x->f->acc_start[s];
+    double fast = 0, tm = 0;
+    for (size_t i = 0; i < n; i++)
+      if (a[i].tier < x->main) {
+        const nnmem_buffer_t *b =
+            nnmem_problem_buffers(x->f->problems[a[i].tier]) + a[i].buffer;
+        fast += (double)b->size;
+        tm += (double)b->size / d->tiers[a[i].tier].bandwidth;
+      }
+    if (fast == 0) continue;
+    double slow = x->op_bytes[s] > fast ? x->op_bytes[s] - fast : 0;
+    tm += slow / d->tiers[x->main].bandwidth;
+    double tc = x->op_flops[s] / d->compute_rate;
+    x->op_s[s] = (tc > tm ? tc : tm) + d->op_overhead_s;
+  }
+}
+
 /* ---- step 7: costs --------------------------------------------------------
  */
 
@@ -900,7 +1005,7 @@ static void compute_costs(fitter_t *x) {
       free_at[cp->dir] = b + t;
       c->transfer_s += t;
       c->transfer_bytes += cp->bytes;
-      if (x->v[0].id && cp->dir == NNMEM_COPY_IN &&
+      if (cp->dir == NNMEM_COPY_IN &&
           f->kinds[cp->dev_tier][cp->dev_buffer] == FIT_KIND_WEIGHT)
         c->stream_bytes += cp->bytes;
       else
@@ -1083,8 +1188,11 @@ static nnmem_status_t fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg) {
   if (st != NNMEM_OK) return st;
   x->S = f->steps = nnmem_liveness_steps(x->live);
   x->op_s = calloc(x->S + 1, sizeof *x->op_s);
+  x->op_flops = calloc(x->S + 1, sizeof *x->op_flops);
+  x->op_bytes = calloc(x->S + 1, sizeof *x->op_bytes);
   x->prof = calloc(x->S + 1, sizeof *x->prof);
-  if (!x->op_s || !x->prof) return NNMEM_ERR_NOMEM;
+  if (!x->op_s || !x->prof || !x->op_flops || !x->op_bytes)
+    return NNMEM_ERR_NOMEM;
   return NNMEM_OK;
 }
 
@@ -1115,6 +1223,8 @@ static void fitter_free(fitter_t *x) {
   }
   free(x->v);
   free(x->op_s);
+  free(x->op_flops);
+  free(x->op_bytes);
   free(x->prof);
   free(x->cands);
   nnmem_liveness_destroy(x->live);
@@ -1137,7 +1247,9 @@ static nnmem_status_t fit_main(fitter_t *x) {
   uint32_t ahead = x->cfg->max_ahead ? x->cfg->max_ahead : 8;
   if (st == NNMEM_OK) st = make_cands(x, ahead);
   if (st == NNMEM_OK) st = fit_rounds(x, ahead);
+  if (st == NNMEM_OK) st = place_onchip(x, ahead);
   if (st == NNMEM_OK) st = build_accesses(x, wval);
+  if (st == NNMEM_OK) onchip_times(x);
   if (st == NNMEM_OK) compute_costs(x);
   free(wval);
   return st;

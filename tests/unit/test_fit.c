@@ -290,6 +290,36 @@ static void test_zoo_limits(void **state) {
   }
 }
 
+/* On-chip placement: with the sram tier some buffers live there, its plan
+ * fits its capacity, the estimated compute time drops, the run passes. */
+static void test_onchip(void **state) {
+  (void)state;
+  nnmem_graph_t *g;
+  assert_ok(nnmem_zoo_build("resnet50", 1, &g, NULL));
+  nnmem_device_t d;
+  assert_ok(nnmem_device_preset("edge-npu", &d));
+  nnmem_fit_config_t cfg;
+  nnmem_fit_config_init(&cfg);
+  uint64_t limit = 40u * 1000 * 1000;
+  nnmem_fit_t *with = NULL, *without = NULL;
+  assert_ok(nnmem_fit(g, &d, limit, &cfg, &with, NULL));
+  cfg.no_sram = 1;
+  assert_ok(nnmem_fit(g, &d, limit, &cfg, &without, NULL));
+  assert_true(nnmem_problem_count(nnmem_fit_tier_problem(with, 0)) > 0);
+  assert_int_equal(nnmem_problem_count(nnmem_fit_tier_problem(without, 0)), 0);
+  assert_true(nnmem_plan_height(nnmem_fit_tier_plan(with, 0)) <=
+              d.tiers[0].capacity);
+  nnmem_fit_costs_t a, b;
+  nnmem_fit_costs(with, &a);
+  nnmem_fit_costs(without, &b);
+  assert_true(a.compute_s < b.compute_s);
+  check_fit(with, g, limit);
+  check_fit(without, g, limit);
+  nnmem_fit_destroy(with);
+  nnmem_fit_destroy(without);
+  nnmem_graph_destroy(g);
+}
+
 /* Fails every allocation in turn, then the first copies. */
 static void test_fault_injection(void **state) {
   (void)state;
@@ -437,6 +467,7 @@ int main(void) {
       cmocka_unit_test(test_cost_by_hand),
       cmocka_unit_test(test_min_footprint_by_hand),
       cmocka_unit_test(test_zoo_limits),
+      cmocka_unit_test(test_onchip),
       cmocka_unit_test(test_fault_injection),
       cmocka_unit_test(test_refused_plans),
       cmocka_unit_test(test_executor_catches_unwritten),
