@@ -86,10 +86,10 @@ typedef struct fitter {
   nnmem_liveness_t *live;
   fv_t *v;
   size_t n_v, cap_v;
-  double *op_s;   /* compute time of step s */
+  double *op_s;     /* compute time of step s */
   double *op_flops; /* FLOPs of step s */
   double *op_bytes; /* bytes its operands move (cost model) */
-  uint64_t *prof; /* main-tier live bytes per step */
+  uint64_t *prof;   /* main-tier live bytes per step */
   cand_t *cands;
   size_t n_c, cap_c;
   uint32_t main;
@@ -900,19 +900,18 @@ static int cmp_hot(const void *a, const void *b) {
  * (no gaps, no sub-buffers, not moved) of at most a quarter of the tier,
  * by accesses per byte-step, while the tier's live bytes stay within its
  * capacity at every step. Marks them v->tier = t; returns how many. */
-static size_t choose_onchip(fitter_t *x, uint32_t t, uint64_t *live,
-                            hot_t *h) {
+static size_t choose_onchip(fitter_t *x, uint32_t t, uint64_t *live, hot_t *h) {
   uint64_t cap = x->f->dev.tiers[t].capacity;
   size_t n = 0, taken = 0;
   for (size_t i = 0; i < x->n_v; i++) {
     const fv_t *v = &x->v[i];
     if (v->tier != x->main || v->kind == FIT_KIND_WEIGHT || v->parent >= 0 ||
-        v->has_children || v->has_gaps || v->n_gaps || !v->n_acc ||
-        !v->size || v->asize > cap / 4)
+        v->has_children || v->has_gaps || v->n_gaps || !v->n_acc || !v->size ||
+        v->asize > cap / 4)
       continue;
     h[n].v = i;
-    h[n].score = (double)v->n_acc /
-                 ((double)v->asize * (double)(v->last - v->first));
+    h[n].score =
+        (double)v->n_acc / ((double)v->asize * (double)(v->last - v->first));
     n++;
   }
   qsort(h, n, sizeof *h, cmp_hot);
@@ -923,7 +922,8 @@ static size_t choose_onchip(fitter_t *x, uint32_t t, uint64_t *live,
     for (uint64_t s = v->first; s < v->last && fits; s++)
       fits = live[s] + v->asize <= cap;
     if (!fits) continue;
-    for (uint64_t s = v->first; s < v->last; s++) live[s] += v->asize;
+    for (uint64_t s = v->first; s < v->last; s++)
+      live[s] += v->asize;
     v->tier = t;
     taken++;
   }
@@ -951,7 +951,8 @@ static nnmem_status_t place_onchip(fitter_t *x, uint32_t ahead) {
   if (st == NNMEM_OK && taken) {
     st = build_round(x, ahead, scratch);
     if (st == NNMEM_ERR_CAPACITY) {
-      for (size_t i = 0; i < x->n_v; i++) x->v[i].tier = x->main;
+      for (size_t i = 0; i < x->n_v; i++)
+        x->v[i].tier = x->main;
       st = build_round(x, ahead, scratch);
     }
   }

@@ -226,8 +226,8 @@ static void check_fit(const nnmem_fit_t *f, const nnmem_graph_t *g,
   /* the classic plan JSON reader sees the main tier (old consumers) */
   nnmem_problem_t *cp_prob = NULL;
   uint64_t *cp_offs = NULL;
-  assert_ok(nnmem_plan_read_json(text, len, "fit.json", &cp_prob, &cp_offs,
-                                 NULL));
+  assert_ok(
+      nnmem_plan_read_json(text, len, "fit.json", &cp_prob, &cp_offs, NULL));
   assert_int_equal(nnmem_problem_count(cp_prob),
                    nnmem_problem_count(nnmem_fit_tier_problem(f, m)));
   assert_ok(nnmem_plan_verify(cp_prob, cp_offs, d->tiers[m].alignment, limit,
