@@ -292,8 +292,8 @@ typedef struct nnmem_exec_report {
  * the steps (copies due, checks every input's pattern, writes every
  * output's pattern from (buffer, step), starts copies), checks outputs at
  * the end, frees everything. NNMEM_ERR_CONFLICT on a pattern mismatch
- * (diag names buffer, step, byte), NNMEM_ERR_NOMEM on a failed allocation
- * or copy (everything freed). */
+ * (diag names buffer, step, byte), NNMEM_ERR_NOMEM on a failed allocation,
+ * NNMEM_ERR_IO on a failed copy (everything freed in both cases). */
 NNMEM_API nnmem_status_t nnmem_exec_run(const nnmem_exec_plan_t *p,
                                         const nnmem_exec_config_t *cfg,
                                         nnmem_exec_report_t *report,

@@ -26,7 +26,85 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "fit/fit_internal.h"
+#include "fit/fitter.h"
+
+/* ---- the trace for baselines (baseline.c) -------------------------------- */
+
+static nnmem_status_t export_trace(fitter_t *x, fit_trace_t *t) {
+  size_t n = 0, k = 0;
+  for (size_t i = 0; i < x->n_v; i++)
+    n += x->v[i].n_acc;
+  t->steps = x->S;
+  t->n_values = x->n_v;
+  t->size = calloc(x->n_v + 1, sizeof *t->size);
+  t->is_weight = calloc(x->n_v + 1, 1);
+  t->acc_start = calloc(x->S + 2, sizeof *t->acc_start);
+  t->acc_val = calloc(n + 1, sizeof *t->acc_val);
+  t->op_s = calloc(x->S + 1, sizeof *t->op_s);
+  step_root_t *sr = malloc((n + 1) * sizeof *sr);
+  if (!t->size || !t->is_weight || !t->acc_start || !t->acc_val || !t->op_s ||
+      !sr) {
+    free(sr);
+    return NNMEM_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < x->n_v; i++) {
+    t->size[i] = x->v[i].asize;
+    t->is_weight[i] = x->v[i].kind == FIT_KIND_WEIGHT;
+    for (size_t a = 0; a < x->v[i].n_acc; a++)
+      if (x->v[i].acc[a] < x->S)
+        sr[k++] =
+            (step_root_t){x->v[i].acc[a], nnmem__fit_root_of(x, (int64_t)i)};
+  }
+  qsort(sr, k, sizeof *sr, nnmem__fit_cmp_step_root);
+  size_t m = 0;
+  for (uint64_t s = 0, j = 0; s < x->S; s++) {
+    t->acc_start[s] = m;
+    for (; j < k && sr[j].step == s; j++)
+      if (m == t->acc_start[s] || t->acc_val[m - 1] != (uint32_t)sr[j].root)
+        t->acc_val[m++] = (uint32_t)sr[j].root;
+  }
+  t->acc_start[x->S] = m;
+  memcpy(t->op_s, x->op_s, x->S * sizeof *t->op_s);
+  free(sr);
+  return NNMEM_OK;
+}
+
+void nnmem__fit_trace_free(fit_trace_t *t) {
+  if (!t) return;
+  free(t->size);
+  free(t->is_weight);
+  free(t->acc_start);
+  free(t->acc_val);
+  free(t->op_s);
+  memset(t, 0, sizeof *t);
+}
+
+nnmem_status_t nnmem__fit_trace(const nnmem_graph_t *g, const nnmem_device_t *d,
+                                const nnmem_fit_config_t *cfg, fit_trace_t *out,
+                                nnmem_diag_t *diag) {
+  memset(out, 0, sizeof *out);
+  nnmem_fit_config_t defaults;
+  nnmem_fit_config_init(&defaults);
+  nnmem_fit_t *f = calloc(1, sizeof *f);
+  if (!f) return NNMEM_ERR_NOMEM;
+  f->dev = *d;
+  fitter_t x;
+  memset(&x, 0, sizeof x);
+  x.g = g;
+  x.cfg = cfg ? cfg : &defaults;
+  x.f = f;
+  x.diag = diag;
+  x.main = nnmem_device_main_tier(d);
+  int64_t *wval = NULL;
+  nnmem_status_t st = nnmem__fit_setup(&x, x.cfg);
+  if (st == NNMEM_OK) st = nnmem__fit_values(&x, &wval);
+  if (st == NNMEM_OK) st = export_trace(&x, out);
+  free(wval);
+  nnmem__fitter_free(&x);
+  nnmem_fit_destroy(f);
+  if (st != NNMEM_OK) nnmem__fit_trace_free(out);
+  return st;
+}
 
 typedef struct sim {
   const fit_trace_t *t;

@@ -1,4 +1,7 @@
-/* fit.c - fitting a graph under a device memory limit (nnmem/fit.h).
+/* fit.c - fitting a graph under a device memory limit (nnmem/fit.h): the
+ * values, the smallest footprint, the tier problems, on-chip placement,
+ * costs and the driver; step 5 (choosing moves) is fit_moves.c, the state
+ * they share fitter.h.
  *
  * Algorithm (the cheapest remedy first, as issue 9 orders them):
  *   1. Order: an explicit order, the memory-aware order (order.h) or file
@@ -47,55 +50,8 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "fit/fit_internal.h"
+#include "fit/fitter.h"
 #include "nnmem/order.h"
-
-typedef struct fv {
-  const char *id;
-  char *own_id;
-  uint64_t size, asize, align, first, last;
-  int kind;
-  int64_t parent; /* value index or -1 */
-  uint64_t rel;
-  int has_children, has_gaps, io;
-  uint64_t *acc;
-  size_t n_acc, cap_acc;
-  uint32_t tier;
-  int streamed;
-  /* device lifetime gaps (offloads / stream windows) */
-  nnmem_interval_t *gaps;
-  size_t n_gaps;
-  size_t tbuf; /* buffer index in its tier */
-  size_t hbuf; /* streamed weights: the host tier buffer */
-  uint64_t orig_first, orig_last;
-} fv_t;
-
-typedef struct cand {
-  uint32_t v;
-  int kind;            /* NNMEM_MOVE_ */
-  uint64_t a, c, d, k; /* offload: accesses a < c, out delay d, in lead k */
-  uint64_t at;         /* the peak step it relieved */
-  uint32_t ahead;      /* stream: most steps a copy starts ahead */
-  int applied, dead;
-} cand_t;
-
-typedef struct fitter {
-  const nnmem_graph_t *g;
-  const nnmem_fit_config_t *cfg;
-  nnmem_fit_t *f;
-  nnmem_liveness_t *live;
-  fv_t *v;
-  size_t n_v, cap_v;
-  double *op_s;     /* compute time of step s */
-  double *op_flops; /* FLOPs of step s */
-  double *op_bytes; /* bytes its operands move (cost model) */
-  uint64_t *prof;   /* main-tier live bytes per step */
-  cand_t *cands;
-  size_t n_c, cap_c;
-  uint32_t main;
-  uint64_t S;
-  nnmem_diag_t *diag;
-} fitter_t;
 
 uint64_t nnmem__fnv1a(uint64_t h, const void *data, size_t len) {
   const unsigned char *p = data;
@@ -296,7 +252,7 @@ static nnmem_status_t im2col_values(fitter_t *x, const uint64_t *ws_bytes) {
   return NNMEM_OK;
 }
 
-static int64_t root_of(const fitter_t *x, int64_t i) {
+int64_t nnmem__fit_root_of(const fitter_t *x, int64_t i) {
   while (x->v[i].parent >= 0)
     i = x->v[i].parent;
   return i;
@@ -304,12 +260,7 @@ static int64_t root_of(const fitter_t *x, int64_t i) {
 
 /* ---- step 3: the smallest footprint -------------------------------------- */
 
-typedef struct step_root {
-  uint64_t step;
-  int64_t root;
-} step_root_t;
-
-static int cmp_step_root(const void *a, const void *b) {
+int nnmem__fit_cmp_step_root(const void *a, const void *b) {
   const step_root_t *x = a, *y = b;
   if (x->step != y->step) return x->step < y->step ? -1 : 1;
   return x->root < y->root ? -1 : x->root > y->root;
@@ -325,8 +276,9 @@ static nnmem_status_t min_footprint(fitter_t *x) {
   if (!sr) return NNMEM_ERR_NOMEM;
   for (size_t i = 0; i < x->n_v; i++)
     for (size_t a = 0; a < x->v[i].n_acc; a++)
-      sr[k++] = (step_root_t){x->v[i].acc[a], root_of(x, (int64_t)i)};
-  qsort(sr, n, sizeof *sr, cmp_step_root);
+      sr[k++] =
+          (step_root_t){x->v[i].acc[a], nnmem__fit_root_of(x, (int64_t)i)};
+  qsort(sr, n, sizeof *sr, nnmem__fit_cmp_step_root);
   x->f->min_footprint = 0;
   x->f->min_op = 0;
   uint64_t sum = 0;
@@ -342,310 +294,6 @@ static nnmem_status_t min_footprint(fitter_t *x) {
   }
   free(sr);
   return NNMEM_OK;
-}
-
-/* ---- step 5: moves ------------------------------------------------------- */
-
-/* Fewest steps before `c` (at least 1, at most max_ahead, not before
- * `floor`) whose compute time covers `t` seconds. */
-static uint64_t lead_steps(const fitter_t *x, uint64_t c, uint64_t floor,
-                           double t, uint32_t max_ahead) {
-  double acc = 0;
-  uint64_t k = 0;
-  while (k < max_ahead && c > floor + k) {
-    k++;
-    acc += x->op_s[c - k];
-    if (acc >= t) break;
-  }
-  return k ? k : 1;
-}
-
-static uint64_t delay_steps(const fitter_t *x, uint64_t a1, double t,
-                            uint32_t max_ahead) {
-  double acc = 0;
-  uint64_t d = 0;
-  while (d < max_ahead && a1 + d < x->S) {
-    acc += x->op_s[a1 + d];
-    d++;
-    if (acc >= t) break;
-  }
-  return d ? d : 1;
-}
-
-static nnmem_status_t add_cand(fitter_t *x, cand_t c) {
-  if (nnmem__grow((void **)&x->cands, &x->cap_c, x->n_c + 1, sizeof c))
-    return NNMEM_ERR_NOMEM;
-  x->cands[x->n_c++] = c;
-  return NNMEM_OK;
-}
-
-static nnmem_status_t make_cands(fitter_t *x, uint32_t max_ahead) {
-  double link = x->f->dev.tiers[x->main].link_bandwidth;
-  for (size_t i = 0; i < x->n_v; i++) {
-    fv_t *v = &x->v[i];
-    if (v->tier != x->main || v->n_acc == 0 || v->size == 0) continue;
-    if (v->kind == FIT_KIND_WEIGHT && !x->cfg->no_stream) {
-      cand_t c = {(uint32_t)i, NNMEM_MOVE_STREAM, 0, 0, 0, 0,
-                  0,           max_ahead,         0, 0};
-      nnmem_status_t st = add_cand(x, c);
-      if (st != NNMEM_OK) return st;
-      continue;
-    }
-    if (v->kind != FIT_KIND_ACTIVATION || x->cfg->no_offload ||
-        v->parent >= 0 || v->has_children || v->has_gaps)
-      continue;
-    double t = (double)v->size / link;
-    for (size_t k = 0; k + 1 < v->n_acc; k++) {
-      uint64_t a = v->acc[k], c = v->acc[k + 1];
-      if (c < a + 4) continue;
-      uint64_t d = delay_steps(x, a + 1, t, max_ahead);
-      uint64_t lead = lead_steps(x, c, a + 1 + d, t, max_ahead);
-      if (a + 1 + d >= c - lead) d = 1, lead = 1; /* not hidden: exposed */
-      if (a + 1 + d >= c - lead) continue;        /* no gap left */
-      cand_t cd = {(uint32_t)i, NNMEM_MOVE_OFFLOAD, a, c, d, lead,
-                   0,           max_ahead,          0, 0};
-      nnmem_status_t st = add_cand(x, cd);
-      if (st != NNMEM_OK) return st;
-    }
-  }
-  return NNMEM_OK;
-}
-
-/* The device windows of a streamed weight: [u - k, u + 1) per use, merged.
- * Writes up to v->n_acc windows into w; returns the count. */
-static size_t stream_windows(const fitter_t *x, const fv_t *v, uint32_t ahead,
-                             nnmem_interval_t *w) {
-  double t = (double)v->size / x->f->dev.tiers[x->main].link_bandwidth;
-  size_t n = 0;
-  for (size_t k = 0; k < v->n_acc; k++) {
-    uint64_t u = v->acc[k];
-    uint64_t lead = lead_steps(x, u, 0, t, ahead);
-    uint64_t from = u >= lead ? u - lead : 0;
-    if (n && from <= w[n - 1].last) {
-      w[n - 1].last = u + 1;
-    } else {
-      w[n].first = from;
-      w[n].last = u + 1;
-      n++;
-    }
-  }
-  return n;
-}
-
-/* Bytes cand c frees at step s (0 when it does not cover s). */
-static uint64_t frees_at(const fitter_t *x, const cand_t *c, uint64_t s,
-                         uint32_t ahead, nnmem_interval_t *scratch) {
-  const fv_t *v = &x->v[c->v];
-  if (c->kind == NNMEM_MOVE_OFFLOAD)
-    return s >= c->a + 1 + c->d && s < c->c - c->k ? v->asize : 0;
-  (void)ahead;
-  size_t n = stream_windows(x, v, c->ahead, scratch);
-  for (size_t i = 0; i < n; i++)
-    if (s >= scratch[i].first && s < scratch[i].last) return 0;
-  return v->asize;
-}
-
-static double cand_cost(const fitter_t *x, const cand_t *c, uint32_t ahead,
-                        nnmem_interval_t *scratch) {
-  const fv_t *v = &x->v[c->v];
-  double copies = c->kind == NNMEM_MOVE_OFFLOAD
-                      ? 2.0
-                      : (double)stream_windows(x, v, c->ahead, scratch);
-  (void)ahead;
-  return copies; /* transfer time per byte freed = copies / link */
-}
-
-/* Subtracts (sign -1) or adds back (+1) the bytes cand c frees. */
-static void apply_to_profile(fitter_t *x, const cand_t *c, uint32_t ahead,
-                             nnmem_interval_t *scratch, int sign) {
-  const fv_t *v = &x->v[c->v];
-  for (uint64_t s = 0; s < x->S; s++)
-    if (frees_at(x, c, s, ahead, scratch)) {
-      if (sign < 0)
-        x->prof[s] -= v->asize;
-      else
-        x->prof[s] += v->asize;
-    }
-}
-
-/* The largest prefetch lead with which streamed weight c frees step s (no
- * window covers s): every use u > s starts after s; 0 when a use is at s
- * or right after it. */
-static uint32_t stream_ahead_for(const fitter_t *x, const cand_t *c,
-                                 uint64_t s) {
-  const fv_t *v = &x->v[c->v];
-  uint64_t lim = c->ahead;
-  for (size_t k = 0; k < v->n_acc; k++) {
-    uint64_t u = v->acc[k];
-    if (u == s) return 0;
-    if (u > s && u - s - 1 < lim) lim = u - s - 1;
-  }
-  return (uint32_t)lim;
-}
-
-/* No new move frees step s at its best lead: shorten the prefetch of the
- * largest streamed weight (applied or not) whose window, not its use,
- * holds s. Returns 1 when one changed. */
-static int shorten_prefetch(fitter_t *x, uint64_t s, uint32_t ahead,
-                            nnmem_interval_t *scratch) {
-  int64_t best = -1;
-  uint32_t best_lead = 0;
-  for (size_t i = 0; i < x->n_c; i++) {
-    cand_t *c = &x->cands[i];
-    if (c->kind != NNMEM_MOVE_STREAM || c->dead) continue;
-    if (frees_at(x, c, s, ahead, scratch)) continue; /* not held at s */
-    uint32_t lead = stream_ahead_for(x, c, s);
-    if (lead < 1) continue;
-    if (best < 0 || x->v[c->v].asize > x->v[x->cands[best].v].asize)
-      best = (int64_t)i, best_lead = lead;
-  }
-  if (best < 0) return 0;
-  cand_t *c = &x->cands[best];
-  if (c->applied) apply_to_profile(x, c, ahead, scratch, +1);
-  c->ahead = best_lead;
-  if (!c->applied) {
-    c->applied = 1;
-    c->at = s;
-    x->v[c->v].streamed = 1;
-  }
-  apply_to_profile(x, c, ahead, scratch, -1);
-  return 1;
-}
-
-static void build_profile(fitter_t *x) {
-  memset(x->prof, 0, x->S * sizeof *x->prof);
-  for (size_t i = 0; i < x->n_v; i++) {
-    const fv_t *v = &x->v[i];
-    if (v->tier != x->main || v->parent >= 0) continue;
-    for (uint64_t s = v->first; s < v->last && s < x->S; s++)
-      x->prof[s] += v->asize;
-  }
-}
-
-/* The over-target step with the least room to move: the smallest ratio
- * of the bytes unapplied moves could free there to its excess (most
- * constrained first: a large weight used at the peak step itself must not
- * be streamed for the other steps when that step needs the same bytes
- * from elsewhere anyway). Per step the freeable bytes come from a
- * difference array, O(C * windows + S). UINT64_MAX when no step is over. */
-static uint64_t tightest_step(fitter_t *x, uint64_t target, uint32_t ahead,
-                              nnmem_interval_t *scratch) {
-  int64_t *diff = calloc(x->S + 1, sizeof *diff);
-  uint64_t best = UINT64_MAX;
-  double best_ratio = 0;
-  if (!diff) { /* fall back to the peak */
-    for (uint64_t t = 0; t < x->S; t++)
-      if (x->prof[t] > target &&
-          (best == UINT64_MAX || x->prof[t] > x->prof[best]))
-        best = t;
-    return best;
-  }
-  for (size_t i = 0; i < x->n_c; i++) {
-    const cand_t *c = &x->cands[i];
-    if (c->applied || c->dead) continue;
-    int64_t sz = (int64_t)x->v[c->v].asize;
-    if (c->kind == NNMEM_MOVE_OFFLOAD) {
-      diff[c->a + 1 + c->d] += sz;
-      diff[c->c - c->k] -= sz;
-      continue;
-    }
-    size_t n = stream_windows(x, &x->v[c->v], c->ahead, scratch);
-    diff[0] += sz;
-    diff[x->S] -= sz;
-    for (size_t k = 0; k < n; k++) {
-      diff[scratch[k].first] -= sz;
-      diff[scratch[k].last < x->S ? scratch[k].last : x->S] += sz;
-    }
-  }
-  (void)ahead;
-  int64_t run = 0;
-  for (uint64_t t = 0; t < x->S; t++) {
-    run += diff[t];
-    if (x->prof[t] <= target) continue;
-    double ratio = (double)run / (double)(x->prof[t] - target);
-    if (best == UINT64_MAX || ratio < best_ratio ||
-        (ratio == best_ratio && x->prof[t] > x->prof[best]))
-      best = t, best_ratio = ratio;
-  }
-  free(diff);
-  return best;
-}
-
-/* Sum over the over-target steps `over` (sorted) that c frees of
- * min(excess, size): O(|over| + windows). */
-static double useful_bytes(const fitter_t *x, const cand_t *c, uint64_t target,
-                           const uint64_t *over, size_t n_over,
-                           nnmem_interval_t *scratch) {
-  const fv_t *v = &x->v[c->v];
-  uint64_t size = v->asize;
-  double u = 0;
-  if (c->kind == NNMEM_MOVE_OFFLOAD) {
-    uint64_t lo = c->a + 1 + c->d, hi = c->c - c->k;
-    for (size_t i = 0; i < n_over; i++)
-      if (over[i] >= lo && over[i] < hi) {
-        uint64_t e = x->prof[over[i]] - target;
-        u += (double)(e < size ? e : size);
-      }
-    return u;
-  }
-  size_t n = stream_windows(x, v, c->ahead, scratch), w = 0;
-  for (size_t i = 0; i < n_over; i++) {
-    uint64_t t = over[i];
-    while (w < n && scratch[w].last <= t)
-      w++;
-    if (w < n && t >= scratch[w].first) continue; /* held there */
-    uint64_t e = x->prof[t] - target;
-    u += (double)(e < size ? e : size);
-  }
-  return u;
-}
-
-/* One greedy move at the tightest step; 0 when none is over. */
-static int relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
-                        nnmem_interval_t *scratch) {
-  uint64_t s = tightest_step(x, target, ahead, scratch);
-  if (s == UINT64_MAX) return 0;
-  uint64_t excess = x->prof[s] - target;
-  uint64_t *over = malloc(x->S * sizeof *over);
-  size_t n_over = 0;
-  if (!over) return -1;
-  for (uint64_t t = 0; t < x->S; t++)
-    if (x->prof[t] > target) over[n_over++] = t;
-  int64_t best = -1;
-  double best_cost = 0;
-  uint64_t best_size = 0;
-  for (size_t i = 0; i < x->n_c; i++) {
-    cand_t *c = &x->cands[i];
-    if (c->applied || c->dead) continue;
-    /* one move per value stretch: a streamed weight or an offloaded
-     * stretch excludes overlapping moves of the same value */
-    if (!frees_at(x, c, s, ahead, scratch)) continue;
-    uint64_t size = x->v[c->v].asize;
-    /* useful bytes per byte moved: what it frees at every over-target
-     * step, capped by that step's excess (max coverage per byte) */
-    double useful = useful_bytes(x, c, target, over, n_over, scratch);
-    double cost =
-        -useful / (cand_cost(x, c, ahead, scratch) * (double)(size ? size : 1));
-    /* equal cost per byte: the smallest move that removes the whole
-     * excess at s, else the largest (fewer bytes moved in total) */
-    int covers = size >= excess, best_covers = best_size >= excess;
-    int better = covers && best_covers   ? size < best_size
-                 : covers != best_covers ? covers
-                                         : size > best_size;
-    if (best < 0 || cost < best_cost || (cost == best_cost && better)) {
-      best = (int64_t)i;
-      best_cost = cost;
-      best_size = size;
-    }
-  }
-  free(over);
-  if (best < 0) return shorten_prefetch(x, s, ahead, scratch) ? 1 : -1;
-  cand_t *c = &x->cands[best];
-  c->applied = 1;
-  c->at = s;
-  if (c->kind == NNMEM_MOVE_STREAM) x->v[c->v].streamed = 1;
-  apply_to_profile(x, c, ahead, scratch, -1);
-  return 1;
 }
 
 /* ---- steps 6: tier problems ---------------------------------------------- */
@@ -699,7 +347,7 @@ static nnmem_status_t place_streamed(fitter_t *x, fv_t *v, uint32_t ahead,
                                      uint64_t at, nnmem_interval_t *w) {
   nnmem_fit_t *f = x->f;
   uint32_t host = f->dev.n_tiers - 1;
-  size_t n = stream_windows(x, v, ahead, w), hb;
+  size_t n = nnmem__fit_stream_windows(x, v, ahead, w), hb;
   v->first = w[0].first;
   v->last = w[n - 1].last;
   for (size_t i = 1; i < n; i++) {
@@ -1087,52 +735,6 @@ static nnmem_status_t no_fit(fitter_t *x, const char *why) {
       (unsigned long long)x->f->min_footprint, op);
 }
 
-/* Halves the prefetch lead of every streamed weight (shorter windows
- * conflict with fewer buffers) and rebuilds the profile; 0 when all leads
- * are 1 already. */
-static int halve_leads(fitter_t *x, uint32_t ahead, nnmem_interval_t *scratch) {
-  int changed = 0;
-  for (size_t i = 0; i < x->n_c; i++) {
-    cand_t *c = &x->cands[i];
-    if (c->applied && c->kind == NNMEM_MOVE_STREAM && c->ahead > 1)
-      c->ahead /= 2, changed = 1;
-  }
-  if (!changed) return 0;
-  build_profile(x);
-  for (size_t i = 0; i < x->n_c; i++)
-    if (x->cands[i].applied)
-      apply_to_profile(x, &x->cands[i], ahead, scratch, -1);
-  return 1;
-}
-
-/* Reverse delete: an applied move whose bytes are not needed any more
- * (later moves relieve every step it relieved) is undone, largest first.
- * Keeps the profile <= target. O(C * (C + S)). */
-static void prune_moves(fitter_t *x, uint64_t target, uint32_t ahead,
-                        nnmem_interval_t *scratch) {
-  for (;;) {
-    int64_t undo = -1;
-    for (size_t i = 0; i < x->n_c; i++) {
-      cand_t *c = &x->cands[i];
-      if (!c->applied) continue;
-      if (undo >= 0 && x->v[c->v].asize <= x->v[x->cands[undo].v].asize)
-        continue;
-      apply_to_profile(x, c, ahead, scratch, +1);
-      int fine = 1;
-      for (uint64_t s = 0; s < x->S && fine; s++)
-        fine = x->prof[s] <= target;
-      apply_to_profile(x, c, ahead, scratch, -1);
-      if (fine) undo = (int64_t)i;
-    }
-    if (undo < 0) return;
-    cand_t *c = &x->cands[undo];
-    apply_to_profile(x, c, ahead, scratch, +1);
-    c->applied = 0;
-    c->dead = 1; /* not again: it was redundant */
-    if (c->kind == NNMEM_MOVE_STREAM) x->v[c->v].streamed = 0;
-  }
-}
-
 /* Steps 5-6: relieve the profile, plan, lower the target on failure. */
 static nnmem_status_t fit_rounds(fitter_t *x, uint32_t ahead) {
   size_t wcap = 0;
@@ -1140,22 +742,25 @@ static nnmem_status_t fit_rounds(fitter_t *x, uint32_t ahead) {
     if (x->v[i].n_acc > wcap) wcap = x->v[i].n_acc;
   nnmem_interval_t *scratch = malloc((wcap + 1) * sizeof *scratch);
   if (!scratch) return NNMEM_ERR_NOMEM;
-  build_profile(x);
+  nnmem__fit_build_profile(x);
   nnmem_status_t st = NNMEM_ERR_CAPACITY;
   double target = (double)x->f->limit;
   for (int round = 0; round < 40 && st == NNMEM_ERR_CAPACITY; round++) {
     int r;
-    while ((r = relieve_peak(x, (uint64_t)target, ahead, scratch)) == 1) {
+    while ((r = nnmem__fit_relieve_peak(x, (uint64_t)target, ahead, scratch)) ==
+           1) {
     }
-    if (r == 0) prune_moves(x, (uint64_t)target, ahead, scratch);
+    if (r == 0) nnmem__fit_prune_moves(x, (uint64_t)target, ahead, scratch);
     uint64_t peak = 0;
     for (uint64_t s = 0; s < x->S; s++)
       if (x->prof[s] > peak) peak = x->prof[s];
-    if (peak > x->f->limit && halve_leads(x, ahead, scratch)) continue;
+    if (peak > x->f->limit && nnmem__fit_halve_leads(x, ahead, scratch))
+      continue;
     if (peak > x->f->limit) break; /* nothing more can move */
     st = build_round(x, ahead, scratch);
     if (st == NNMEM_ERR_CAPACITY && r < 0 &&
-        halve_leads(x, ahead, scratch)) { /* fragmentation: tighter windows */
+        nnmem__fit_halve_leads(x, ahead,
+                               scratch)) { /* fragmentation: tighter windows */
       r = 0;
       continue;
     }
@@ -1168,7 +773,7 @@ static nnmem_status_t fit_rounds(fitter_t *x, uint32_t ahead) {
   return st;
 }
 
-static nnmem_status_t fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg) {
+nnmem_status_t nnmem__fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg) {
   nnmem_fit_t *f = x->f;
   nnmem_liveness_config_t lc;
   nnmem_liveness_config_init(&lc);
@@ -1197,7 +802,7 @@ static nnmem_status_t fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg) {
   return NNMEM_OK;
 }
 
-static nnmem_status_t fit_values(fitter_t *x, int64_t **wval_out) {
+nnmem_status_t nnmem__fit_values(fitter_t *x, int64_t **wval_out) {
   size_t nt = nnmem_graph_tensor_count(x->g);
   int64_t *wval = malloc((nt ? nt : 1) * sizeof *wval);
   uint64_t *ws = calloc(x->S + 1, sizeof *ws);
@@ -1216,7 +821,7 @@ static nnmem_status_t fit_values(fitter_t *x, int64_t **wval_out) {
   return st;
 }
 
-static void fitter_free(fitter_t *x) {
+void nnmem__fitter_free(fitter_t *x) {
   for (size_t i = 0; i < x->n_v; i++) {
     free(x->v[i].acc);
     free(x->v[i].gaps);
@@ -1234,11 +839,11 @@ static void fitter_free(fitter_t *x) {
 static nnmem_status_t fit_main(fitter_t *x) {
   nnmem_fit_t *f = x->f;
   int64_t *wval = NULL;
-  nnmem_status_t st = fit_setup(x, x->cfg);
-  if (st == NNMEM_OK) st = fit_values(x, &wval);
+  nnmem_status_t st = nnmem__fit_setup(x, x->cfg);
+  if (st == NNMEM_OK) st = nnmem__fit_values(x, &wval);
   if (st == NNMEM_OK) st = min_footprint(x);
   if (st == NNMEM_OK) {
-    build_profile(x);
+    nnmem__fit_build_profile(x);
     for (uint64_t s = 0; s < x->S; s++)
       if (x->prof[s] > f->unconstrained_peak)
         f->unconstrained_peak = x->prof[s];
@@ -1246,7 +851,7 @@ static nnmem_status_t fit_main(fitter_t *x) {
   if (st == NNMEM_OK && f->limit < f->min_footprint)
     st = no_fit(x, "does not fit: limit");
   uint32_t ahead = x->cfg->max_ahead ? x->cfg->max_ahead : 8;
-  if (st == NNMEM_OK) st = make_cands(x, ahead);
+  if (st == NNMEM_OK) st = nnmem__fit_make_cands(x, ahead);
   if (st == NNMEM_OK) st = fit_rounds(x, ahead);
   if (st == NNMEM_OK) st = place_onchip(x, ahead);
   if (st == NNMEM_OK) st = build_accesses(x, wval);
@@ -1283,7 +888,7 @@ nnmem_status_t nnmem_fit(const nnmem_graph_t *g, const nnmem_device_t *d,
   f->graph_digest = nnmem_graph_digest(g);
   f->model_name = nnmem__strdup(nnmem_graph_name(g) ? nnmem_graph_name(g) : "");
   st = f->model_name ? fit_main(&x) : NNMEM_ERR_NOMEM;
-  fitter_free(&x);
+  nnmem__fitter_free(&x);
   if (st != NNMEM_OK) {
     if (st == NNMEM_ERR_NOMEM && diag && !diag->message[0])
       nnmem__diag(diag, st, "fit: out of memory");
@@ -1356,83 +961,6 @@ void nnmem_fit_costs(const nnmem_fit_t *f, nnmem_fit_costs_t *out) {
 }
 double nnmem_fit_seconds(const nnmem_fit_t *f) {
   return f ? f->seconds : 0;
-}
-
-/* ---- the trace for baselines (baseline.c) -------------------------------- */
-
-static nnmem_status_t export_trace(fitter_t *x, fit_trace_t *t) {
-  size_t n = 0, k = 0;
-  for (size_t i = 0; i < x->n_v; i++)
-    n += x->v[i].n_acc;
-  t->steps = x->S;
-  t->n_values = x->n_v;
-  t->size = calloc(x->n_v + 1, sizeof *t->size);
-  t->is_weight = calloc(x->n_v + 1, 1);
-  t->acc_start = calloc(x->S + 2, sizeof *t->acc_start);
-  t->acc_val = calloc(n + 1, sizeof *t->acc_val);
-  t->op_s = calloc(x->S + 1, sizeof *t->op_s);
-  step_root_t *sr = malloc((n + 1) * sizeof *sr);
-  if (!t->size || !t->is_weight || !t->acc_start || !t->acc_val || !t->op_s ||
-      !sr) {
-    free(sr);
-    return NNMEM_ERR_NOMEM;
-  }
-  for (size_t i = 0; i < x->n_v; i++) {
-    t->size[i] = x->v[i].asize;
-    t->is_weight[i] = x->v[i].kind == FIT_KIND_WEIGHT;
-    for (size_t a = 0; a < x->v[i].n_acc; a++)
-      if (x->v[i].acc[a] < x->S)
-        sr[k++] = (step_root_t){x->v[i].acc[a], root_of(x, (int64_t)i)};
-  }
-  qsort(sr, k, sizeof *sr, cmp_step_root);
-  size_t m = 0;
-  for (uint64_t s = 0, j = 0; s < x->S; s++) {
-    t->acc_start[s] = m;
-    for (; j < k && sr[j].step == s; j++)
-      if (m == t->acc_start[s] || t->acc_val[m - 1] != (uint32_t)sr[j].root)
-        t->acc_val[m++] = (uint32_t)sr[j].root;
-  }
-  t->acc_start[x->S] = m;
-  memcpy(t->op_s, x->op_s, x->S * sizeof *t->op_s);
-  free(sr);
-  return NNMEM_OK;
-}
-
-void nnmem__fit_trace_free(fit_trace_t *t) {
-  if (!t) return;
-  free(t->size);
-  free(t->is_weight);
-  free(t->acc_start);
-  free(t->acc_val);
-  free(t->op_s);
-  memset(t, 0, sizeof *t);
-}
-
-nnmem_status_t nnmem__fit_trace(const nnmem_graph_t *g, const nnmem_device_t *d,
-                                const nnmem_fit_config_t *cfg, fit_trace_t *out,
-                                nnmem_diag_t *diag) {
-  memset(out, 0, sizeof *out);
-  nnmem_fit_config_t defaults;
-  nnmem_fit_config_init(&defaults);
-  nnmem_fit_t *f = calloc(1, sizeof *f);
-  if (!f) return NNMEM_ERR_NOMEM;
-  f->dev = *d;
-  fitter_t x;
-  memset(&x, 0, sizeof x);
-  x.g = g;
-  x.cfg = cfg ? cfg : &defaults;
-  x.f = f;
-  x.diag = diag;
-  x.main = nnmem_device_main_tier(d);
-  int64_t *wval = NULL;
-  nnmem_status_t st = fit_setup(&x, x.cfg);
-  if (st == NNMEM_OK) st = fit_values(&x, &wval);
-  if (st == NNMEM_OK) st = export_trace(&x, out);
-  free(wval);
-  fitter_free(&x);
-  nnmem_fit_destroy(f);
-  if (st != NNMEM_OK) nnmem__fit_trace_free(out);
-  return st;
 }
 
 nnmem_status_t nnmem_fit_smallest_limit(const nnmem_graph_t *g,
