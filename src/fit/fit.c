@@ -431,7 +431,8 @@ static nnmem_status_t build_tier(fitter_t *x, uint32_t t) {
       nnmem_status_t st = add_gap_list(v, lg[k].first, lg[k].last);
       if (st != NNMEM_OK) return st;
     }
-    qsort(v->gaps, v->n_gaps, sizeof *v->gaps, cmp_interval);
+    if (v->n_gaps > 1)
+      qsort(v->gaps, v->n_gaps, sizeof *v->gaps, cmp_interval);
     for (size_t k = 0; k < v->n_gaps; k++) {
       nnmem_status_t st = nnmem_problem_add_gap(
           f->problems[t], v->tbuf, v->gaps[k].first, v->gaps[k].last);
