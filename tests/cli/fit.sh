@@ -130,6 +130,12 @@ expect_rc 0 plan --model resnet50 --out "$T/classic.json" -q
 expect_rc 1 run "$T/classic.json"
 err_has "no execution schedule"
 expect_error run
+expect_error plan --model resnet50 --mem-limit 40MB --svg "$T/should-not-exist.svg"
+err_has "does not combine with --mem-limit"
+expect_error plan --model resnet50 --mem-limit 40MB --out "$T/should-not-exist.csv"
+err_has "a fitted plan is written as JSON"
+expect_error plan --model resnet50 --mem-limit 40MB --capacity 1GB
+err_has "--capacity does not combine with --mem-limit/--device"
 expect_error run "$T/fit.json" --fail-copy 0
 
 finish

@@ -448,6 +448,32 @@ static int check_options(const cli_plan_opts_t *o) {
                            "--no-reuse plans with the naive strategy; it "
                            "does not combine with --strategy %s",
                            nnmem_strategy_name(o->strategy));
+  if (o->fit && (o->svg || o->html || o->trace))
+    return cli_usage_error("plan",
+                           "--%s does not combine with --mem-limit/--device "
+                           "(the memory map shows one tier)",
+                           o->svg    ? "svg"
+                           : o->html ? "html"
+                                     : "trace-json");
+  if (o->fit &&
+      (o->capacity || o->no_reuse || o->optimal || o->align || o->node_budget ||
+       o->time_limit_s || o->strategy != NNMEM_STRATEGY_AUTO))
+    return cli_usage_error(
+        "plan",
+        "--%s does not combine with --mem-limit/--device (the "
+        "device description sets tiers, alignments and the limit)",
+        o->capacity       ? "capacity"
+        : o->no_reuse     ? "no-reuse"
+        : o->optimal      ? "optimal"
+        : o->align        ? "align"
+        : o->node_budget  ? "node-budget"
+        : o->time_limit_s ? "time-limit"
+                          : "strategy");
+  if (o->fit && o->out && !has_ext(o->out, ".json"))
+    return cli_usage_error("plan",
+                           "--out '%s': a fitted plan is written as JSON "
+                           "(.json)",
+                           o->out);
   if (cli_same_file(o->out, o->profile))
     return cli_usage_error("plan", "--out and --profile name the same file");
   /* each map output against the input, --out, --profile and the maps
