@@ -431,8 +431,7 @@ static nnmem_status_t build_tier(fitter_t *x, uint32_t t) {
       nnmem_status_t st = add_gap_list(v, lg[k].first, lg[k].last);
       if (st != NNMEM_OK) return st;
     }
-    if (v->n_gaps > 1)
-      qsort(v->gaps, v->n_gaps, sizeof *v->gaps, cmp_interval);
+    if (v->n_gaps > 1) qsort(v->gaps, v->n_gaps, sizeof *v->gaps, cmp_interval);
     for (size_t k = 0; k < v->n_gaps; k++) {
       nnmem_status_t st = nnmem_problem_add_gap(
           f->problems[t], v->tbuf, v->gaps[k].first, v->gaps[k].last);
@@ -724,6 +723,90 @@ static nnmem_status_t build_round(fitter_t *x, uint32_t ahead,
   return st;
 }
 
+typedef struct alap_copy {
+  uint64_t use;
+  double t;
+  size_t v;
+} alap_copy_t;
+
+static int cmp_alap_desc(const void *a, const void *b) {
+  const alap_copy_t *x = a, *y = b;
+  return x->use < y->use ? 1 : x->use > y->use ? -1 : 0;
+}
+
+/* Link-aware leads: the copies in share one link, so a copy must start
+ * early enough that every later one still finishes before its use. Going
+ * back from the last use: finish = min(start time of its use step, start
+ * of the next copy), start = finish - bytes / link; the lead is the steps
+ * back to the step that begins before that start (as late as possible, so
+ * no longer than the link needs). Kept only when the profile stays under
+ * the limit and every tier still plans; else the leads before stay. */
+static nnmem_status_t alap_leads(fitter_t *x, uint32_t ahead) {
+  size_t n = 0, wcap = 0;
+  for (size_t i = 0; i < x->n_v; i++)
+    if (x->v[i].n_acc > wcap) wcap = x->v[i].n_acc;
+  for (size_t i = 0; i < x->n_c; i++)
+    if (x->cands[i].applied && x->cands[i].kind == NNMEM_MOVE_STREAM)
+      n += x->v[x->cands[i].v].n_acc;
+  if (!n) return NNMEM_OK;
+  double *T = malloc((x->S + 1) * sizeof *T);
+  alap_copy_t *cp = malloc(n * sizeof *cp);
+  nnmem_interval_t *w = malloc((wcap + 1) * sizeof *w);
+  if (!T || !cp || !w) {
+    free(T), free(cp), free(w);
+    return NNMEM_ERR_NOMEM;
+  }
+  T[0] = 0;
+  for (uint64_t s = 0; s < x->S; s++)
+    T[s + 1] = T[s] + x->op_s[s];
+  double link = x->f->dev.tiers[x->main].link_bandwidth;
+  size_t k = 0;
+  for (size_t i = 0; i < x->n_c; i++) {
+    const cand_t *c = &x->cands[i];
+    if (!c->applied || c->kind != NNMEM_MOVE_STREAM) continue;
+    fv_t *v = &x->v[c->v];
+    size_t nw = nnmem__fit_stream_windows(x, v, c->ahead, w);
+    for (size_t j = 0; j < nw; j++) { /* the first use in each window */
+      uint64_t u = w[j].last - 1;
+      for (size_t a = 0; a < v->n_acc; a++)
+        if (v->acc[a] >= w[j].first) {
+          u = v->acc[a];
+          break;
+        }
+      cp[k++] = (alap_copy_t){u, (double)v->size / link, c->v};
+    }
+  }
+  qsort(cp, k, sizeof *cp, cmp_alap_desc);
+  double latest = T[x->S];
+  for (size_t j = 0; j < k; j++) {
+    double finish = T[cp[j].use] < latest ? T[cp[j].use] : latest;
+    double start = finish - cp[j].t;
+    latest = start;
+    uint64_t s = cp[j].use;
+    while (s > 0 && T[s] > start)
+      s--;
+    uint64_t lead = cp[j].use - s;
+    if (lead > 64) lead = 64;
+    if (lead > x->v[cp[j].v].min_lead) x->v[cp[j].v].min_lead = lead;
+  }
+  nnmem__fit_rebuild_profile(x, ahead, w);
+  uint64_t peak = 0;
+  for (uint64_t s = 0; s < x->S; s++)
+    if (x->prof[s] > peak) peak = x->prof[s];
+  nnmem_status_t st =
+      peak <= x->f->limit ? build_round(x, ahead, w) : NNMEM_ERR_CAPACITY;
+  if (st == NNMEM_ERR_CAPACITY) { /* back to the leads that fitted */
+    for (size_t i = 0; i < x->n_v; i++)
+      x->v[i].min_lead = 0;
+    nnmem__fit_rebuild_profile(x, ahead, w);
+    st = build_round(x, ahead, w);
+  }
+  free(T);
+  free(cp);
+  free(w);
+  return st;
+}
+
 static nnmem_status_t no_fit(fitter_t *x, const char *why) {
   nnmem_op_info_t oi;
   const char *op =
@@ -854,6 +937,7 @@ static nnmem_status_t fit_main(fitter_t *x) {
   uint32_t ahead = x->cfg->max_ahead ? x->cfg->max_ahead : 8;
   if (st == NNMEM_OK) st = nnmem__fit_make_cands(x, ahead);
   if (st == NNMEM_OK) st = fit_rounds(x, ahead);
+  if (st == NNMEM_OK) st = alap_leads(x, ahead);
   if (st == NNMEM_OK) st = place_onchip(x, ahead);
   if (st == NNMEM_OK) st = build_accesses(x, wval);
   if (st == NNMEM_OK) onchip_times(x);

@@ -101,6 +101,7 @@ size_t nnmem__fit_stream_windows(const fitter_t *x, const fv_t *v,
   for (size_t k = 0; k < v->n_acc; k++) {
     uint64_t u = v->acc[k];
     uint64_t lead = lead_steps(x, u, 0, t, ahead);
+    if (v->min_lead > lead) lead = v->min_lead;
     uint64_t from = u >= lead ? u - lead : 0;
     if (n && from <= w[n - 1].last) {
       w[n - 1].last = u + 1;
@@ -347,6 +348,16 @@ int nnmem__fit_halve_leads(fitter_t *x, uint32_t ahead,
     if (x->cands[i].applied)
       apply_to_profile(x, &x->cands[i], ahead, scratch, -1);
   return 1;
+}
+
+/* The profile again from scratch: every main-tier root minus what the
+ * applied moves free (after leads changed). */
+void nnmem__fit_rebuild_profile(fitter_t *x, uint32_t ahead,
+                                nnmem_interval_t *scratch) {
+  nnmem__fit_build_profile(x);
+  for (size_t i = 0; i < x->n_c; i++)
+    if (x->cands[i].applied)
+      apply_to_profile(x, &x->cands[i], ahead, scratch, -1);
 }
 
 /* Reverse delete: an applied move whose bytes are not needed any more

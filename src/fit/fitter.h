@@ -27,6 +27,8 @@ typedef struct fv {
   size_t tbuf; /* buffer index in its tier */
   size_t hbuf; /* streamed weights: the host tier buffer */
   uint64_t orig_first, orig_last;
+  uint64_t min_lead; /* streamed: copies start at least this many steps
+                        ahead (link-aware leads, fit.c); 0 = none */
 } fv_t;
 
 typedef struct cand {
@@ -77,6 +79,8 @@ int nnmem__fit_relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
                             nnmem_interval_t *scratch);
 int nnmem__fit_halve_leads(fitter_t *x, uint32_t ahead,
                            nnmem_interval_t *scratch);
+void nnmem__fit_rebuild_profile(fitter_t *x, uint32_t ahead,
+                                nnmem_interval_t *scratch);
 void nnmem__fit_prune_moves(fitter_t *x, uint64_t target, uint32_t ahead,
                             nnmem_interval_t *scratch);
 
