@@ -320,6 +320,38 @@ static void test_onchip(void **state) {
   nnmem_graph_destroy(g);
 }
 
+/* Near the smallest limit activations are offloaded too: their device
+ * buffers get gaps, copies go out and back in, and the executor checks
+ * the bytes that come back. */
+static void test_offload(void **state) {
+  (void)state;
+  nnmem_graph_t *g;
+  assert_ok(nnmem_zoo_build("resnet50", 1, &g, NULL));
+  nnmem_device_t d;
+  assert_ok(nnmem_device_preset("edge-npu", &d));
+  uint64_t limit = 12u * 1000 * 1000;
+  nnmem_fit_t *f = NULL;
+  assert_ok(nnmem_fit(g, &d, limit, NULL, &f, NULL));
+  const nnmem_fit_move_t *m;
+  size_t n = nnmem_fit_moves(f, &m), offloads = 0;
+  for (size_t i = 0; i < n; i++)
+    if (m[i].kind == NNMEM_MOVE_OFFLOAD) {
+      offloads++;
+      assert_true(m[i].idle_steps > 0);
+    }
+  assert_true(offloads > 0);
+  const nnmem_problem_t *p = nnmem_fit_tier_problem(f, 1);
+  assert_true(nnmem_problem_gapped_count(p) >= offloads);
+  const nnmem_fit_copy_t *c;
+  size_t nc = nnmem_fit_copies(f, &c), outs = 0;
+  for (size_t i = 0; i < nc; i++)
+    outs += c[i].dir == NNMEM_COPY_OUT;
+  assert_int_equal(outs, offloads);
+  check_fit(f, g, limit);
+  nnmem_fit_destroy(f);
+  nnmem_graph_destroy(g);
+}
+
 /* Fails every allocation in turn, then the first copies. */
 static void test_fault_injection(void **state) {
   (void)state;
@@ -468,6 +500,7 @@ int main(void) {
       cmocka_unit_test(test_min_footprint_by_hand),
       cmocka_unit_test(test_zoo_limits),
       cmocka_unit_test(test_onchip),
+      cmocka_unit_test(test_offload),
       cmocka_unit_test(test_fault_injection),
       cmocka_unit_test(test_refused_plans),
       cmocka_unit_test(test_executor_catches_unwritten),
