@@ -6,6 +6,7 @@
 #include "nnmem/status.h"
 #include "nnmem/problem.h"
 #include "nnmem/plan.h"
+#include "nnmem/fit.h"
 #include "nnmem/graph.h"
 #include "nnmem/liveness.h"
 #include "nnmem/order.h"

@@ -27,11 +27,14 @@
 
 #include "common/util.h"
 #include "plan/place.h"
+#include "plan/problem_internal.h"
 #include "plan/search.h"
 
 nnmem_status_t nnmem__search_bound(const nnmem_problem_t *p, uint64_t align,
                                    uint64_t *bound, uint64_t *step,
                                    uint64_t *bytes) {
+  /* roots only (a sub-buffer lies inside its parent), one event pair per
+   * active interval (a gap holds nothing) */
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   size_t n = nnmem_problem_count(p);
   uint64_t g = 0, best = 0, at = 0;

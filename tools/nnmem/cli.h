@@ -69,6 +69,9 @@ typedef struct cli_plan_opts {
   const char *concurrent[CLI_MAX_MODELS]; /* --concurrent A,B (each one
                                              a group; the text as given) */
   size_t n_concurrent;
+  uint64_t mem_limit; /* --mem-limit / --mem_limit; 0 = none */
+  int fit;            /* --mem-limit or --device given: fit (fit_ui.c) */
+  const char *device; /* --device NAME|FILE; NULL = edge-npu */
 } cli_plan_opts_t;
 
 enum { CLI_ORDER_FILE = 0, CLI_ORDER_MEMORY = 1 };
@@ -146,6 +149,19 @@ const cli_run_t *cli_planned_run(const cli_planned_t *p);
 /* The ONNX import report, or NULL for other inputs. */
 const nnmem_onnx_report_t *cli_planned_onnx(const cli_planned_t *p);
 void cli_planned_free(cli_planned_t *p);
+/* ---- fit_ui.c ---- */
+
+/* `nnmem plan --mem-limit`: fits `g`, writes --out / --profile, prints the
+ * report; returns the exit code. */
+int cli_fit_plan(const nnmem_graph_t *g, const cli_plan_opts_t *o,
+                 const char *title);
+/* A preset name or a device JSON file (NULL: edge-npu); 0, or 1 with diag
+ * filled. */
+int cli_fit_load_device(const char *spec, nnmem_device_t *d,
+                        nnmem_diag_t *diag);
+int cli_cmd_run(int argc, char **argv); /* cmd_run.c */
+
+/* ---- report.c ---- */
 
 /* cmd_plan_multi.c: --shared-arena (several models) and --dim ranges
  * (shape buckets); returns the exit code. */

@@ -67,7 +67,10 @@ enum {
   OPT_NODE_BUDGET,
   OPT_ORDER,
   OPT_SHARED_ARENA,
-  OPT_CONCURRENT
+  OPT_CONCURRENT,
+  OPT_MEM_LIMIT,
+  OPT_MEM_LIMIT_MB,
+  OPT_DEVICE
 };
 
 static const cli_opt_t plan_table[] = {
@@ -97,6 +100,9 @@ static const cli_opt_t plan_table[] = {
     {"order", 0, 1, OPT_ORDER},
     {"shared-arena", 0, 0, OPT_SHARED_ARENA},
     {"concurrent", 0, 1, OPT_CONCURRENT},
+    {"mem-limit", 0, 1, OPT_MEM_LIMIT},
+    {"mem_limit", 0, 1, OPT_MEM_LIMIT_MB},
+    {"device", 0, 1, OPT_DEVICE},
     {NULL, 0, 0, 0}};
 
 typedef struct plan_ctx {
@@ -116,6 +122,7 @@ typedef struct plan_ctx {
   nnmem_onnx_report_t onnx; /* the import report of an ONNX input */
   uint32_t *order;          /* --order memory: the chosen op order */
   cli_order_result_t order_res;
+  int fit_done; /* --mem-limit: cli_fit_plan printed the report */
 } plan_ctx_t;
 
 /* "auto, naive, greedy-size, ..." (every strategy the library names). */
@@ -228,6 +235,16 @@ static void print_plan_help(void) {
       "      --concurrent A,B   with --shared-arena: these models run at the\n"
       "                         same time, their heights add up (repeatable:\n"
       "                         one group each)\n"
+      "      --mem-limit SIZE   fit the model under SIZE bytes of device\n"
+      "                         memory: weights streamed in ahead of use,\n"
+      "                         idle activations offloaded to host memory;\n"
+      "                         --out writes the transfer schedule (for\n"
+      "                         nnmem run); exit 2 below the smallest\n"
+      "                         footprint\n"
+      "      --mem_limit MB     the same limit in MB (10^6 bytes)\n"
+      "      --device NAME|FILE device description: a preset (edge-npu,\n"
+      "                         datacenter, cpu; default edge-npu) or a\n"
+      "                         device JSON file (docs/fit.md)\n"
       "  -o, --out FILE         write the plan: .json (plan JSON: buffers\n"
       "                         with offsets; graphs add tensors) or .csv\n"
       "                         (problems: input columns + offset; graphs:\n"
@@ -368,6 +385,29 @@ static int set_option(void *opts, int id, const char *v) {
       o->order = strcmp(v, "memory") ? CLI_ORDER_FILE : CLI_ORDER_MEMORY;
       o->order_given = 1;
       return 0;
+    case OPT_MEM_LIMIT:
+      if (v[0] == '-')
+        return cli_usage_error("plan", "bad --mem-limit '%s': must be > 0", v);
+      if (cli_parse_size(v, &n, &why) != 0 || n == 0)
+        return cli_usage_error("plan", "bad --mem-limit '%s': %s", v,
+                               why ? why : "must be > 0");
+      o->mem_limit = n;
+      o->fit = 1;
+      return 0;
+    case OPT_MEM_LIMIT_MB: {
+      char *end = NULL;
+      double mb = strtod(v, &end);
+      if (!*v || *end || !(mb > 0) || mb > 1.8e13)
+        return cli_usage_error("plan",
+                               "bad --mem_limit '%s': a number of MB > 0", v);
+      o->mem_limit = (uint64_t)(mb * 1e6);
+      o->fit = 1;
+      return 0;
+    }
+    case OPT_DEVICE:
+      o->device = v;
+      o->fit = 1;
+      return 0;
     case OPT_DIM:
       return cli_onnx_option("plan", &o->onnx, "dim", v);
     case OPT_DTYPE:
@@ -473,6 +513,32 @@ static int check_options(const cli_plan_opts_t *o) {
                            "--no-reuse plans with the naive strategy; it "
                            "does not combine with --strategy %s",
                            nnmem_strategy_name(o->strategy));
+  if (o->fit && (o->svg || o->html || o->trace))
+    return cli_usage_error("plan",
+                           "--%s does not combine with --mem-limit/--device "
+                           "(the memory map shows one tier)",
+                           o->svg    ? "svg"
+                           : o->html ? "html"
+                                     : "trace-json");
+  if (o->fit &&
+      (o->capacity || o->no_reuse || o->optimal || o->align || o->node_budget ||
+       o->time_limit_s || o->strategy != NNMEM_STRATEGY_AUTO))
+    return cli_usage_error(
+        "plan",
+        "--%s does not combine with --mem-limit/--device (the "
+        "device description sets tiers, alignments and the limit)",
+        o->capacity       ? "capacity"
+        : o->no_reuse     ? "no-reuse"
+        : o->optimal      ? "optimal"
+        : o->align        ? "align"
+        : o->node_budget  ? "node-budget"
+        : o->time_limit_s ? "time-limit"
+                          : "strategy");
+  if (o->fit && o->out && !has_ext(o->out, ".json"))
+    return cli_usage_error("plan",
+                           "--out '%s': a fitted plan is written as JSON "
+                           "(.json)",
+                           o->out);
   if (cli_same_file(o->out, o->profile))
     return cli_usage_error("plan", "--out and --profile name the same file");
   /* each map output against the input, --out, --profile and the maps
@@ -874,6 +940,18 @@ static nnmem_status_t format_report_json(plan_ctx_t *c) {
 /* Steps 2-7; returns an exit code. */
 static int run_pipeline(plan_ctx_t *c) {
   nnmem_status_t st = load_input(c);
+  if (st == NNMEM_OK && c->opts.fit) { /* --mem-limit / --device */
+    if (c->kind == IN_CSV) {
+      fprintf(stderr,
+              "nnmem: --mem-limit and --device fit graphs (ONNX, JSON "
+              "graph, built-in models); %s is a MiniMalloc problem\n",
+              c->opts.input);
+      return CLI_EXIT_INVALID;
+    }
+    fill_run(c);
+    c->fit_done = 1;
+    return cli_fit_plan(c->graph, &c->opts, c->run.title);
+  }
   if (st == NNMEM_OK) st = analyze(c);
   if (st == NNMEM_OK) st = make_plan(c);
   if (st != NNMEM_OK) return cli_fail(st, &c->diag);
@@ -899,11 +977,19 @@ int cli_cmd_plan(int argc, char **argv) {
   memset(&c, 0, sizeof c);
   int e = parse_plan_args(argc, argv, &c.opts);
   if (e >= 0) return e;
+  if ((c.opts.shared_arena || c.opts.onnx.has_buckets) && c.opts.fit)
+    return cli_usage_error(
+        "plan",
+        "--mem-limit and --device fit one model at one "
+        "shape: not with %s",
+        c.opts.shared_arena ? "--shared-arena" : "a --dim range or list");
   if (c.opts.shared_arena || c.opts.onnx.has_buckets)
     return cli_plan_multi(&c.opts);
   c.t0 = nnmem__now();
   e = run_pipeline(&c);
-  if (e == CLI_EXIT_OK && c.json)
+  if (c.fit_done)
+    ;
+  else if (e == CLI_EXIT_OK && c.json)
     fputs(c.json, stdout); /* ends in a newline */
   else if (e == CLI_EXIT_OK && !c.opts.quiet) {
     cli_report_human(stdout, &c.run);

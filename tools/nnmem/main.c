@@ -47,6 +47,8 @@ static void print_help(FILE *f) {
       "                        matched by buffer id\n"
       "  replay TRACE          replay a buffer trace through a memory pool\n"
       "                        on a simulated device (--pool KIND|all)\n"
+      "  run PLAN.json [MODEL] execute a fitted plan (plan --mem-limit --out)\n"
+      "                        on the simulated device with real bytes\n"
       "\n"
       "Options:\n"
       "  -h, --help            show this help (also: nnmem <command> "
@@ -88,7 +90,7 @@ static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     fputs(
         "Usage: nnmem <command> [options]   (commands: plan, inspect, verify, "
-        "replay)\n"
+        "replay, run)\n"
         "Try 'nnmem --help' for more information.\n",
         stderr);
     return CLI_EXIT_INVALID;
@@ -108,14 +110,15 @@ static int dispatch(int argc, char **argv) {
   if (strcmp(cmd, "verify") == 0) return cli_cmd_verify(argc - 2, argv + 2);
   if (strcmp(cmd, "inspect") == 0) return cli_cmd_inspect(argc - 2, argv + 2);
   if (strcmp(cmd, "replay") == 0) return cli_cmd_replay(argc - 2, argv + 2);
-  static const char *const commands[] = {"plan", "inspect", "verify", "replay",
-                                         "help"};
+  if (strcmp(cmd, "run") == 0) return cli_cmd_run(argc - 2, argv + 2);
+  static const char *const commands[] = {"plan",   "inspect", "verify",
+                                         "replay", "run",     "help"};
   char tail[64];
   if (cmd[0] == '-')
     fprintf(stderr, "nnmem: unknown option '%s'\n", cmd);
   else
     fprintf(stderr, "nnmem: unknown command '%s'%s\n", cmd,
-            cli_did_you_mean(cli_suggest(cmd, commands, 5), tail, sizeof tail));
+            cli_did_you_mean(cli_suggest(cmd, commands, 6), tail, sizeof tail));
   fputs("Try 'nnmem --help' for more information.\n", stderr);
   return CLI_EXIT_INVALID;
 }

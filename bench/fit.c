@@ -1,0 +1,184 @@
+/* bench/fit.c - fitting under a memory limit: every shared model (and the
+ * built-in zoo) at 75 %, 50 % and 25 % of its unconstrained peak (or its
+ * smallest achievable footprint, whichever is larger: the
+ * smallest one the fitter achieves, by bisection). Per row:
+ * the fitter's transfer bytes, exposed time and time to fit, whether the
+ * plan passed the executor, against on-demand LRU swapping (no prefetch)
+ * and Belady's MIN eviction (nnmem_fit_baseline). Prints a table, writes
+ * CSV (--csv FILE). Asserts nothing about time.
+ *
+ * Usage: bench/fit [--device NAME] [--data DIR] [--csv FILE] [--no-run]
+ * Thread-safety: single-threaded. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "nnmem/nnmem.h"
+
+typedef struct opts {
+  const char *device, *data, *csv;
+  int no_run;
+} opts_t;
+
+static int run_plan(const nnmem_fit_t *f, const nnmem_graph_t *g) {
+  char *text = NULL;
+  size_t len = 0;
+  nnmem_exec_plan_t *p = NULL;
+  int ok = nnmem_fit_format_json(f, g, &text, &len, NULL) == NNMEM_OK &&
+           nnmem_exec_plan_parse(text, len, "bench", &p, NULL) == NNMEM_OK &&
+           nnmem_exec_run(p, NULL, NULL, NULL) == NNMEM_OK;
+  nnmem_exec_plan_destroy(p);
+  free(text);
+  return ok;
+}
+
+static void row(FILE *csv, const char *model, const nnmem_graph_t *g,
+                const nnmem_device_t *d, int pct, uint64_t limit, int no_run) {
+  nnmem_fit_t *f = NULL;
+  nnmem_diag_t diag = {{0}};
+  double t0 = nnmem__now();
+  nnmem_status_t st = nnmem_fit(g, d, limit, NULL, &f, &diag);
+  double secs = nnmem__now() - t0;
+  nnmem_baseline_result_t lru, bel;
+  nnmem_fit_baseline(g, d, limit, NULL, NNMEM_BASELINE_LRU, &lru, NULL);
+  nnmem_fit_baseline(g, d, limit, NULL, NNMEM_BASELINE_BELADY, &bel, NULL);
+  if (st != NNMEM_OK) {
+    printf("%-34.34s %3d%% %12llu  no fit: %.60s\n", model, pct,
+           (unsigned long long)limit, diag.message);
+    if (csv)
+      fprintf(csv, "%s,%d,%llu,nofit,,,,,,,,,\n", model, pct,
+              (unsigned long long)limit);
+    return;
+  }
+  nnmem_fit_costs_t c;
+  nnmem_fit_costs(f, &c);
+  int ran = no_run ? -1 : run_plan(f, g);
+  double bytes_ratio =
+      bel.transfer_bytes ? (double)c.transfer_bytes / (double)bel.transfer_bytes
+                         : 0;
+  double exp_ratio = lru.exposed_s > 0 ? c.exposed_s / lru.exposed_s : 0;
+  printf(
+      "%-34.34s %3d%% %12llu %12llu %9.3f %12llu %9.3f %12llu %6.2f %6.2f "
+      "%8.4f %4s\n",
+      model, pct, (unsigned long long)limit,
+      (unsigned long long)c.transfer_bytes, c.exposed_s * 1e3,
+      (unsigned long long)lru.transfer_bytes, lru.exposed_s * 1e3,
+      (unsigned long long)bel.transfer_bytes, bytes_ratio, exp_ratio, secs,
+      ran < 0 ? "-"
+      : ran   ? "pass"
+              : "FAIL");
+  if (csv)
+    fprintf(csv, "%s,%d,%llu,%llu,%.9f,%.9f,%llu,%.9f,%llu,%.4f,%.4f,%.6f,%s\n",
+            model, pct, (unsigned long long)limit,
+            (unsigned long long)c.transfer_bytes, c.exposed_s, c.compute_s,
+            (unsigned long long)lru.transfer_bytes, lru.exposed_s,
+            (unsigned long long)bel.transfer_bytes, bytes_ratio, exp_ratio,
+            secs,
+            ran < 0 ? "-"
+            : ran   ? "pass"
+                    : "FAIL");
+  nnmem_fit_destroy(f);
+}
+
+static void model_rows(FILE *csv, const char *name, const nnmem_graph_t *g,
+                       const nnmem_device_t *d, int no_run) {
+  nnmem_fit_t *f = NULL;
+  nnmem_diag_t diag = {{0}};
+  if (nnmem_fit(g, d, UINT64_MAX / 4, NULL, &f, &diag) != NNMEM_OK) {
+    printf("%-34.34s skipped: %.80s\n", name, diag.message);
+    return;
+  }
+  uint64_t peak = nnmem_fit_unconstrained_peak(f);
+  uint64_t minf = nnmem_fit_min_footprint(f, NULL);
+  nnmem_fit_destroy(f);
+  /* the smallest limit the fitter achieves (bisection), not the bound */
+  uint64_t achievable = minf;
+  if (nnmem_fit_smallest_limit(g, d, NULL, &achievable, NULL) == NNMEM_OK)
+    minf = achievable;
+  const int pct[] = {75, 50, 25};
+  for (int i = 0; i < 3; i++) {
+    uint64_t limit = peak / 100 * (uint64_t)pct[i];
+    if (limit < minf) limit = minf;
+    row(csv, name, g, d, pct[i], limit, no_run);
+  }
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(int argc, char **argv) {
+  opts_t o = {"edge-npu", NNMEM_DEFAULT_DATA_DIR, NULL, 0};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--device") && i + 1 < argc)
+      o.device = argv[++i];
+    else if (!strcmp(argv[i], "--data") && i + 1 < argc)
+      o.data = argv[++i];
+    else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+      o.csv = argv[++i];
+    else if (!strcmp(argv[i], "--no-run"))
+      o.no_run = 1;
+    else {
+      fprintf(stderr,
+              "usage: fit [--device NAME] [--data DIR] [--csv FILE] "
+              "[--no-run]\n");
+      return 1;
+    }
+  }
+  nnmem_device_t d;
+  if (nnmem_device_preset(o.device, &d) != NNMEM_OK) {
+    fprintf(stderr, "fit: unknown device preset '%s'\n", o.device);
+    return 1;
+  }
+  FILE *csv = o.csv ? fopen(o.csv, "w") : NULL;
+  if (csv)
+    fprintf(csv,
+            "model,pct,limit,bytes,exposed_s,compute_s,lru_bytes,"
+            "lru_exposed_s,belady_bytes,bytes_vs_belady,exposed_vs_lru,"
+            "fit_s,run\n");
+  printf(
+      "device %s; bytes per inference; exposed ms; vsMIN = bytes / "
+      "Belady bytes, vsLRU = exposed / LRU exposed\n",
+      d.name);
+  printf("%-34s %4s %12s %12s %9s %12s %9s %12s %6s %6s %8s %4s\n", "model",
+         "lim", "limit B", "bytes", "exposed", "LRU bytes", "LRU exp",
+         "MIN bytes", "vsMIN", "vsLRU", "fit s", "run");
+  size_t nz = 0;
+  const char *const *zoo = nnmem_zoo_names(&nz);
+  for (size_t i = 0; i < nz; i++) {
+    nnmem_graph_t *g = NULL;
+    if (nnmem_zoo_build(zoo[i], 1, &g, NULL) != NNMEM_OK) continue;
+    model_rows(csv, zoo[i], g, &d, o.no_run);
+    nnmem_graph_destroy(g);
+  }
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/models", o.data ? o.data : "");
+  DIR *dp = o.data && o.data[0] ? opendir(dir) : NULL;
+  char *names[256];
+  size_t n = 0;
+  for (struct dirent *e; dp && (e = readdir(dp)) && n < 256;) {
+    size_t len = strlen(e->d_name);
+    if (len > 5 && !strcmp(e->d_name + len - 5, ".onnx"))
+      names[n++] = nnmem__strdup(e->d_name);
+  }
+  if (dp) closedir(dp);
+  qsort(names, n, sizeof *names, cmp_str);
+  for (size_t i = 0; i < n; i++) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    nnmem_onnx_config_t cfg;
+    nnmem_onnx_config_init(&cfg);
+    nnmem_graph_t *g = NULL;
+    nnmem_diag_t diag = {{0}};
+    if (nnmem_onnx_import_file(path, &cfg, &g, NULL, &diag) == NNMEM_OK)
+      model_rows(csv, names[i], g, &d, o.no_run);
+    else
+      printf("%-34.34s skipped: %.80s\n", names[i], diag.message);
+    nnmem_graph_destroy(g);
+    free(names[i]);
+  }
+  if (csv) fclose(csv);
+  return 0;
+}

@@ -1,0 +1,1082 @@
+/* fit.c - fitting a graph under a device memory limit (nnmem/fit.h): the
+ * values, the smallest footprint, the tier problems, on-chip placement,
+ * costs and the driver; step 5 (choosing moves) is fit_moves.c, the state
+ * they share fitter.h.
+ *
+ * Algorithm (the cheapest remedy first, as issue 9 orders them):
+ *   1. Order: an explicit order, the memory-aware order (order.h) or file
+ *      order; liveness analysis with the main tier's alignment.
+ *   2. Values: every liveness buffer (activations, workspace, with their
+ *      gaps and sub-buffer relations), every weight read by some op (live
+ *      [0, S)), and with conv_algorithm im2col one column buffer per Conv
+ *      (live [s, s+1)). For each value the sorted steps that access it (a
+ *      liveness buffer also at first and last - 1: inputs are written
+ *      before step 0, outputs read after the last step).
+ *   3. Smallest footprint: max over steps of the aligned bytes of the roots
+ *      the step accesses. Below it nothing fits (exit 2 names the op).
+ *   4. Placement on on-chip tiers: small, often-accessed activation and
+ *      workspace roots (no gaps, no sub-buffers) by accesses per byte-step,
+ *      while the tier's plan fits its capacity (each tier planned and
+ *      verified separately).
+ *   5. Greedy relief of the live-bytes profile of the main tier while its
+ *      peak exceeds the target (the limit, lowered 3 % per failed placement
+ *      round): at the peak step s*, among the moves that free bytes at s*,
+ *      take the one with the least transfer time per byte freed (weights
+ *      cost one copy per use run, activations two), larger first on ties:
+ *        stream  weight w with uses u1 < u2 ...: on the device only on
+ *                [u - k, u + 1) per use (overlapping windows merge), k the
+ *                fewest steps whose compute time hides the copy, at most
+ *                max_ahead; one copy in per window;
+ *        offload activation root with consecutive accesses a < c: copy out
+ *                issued at a + 1, done by a + 1 + d; copy in issued at
+ *                c - k, done by c; device gap [a + 1 + d, c - k) (must be
+ *                non-empty); host copy live [a + 1, c).
+ *   6. Plan the main tier with capacity = limit (plan.h); on
+ *      NNMEM_ERR_CAPACITY lower the target and continue step 5; host tier
+ *      planned without a capacity. Every tier's plan passes
+ *      nnmem_plan_verify (shares no code with the planner).
+ *   7. Costs: op times from the cost model (cost.c); a timeline with one
+ *      FIFO link per direction: copies begin at max(issue time, link free),
+ *      an op waits for the copies due before it; exposed = end - compute.
+ * Invariants: a value's device buffer is active at every step that
+ * accesses it; a copy in writes a device buffer active from its start step;
+ * a copy out reads one active until its done step; host copies are live
+ * from the copy out's start to the copy in's done (checked independently by
+ * the executor, exec.c).
+ * Complexity: O(C * (C + S)) for C candidate moves and S steps, plus the
+ * planner. Thread-safety: reads the graph; the fit is immutable. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "fit/fitter.h"
+#include "nnmem/order.h"
+
+uint64_t nnmem__fnv1a(uint64_t h, const void *data, size_t len) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+void nnmem_fit_config_init(nnmem_fit_config_t *cfg) {
+  if (!cfg) return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->size = sizeof *cfg;
+}
+
+uint64_t nnmem_graph_digest(const nnmem_graph_t *g) {
+  uint64_t h = NNMEM__FNV_SEED;
+  if (!g) return h;
+  size_t nt = nnmem_graph_tensor_count(g), no = nnmem_graph_op_count(g);
+  for (uint32_t t = 0; t < nt; t++) {
+    nnmem_tensor_info_t ti;
+    if (nnmem_graph_tensor(g, t, &ti) != NNMEM_OK) continue;
+    h = nnmem__fnv1a(h, ti.name, strlen(ti.name) + 1);
+    h = nnmem__fnv1a(h, &ti.kind, sizeof ti.kind);
+    h = nnmem__fnv1a(h, &ti.bytes, sizeof ti.bytes);
+  }
+  for (uint32_t o = 0; o < no; o++) {
+    nnmem_op_info_t oi;
+    if (nnmem_graph_op(g, o, &oi) != NNMEM_OK) continue;
+    h = nnmem__fnv1a(h, oi.name, strlen(oi.name) + 1);
+    h = nnmem__fnv1a(h, oi.type, strlen(oi.type) + 1);
+    h = nnmem__fnv1a(h, oi.inputs, oi.n_inputs * sizeof *oi.inputs);
+    h = nnmem__fnv1a(h, oi.outputs, oi.n_outputs * sizeof *oi.outputs);
+    h = nnmem__fnv1a(h, &oi.workspace_bytes, sizeof oi.workspace_bytes);
+  }
+  return h;
+}
+
+/* ---- step 2: values and accesses ---------------------------------------- */
+
+static nnmem_status_t add_value(fitter_t *x, const char *id, uint64_t size,
+                                uint64_t align, uint64_t first, uint64_t last,
+                                int kind, size_t *idx) {
+  if (nnmem__grow((void **)&x->v, &x->cap_v, x->n_v + 1, sizeof *x->v))
+    return NNMEM_ERR_NOMEM;
+  fv_t *v = &x->v[x->n_v];
+  memset(v, 0, sizeof *v);
+  v->id = id;
+  v->size = size;
+  v->align = align ? align : 1;
+  uint64_t a = nnmem__max_u64(v->align, x->f->dev.tiers[x->main].alignment);
+  if (nnmem__align_up(size, a, &v->asize)) return NNMEM_ERR_OVERFLOW;
+  v->first = first;
+  v->last = last;
+  v->kind = kind;
+  v->parent = -1;
+  v->tier = x->main;
+  *idx = x->n_v++;
+  return NNMEM_OK;
+}
+
+static nnmem_status_t add_access(fv_t *v, uint64_t s) {
+  if (v->n_acc && v->acc[v->n_acc - 1] == s) return NNMEM_OK;
+  if (nnmem__grow((void **)&v->acc, &v->cap_acc, v->n_acc + 1, sizeof *v->acc))
+    return NNMEM_ERR_NOMEM;
+  /* steps arrive in order except the last-1 marks; keep sorted, unique */
+  size_t i = v->n_acc;
+  while (i > 0 && v->acc[i - 1] > s)
+    i--;
+  if (i > 0 && v->acc[i - 1] == s) return NNMEM_OK;
+  memmove(v->acc + i + 1, v->acc + i, (v->n_acc - i) * sizeof *v->acc);
+  v->acc[i] = s;
+  v->n_acc++;
+  return NNMEM_OK;
+}
+
+/* Value of tensor t: its liveness buffer, or the weight value (by weight
+ * offset; views of weights share it); -1 when none. */
+static int64_t value_of(fitter_t *x, const int64_t *wval, uint32_t t) {
+  nnmem_tensor_live_t tl;
+  if (nnmem_liveness_tensor(x->live, t, &tl) != NNMEM_OK) return -1;
+  if (tl.buffer != NNMEM_NO_BUFFER) return tl.buffer;
+  return wval[t];
+}
+
+static nnmem_status_t liveness_values(fitter_t *x) {
+  const nnmem_problem_t *p = nnmem_liveness_problem(x->live);
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  size_t n = nnmem_problem_count(p);
+  for (size_t i = 0; i < n; i++) {
+    size_t idx;
+    int kind = nnmem_liveness_buffer_kind(x->live, i) == NNMEM_BUFFER_WORKSPACE
+                   ? FIT_KIND_WORKSPACE
+                   : FIT_KIND_ACTIVATION;
+    nnmem_status_t st =
+        add_value(x, nnmem_problem_id(p, i), b[i].size, b[i].align, b[i].first,
+                  b[i].last, kind, &idx);
+    if (st != NNMEM_OK) return st;
+    if (nnmem_problem_gaps(p, i, NULL)) x->v[idx].has_gaps = 1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    size_t q;
+    uint64_t rel;
+    if (nnmem_problem_parent(p, i, &q, &rel) == NNMEM_OK) {
+      x->v[i].parent = (int64_t)q;
+      x->v[i].rel = rel;
+      x->v[q].has_children = 1;
+    }
+    nnmem_status_t st = add_access(&x->v[i], b[i].first);
+    if (st == NNMEM_OK) st = add_access(&x->v[i], b[i].last - 1);
+    if (st != NNMEM_OK) return st;
+  }
+  return NNMEM_OK;
+}
+
+/* Weight values, keyed by weight offset (views share); wval[t] per tensor. */
+static nnmem_status_t weight_values(fitter_t *x, int64_t *wval) {
+  size_t nt = nnmem_graph_tensor_count(x->g);
+  for (uint32_t t = 0; t < nt; t++) {
+    nnmem_tensor_info_t ti;
+    nnmem_tensor_live_t tl;
+    wval[t] = -1;
+    if (nnmem_graph_tensor(x->g, t, &ti) != NNMEM_OK ||
+        nnmem_liveness_tensor(x->live, t, &tl) != NNMEM_OK)
+      return NNMEM_ERR_INVALID;
+    if ((ti.kind != NNMEM_TENSOR_WEIGHT && ti.kind != NNMEM_TENSOR_CONSTANT) ||
+        ti.n_consumers == 0 || ti.bytes == 0)
+      continue;
+    size_t idx;
+    nnmem_status_t st = add_value(x, ti.name, ti.bytes, ti.align, 0, x->S,
+                                  FIT_KIND_WEIGHT, &idx);
+    if (st != NNMEM_OK) return st;
+    wval[t] = (int64_t)idx;
+  }
+  /* views of weights: the weight with the same offset */
+  for (uint32_t t = 0; t < nt; t++) {
+    nnmem_tensor_live_t tl, tw;
+    if (wval[t] >= 0 || nnmem_liveness_tensor(x->live, t, &tl) != NNMEM_OK ||
+        tl.buffer != NNMEM_NO_BUFFER)
+      continue;
+    for (uint32_t u = 0; u < nt; u++)
+      if (wval[u] >= 0 && nnmem_liveness_tensor(x->live, u, &tw) == NNMEM_OK &&
+          tw.weight_offset == tl.weight_offset) {
+        wval[t] = wval[u];
+        break;
+      }
+  }
+  return NNMEM_OK;
+}
+
+/* Accesses of every op, the executor's read/write lists, im2col values. */
+static nnmem_status_t op_accesses(fitter_t *x, const int64_t *wval,
+                                  uint64_t *ws_bytes) {
+  const uint32_t *order = nnmem_liveness_order(x->live);
+  for (uint64_t s = 0; s < x->S; s++) {
+    nnmem_op_info_t oi;
+    nnmem_op_cost_t oc;
+    if (nnmem_graph_op(x->g, order[s], &oi) != NNMEM_OK ||
+        nnmem_op_cost(x->g, order[s], &x->f->dev, &oc) != NNMEM_OK)
+      return NNMEM_ERR_INVALID;
+    x->op_s[s] = oc.seconds;
+    x->op_flops[s] = oc.flops;
+    x->op_bytes[s] = (double)oc.bytes;
+    ws_bytes[s] = oc.workspace;
+    for (uint32_t i = 0; i < oi.n_inputs + oi.n_outputs; i++) {
+      uint32_t t = i < oi.n_inputs ? oi.inputs[i] : oi.outputs[i - oi.n_inputs];
+      int64_t vi = value_of(x, wval, t);
+      if (vi < 0) continue;
+      nnmem_status_t st = add_access(&x->v[vi], s);
+      if (st != NNMEM_OK) return st;
+    }
+  }
+  /* liveness workspace buffers are accessed at their one step (first) */
+  return NNMEM_OK;
+}
+
+static nnmem_status_t im2col_values(fitter_t *x, const uint64_t *ws_bytes) {
+  const uint32_t *order = nnmem_liveness_order(x->live);
+  for (uint64_t s = 0; s < x->S; s++) {
+    if (!ws_bytes[s]) continue;
+    nnmem_op_info_t oi;
+    if (nnmem_graph_op(x->g, order[s], &oi) != NNMEM_OK)
+      return NNMEM_ERR_INVALID;
+    size_t len = strlen(oi.name) + 8, idx;
+    char *id = malloc(len);
+    if (!id) return NNMEM_ERR_NOMEM;
+    snprintf(id, len, "%s:im2col", oi.name);
+    nnmem_status_t st =
+        add_value(x, id, ws_bytes[s], 1, s, s + 1, FIT_KIND_WORKSPACE, &idx);
+    if (st != NNMEM_OK) {
+      free(id);
+      return st;
+    }
+    x->v[idx].own_id = id;
+    if ((st = add_access(&x->v[idx], s)) != NNMEM_OK) return st;
+  }
+  return NNMEM_OK;
+}
+
+int64_t nnmem__fit_root_of(const fitter_t *x, int64_t i) {
+  while (x->v[i].parent >= 0)
+    i = x->v[i].parent;
+  return i;
+}
+
+/* ---- step 3: the smallest footprint -------------------------------------- */
+
+int nnmem__fit_cmp_step_root(const void *a, const void *b) {
+  const step_root_t *x = a, *y = b;
+  if (x->step != y->step) return x->step < y->step ? -1 : 1;
+  return x->root < y->root ? -1 : x->root > y->root;
+}
+
+/* Max over steps of the aligned bytes of the roots accessed there: (step,
+ * root) pairs sorted and deduplicated, summed per step. O(A log A). */
+static nnmem_status_t min_footprint(fitter_t *x) {
+  size_t n = 0, k = 0;
+  for (size_t i = 0; i < x->n_v; i++)
+    n += x->v[i].n_acc;
+  step_root_t *sr = malloc((n ? n : 1) * sizeof *sr);
+  if (!sr) return NNMEM_ERR_NOMEM;
+  for (size_t i = 0; i < x->n_v; i++)
+    for (size_t a = 0; a < x->v[i].n_acc; a++)
+      sr[k++] =
+          (step_root_t){x->v[i].acc[a], nnmem__fit_root_of(x, (int64_t)i)};
+  qsort(sr, n, sizeof *sr, nnmem__fit_cmp_step_root);
+  x->f->min_footprint = 0;
+  x->f->min_op = 0;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0 && sr[i].step != sr[i - 1].step) sum = 0;
+    if (i > 0 && sr[i].step == sr[i - 1].step && sr[i].root == sr[i - 1].root)
+      continue;
+    sum += x->v[sr[i].root].asize;
+    if (sum > x->f->min_footprint && sr[i].step < x->S) {
+      x->f->min_footprint = sum;
+      x->f->min_op = nnmem_liveness_order(x->live)[sr[i].step];
+    }
+  }
+  free(sr);
+  return NNMEM_OK;
+}
+
+/* ---- steps 6: tier problems ---------------------------------------------- */
+
+static nnmem_status_t add_gap_list(fv_t *v, uint64_t from, uint64_t to) {
+  size_t cap = v->n_gaps;
+  if (nnmem__grow((void **)&v->gaps, &cap, v->n_gaps + 1, sizeof *v->gaps))
+    return NNMEM_ERR_NOMEM;
+  v->gaps[v->n_gaps].first = from;
+  v->gaps[v->n_gaps].last = to;
+  v->n_gaps++;
+  return NNMEM_OK;
+}
+
+static nnmem_status_t add_copy(nnmem_fit_t *f, nnmem_fit_copy_t c) {
+  size_t cap = f->n_copies;
+  if (nnmem__grow((void **)&f->copies, &cap, f->n_copies + 1, sizeof c))
+    return NNMEM_ERR_NOMEM;
+  f->copies[f->n_copies++] = c;
+  return NNMEM_OK;
+}
+
+static nnmem_status_t add_move(nnmem_fit_t *f, nnmem_fit_move_t m,
+                               const char *name) {
+  size_t cap = f->n_moves, cap2 = f->n_moves;
+  if (nnmem__grow((void **)&f->moves, &cap, f->n_moves + 1, sizeof m) ||
+      nnmem__grow((void **)&f->move_names, &cap2, f->n_moves + 1,
+                  sizeof(char *)))
+    return NNMEM_ERR_NOMEM;
+  f->move_names[f->n_moves] = nnmem__strdup(name ? name : "?");
+  if (!f->move_names[f->n_moves]) return NNMEM_ERR_NOMEM;
+  m.name = f->move_names[f->n_moves];
+  f->moves[f->n_moves++] = m;
+  return NNMEM_OK;
+}
+
+static nnmem_status_t tier_add(nnmem_fit_t *f, uint32_t t, const char *id,
+                               uint64_t size, uint64_t align, uint64_t first,
+                               uint64_t last, int kind, size_t *idx) {
+  nnmem_status_t st =
+      nnmem_problem_add(f->problems[t], id, size, align, first, last, idx);
+  if (st != NNMEM_OK) return st;
+  size_t n = nnmem_problem_count(f->problems[t]), cap = n - 1;
+  if (nnmem__grow((void **)&f->kinds[t], &cap, n, 1)) return NNMEM_ERR_NOMEM;
+  f->kinds[t][*idx] = (uint8_t)kind;
+  return NNMEM_OK;
+}
+
+/* Streamed weight v: device windows, copies in, host home. */
+static nnmem_status_t place_streamed(fitter_t *x, fv_t *v, uint32_t ahead,
+                                     uint64_t at, nnmem_interval_t *w) {
+  nnmem_fit_t *f = x->f;
+  uint32_t host = f->dev.n_tiers - 1;
+  size_t n = nnmem__fit_stream_windows(x, v, ahead, w), hb;
+  v->first = w[0].first;
+  v->last = w[n - 1].last;
+  for (size_t i = 1; i < n; i++) {
+    nnmem_status_t st = add_gap_list(v, w[i - 1].last, w[i].first);
+    if (st != NNMEM_OK) return st;
+  }
+  nnmem_status_t st = tier_add(f, host, v->id, v->size, v->align, 0, x->S,
+                               FIT_KIND_WEIGHT, &hb);
+  if (st != NNMEM_OK) return st;
+  v->hbuf = hb;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t use = w[i].first; /* the first use in the window */
+    for (size_t k = 0; k < v->n_acc; k++)
+      if (v->acc[k] >= w[i].first) {
+        use = v->acc[k];
+        break;
+      }
+    nnmem_fit_copy_t c = {NNMEM_COPY_IN, x->main,    0,  hb,
+                          v->size,       w[i].first, use};
+    c.dev_buffer = (size_t)(v - x->v); /* value index; mapped later */
+    if ((st = add_copy(f, c)) != NNMEM_OK) return st;
+  }
+  nnmem_fit_move_t m = {NNMEM_MOVE_STREAM, NULL, v->size, n, at, 0};
+  return add_move(f, m, v->id);
+}
+
+/* Offloaded stretch c of value v: gap, copies out and in, host copy. */
+static nnmem_status_t place_offload(fitter_t *x, const cand_t *c, fv_t *v,
+                                    uint64_t peak_step) {
+  nnmem_fit_t *f = x->f;
+  uint32_t host = f->dev.n_tiers - 1;
+  size_t hb;
+  char id[300];
+  snprintf(id, sizeof id, "%s@%llu", v->id, (unsigned long long)(c->a + 1));
+  nnmem_status_t st = add_gap_list(v, c->a + 1 + c->d, c->c - c->k);
+  if (st == NNMEM_OK)
+    st = tier_add(f, host, id, v->size, v->align, c->a + 1, c->c,
+                  FIT_KIND_ACTIVATION, &hb);
+  if (st != NNMEM_OK) return st;
+  size_t vi = (size_t)(v - x->v);
+  nnmem_fit_copy_t out = {NNMEM_COPY_OUT, x->main,        vi, hb, v->size,
+                          c->a + 1,       c->a + 1 + c->d};
+  nnmem_fit_copy_t in = {NNMEM_COPY_IN, x->main,     vi,  hb,
+                         v->size,       c->c - c->k, c->c};
+  if ((st = add_copy(f, out)) != NNMEM_OK || (st = add_copy(f, in)) != NNMEM_OK)
+    return st;
+  nnmem_fit_move_t m = {NNMEM_MOVE_OFFLOAD,
+                        NULL,
+                        v->size,
+                        2,
+                        peak_step,
+                        c->c - c->k - (c->a + 1 + c->d)};
+  return add_move(f, m, v->id);
+}
+
+static int cmp_interval(const void *a, const void *b) {
+  const nnmem_interval_t *x = a, *y = b;
+  return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Adds every device value of tier t to its problem (values in index order,
+ * so parents come first: liveness buffers precede the rest). */
+static nnmem_status_t build_tier(fitter_t *x, uint32_t t) {
+  nnmem_fit_t *f = x->f;
+  for (size_t i = 0; i < x->n_v; i++) {
+    fv_t *v = &x->v[i];
+    if (v->tier != t || v->n_acc == 0) continue;
+    nnmem_status_t st = tier_add(f, t, v->id, v->size, v->align, v->first,
+                                 v->last, v->kind, &v->tbuf);
+    if (st != NNMEM_OK) return st;
+  }
+  const nnmem_problem_t *lp = nnmem_liveness_problem(x->live);
+  for (size_t i = 0; i < x->n_v; i++) {
+    fv_t *v = &x->v[i];
+    if (v->tier != t || v->n_acc == 0) continue;
+    /* the liveness problem's own gaps, then ours */
+    const nnmem_interval_t *lg;
+    size_t nl =
+        i < nnmem_problem_count(lp) ? nnmem_problem_gaps(lp, i, &lg) : 0;
+    for (size_t k = 0; k < nl; k++) {
+      nnmem_status_t st = add_gap_list(v, lg[k].first, lg[k].last);
+      if (st != NNMEM_OK) return st;
+    }
+    if (v->n_gaps > 1) qsort(v->gaps, v->n_gaps, sizeof *v->gaps, cmp_interval);
+    for (size_t k = 0; k < v->n_gaps; k++) {
+      nnmem_status_t st = nnmem_problem_add_gap(
+          f->problems[t], v->tbuf, v->gaps[k].first, v->gaps[k].last);
+      if (st != NNMEM_OK) return st;
+    }
+    if (v->parent >= 0) {
+      nnmem_status_t st = nnmem_problem_set_parent(
+          f->problems[t], v->tbuf, x->v[v->parent].tbuf, v->rel);
+      if (st != NNMEM_OK) return st;
+    }
+  }
+  return NNMEM_OK;
+}
+
+static nnmem_status_t plan_tier(fitter_t *x, uint32_t t, uint64_t cap) {
+  nnmem_fit_t *f = x->f;
+  nnmem_planner_config_t pc;
+  nnmem_planner_config_init(&pc);
+  pc.alignment = f->dev.tiers[t].alignment;
+  pc.capacity = cap;
+  pc.node_budget = 20000; /* a quick search: the fitter retries */
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = nnmem_problem_check(f->problems[t], &d);
+  if (st != NNMEM_OK)
+    return nnmem__diag(x->diag, NNMEM_ERR_STATE,
+                       "internal: tier '%s' problem: %s", f->dev.tiers[t].name,
+                       d.message);
+  st = nnmem_plan_create(f->problems[t], &pc, &f->plans[t], &d);
+  if (st != NNMEM_OK) return st;
+  st = nnmem_plan_verify(f->problems[t], nnmem_plan_offsets(f->plans[t]),
+                         pc.alignment, cap, NULL, &d);
+  if (st != NNMEM_OK)
+    return nnmem__diag(x->diag, NNMEM_ERR_STATE,
+                       "internal: the plan of tier '%s' failed the verifier: "
+                       "%s",
+                       f->dev.tiers[t].name, d.message);
+  return NNMEM_OK;
+}
+
+/* ---- the executor's accesses --------------------------------------------- */
+
+static nnmem_status_t push_acc(fit_access_t **arr, size_t *n, size_t *cap,
+                               const fv_t *v, uint32_t write) {
+  if (nnmem__grow((void **)arr, cap, *n + 1, sizeof **arr))
+    return NNMEM_ERR_NOMEM;
+  (*arr)[(*n)++] = (fit_access_t){v->tier, write, v->tbuf};
+  return NNMEM_OK;
+}
+
+/* Per step: reads (inputs), writes (outputs but views, workspace); before
+ * step 0: inputs and weights written; after the last: outputs read. */
+static nnmem_status_t build_accesses(fitter_t *x, const int64_t *wval) {
+  nnmem_fit_t *f = x->f;
+  size_t n = 0, cap = 0, ci = 0, cf = 0;
+  const uint32_t *order = nnmem_liveness_order(x->live);
+  f->acc_start = calloc(x->S + 1, sizeof *f->acc_start);
+  if (!f->acc_start) return NNMEM_ERR_NOMEM;
+  nnmem_status_t st = NNMEM_OK;
+  for (uint64_t s = 0; s < x->S && st == NNMEM_OK; s++) {
+    nnmem_op_info_t oi;
+    f->acc_start[s] = n;
+    if (nnmem_graph_op(x->g, order[s], &oi) != NNMEM_OK)
+      return NNMEM_ERR_INVALID;
+    for (uint32_t i = 0; i < oi.n_inputs && st == NNMEM_OK; i++) {
+      int64_t vi = value_of(x, wval, oi.inputs[i]);
+      if (vi >= 0) st = push_acc(&f->acc, &n, &cap, &x->v[vi], 0);
+    }
+    for (uint32_t i = 0; i < oi.n_outputs && st == NNMEM_OK; i++) {
+      int64_t vi = value_of(x, wval, oi.outputs[i]);
+      if (vi < 0 || x->v[vi].kind == FIT_KIND_WEIGHT) continue;
+      if (i == 0 && (oi.flags & NNMEM_OP_VIEW)) continue; /* no bytes */
+      st = push_acc(&f->acc, &n, &cap, &x->v[vi], 1);
+    }
+    for (size_t i = 0; i < x->n_v && st == NNMEM_OK; i++)
+      if (x->v[i].kind == FIT_KIND_WORKSPACE && x->v[i].first == s &&
+          x->v[i].n_acc)
+        st = push_acc(&f->acc, &n, &cap, &x->v[i], 1);
+  }
+  f->acc_start[x->S] = n;
+  size_t nt = nnmem_graph_tensor_count(x->g);
+  for (uint32_t t = 0; t < nt && st == NNMEM_OK; t++) {
+    nnmem_tensor_info_t ti;
+    if (nnmem_graph_tensor(x->g, t, &ti) != NNMEM_OK) return NNMEM_ERR_INVALID;
+    int64_t vi = value_of(x, wval, t);
+    if (vi < 0 || x->v[vi].n_acc == 0) continue;
+    fv_t *v = &x->v[vi];
+    if (ti.kind == NNMEM_TENSOR_INPUT) {
+      st = push_acc(&f->init, &f->n_init, &ci, v, 1);
+    } else if (ti.kind == NNMEM_TENSOR_WEIGHT ||
+               ti.kind == NNMEM_TENSOR_CONSTANT) {
+      fv_t home = *v;
+      if (v->streamed) home.tier = f->dev.n_tiers - 1, home.tbuf = v->hbuf;
+      st = push_acc(&f->init, &f->n_init, &ci, &home, 1);
+    } else if (ti.kind == NNMEM_TENSOR_OUTPUT) {
+      st = push_acc(&f->final, &f->n_final, &cf, v, 0);
+    }
+  }
+  return st;
+}
+
+/* ---- step 4: on-chip tiers (after the main tier fits) ---------------- */
+
+typedef struct hot {
+  size_t v;
+  double score;
+} hot_t;
+
+static int cmp_hot(const void *a, const void *b) {
+  const hot_t *x = a, *y = b;
+  return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
+}
+
+/* Chooses the values of on-chip tier t: activation and workspace roots
+ * (no gaps, no sub-buffers, not moved) of at most a quarter of the tier,
+ * by accesses per byte-step, while the tier's live bytes stay within its
+ * capacity at every step. Marks them v->tier = t; returns how many. */
+static size_t choose_onchip(fitter_t *x, uint32_t t, uint64_t *live, hot_t *h) {
+  uint64_t cap = x->f->dev.tiers[t].capacity;
+  size_t n = 0, taken = 0;
+  for (size_t i = 0; i < x->n_v; i++) {
+    const fv_t *v = &x->v[i];
+    if (v->tier != x->main || v->kind == FIT_KIND_WEIGHT || v->parent >= 0 ||
+        v->has_children || v->has_gaps || v->n_gaps || !v->n_acc || !v->size ||
+        v->asize > cap / 4)
+      continue;
+    h[n].v = i;
+    h[n].score =
+        (double)v->n_acc / ((double)v->asize * (double)(v->last - v->first));
+    n++;
+  }
+  qsort(h, n, sizeof *h, cmp_hot);
+  memset(live, 0, x->S * sizeof *live);
+  for (size_t k = 0; k < n; k++) {
+    fv_t *v = &x->v[h[k].v];
+    int fits = 1;
+    for (uint64_t s = v->first; s < v->last && fits; s++)
+      fits = live[s] + v->asize <= cap;
+    if (!fits) continue;
+    for (uint64_t s = v->first; s < v->last; s++)
+      live[s] += v->asize;
+    v->tier = t;
+    taken++;
+  }
+  return taken;
+}
+
+static nnmem_status_t build_round(fitter_t *x, uint32_t ahead,
+                                  nnmem_interval_t *scratch);
+
+/* Fills the on-chip tiers and re-plans every tier; when a tier's plan does
+ * not fit (the placement heuristics are not monotone) the on-chip values
+ * go back to the main tier and the tiers are planned as before. */
+static nnmem_status_t place_onchip(fitter_t *x, uint32_t ahead) {
+  if (x->cfg->no_sram || x->main == 0) return NNMEM_OK;
+  uint64_t *live = calloc(x->S + 1, sizeof *live);
+  hot_t *h = malloc((x->n_v + 1) * sizeof *h);
+  size_t wcap = 0;
+  for (size_t i = 0; i < x->n_v; i++)
+    if (x->v[i].n_acc > wcap) wcap = x->v[i].n_acc;
+  nnmem_interval_t *scratch = malloc((wcap + 1) * sizeof *scratch);
+  nnmem_status_t st = live && h && scratch ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  size_t taken = 0;
+  for (uint32_t t = 0; t < x->main && st == NNMEM_OK; t++)
+    taken += choose_onchip(x, t, live, h);
+  if (st == NNMEM_OK && taken) {
+    st = build_round(x, ahead, scratch);
+    if (st == NNMEM_ERR_CAPACITY) {
+      for (size_t i = 0; i < x->n_v; i++)
+        x->v[i].tier = x->main;
+      st = build_round(x, ahead, scratch);
+    }
+  }
+  free(live);
+  free(h);
+  free(scratch);
+  return st;
+}
+
+/* Op times with the on-chip tiers: the bytes of the values an op accesses
+ * on tier t move at t's bandwidth, the rest of its bytes (cost.c) at the
+ * main tier's. */
+static void onchip_times(fitter_t *x) {
+  const nnmem_device_t *d = &x->f->dev;
+  for (uint64_t s = 0; s < x->S; s++) {
+    const fit_access_t *a = x->f->acc + x->f->acc_start[s];
+    size_t n = x->f->acc_start[s + 1] - x->f->acc_start[s];
+    double fast = 0, tm = 0;
+    for (size_t i = 0; i < n; i++)
+      if (a[i].tier < x->main) {
+        const nnmem_buffer_t *b =
+            nnmem_problem_buffers(x->f->problems[a[i].tier]) + a[i].buffer;
+        fast += (double)b->size;
+        tm += (double)b->size / d->tiers[a[i].tier].bandwidth;
+      }
+    if (fast == 0) continue;
+    double slow = x->op_bytes[s] > fast ? x->op_bytes[s] - fast : 0;
+    tm += slow / d->tiers[x->main].bandwidth;
+    double tc = x->op_flops[s] / d->compute_rate;
+    x->op_s[s] = (tc > tm ? tc : tm) + d->op_overhead_s;
+  }
+}
+
+/* ---- step 7: costs --------------------------------------------------------
+ */
+
+static void compute_costs(fitter_t *x) {
+  nnmem_fit_t *f = x->f;
+  nnmem_fit_costs_t *c = &f->costs;
+  memset(c, 0, sizeof *c);
+  double link = f->dev.tiers[x->main].link_bandwidth;
+  double free_at[2] = {0, 0}, T = 0;
+  double *end = calloc(f->n_copies ? f->n_copies : 1, sizeof *end);
+  for (uint64_t s = 0; s < x->S; s++) {
+    for (size_t i = 0; i < f->n_copies; i++) {
+      const nnmem_fit_copy_t *cp = &f->copies[i];
+      if (cp->start != s) continue;
+      double t = (double)cp->bytes / link,
+             b = T > free_at[cp->dir] ? T : free_at[cp->dir];
+      if (end) end[i] = b + t;
+      free_at[cp->dir] = b + t;
+      c->transfer_s += t;
+      c->transfer_bytes += cp->bytes;
+      if (cp->dir == NNMEM_COPY_IN &&
+          f->kinds[cp->dev_tier][cp->dev_buffer] == FIT_KIND_WEIGHT)
+        c->stream_bytes += cp->bytes;
+      else
+        c->offload_bytes += cp->bytes;
+    }
+    for (size_t i = 0; i < f->n_copies && end; i++)
+      if (f->copies[i].done == s && end[i] > T) T = end[i];
+    T += x->op_s[s];
+    c->compute_s += x->op_s[s];
+  }
+  free(end);
+  c->total_s = T;
+  c->exposed_s = T - c->compute_s > 0 ? T - c->compute_s : 0;
+}
+
+/* ---- the driver -----------------------------------------------------------
+ */
+
+static void reset_round(fitter_t *x) {
+  nnmem_fit_t *f = x->f;
+  for (uint32_t t = 0; t < f->dev.n_tiers; t++) {
+    nnmem_plan_destroy(f->plans[t]);
+    nnmem_problem_destroy(f->problems[t]);
+    free(f->kinds[t]);
+    f->plans[t] = NULL;
+    f->problems[t] = NULL;
+    f->kinds[t] = NULL;
+  }
+  for (size_t i = 0; i < f->n_moves; i++)
+    free(f->move_names[i]);
+  f->n_moves = f->n_copies = 0;
+  for (size_t i = 0; i < x->n_v; i++) {
+    x->v[i].n_gaps = 0;
+    x->v[i].first = x->v[i].orig_first;
+    x->v[i].last = x->v[i].orig_last;
+  }
+}
+
+/* Builds every tier's problem from the moves applied so far and plans it;
+ * NNMEM_ERR_CAPACITY when the main tier does not fit the limit. */
+static nnmem_status_t build_round(fitter_t *x, uint32_t ahead,
+                                  nnmem_interval_t *scratch) {
+  nnmem_fit_t *f = x->f;
+  reset_round(x);
+  nnmem_status_t st = NNMEM_OK;
+  for (uint32_t t = 0; t < f->dev.n_tiers && st == NNMEM_OK; t++)
+    st = nnmem_problem_create(&f->problems[t]);
+  for (size_t i = 0; i < x->n_c && st == NNMEM_OK; i++) {
+    cand_t *c = &x->cands[i];
+    if (!c->applied) continue;
+    if (c->kind == NNMEM_MOVE_STREAM)
+      st = place_streamed(x, &x->v[c->v], c->ahead, c->at, scratch);
+    else
+      st = place_offload(x, c, &x->v[c->v], c->at);
+  }
+  for (uint32_t t = 0; t + 1 < f->dev.n_tiers && st == NNMEM_OK; t++)
+    st = build_tier(x, t);
+  if (st != NNMEM_OK) return st;
+  for (size_t i = 0; i < f->n_copies; i++)
+    f->copies[i].dev_buffer = x->v[f->copies[i].dev_buffer].tbuf;
+  st = plan_tier(x, x->main, f->limit);
+  for (uint32_t t = 0; t < f->dev.n_tiers && st == NNMEM_OK; t++)
+    if (t != x->main)
+      st = plan_tier(x, t,
+                     t + 1 < f->dev.n_tiers ? f->dev.tiers[t].capacity : 0);
+  return st;
+}
+
+typedef struct alap_copy {
+  uint64_t use;
+  double t;
+  size_t v;
+} alap_copy_t;
+
+static int cmp_alap_desc(const void *a, const void *b) {
+  const alap_copy_t *x = a, *y = b;
+  return x->use < y->use ? 1 : x->use > y->use ? -1 : 0;
+}
+
+/* Link-aware leads: the copies in share one link, so a copy must start
+ * early enough that every later one still finishes before its use. Going
+ * back from the last use: finish = min(start time of its use step, start
+ * of the next copy), start = finish - bytes / link; the lead is the steps
+ * back to the step that begins before that start (as late as possible, so
+ * no longer than the link needs). Kept only when the profile stays under
+ * the limit and every tier still plans; else the leads before stay. */
+static nnmem_status_t alap_leads(fitter_t *x, uint32_t ahead) {
+  size_t n = 0, wcap = 0;
+  for (size_t i = 0; i < x->n_v; i++)
+    if (x->v[i].n_acc > wcap) wcap = x->v[i].n_acc;
+  for (size_t i = 0; i < x->n_c; i++)
+    if (x->cands[i].applied && x->cands[i].kind == NNMEM_MOVE_STREAM)
+      n += x->v[x->cands[i].v].n_acc;
+  if (!n) return NNMEM_OK;
+  double *T = malloc((x->S + 1) * sizeof *T);
+  alap_copy_t *cp = malloc(n * sizeof *cp);
+  nnmem_interval_t *w = malloc((wcap + 1) * sizeof *w);
+  if (!T || !cp || !w) {
+    free(T), free(cp), free(w);
+    return NNMEM_ERR_NOMEM;
+  }
+  T[0] = 0;
+  for (uint64_t s = 0; s < x->S; s++)
+    T[s + 1] = T[s] + x->op_s[s];
+  double link = x->f->dev.tiers[x->main].link_bandwidth;
+  size_t k = 0;
+  for (size_t i = 0; i < x->n_c; i++) {
+    const cand_t *c = &x->cands[i];
+    if (!c->applied || c->kind != NNMEM_MOVE_STREAM) continue;
+    fv_t *v = &x->v[c->v];
+    size_t nw = nnmem__fit_stream_windows(x, v, c->ahead, w);
+    for (size_t j = 0; j < nw; j++) { /* the first use in each window */
+      uint64_t u = w[j].last - 1;
+      for (size_t a = 0; a < v->n_acc; a++)
+        if (v->acc[a] >= w[j].first) {
+          u = v->acc[a];
+          break;
+        }
+      cp[k++] = (alap_copy_t){u, (double)v->size / link, c->v};
+    }
+  }
+  qsort(cp, k, sizeof *cp, cmp_alap_desc);
+  double latest = T[x->S];
+  for (size_t j = 0; j < k; j++) {
+    double finish = T[cp[j].use] < latest ? T[cp[j].use] : latest;
+    double start = finish - cp[j].t;
+    latest = start;
+    uint64_t s = cp[j].use;
+    while (s > 0 && T[s] > start)
+      s--;
+    uint64_t lead = cp[j].use - s;
+    if (lead > 64) lead = 64;
+    if (lead > x->v[cp[j].v].min_lead) x->v[cp[j].v].min_lead = lead;
+  }
+  nnmem__fit_rebuild_profile(x, ahead, w);
+  uint64_t peak = 0;
+  for (uint64_t s = 0; s < x->S; s++)
+    if (x->prof[s] > peak) peak = x->prof[s];
+  nnmem_status_t st =
+      peak <= x->f->limit ? build_round(x, ahead, w) : NNMEM_ERR_CAPACITY;
+  if (st == NNMEM_ERR_CAPACITY) { /* back to the leads that fitted */
+    for (size_t i = 0; i < x->n_v; i++)
+      x->v[i].min_lead = 0;
+    nnmem__fit_rebuild_profile(x, ahead, w);
+    st = build_round(x, ahead, w);
+  }
+  free(T);
+  free(cp);
+  free(w);
+  return st;
+}
+
+static nnmem_status_t no_fit(fitter_t *x, const char *why) {
+  nnmem_op_info_t oi;
+  const char *op =
+      nnmem_graph_op(x->g, x->f->min_op, &oi) == NNMEM_OK ? oi.name : "?";
+  return nnmem__diag(
+      x->diag, NNMEM_ERR_CAPACITY,
+      "%s %llu B on tier '%s': the smallest device footprint for this model "
+      "is %llu bytes (op %s needs its inputs, outputs and workspace at once)",
+      why, (unsigned long long)x->f->limit, x->f->dev.tiers[x->main].name,
+      (unsigned long long)x->f->min_footprint, op);
+}
+
+/* Steps 5-6: relieve the profile, plan, lower the target on failure. */
+static nnmem_status_t fit_rounds(fitter_t *x, uint32_t ahead) {
+  size_t wcap = 0;
+  for (size_t i = 0; i < x->n_v; i++)
+    if (x->v[i].n_acc > wcap) wcap = x->v[i].n_acc;
+  nnmem_interval_t *scratch = malloc((wcap + 1) * sizeof *scratch);
+  if (!scratch) return NNMEM_ERR_NOMEM;
+  nnmem__fit_build_profile(x);
+  nnmem_status_t st = NNMEM_ERR_CAPACITY;
+  double target = (double)x->f->limit;
+  for (int round = 0; round < 40 && st == NNMEM_ERR_CAPACITY; round++) {
+    int r;
+    while ((r = nnmem__fit_relieve_peak(x, (uint64_t)target, ahead, scratch)) ==
+           1) {
+    }
+    if (r == 0) nnmem__fit_prune_moves(x, (uint64_t)target, ahead, scratch);
+    uint64_t peak = 0;
+    for (uint64_t s = 0; s < x->S; s++)
+      if (x->prof[s] > peak) peak = x->prof[s];
+    if (peak > x->f->limit && nnmem__fit_halve_leads(x, ahead, scratch))
+      continue;
+    if (peak > x->f->limit) break; /* nothing more can move */
+    st = build_round(x, ahead, scratch);
+    if (st == NNMEM_ERR_CAPACITY && r < 0 &&
+        nnmem__fit_halve_leads(x, ahead,
+                               scratch)) { /* fragmentation: tighter windows */
+      r = 0;
+      continue;
+    }
+    if (r < 0 && st == NNMEM_ERR_CAPACITY) break;
+    target *= 0.97;
+  }
+  free(scratch);
+  if (st == NNMEM_ERR_CAPACITY)
+    return no_fit(x, "no placement found under the limit of");
+  return st;
+}
+
+nnmem_status_t nnmem__fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg) {
+  nnmem_fit_t *f = x->f;
+  nnmem_liveness_config_t lc;
+  nnmem_liveness_config_init(&lc);
+  lc.alignment = f->dev.tiers[x->main].alignment;
+  size_t nops = nnmem_graph_op_count(x->g);
+  f->order = malloc((nops ? nops : 1) * sizeof *f->order);
+  if (!f->order) return NNMEM_ERR_NOMEM;
+  nnmem_status_t st = NNMEM_OK;
+  if (cfg->order)
+    memcpy(f->order, cfg->order, nops * sizeof *f->order);
+  else if (cfg->order_memory)
+    st = nnmem_graph_order_memory(x->g, NULL, f->order, NULL, x->diag);
+  else
+    st = nnmem_graph_schedule(x->g, f->order, x->diag);
+  if (st != NNMEM_OK) return st;
+  lc.order = f->order;
+  st = nnmem_liveness_analyze(x->g, &lc, &x->live, x->diag);
+  if (st != NNMEM_OK) return st;
+  x->S = f->steps = nnmem_liveness_steps(x->live);
+  x->op_s = calloc(x->S + 1, sizeof *x->op_s);
+  x->op_flops = calloc(x->S + 1, sizeof *x->op_flops);
+  x->op_bytes = calloc(x->S + 1, sizeof *x->op_bytes);
+  x->prof = calloc(x->S + 1, sizeof *x->prof);
+  if (!x->op_s || !x->prof || !x->op_flops || !x->op_bytes)
+    return NNMEM_ERR_NOMEM;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem__fit_values(fitter_t *x, int64_t **wval_out) {
+  size_t nt = nnmem_graph_tensor_count(x->g);
+  int64_t *wval = malloc((nt ? nt : 1) * sizeof *wval);
+  uint64_t *ws = calloc(x->S + 1, sizeof *ws);
+  nnmem_status_t st = wval && ws ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  if (st == NNMEM_OK) st = liveness_values(x);
+  if (st == NNMEM_OK) st = weight_values(x, wval);
+  if (st == NNMEM_OK) st = op_accesses(x, wval, ws);
+  if (st == NNMEM_OK && x->f->dev.conv == NNMEM_CONV_IM2COL)
+    st = im2col_values(x, ws);
+  free(ws);
+  for (size_t i = 0; i < x->n_v; i++) {
+    x->v[i].orig_first = x->v[i].first;
+    x->v[i].orig_last = x->v[i].last;
+  }
+  *wval_out = wval;
+  return st;
+}
+
+void nnmem__fitter_free(fitter_t *x) {
+  for (size_t i = 0; i < x->n_v; i++) {
+    free(x->v[i].acc);
+    free(x->v[i].gaps);
+    free(x->v[i].own_id);
+  }
+  free(x->v);
+  free(x->op_s);
+  free(x->op_flops);
+  free(x->op_bytes);
+  free(x->prof);
+  free(x->cands);
+  nnmem_liveness_destroy(x->live);
+}
+
+static nnmem_status_t fit_main(fitter_t *x) {
+  nnmem_fit_t *f = x->f;
+  int64_t *wval = NULL;
+  nnmem_status_t st = nnmem__fit_setup(x, x->cfg);
+  if (st == NNMEM_OK) st = nnmem__fit_values(x, &wval);
+  if (st == NNMEM_OK) st = min_footprint(x);
+  if (st == NNMEM_OK) {
+    nnmem__fit_build_profile(x);
+    for (uint64_t s = 0; s < x->S; s++)
+      if (x->prof[s] > f->unconstrained_peak)
+        f->unconstrained_peak = x->prof[s];
+  }
+  if (st == NNMEM_OK && f->limit < f->min_footprint)
+    st = no_fit(x, "does not fit: limit");
+  uint32_t ahead = x->cfg->max_ahead ? x->cfg->max_ahead : 8;
+  if (st == NNMEM_OK) st = nnmem__fit_make_cands(x, ahead);
+  if (st == NNMEM_OK) st = fit_rounds(x, ahead);
+  if (st == NNMEM_OK) st = alap_leads(x, ahead);
+  if (st == NNMEM_OK) st = place_onchip(x, ahead);
+  if (st == NNMEM_OK) st = build_accesses(x, wval);
+  if (st == NNMEM_OK) onchip_times(x);
+  if (st == NNMEM_OK) compute_costs(x);
+  free(wval);
+  return st;
+}
+
+nnmem_status_t nnmem_fit(const nnmem_graph_t *g, const nnmem_device_t *d,
+                         uint64_t limit, const nnmem_fit_config_t *cfg,
+                         nnmem_fit_t **out, nnmem_diag_t *diag) {
+  if (out) *out = NULL;
+  if (!g || !d || !out)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID, "nnmem_fit: NULL argument");
+  nnmem_diag_t dd = {{0}};
+  nnmem_status_t st = nnmem_device_check(d, &dd);
+  if (st != NNMEM_OK)
+    return nnmem__diag(diag, st, "device '%s': %s", d->name, dd.message);
+  nnmem_fit_config_t defaults;
+  nnmem_fit_config_init(&defaults);
+  double t0 = nnmem__now();
+  nnmem_fit_t *f = calloc(1, sizeof *f);
+  if (!f) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "fit: out of memory");
+  f->dev = *d;
+  fitter_t x;
+  memset(&x, 0, sizeof x);
+  x.g = g;
+  x.cfg = cfg ? cfg : &defaults;
+  x.f = f;
+  x.diag = diag;
+  x.main = nnmem_device_main_tier(d);
+  f->limit = limit ? limit : d->tiers[x.main].capacity;
+  f->graph_digest = nnmem_graph_digest(g);
+  f->model_name = nnmem__strdup(nnmem_graph_name(g) ? nnmem_graph_name(g) : "");
+  st = f->model_name ? fit_main(&x) : NNMEM_ERR_NOMEM;
+  nnmem__fitter_free(&x);
+  if (st != NNMEM_OK) {
+    if (st == NNMEM_ERR_NOMEM && diag && !diag->message[0])
+      nnmem__diag(diag, st, "fit: out of memory");
+    nnmem_fit_destroy(f);
+    return st;
+  }
+  f->seconds = nnmem__now() - t0;
+  *out = f;
+  return NNMEM_OK;
+}
+
+void nnmem_fit_destroy(nnmem_fit_t *f) {
+  if (!f) return;
+  for (uint32_t t = 0; t < NNMEM_DEVICE_MAX_TIERS; t++) {
+    nnmem_plan_destroy(f->plans[t]);
+    nnmem_problem_destroy(f->problems[t]);
+    free(f->kinds[t]);
+  }
+  for (size_t i = 0; i < f->n_moves; i++)
+    free(f->move_names[i]);
+  free(f->move_names);
+  free(f->moves);
+  free(f->copies);
+  free(f->acc);
+  free(f->acc_start);
+  free(f->init);
+  free(f->final);
+  free(f->order);
+  free(f->model_name);
+  free(f);
+}
+
+uint64_t nnmem_fit_min_footprint(const nnmem_fit_t *f, uint32_t *op_out) {
+  if (!f) return 0;
+  if (op_out) *op_out = f->min_op;
+  return f->min_footprint;
+}
+const nnmem_device_t *nnmem_fit_device(const nnmem_fit_t *f) {
+  return f ? &f->dev : NULL;
+}
+uint64_t nnmem_fit_limit(const nnmem_fit_t *f) {
+  return f ? f->limit : 0;
+}
+uint64_t nnmem_fit_steps(const nnmem_fit_t *f) {
+  return f ? f->steps : 0;
+}
+const uint32_t *nnmem_fit_order(const nnmem_fit_t *f) {
+  return f ? f->order : NULL;
+}
+uint64_t nnmem_fit_unconstrained_peak(const nnmem_fit_t *f) {
+  return f ? f->unconstrained_peak : 0;
+}
+const nnmem_problem_t *nnmem_fit_tier_problem(const nnmem_fit_t *f,
+                                              uint32_t t) {
+  return f && t < f->dev.n_tiers ? f->problems[t] : NULL;
+}
+const nnmem_plan_t *nnmem_fit_tier_plan(const nnmem_fit_t *f, uint32_t t) {
+  return f && t < f->dev.n_tiers ? f->plans[t] : NULL;
+}
+size_t nnmem_fit_copies(const nnmem_fit_t *f, const nnmem_fit_copy_t **out) {
+  if (out) *out = f ? f->copies : NULL;
+  return f ? f->n_copies : 0;
+}
+size_t nnmem_fit_moves(const nnmem_fit_t *f, const nnmem_fit_move_t **out) {
+  if (out) *out = f ? f->moves : NULL;
+  return f ? f->n_moves : 0;
+}
+void nnmem_fit_costs(const nnmem_fit_t *f, nnmem_fit_costs_t *out) {
+  if (f && out) *out = f->costs;
+}
+double nnmem_fit_seconds(const nnmem_fit_t *f) {
+  return f ? f->seconds : 0;
+}
+
+nnmem_status_t nnmem_fit_smallest_limit(const nnmem_graph_t *g,
+                                        const nnmem_device_t *d,
+                                        const nnmem_fit_config_t *cfg,
+                                        uint64_t *limit_out,
+                                        nnmem_diag_t *diag) {
+  if (!g || !d || !limit_out)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_fit_smallest_limit: NULL argument");
+  nnmem_fit_t *f = NULL;
+  nnmem_status_t st = nnmem_fit(g, d, UINT64_MAX / 4, cfg, &f, diag);
+  if (st != NNMEM_OK) return st;
+  uint64_t lo = f->min_footprint, hi = f->unconstrained_peak;
+  nnmem_fit_destroy(f);
+  if (hi < lo) hi = lo;
+  /* invariant: hi fits; below lo nothing does */
+  while (hi - lo > 4096 && hi - lo > hi / 100) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    st = nnmem_fit(g, d, mid, cfg, &f, NULL);
+    nnmem_fit_destroy(f);
+    f = NULL;
+    if (st == NNMEM_OK)
+      hi = mid;
+    else if (st == NNMEM_ERR_CAPACITY)
+      lo = mid + 1;
+    else
+      return nnmem__diag(diag, st, "fit: %s", nnmem_status_str(st));
+  }
+  if (lo < hi && nnmem_fit(g, d, lo, cfg, &f, NULL) == NNMEM_OK) hi = lo;
+  nnmem_fit_destroy(f);
+  *limit_out = hi;
+  return NNMEM_OK;
+}

@@ -1,0 +1,87 @@
+/* fitter.h - the fitter's working state, shared by fit.c (values, tiers,
+ * costs, the driver), fit_moves.c (step 5: choosing streams and offloads)
+ * and baseline.c (the access trace). Not installed; see fit.c for the
+ * algorithm. */
+#ifndef NNMEM_FITTER_H
+#define NNMEM_FITTER_H
+
+#include <stdlib.h>
+
+#include "fit/fit_internal.h"
+
+typedef struct fv {
+  const char *id;
+  char *own_id;
+  uint64_t size, asize, align, first, last;
+  int kind;
+  int64_t parent; /* value index or -1 */
+  uint64_t rel;
+  int has_children, has_gaps, io;
+  uint64_t *acc;
+  size_t n_acc, cap_acc;
+  uint32_t tier;
+  int streamed;
+  /* device lifetime gaps (offloads / stream windows) */
+  nnmem_interval_t *gaps;
+  size_t n_gaps;
+  size_t tbuf; /* buffer index in its tier */
+  size_t hbuf; /* streamed weights: the host tier buffer */
+  uint64_t orig_first, orig_last;
+  uint64_t min_lead; /* streamed: copies start at least this many steps
+                        ahead (link-aware leads, fit.c); 0 = none */
+} fv_t;
+
+typedef struct cand {
+  uint32_t v;
+  int kind;            /* NNMEM_MOVE_ */
+  uint64_t a, c, d, k; /* offload: accesses a < c, out delay d, in lead k */
+  uint64_t at;         /* the peak step it relieved */
+  uint32_t ahead;      /* stream: most steps a copy starts ahead */
+  int applied, dead;
+} cand_t;
+
+typedef struct fitter {
+  const nnmem_graph_t *g;
+  const nnmem_fit_config_t *cfg;
+  nnmem_fit_t *f;
+  nnmem_liveness_t *live;
+  fv_t *v;
+  size_t n_v, cap_v;
+  double *op_s;     /* compute time of step s */
+  double *op_flops; /* FLOPs of step s */
+  double *op_bytes; /* bytes its operands move (cost model) */
+  uint64_t *prof;   /* main-tier live bytes per step */
+  cand_t *cands;
+  size_t n_c, cap_c;
+  uint32_t main;
+  uint64_t S;
+  nnmem_diag_t *diag;
+} fitter_t;
+
+typedef struct step_root {
+  uint64_t step;
+  int64_t root;
+} step_root_t;
+
+/* fit.c */
+int64_t nnmem__fit_root_of(const fitter_t *x, int64_t i);
+int nnmem__fit_cmp_step_root(const void *a, const void *b);
+nnmem_status_t nnmem__fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg);
+nnmem_status_t nnmem__fit_values(fitter_t *x, int64_t **wval_out);
+void nnmem__fitter_free(fitter_t *x);
+
+/* fit_moves.c */
+nnmem_status_t nnmem__fit_make_cands(fitter_t *x, uint32_t max_ahead);
+size_t nnmem__fit_stream_windows(const fitter_t *x, const fv_t *v,
+                                 uint32_t ahead, nnmem_interval_t *w);
+void nnmem__fit_build_profile(fitter_t *x);
+int nnmem__fit_relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
+                            nnmem_interval_t *scratch);
+int nnmem__fit_halve_leads(fitter_t *x, uint32_t ahead,
+                           nnmem_interval_t *scratch);
+void nnmem__fit_rebuild_profile(fitter_t *x, uint32_t ahead,
+                                nnmem_interval_t *scratch);
+void nnmem__fit_prune_moves(fitter_t *x, uint64_t target, uint32_t ahead,
+                            nnmem_interval_t *scratch);
+
+#endif

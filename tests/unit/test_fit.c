@@ -1,0 +1,509 @@
+/* test_fit.c - device descriptions, the cost model, fitting under a limit
+ * and the executor (nnmem/fit.h).
+ *
+ * Every fit is checked independently: each tier's plan goes through
+ * nnmem_plan_verify with the tier's alignment and capacity, the main tier's
+ * height is compared with the limit, and the plan JSON is read back and
+ * executed with real bytes (the executor must pass and move exactly the
+ * bytes the cost model counts). Hand-computed values: the FLOPs of a Conv
+ * and a MatMul, the smallest footprint of a chain. Failure paths: bad
+ * device files (file and field named), an impossible limit, fault
+ * injection swept over every allocation and the first copies, a corrupted
+ * plan, a plan of another model, an executed read of unwritten bytes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit/exec_digest.h"
+#include "testutil.h"
+
+/* A device with alignment 1 everywhere (exact sizes for hand checks). */
+static nnmem_device_t plain_device(uint64_t cap) {
+  nnmem_device_t d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "plain");
+  d.n_tiers = 2;
+  snprintf(d.tiers[0].name, sizeof d.tiers[0].name, "ddr");
+  d.tiers[0].capacity = cap;
+  d.tiers[0].alignment = 1;
+  d.tiers[0].bandwidth = 1e9;
+  d.tiers[0].link_bandwidth = 1e8;
+  snprintf(d.tiers[1].name, sizeof d.tiers[1].name, "host");
+  d.tiers[1].alignment = 1;
+  d.tiers[1].bandwidth = 1e9;
+  d.compute_rate = 1e9;
+  return d;
+}
+
+static void test_presets(void **state) {
+  (void)state;
+  size_t n = 0;
+  const char *const *names = nnmem_device_preset_names(&n);
+  assert_int_equal(n, 3);
+  for (size_t i = 0; i < n; i++) {
+    nnmem_device_t d;
+    assert_ok(nnmem_device_preset(names[i], &d));
+    assert_ok(nnmem_device_check(&d, NULL));
+    assert_true(d.tiers[nnmem_device_main_tier(&d)].capacity > 0);
+  }
+  nnmem_device_t d;
+  assert_int_equal(nnmem_device_preset("gpu9000", &d), NNMEM_ERR_NOT_FOUND);
+}
+
+static void test_device_json(void **state) {
+  (void)state;
+  const char *doc =
+      "{\"name\": \"mini\", \"compute_rate\": 2e12, \"alignment\": 128,"
+      " \"conv_algorithm\": \"im2col\", \"tiers\": ["
+      " {\"name\": \"sram\", \"capacity\": 1048576, \"bandwidth\": 1e11,"
+      "  \"link_bandwidth\": 2e10},"
+      " {\"name\": \"ddr\", \"capacity\": 536870912, \"alignment\": 64,"
+      "  \"bandwidth\": 2e10, \"link_bandwidth\": 2e9},"
+      " {\"name\": \"host\"}]}";
+  nnmem_device_t d;
+  assert_ok(nnmem_device_parse_json(doc, strlen(doc), "mini.json", &d, NULL));
+  assert_string_equal(d.name, "mini");
+  assert_int_equal(d.n_tiers, 3);
+  assert_int_equal(d.tiers[0].capacity, 1048576);
+  assert_int_equal(d.tiers[0].alignment, 128); /* the device default */
+  assert_int_equal(d.tiers[1].alignment, 64);
+  assert_int_equal(d.conv, NNMEM_CONV_IM2COL);
+  assert_int_equal(nnmem_device_main_tier(&d), 1);
+}
+
+static void test_device_json_bad(void **state) {
+  (void)state;
+  static const struct {
+    const char *doc, *expect;
+  } cases[] = {
+      {"{\"compute_rate\": 1e12, \"tiers\": [{\"name\": \"ddr\"}, {\"name\": "
+       "\"host\"}]}",
+       "bad.json: tiers[0].capacity: missing"},
+      {"{\"compute_rate\": 1e12, \"tiers\": [{\"name\": \"ddr\", "
+       "\"capacity\": -5}, {\"name\": \"host\"}]}",
+       "bad.json: tiers[0].capacity: must be >= 0 bytes (got -5)"},
+      {"{\"compute_rate\": 1e12, \"tiers\": [{\"name\": \"ddr\", "
+       "\"capacity\": 100, \"bandwidth\": 0}, {\"name\": \"host\"}]}",
+       "bad.json: tiers[0].bandwidth: must be > 0 (got 0)"},
+      {"{\"compute_rate\": 1e12, \"tiers\": [{\"name\": \"ddr\", "
+       "\"capacity\": 100, \"link_bandwidth\": 1e9}, {\"name\": \"moon\"}]}",
+       "bad.json: tiers[1].name: unknown tier 'moon'"},
+      {"{\"compute_rate\": 1e12, \"tiers\": [{\"name\": \"ddr\", "
+       "\"capacty\": 100}, {\"name\": \"host\"}]}",
+       "bad.json: tiers[0].capacty: unknown field"},
+      {"{\"compute_rate\": 1e12, \"tiers\": [{\"name\": \"host\"}, "
+       "{\"name\": \"ddr\", \"capacity\": 100}]}",
+       "bad.json: tiers[0].name: 'host' cannot be tier 0 of 2"},
+      {"{\"compute_rate\": 1e12, \"tiers\": [{\"name\": \"ddr\", "
+       "\"capacity\": 100}, {\"name\": \"host\"}]}",
+       "bad.json: tiers[0].link_bandwidth: must be > 0"},
+      {"{\"tiers\": []}", "bad.json: compute_rate: missing"},
+      {"{\"compute_rate\": 0, \"tiers\": []}",
+       "bad.json: compute_rate: must be > 0"},
+      {"{\"compute_rate\": 1", "bad.json: not valid JSON"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    nnmem_device_t d;
+    nnmem_diag_t diag = {{0}};
+    nnmem_status_t st = nnmem_device_parse_json(
+        cases[i].doc, strlen(cases[i].doc), "bad.json", &d, &diag);
+    assert_true(st != NNMEM_OK);
+    if (!strstr(diag.message, cases[i].expect))
+      fail_msg("case %zu: '%s' lacks '%s'", i, diag.message, cases[i].expect);
+  }
+}
+
+static uint32_t shaped(nnmem_graph_t *g, const char *name,
+                       nnmem_tensor_kind_t kind, uint32_t rank,
+                       const int64_t *shape) {
+  nnmem_tensor_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = name;
+  d.kind = kind;
+  d.dtype = NNMEM_DTYPE_FLOAT32;
+  d.rank = rank;
+  d.shape = shape;
+  uint32_t id;
+  assert_ok(nnmem_graph_add_tensor(g, &d, &id, NULL));
+  return id;
+}
+
+static void add_op(nnmem_graph_t *g, const char *name, const char *type,
+                   const uint32_t *in, uint32_t nin, uint32_t out) {
+  nnmem_op_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = name;
+  d.type = type;
+  d.inputs = in;
+  d.n_inputs = nin;
+  d.outputs = &out;
+  d.n_outputs = 1;
+  assert_ok(nnmem_graph_add_op(g, &d, NULL, NULL));
+}
+
+/* Conv 3->8 channels, 3x3 kernel, 4x4 output: 2 * 128 * 27 = 6912 FLOPs;
+ * MatMul [2,5] x [5,3]: 2 * 6 * 5 = 60; im2col 27 * 16 * 4 B = 1728 B. */
+static void test_cost_by_hand(void **state) {
+  (void)state;
+  nnmem_graph_t *g;
+  assert_ok(nnmem_graph_create("cost", &g));
+  int64_t xs[4] = {1, 3, 6, 6}, ws[4] = {8, 3, 3, 3}, ys[4] = {1, 8, 4, 4};
+  int64_t as[2] = {2, 5}, bs[2] = {5, 3}, cs[2] = {2, 3};
+  uint32_t x = shaped(g, "x", NNMEM_TENSOR_INPUT, 4, xs);
+  uint32_t w = shaped(g, "w", NNMEM_TENSOR_WEIGHT, 4, ws);
+  uint32_t y = shaped(g, "y", NNMEM_TENSOR_OUTPUT, 4, ys);
+  uint32_t a = shaped(g, "a", NNMEM_TENSOR_INPUT, 2, as);
+  uint32_t b = shaped(g, "b", NNMEM_TENSOR_WEIGHT, 2, bs);
+  uint32_t c = shaped(g, "c", NNMEM_TENSOR_OUTPUT, 2, cs);
+  uint32_t in1[2] = {x, w}, in2[2] = {a, b};
+  add_op(g, "conv", "Conv", in1, 2, y);
+  add_op(g, "mm", "MatMul", in2, 2, c);
+  nnmem_device_t d = plain_device(1 << 20);
+  d.conv = NNMEM_CONV_IM2COL;
+  d.op_overhead_s = 1e-6;
+  nnmem_op_cost_t oc;
+  assert_ok(nnmem_op_cost(g, 0, &d, &oc));
+  assert_true(oc.flops == 6912.0);
+  assert_int_equal(oc.bytes, (108 + 216 + 128) * 4);
+  assert_int_equal(oc.workspace, 27 * 16 * 4);
+  /* memory bound: 1808 B at 1e9 B/s = 1.808 us > 6.912 us? no: compute */
+  double expect = 6912.0 / 1e9 + 1e-6;
+  assert_true(oc.seconds > expect * 0.999999 && oc.seconds < expect * 1.000001);
+  assert_ok(nnmem_op_cost(g, 1, &d, &oc));
+  assert_true(oc.flops == 60.0);
+  assert_int_equal(oc.workspace, 0);
+  nnmem_graph_destroy(g);
+}
+
+/* in(100) -op1(w 1000)-> a(200) -op2-> out(50): op1 needs 1300 B at once. */
+static void test_min_footprint_by_hand(void **state) {
+  (void)state;
+  nnmem_graph_t *g;
+  assert_ok(nnmem_graph_create("chain", &g));
+  uint32_t in = tu_add_tensor(g, "in", NNMEM_TENSOR_INPUT, 100);
+  uint32_t w = tu_add_tensor(g, "w", NNMEM_TENSOR_WEIGHT, 1000);
+  uint32_t a = tu_add_tensor(g, "a", NNMEM_TENSOR_ACTIVATION, 200);
+  uint32_t out = tu_add_tensor(g, "out", NNMEM_TENSOR_OUTPUT, 50);
+  uint32_t i1[2] = {in, w}, i2[1] = {a};
+  add_op(g, "op1", "Gemm", i1, 2, a);
+  add_op(g, "op2", "Relu", i2, 1, out);
+  nnmem_device_t d = plain_device(1 << 20);
+  nnmem_fit_t *f = NULL;
+  nnmem_diag_t diag = {{0}};
+  assert_int_equal(nnmem_fit(g, &d, 1299, NULL, &f, &diag), NNMEM_ERR_CAPACITY);
+  assert_null(f);
+  assert_non_null(strstr(diag.message,
+                         "the smallest device footprint for "
+                         "this model is 1300 bytes (op op1"));
+  assert_ok(nnmem_fit(g, &d, 1300, NULL, &f, NULL));
+  uint32_t op = 99;
+  assert_int_equal(nnmem_fit_min_footprint(f, &op), 1300);
+  assert_int_equal(op, 0);
+  /* unconstrained: w 1000 + in 100 + a 200 live together = 1300 */
+  assert_int_equal(nnmem_fit_unconstrained_peak(f), 1300);
+  nnmem_fit_destroy(f);
+  nnmem_graph_destroy(g);
+}
+
+/* Each tier verified; JSON read back, run with real bytes. */
+static void check_fit(const nnmem_fit_t *f, const nnmem_graph_t *g,
+                      uint64_t limit) {
+  const nnmem_device_t *d = nnmem_fit_device(f);
+  uint32_t m = nnmem_device_main_tier(d);
+  for (uint32_t t = 0; t < d->n_tiers; t++) {
+    const nnmem_problem_t *p = nnmem_fit_tier_problem(f, t);
+    const nnmem_plan_t *pl = nnmem_fit_tier_plan(f, t);
+    uint64_t cap = t == m               ? limit
+                   : t + 1 < d->n_tiers ? d->tiers[t].capacity
+                                        : 0;
+    assert_ok(nnmem_plan_verify(p, nnmem_plan_offsets(pl),
+                                d->tiers[t].alignment, cap, NULL, NULL));
+  }
+  assert_true(nnmem_plan_height(nnmem_fit_tier_plan(f, m)) <= limit);
+  char *text = NULL;
+  size_t len = 0;
+  assert_ok(nnmem_fit_format_json(f, g, &text, &len, NULL));
+  /* the classic plan JSON reader sees the main tier (old consumers) */
+  nnmem_problem_t *cp_prob = NULL;
+  uint64_t *cp_offs = NULL;
+  assert_ok(
+      nnmem_plan_read_json(text, len, "fit.json", &cp_prob, &cp_offs, NULL));
+  assert_int_equal(nnmem_problem_count(cp_prob),
+                   nnmem_problem_count(nnmem_fit_tier_problem(f, m)));
+  assert_ok(nnmem_plan_verify(cp_prob, cp_offs, d->tiers[m].alignment, limit,
+                              NULL, NULL));
+  nnmem_problem_destroy(cp_prob);
+  free(cp_offs);
+  nnmem_exec_plan_t *ep = NULL;
+  nnmem_diag_t diag = {{0}};
+  nnmem_status_t st = nnmem_exec_plan_parse(text, len, "fit.json", &ep, &diag);
+  if (st != NNMEM_OK) fail_msg("parse: %s", diag.message);
+  assert_ok(nnmem_exec_plan_match(ep, g, NULL));
+  nnmem_exec_report_t rep;
+  memset(&rep, 0, sizeof rep);
+  rep.size = sizeof rep;
+  st = nnmem_exec_run(ep, NULL, &rep, &diag);
+  if (st != NNMEM_OK) fail_msg("run: %s", diag.message);
+  nnmem_fit_costs_t c;
+  nnmem_fit_costs(f, &c);
+  const nnmem_fit_copy_t *cp;
+  assert_int_equal(rep.copies, nnmem_fit_copies(f, &cp));
+  assert_int_equal(rep.copy_bytes, c.transfer_bytes);
+  assert_int_equal(rep.steps, nnmem_fit_steps(f));
+  assert_true(rep.tier_bytes[m] <= limit);
+  nnmem_exec_plan_destroy(ep);
+  free(text);
+}
+
+static void test_zoo_limits(void **state) {
+  (void)state;
+  const char *models[] = {"resnet50", "mobilenetv2", "bert-base"};
+  const int pct[] = {75, 50, 25};
+  nnmem_device_t d;
+  assert_ok(nnmem_device_preset("edge-npu", &d));
+  for (size_t i = 0; i < 3; i++) {
+    nnmem_graph_t *g;
+    assert_ok(nnmem_zoo_build(models[i], 1, &g, NULL));
+    nnmem_fit_t *f = NULL;
+    assert_ok(nnmem_fit(g, &d, UINT64_MAX / 4, NULL, &f, NULL));
+    uint64_t peak = nnmem_fit_unconstrained_peak(f);
+    uint64_t minf = nnmem_fit_min_footprint(f, NULL);
+    assert_int_equal(nnmem_fit_copies(f, NULL), 0); /* nothing had to move */
+    nnmem_fit_destroy(f);
+    for (size_t k = 0; k < 3; k++) {
+      uint64_t limit = peak / 100 * (uint64_t)pct[k];
+      if (limit < minf + minf / 4) limit = minf + minf / 4;
+      nnmem_diag_t diag = {{0}};
+      nnmem_status_t st = nnmem_fit(g, &d, limit, NULL, &f, &diag);
+      if (st != NNMEM_OK)
+        fail_msg("%s at %d%%: %s", models[i], pct[k], diag.message);
+      check_fit(f, g, limit);
+      nnmem_fit_costs_t c;
+      nnmem_fit_costs(f, &c);
+      assert_true(c.transfer_bytes > 0); /* the limit forced moves */
+      printf("%s %d%%: limit %llu, %zu moves, %llu B moved\n", models[i],
+             pct[k], (unsigned long long)limit, nnmem_fit_moves(f, NULL),
+             (unsigned long long)c.transfer_bytes);
+      nnmem_fit_destroy(f);
+    }
+    nnmem_graph_destroy(g);
+  }
+}
+
+/* On-chip placement: with the sram tier some buffers live there, its plan
+ * fits its capacity, the estimated compute time drops, the run passes. */
+static void test_onchip(void **state) {
+  (void)state;
+  nnmem_graph_t *g;
+  assert_ok(nnmem_zoo_build("resnet50", 1, &g, NULL));
+  nnmem_device_t d;
+  assert_ok(nnmem_device_preset("edge-npu", &d));
+  nnmem_fit_config_t cfg;
+  nnmem_fit_config_init(&cfg);
+  uint64_t limit = 40u * 1000 * 1000;
+  nnmem_fit_t *with = NULL, *without = NULL;
+  assert_ok(nnmem_fit(g, &d, limit, &cfg, &with, NULL));
+  cfg.no_sram = 1;
+  assert_ok(nnmem_fit(g, &d, limit, &cfg, &without, NULL));
+  assert_true(nnmem_problem_count(nnmem_fit_tier_problem(with, 0)) > 0);
+  assert_int_equal(nnmem_problem_count(nnmem_fit_tier_problem(without, 0)), 0);
+  assert_true(nnmem_plan_height(nnmem_fit_tier_plan(with, 0)) <=
+              d.tiers[0].capacity);
+  nnmem_fit_costs_t a, b;
+  nnmem_fit_costs(with, &a);
+  nnmem_fit_costs(without, &b);
+  assert_true(a.compute_s < b.compute_s);
+  check_fit(with, g, limit);
+  check_fit(without, g, limit);
+  nnmem_fit_destroy(with);
+  nnmem_fit_destroy(without);
+  nnmem_graph_destroy(g);
+}
+
+/* Near the smallest limit activations are offloaded too: their device
+ * buffers get gaps, copies go out and back in, and the executor checks
+ * the bytes that come back. */
+static void test_offload(void **state) {
+  (void)state;
+  nnmem_graph_t *g;
+  assert_ok(nnmem_zoo_build("resnet50", 1, &g, NULL));
+  nnmem_device_t d;
+  assert_ok(nnmem_device_preset("edge-npu", &d));
+  uint64_t limit = 12u * 1000 * 1000;
+  nnmem_fit_t *f = NULL;
+  assert_ok(nnmem_fit(g, &d, limit, NULL, &f, NULL));
+  const nnmem_fit_move_t *m;
+  size_t n = nnmem_fit_moves(f, &m), offloads = 0;
+  for (size_t i = 0; i < n; i++)
+    if (m[i].kind == NNMEM_MOVE_OFFLOAD) {
+      offloads++;
+      assert_true(m[i].idle_steps > 0);
+    }
+  assert_true(offloads > 0);
+  const nnmem_problem_t *p = nnmem_fit_tier_problem(f, 1);
+  assert_true(nnmem_problem_gapped_count(p) >= offloads);
+  const nnmem_fit_copy_t *c;
+  size_t nc = nnmem_fit_copies(f, &c), outs = 0;
+  for (size_t i = 0; i < nc; i++)
+    outs += c[i].dir == NNMEM_COPY_OUT;
+  assert_int_equal(outs, offloads);
+  check_fit(f, g, limit);
+  nnmem_fit_destroy(f);
+  nnmem_graph_destroy(g);
+}
+
+/* Fails every allocation in turn, then the first copies. */
+static void test_fault_injection(void **state) {
+  (void)state;
+  nnmem_graph_t *g;
+  assert_ok(nnmem_zoo_build("mobilenetv2", 1, &g, NULL));
+  nnmem_device_t d;
+  assert_ok(nnmem_device_preset("edge-npu", &d));
+  nnmem_fit_t *f = NULL;
+  assert_ok(nnmem_fit(g, &d, 10u * 1000 * 1000, NULL, &f, NULL));
+  char *text = NULL;
+  size_t len = 0;
+  assert_ok(nnmem_fit_format_json(f, g, &text, &len, NULL));
+  nnmem_exec_plan_t *ep = NULL;
+  assert_ok(nnmem_exec_plan_parse(text, len, "fit.json", &ep, NULL));
+  size_t regions = 0;
+  for (uint32_t t = 0; t < d.n_tiers; t++)
+    regions += nnmem_plan_height(nnmem_fit_tier_plan(f, t)) > 0;
+  assert_true(regions >= 2);
+  for (uint64_t n = 1; n <= regions + 1; n++) {
+    nnmem_exec_config_t cfg = {sizeof cfg, n, 0};
+    nnmem_diag_t diag = {{0}};
+    nnmem_status_t st = nnmem_exec_run(ep, &cfg, NULL, &diag);
+    if (n <= regions) {
+      assert_int_equal(st, NNMEM_ERR_NOMEM);
+      assert_non_null(strstr(diag.message, "fault injected"));
+    } else {
+      assert_ok(st);
+    }
+  }
+  size_t copies = nnmem_fit_copies(f, NULL);
+  assert_true(copies > 0);
+  for (uint64_t n = 1; n <= copies + 1; n += (n < 4 ? 1 : copies - 3)) {
+    nnmem_exec_config_t cfg = {sizeof cfg, 0, n};
+    nnmem_exec_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    rep.size = sizeof rep;
+    nnmem_status_t st = nnmem_exec_run(ep, &cfg, &rep, NULL);
+    assert_int_equal(st, n <= copies ? NNMEM_ERR_IO : NNMEM_OK);
+    assert_int_equal(rep.copies, n <= copies ? n - 1 : copies);
+  }
+  nnmem_exec_plan_destroy(ep);
+  free(text);
+  nnmem_fit_destroy(f);
+  nnmem_graph_destroy(g);
+}
+
+static void test_refused_plans(void **state) {
+  (void)state;
+  nnmem_graph_t *g, *other, *batch2;
+  assert_ok(nnmem_zoo_build("resnet50", 1, &g, NULL));
+  assert_ok(nnmem_zoo_build("mobilenetv2", 1, &other, NULL));
+  assert_ok(nnmem_zoo_build("resnet50", 2, &batch2, NULL));
+  nnmem_device_t d;
+  assert_ok(nnmem_device_preset("edge-npu", &d));
+  nnmem_fit_t *f = NULL;
+  assert_ok(nnmem_fit(g, &d, 40u * 1000 * 1000, NULL, &f, NULL));
+  char *text = NULL;
+  size_t len = 0;
+  assert_ok(nnmem_fit_format_json(f, g, &text, &len, NULL));
+  nnmem_exec_plan_t *ep = NULL;
+  nnmem_diag_t diag = {{0}};
+  /* another model, another batch */
+  assert_ok(nnmem_exec_plan_parse(text, len, "fit.json", &ep, NULL));
+  assert_int_equal(nnmem_exec_plan_match(ep, other, &diag), NNMEM_ERR_CONFLICT);
+  assert_non_null(strstr(diag.message, "does not match the model"));
+  assert_int_equal(nnmem_exec_plan_match(ep, batch2, &diag),
+                   NNMEM_ERR_CONFLICT);
+  assert_non_null(strstr(diag.message, "of 602112 B in the plan but"));
+  nnmem_exec_plan_destroy(ep);
+  /* a changed number: the first "size" of the fit tiers, one digit up */
+  char *fit = strstr(text, "\"fit\"");
+  char *size = strstr(fit, "\"size\": ");
+  assert_non_null(size);
+  char *digit = size + strlen("\"size\": ");
+  *digit = *digit == '9' ? '1' : (char)(*digit + 1);
+  assert_int_equal(nnmem_exec_plan_parse(text, len, "fit.json", &ep, &diag),
+                   NNMEM_ERR_CONFLICT);
+  assert_null(ep);
+  assert_non_null(strstr(diag.message, "fit.json: corrupted"));
+  /* cut short */
+  assert_int_equal(nnmem_exec_plan_parse(text, len / 2, "fit.json", &ep, &diag),
+                   NNMEM_ERR_PARSE);
+  free(text);
+  /* a classic plan without a schedule */
+  nnmem_liveness_t *l;
+  assert_ok(nnmem_liveness_analyze(g, NULL, &l, NULL));
+  nnmem_plan_t *pl = tu_plan_verified(nnmem_liveness_problem(l), NULL);
+  assert_ok(nnmem_plan_format_json(g, l, pl, 0, &text, &len, NULL));
+  assert_int_equal(nnmem_exec_plan_parse(text, len, "old.json", &ep, &diag),
+                   NNMEM_ERR_UNSUPPORTED);
+  assert_non_null(strstr(diag.message, "no execution schedule"));
+  free(text);
+  nnmem_plan_destroy(pl);
+  nnmem_liveness_destroy(l);
+  nnmem_fit_destroy(f);
+  nnmem_graph_destroy(g);
+  nnmem_graph_destroy(other);
+  nnmem_graph_destroy(batch2);
+}
+
+/* A hand-made plan whose step 0 reads a buffer nobody wrote: valid as a
+ * plan (the verifier cannot see it), caught by the executor's patterns. */
+static void test_executor_catches_unwritten(void **state) {
+  (void)state;
+  uint64_t h = NNMEM__FNV_SEED;
+  nnmem__exec_digest_pair(&h, 1024, 1); /* limit, steps */
+  nnmem__exec_digest_pair(&h, 2, 0);    /* tiers, main */
+  nnmem__exec_digest_pair(&h, 0, 1);    /* tier 0: 1 buffer */
+  nnmem__exec_digest_buffer(&h, 0, 64, 0, 1);
+  nnmem__exec_digest_pair(&h, 1, 0);        /* tier 1: none */
+  nnmem__exec_digest_pair(&h, 0xacce55, 0); /* init */
+  nnmem__exec_digest_pair(&h, 0, 0);        /* step 0 reads [0, 0] */
+  nnmem__exec_digest_pair(&h, 1, 0);        /* 1 read, 0 writes */
+  nnmem__exec_digest_pair(&h, 0xacce55, 0); /* final */
+  char doc[1200];
+  snprintf(doc, sizeof doc,
+           "{\"model\": \"m\", \"fit\": {\"version\": 1, \"model_digest\": "
+           "\"0000000000000000\", \"limit\": 1024, \"steps\": 1, "
+           "\"main_tier\": 0, \"tiers\": [{\"name\": \"ddr\", \"alignment\": "
+           "64, \"capacity\": 1024, \"height\": 64, \"buffers\": [{\"id\": "
+           "\"a\", \"offset\": 0, \"size\": 64, \"first\": 0, \"last\": 1}]}, "
+           "{\"name\": \"host\", \"alignment\": 64, \"capacity\": 0, "
+           "\"height\": 0, \"buffers\": []}], \"init\": [], \"schedule\": "
+           "[{\"op\": \"r\", \"reads\": [[0, 0]], \"writes\": []}], "
+           "\"final\": [], \"copies\": [], \"tensors\": [], \"digest\": "
+           "\"%016llx\"}}",
+           (unsigned long long)h);
+  nnmem_exec_plan_t *ep = NULL;
+  nnmem_diag_t diag = {{0}};
+  nnmem_status_t st =
+      nnmem_exec_plan_parse(doc, strlen(doc), "hand.json", &ep, &diag);
+  if (st != NNMEM_OK) fail_msg("%s", diag.message);
+  assert_int_equal(nnmem_exec_run(ep, NULL, NULL, &diag), NNMEM_ERR_CONFLICT);
+  assert_non_null(strstr(diag.message,
+                         "buffer 'a' (tier ddr): bytes 0..64 "
+                         "were never written"));
+  nnmem_exec_plan_destroy(ep);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_presets),
+      cmocka_unit_test(test_device_json),
+      cmocka_unit_test(test_device_json_bad),
+      cmocka_unit_test(test_cost_by_hand),
+      cmocka_unit_test(test_min_footprint_by_hand),
+      cmocka_unit_test(test_zoo_limits),
+      cmocka_unit_test(test_onchip),
+      cmocka_unit_test(test_offload),
+      cmocka_unit_test(test_fault_injection),
+      cmocka_unit_test(test_refused_plans),
+      cmocka_unit_test(test_executor_catches_unwritten),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
