@@ -98,7 +98,8 @@ class PlanResult:
     """What `nnmem plan --json` reported.
 
     peak         bytes the model needs (weights + arena); for a problem
-                 (.csv) the arena height
+                 (.csv) the arena height; with mem_limit, the peak of the
+                 limited device tier (`report["tiers"]` has them all)
     height       the arena height in bytes
     lower_bound  no plan can be lower (bound_kind says why)
     fits         False when a capacity / memory limit was given and the
@@ -202,6 +203,15 @@ def plan(source: Optional[PathLike] = None, *, capacity: Optional[Size] = None,
 
 def _result(rep: Dict[str, Any], fits: bool, message: str,
             offsets: Dict[str, int]) -> PlanResult:
+    tiers = rep.get("tiers")
+    if isinstance(tiers, list) and len(tiers) >= 2:
+        # a fitted plan (mem_limit): the limit caps the main tier, the one
+        # before host memory (docs/fit.md)
+        main = tiers[-2]
+        return PlanResult(peak=main.get("peak"), height=main.get("peak"),
+                          lower_bound=rep.get("min_footprint"), fits=fits,
+                          optimal=False, strategy="fit", message=message,
+                          offsets=offsets, report=rep)
     return PlanResult(peak=rep.get("peak_memory"),
                       height=rep.get("arena_height"),
                       lower_bound=rep.get("arena_lower_bound",

@@ -62,6 +62,19 @@ class PlanTest(unittest.TestCase):
         self.assertGreater(m.peak, m.height)  # weights + arena
         self.assertEqual(nnmem.plan().report["model"], m.report["model"])
 
+    def test_mem_limit(self):
+        r = nnmem.plan(model="resnet50", mem_limit="40MB")
+        self.assertTrue(r.fits)
+        self.assertLessEqual(r.peak, 40_000_000)
+        self.assertGreater(r.report["transfer_bytes"], 0)  # weights streamed
+        self.assertEqual(r.report["tiers"][-1]["name"], "host")
+        no = nnmem.plan(model="resnet50", mem_limit="8MB")
+        self.assertFalse(no.fits)
+        self.assertIn("smallest device footprint", no.message)
+        with self.assertRaises(nnmem.NnmemError) as cm:
+            nnmem.plan(model="resnet50", mem_limit="40MB", device="no-such")
+        self.assertEqual(cm.exception.exit_code, 1)
+
     def test_bad_input(self):
         with tempfile.TemporaryDirectory() as d:
             bad = Path(d) / "bad.csv"
