@@ -277,6 +277,11 @@ def table(argv):
                     save(reorder(src, hm["order"]), rj)
                     p, _ = nnmem_plan(nnmem, rj, "file")
                     r[key] = p["peak_live_bytes"]
+                if r["hmcos_peak_nnmem_check"] != hm["peak"]:
+                    print("warning: %s: nnmem counts %d B for HMCOS's order "
+                          "under HMCOS's model, HMCOS reports %d B" %
+                          (name, r["hmcos_peak_nnmem_check"], hm["peak"]),
+                          file=sys.stderr)
             rows.append(r)
             print(" ".join(str(r.get(c, "")) for c in cols), flush=True)
     if "--csv" in opt:
