@@ -40,6 +40,11 @@ typedef struct nnmem_order_config {
                           before the remaining parts keep the heuristic's
                           order; 0 = 600,000 (about 1.5 s, 60 MiB) */
   uint32_t beam_width; /* heuristic: states kept per step; 0 = by size */
+  int no_concat_into_output; /* as nnmem_liveness_config_t: orders (and the
+                          file order) are measured without sub-buffers.
+                          Default (0): with them. The search's model has no
+                          sub-buffers, so an order is proven optimal
+                          (report->exact) only when its problem has none */
 } nnmem_order_config_t;
 
 /* What the search found. */

@@ -30,11 +30,16 @@
  *      step 2's order (unproven).
  *   4. The whole order is re-evaluated with liveness + lower bound; when it
  *      is worse than the file order (only possible where the model is not
- *      exact) the file order is kept.
+ *      exact: in-place growth, or sub-buffers, which the model lacks) the
+ *      file order is kept.
  * Invariants: the result is a topological order; report->peak equals
- * nnmem_graph_order_peak of it; report->exact only when every part was
- * solved exactly, no in-place join can grow a buffer (model exact) and no
- * order-dependent in-place join crosses a part boundary.
+ * nnmem_graph_order_peak of it (with the config's concat-into-output
+ * setting); report->exact only when every part was solved exactly, no
+ * in-place join can grow a buffer (model exact), no order-dependent in-place
+ * join crosses a part boundary and the chosen order's problem has no
+ * sub-buffers (concat-into-output, split views: the model has none, and
+ * they can raise an order's peak as well as lower it, so the model's
+ * optimum proves nothing about them).
  * Complexity: decomposition O(V^2 / 64 + E V / 64); beam O(B V^2) per part
  * of V ops; exact search O(states * V * W) time, O(states * W) memory with
  * W = V / 64 words per state set.
@@ -318,6 +323,35 @@ static nnmem_status_t search_all(search_t *s, size_t n_parts,
   return st;
 }
 
+/* The peak live bytes of `order` (NULL = the file order) as the planner
+ * will see them: liveness with the search's config (no_reuse, sub-buffers
+ * unless no_concat_into_output, alignment) and its lower bound. With
+ * `has_sub`, says whether the problem has sub-buffers (which the search's
+ * model does not know: no proof then). */
+static nnmem_status_t order_peak(const nnmem_graph_t *g, const uint32_t *order,
+                                 const nnmem_order_config_t *cfg,
+                                 uint64_t *peak_out, int *has_sub,
+                                 nnmem_diag_t *diag) {
+  nnmem_liveness_config_t lc;
+  nnmem_liveness_config_init(&lc);
+  lc.order = order;
+  lc.no_reuse = cfg->no_reuse;
+  lc.no_concat_into_output = cfg->no_concat_into_output;
+  lc.alignment = cfg->alignment;
+  nnmem_liveness_t *l = NULL;
+  nnmem_status_t st = nnmem_liveness_analyze(g, &lc, &l, diag);
+  if (st == NNMEM_OK) {
+    st = nnmem_problem_lower_bound(nnmem_liveness_problem(l),
+                                   cfg->alignment ? cfg->alignment : 1,
+                                   peak_out);
+    if (st != NNMEM_OK)
+      nnmem__diag(diag, st, "order peak: %s", nnmem_status_str(st));
+    if (has_sub) *has_sub = nnmem_liveness_sub_buffers(l) != 0;
+  }
+  nnmem_liveness_destroy(l);
+  return st;
+}
+
 nnmem_status_t nnmem_graph_order_peak(const nnmem_graph_t *g,
                                       const uint32_t *order, uint64_t alignment,
                                       int no_reuse, uint64_t *peak_out,
@@ -377,10 +411,10 @@ static nnmem_status_t order_run(search_t *s, const nnmem_graph_t *g,
   if (st == NNMEM_OK) st = search_all(s, n_parts, order_out, &model_peak, r);
   r->states = s->states;
   if (st != NNMEM_OK) return st;
-  st = nnmem_graph_order_peak(g, order_out, s->cfg.alignment, s->cfg.no_reuse,
-                              &r->peak, diag);
+  int has_sub = 0;
+  st = order_peak(g, order_out, &s->cfg, &r->peak, &has_sub, diag);
   if (st != NNMEM_OK) return st;
-  if (r->peak != model_peak) r->exact = 0;
+  if (r->peak != model_peak || has_sub) r->exact = 0;
   if (r->peak > r->file_peak) { /* model inexact: keep the file order */
     memcpy(order_out, m->file_order, n * sizeof *order_out);
     r->peak = r->file_peak;
@@ -405,8 +439,7 @@ nnmem_status_t nnmem_graph_order_memory(const nnmem_graph_t *g,
   nnmem_status_t st = order_config(cfg, &s.cfg, diag);
   if (st == NNMEM_OK) st = nnmem_graph_check(g, diag);
   if (st != NNMEM_OK) return st;
-  st = nnmem_graph_order_peak(g, NULL, s.cfg.alignment, s.cfg.no_reuse,
-                              &r.file_peak, diag);
+  st = order_peak(g, NULL, &s.cfg, &r.file_peak, NULL, diag);
   nnmem__om_t m;
   if (st == NNMEM_OK)
     st = nnmem__om_build(g, s.cfg.alignment, s.cfg.no_reuse, &m, diag);

@@ -482,6 +482,81 @@ static void test_randwire_example(void **state) {
   nnmem_graph_destroy(g);
 }
 
+/* Concat-into-output and the order (a miniature of light_shufflenet).
+ *
+ *   in (24 B) -> a -> x0 (16 B) --\
+ *   in2 (4 B) -> b -> big1 (64) -> c -> big2 (64) -> d -> x1 (16 B) --> cat
+ *                                              Concat(x0, x1) -> out (32 B)
+ *
+ * File order b c d a cat. At c, big1 + big2 (128 B) are live with either
+ * `in` (a not run yet: 152 B) or x0 (a ran first: 144 B). Without
+ * sub-buffers the best order runs a first: 144 B, proven. With
+ * concat-into-output x0 is written into `out`, live from a on: a-first
+ * peaks at 32 + 128 = 160 B, above the file order's 152 B (its `out` only
+ * starts at d), so the file order is kept and nothing is claimed proven.
+ * Regression: no_concat_into_output was not in the order config, and the
+ * search measured every order with sub-buffers. */
+static void test_concat_into_output(void **state) {
+  (void)state;
+  static const char json[] =
+      "{\"format_version\": 1, \"name\": \"concat_order\", \"tensors\": ["
+      "{\"name\": \"in\", \"kind\": \"input\", \"dtype\": \"float32\","
+      " \"shape\": [1, 6]},"
+      "{\"name\": \"in2\", \"kind\": \"input\", \"dtype\": \"float32\","
+      " \"shape\": [1, 1]},"
+      "{\"name\": \"x0\", \"dtype\": \"float32\", \"shape\": [1, 4]},"
+      "{\"name\": \"big1\", \"dtype\": \"float32\", \"shape\": [1, 16]},"
+      "{\"name\": \"big2\", \"dtype\": \"float32\", \"shape\": [1, 16]},"
+      "{\"name\": \"x1\", \"dtype\": \"float32\", \"shape\": [1, 4]},"
+      "{\"name\": \"out\", \"kind\": \"output\", \"dtype\": \"float32\","
+      " \"shape\": [1, 8]}], \"ops\": ["
+      "{\"name\": \"b\", \"type\": \"T\", \"inputs\": [\"in2\"],"
+      " \"outputs\": [\"big1\"]},"
+      "{\"name\": \"c\", \"type\": \"T\", \"inputs\": [\"big1\"],"
+      " \"outputs\": [\"big2\"]},"
+      "{\"name\": \"d\", \"type\": \"T\", \"inputs\": [\"big2\"],"
+      " \"outputs\": [\"x1\"]},"
+      "{\"name\": \"a\", \"type\": \"T\", \"inputs\": [\"in\"],"
+      " \"outputs\": [\"x0\"]},"
+      "{\"name\": \"cat\", \"type\": \"Concat\", \"inputs\": [\"x0\", \"x1\"],"
+      " \"outputs\": [\"out\"]}]}";
+  nnmem_graph_t *g = NULL;
+  nnmem_diag_t d = {{0}};
+  if (nnmem_graph_parse_json(json, sizeof json - 1, "concat_order", &g, &d))
+    fail_msg("%s", d.message);
+  /* the a-first order measured by liveness itself, with and without
+   * sub-buffers: the two sides of the regression */
+  const uint32_t a_first[5] = {3, 0, 1, 2, 4};
+  uint64_t expect[2] = {160, 144};
+  for (int noc = 0; noc < 2; noc++) {
+    nnmem_liveness_config_t lc;
+    nnmem_liveness_config_init(&lc);
+    lc.order = a_first;
+    lc.no_concat_into_output = noc;
+    nnmem_liveness_t *l = NULL;
+    assert_ok(nnmem_liveness_analyze(g, &lc, &l, NULL));
+    assert_int_equal(nnmem_liveness_sub_buffers(l), noc ? 0 : 2);
+    uint64_t lb;
+    assert_ok(nnmem_problem_lower_bound(nnmem_liveness_problem(l), 1, &lb));
+    assert_int_equal(lb, expect[noc]);
+    nnmem_liveness_destroy(l);
+  }
+  uint32_t order[5];
+  for (int noc = 0; noc < 2; noc++) {
+    nnmem_order_config_t cfg;
+    nnmem_order_config_init(&cfg);
+    cfg.no_concat_into_output = noc;
+    nnmem_order_report_t r;
+    memset(&r, 0, sizeof r);
+    assert_ok(nnmem_graph_order_memory(g, &cfg, order, &r, NULL));
+    assert_int_equal(r.file_peak, 152);
+    assert_int_equal(r.peak, noc ? 144 : 152);
+    assert_int_equal(r.exact, noc ? 1 : 0);
+    assert_int_equal(order[0], noc ? 3 : 0); /* a first / file order */
+  }
+  nnmem_graph_destroy(g);
+}
+
 /* The built-in models: valid orders, never above the file order. */
 static void test_zoo(void **state) {
   (void)state;
@@ -515,6 +590,7 @@ int main(void) {
       cmocka_unit_test(test_exact_vs_enumeration_odd_sizes),
       cmocka_unit_test(test_exact_vs_downset_oracle),
       cmocka_unit_test(test_randwire_example),
+      cmocka_unit_test(test_concat_into_output),
       cmocka_unit_test(test_zoo),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -641,6 +641,7 @@ static nnmem_status_t choose_order(plan_ctx_t *c) {
   nnmem_order_config_init(&oc);
   oc.alignment = c->opts.align;
   oc.no_reuse = c->opts.no_reuse;
+  oc.no_concat_into_output = c->opts.no_concat;
   nnmem_order_report_t rep;
   memset(&rep, 0, sizeof rep);
   rep.size = sizeof rep;
