@@ -18,6 +18,7 @@
 #include "nnmem/pool.h"
 #include "nnmem/allocator.h"
 #include "nnmem/arena.h"
+#include "nnmem/heap.h"
 #include "nnmem/onnx.h"
 
 #endif /* NNMEM_NNMEM_H */
