@@ -131,11 +131,10 @@ NNMEM_API nnmem_status_t nnmem_heap_compact(nnmem_heap_t *h,
 
 /* Heap counters beyond the pool stats. */
 typedef struct nnmem_heap_counters {
-  uint32_t size;          /* sizeof(nnmem_heap_counters_t) */
-  uint64_t stale_handles; /* rejected stale or forged handles */
-  uint64_t bad_unpins;    /* unpin without pin */
-  uint64_t pinned_frees;  /* free of a pinned block refused */
-  uint64_t pins, unpins;
+  uint32_t size;                          /* sizeof(nnmem_heap_counters_t) */
+  uint64_t stale_handles;                 /* rejected stale or forged handles */
+  uint64_t bad_unpins;                    /* unpin without pin */
+  uint64_t pinned_frees;                  /* free of a pinned block refused */
   uint64_t compactions, compactions_auto; /* auto: by policy or failure */
   uint64_t bytes_moved, bytes_remapped, blocks_moved;
   uint64_t pinned_in_the_way;  /* pinned blocks met by compactions */

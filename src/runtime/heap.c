@@ -159,9 +159,10 @@ void nnmem_heap_destroy(nnmem_heap_t *h) {
 /* The slot of a valid handle, else NULL (stale, forged or free). */
 static inline slot_t *lookup(const nnmem_heap_t *h, nnmem_handle_t t) {
   uint64_t i = (uint64_t)(uint32_t)t.bits - 1;
-  if (i >= h->n_slots) return NULL;
+  if (__builtin_expect(i >= h->n_slots, 0)) return NULL;
   slot_t *s = &h->slots[i];
-  if (!s->live || s->gen != (uint32_t)(t.bits >> 32)) return NULL;
+  if (__builtin_expect(!s->live || s->gen != (uint32_t)(t.bits >> 32), 0))
+    return NULL;
   return s;
 }
 
@@ -359,7 +360,6 @@ nnmem_status_t nnmem_handle_pin(nnmem_heap_t *h, nnmem_handle_t t,
     return stale(h);
   }
   b->pins++;
-  h->c.pins++;
   *addr_out = (void *)(uintptr_t)(h->seg.base + b->off);
   return NNMEM_OK;
 }
@@ -373,7 +373,6 @@ nnmem_status_t nnmem_handle_unpin(nnmem_heap_t *h, nnmem_handle_t t) {
     return NNMEM_ERR_STATE;
   }
   b->pins--;
-  h->c.unpins++;
   return NNMEM_OK;
 }
 
