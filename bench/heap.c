@@ -372,10 +372,14 @@ int main(int argc, char **argv) {
                                  "pangu_2.6B", "iopddl_S_1"};
   printf(
       "seed %llu\n(1) fragmentation: capacity = 1.05 x peak live; fits "
-      "without / with compaction (1%% of live blocks pinned at each)\n",
+      "without (off) / with compaction (auto, with 0%% and with 1%% of the "
+      "live blocks pinned at each compaction); lg/fr = min over "
+      "compactions of largest allocatable block / free bytes right after "
+      "it; top/live = peak address used / peak live (auto, no pins)\n",
       (unsigned long long)seed);
-  printf("  %-22s %14s %6s %-8s %11s %14s %10s %9s\n", "trace", "peak live",
-         "off", "auto", "compactions", "bytes moved", "min lg/fr", "top/live");
+  printf("  %-18s %12s %4s %4s %5s %14s %9s %9s %9s\n", "trace", "peak live",
+         "off", "auto", "comp.", "bytes moved", "lg/fr", "lg/fr 1%",
+         "top/live");
   nnmem_problem_t *probs[5] = {0};
   nnmem_csv_t *csvs[5] = {0};
   for (int t = 0; t < 5; t++) {
