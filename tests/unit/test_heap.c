@@ -3,6 +3,7 @@
  * committed bytes recomputed independently from the live blocks, stale and
  * forged handles detected in a randomized run (fixed seed, printed),
  * misuse counted, the AUTO trigger, config errors with diag, and replay. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,6 +403,37 @@ static void test_replay(void **state) {
   nnmem_problem_destroy(p);
 }
 
+/* The heap's stats render through the pool stats writers: JSON read back
+ * with a JSON parser (exact integers), Prometheus text with the label. */
+static void test_stats_render(void **state) {
+  (void)state;
+  nnmem_backend_t *b = sim(0);
+  nnmem_heap_t *h = make(b, 1 << 20, NNMEM_SEGMENT_BACKEND, 0, 0);
+  nnmem_handle_t t, bad = {12345};
+  assert_ok(nnmem_handle_alloc(h, 5000, 0, &t)); /* 5120 B, 2 granules */
+  void *p;
+  assert_int_equal(nnmem_handle_pin(h, bad, &p), NNMEM_ERR_INVALID);
+  nnmem_stats_t st;
+  assert_ok(nnmem_heap_stats(h, &st, NULL));
+  char buf[8192];
+  size_t len = 0;
+  assert_ok(nnmem_stats_format_json(&st, 1, buf, sizeof buf, &len));
+  cJSON *j = cJSON_Parse(buf);
+  assert_non_null(j);
+  cJSON *o = cJSON_GetArrayItem(j, 0);
+  assert_string_equal(cJSON_GetObjectItem(o, "pool")->valuestring, "heap");
+  assert_true(cJSON_GetObjectItem(o, "requested_bytes")->valuedouble == 5000);
+  assert_true(cJSON_GetObjectItem(o, "allocated_bytes")->valuedouble == 5120);
+  assert_true(cJSON_GetObjectItem(o, "reserved_bytes")->valuedouble == 8192);
+  assert_true(cJSON_GetObjectItem(o, "misuse_count")->valuedouble == 1);
+  cJSON_Delete(j);
+  assert_ok(nnmem_stats_format_prometheus(&st, 1, buf, sizeof buf, &len));
+  assert_non_null(
+      strstr(buf, "nnmem_pool_reserved_bytes{pool=\"heap\"} 8192\n"));
+  nnmem_heap_destroy(h);
+  nnmem_backend_destroy(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compact_layout),
@@ -412,6 +444,7 @@ int main(void) {
       cmocka_unit_test(test_auto),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_replay),
+      cmocka_unit_test(test_stats_render),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
