@@ -425,7 +425,7 @@ static void test_stats_render(void **state) {
   assert_true(cJSON_GetObjectItem(o, "requested_bytes")->valuedouble == 5000);
   assert_true(cJSON_GetObjectItem(o, "allocated_bytes")->valuedouble == 5120);
   assert_true(cJSON_GetObjectItem(o, "reserved_bytes")->valuedouble == 8192);
-  assert_true(cJSON_GetObjectItem(o, "misuse_count")->valuedouble == 1);
+  assert_true(cJSON_GetObjectItem(o, "misuse_total")->valuedouble == 1);
   cJSON_Delete(j);
   assert_ok(nnmem_stats_format_prometheus(&st, 1, buf, sizeof buf, &len));
   assert_non_null(
