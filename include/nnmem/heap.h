@@ -24,7 +24,8 @@
  * into it (callers sharing a heap wrap it in their own lock). To compact,
  * the caller quiesces: every thread stops using raw addresses it got from
  * pin (or unpins them); blocks still pinned are not moved. Addresses from
- * pin are invalid after the block is unpinned and a compaction runs. */
+ * pin are invalid after the block is unpinned and a compaction runs; in
+ * NNMEM_DEFRAG_AUTO mode any nnmem_handle_alloc may compact. */
 #ifndef NNMEM_HEAP_H
 #define NNMEM_HEAP_H
 
@@ -96,7 +97,8 @@ NNMEM_API nnmem_status_t nnmem_handle_alloc(nnmem_heap_t *h, uint64_t bytes,
  * NNMEM_ERR_STATE for a pinned block (unpin first); counted in the stats. */
 NNMEM_API nnmem_status_t nnmem_handle_free(nnmem_heap_t *h, nnmem_handle_t t);
 /* Pins the block (pin count + 1) and returns its address, stable until the
- * matching unpin. NNMEM_ERR_INVALID for a stale or forged handle. */
+ * matching unpin. NNMEM_ERR_INVALID for a stale or forged handle,
+ * NNMEM_ERR_OVERFLOW at 2^32 - 1 pins. */
 NNMEM_API nnmem_status_t nnmem_handle_pin(nnmem_heap_t *h, nnmem_handle_t t,
                                           void **addr_out);
 /* NNMEM_ERR_STATE when the block is not pinned, NNMEM_ERR_INVALID for a
@@ -124,8 +126,10 @@ typedef struct nnmem_compact_report {
 } nnmem_compact_report_t;
 
 /* Stop-the-world compaction (see the thread-safety note). `report` may be
- * NULL. NNMEM_ERR_IO when a remap or copy fails midway (the heap stays
- * consistent: blocks already moved keep their new addresses). */
+ * NULL. NNMEM_ERR_NOMEM when its scratch arrays or a granule commit are
+ * refused, NNMEM_ERR_IO (or the backend copy's status) when a move fails
+ * midway: blocks already moved keep their new addresses and the heap stays
+ * consistent, but a block whose mremap failed halfway may have lost data. */
 NNMEM_API nnmem_status_t nnmem_heap_compact(nnmem_heap_t *h,
                                             nnmem_compact_report_t *report);
 

@@ -359,6 +359,10 @@ nnmem_status_t nnmem_handle_pin(nnmem_heap_t *h, nnmem_handle_t t,
     *addr_out = NULL;
     return stale(h);
   }
+  if (__builtin_expect(b->pins == UINT32_MAX, 0)) {
+    *addr_out = NULL;
+    return NNMEM_ERR_OVERFLOW;
+  }
   b->pins++;
   *addr_out = (void *)(uintptr_t)(h->seg.base + b->off);
   return NNMEM_OK;
@@ -535,9 +539,7 @@ nnmem_status_t nnmem_heap_compact(nnmem_heap_t *h,
   h->c.blocks_moved += r.blocks_moved;
   h->c.pinned_in_the_way += r.pinned_blocks;
   if (report) *report = r;
-  return s == NNMEM_ERR_STATE ? NNMEM_ERR_STATE
-         : s == NNMEM_OK      ? NNMEM_OK
-                              : NNMEM_ERR_IO;
+  return s;
 }
 
 /* ---- stats and checker --------------------------------------------- */
