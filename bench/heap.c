@@ -271,7 +271,7 @@ static void growable_row(FILE *csv, const char *name,
   }
   printf("  %-12s %9.4f %9.4f %9.4f %9.4f %-9s\n", name, g[0], g[1], g[2], best,
          best_name);
-  fprintf(csv, "growable,%s,%.4f,%.4f,%.4f,%.4f,%s\n", name, g[0], g[1], g[2],
+  fprintf(csv, "growable,%s,%.6f,%.6f,%.6f,%.6f,%s\n", name, g[0], g[1], g[2],
           best, best_name);
 }
 

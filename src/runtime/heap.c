@@ -3,7 +3,11 @@
  * blocks around pinned ones (see include/nnmem/heap.h).
  *
  *   handle bits:  | generation (32) | slot + 1 (32) |
- *   slots[]:      {off, size, req, gen, pins, live, prev, next}
+ *   slots[]:      {off, size, gen, pins, prev, next}  32 bytes: the ring of
+ *                 handles a pin touches stays in L1; gen is odd while the
+ *                 slot is live, even while it is free (so no handle, whose
+ *                 generation is always odd, matches a free slot)
+ *   meta[]:       {req, align_log2}  (cold: alloc, free, compaction)
  *   address list: head -> a -> b -> c (live slots by offset, prev/next)
  *
  *   before:  [a][ free ][P][b][ free  ][c]........................
@@ -45,19 +49,25 @@
 #define NIL UINT32_MAX
 
 typedef struct slot {
-  uint64_t off, size, req;
-  uint32_t gen, pins;
+  uint64_t off, size;
+  uint32_t gen, pins;  /* gen odd <=> live */
   uint32_t prev, next; /* address list when live; next = free list else */
-  uint32_t align_log2;
-  uint32_t live;
 } slot_t;
+
+typedef struct meta {
+  uint64_t req;
+  uint32_t align_log2, unused;
+} meta_t;
+
+#define LIVE(s) (((s)->gen & 1u) != 0)
 
 struct nnmem_heap {
   nnmem_heap_config_t cfg;
   char name[NNMEM_STATS_NAME_MAX];
   nnmem__segment_t seg;
   slot_t *slots;
-  size_t n_slots, cap_slots;
+  meta_t *meta;
+  size_t n_slots, cap_slots, cap_meta;
   uint32_t free_head, head, tail;
   uint64_t allocated, requested, live, top;
   uint64_t requested_peak, allocated_peak;
@@ -153,6 +163,7 @@ void nnmem_heap_destroy(nnmem_heap_t *h) {
   if (!h) return;
   nnmem__segment_fini(&h->seg);
   free(h->slots);
+  free(h->meta);
   free(h);
 }
 
@@ -161,8 +172,8 @@ static inline slot_t *lookup(const nnmem_heap_t *h, nnmem_handle_t t) {
   uint64_t i = (uint64_t)(uint32_t)t.bits - 1;
   if (__builtin_expect(i >= h->n_slots, 0)) return NULL;
   slot_t *s = &h->slots[i];
-  if (__builtin_expect(!s->live || s->gen != (uint32_t)(t.bits >> 32), 0))
-    return NULL;
+  uint32_t g = (uint32_t)(t.bits >> 32);
+  if (__builtin_expect(!(g & 1u) || s->gen != g, 0)) return NULL;
   return s;
 }
 
@@ -220,10 +231,13 @@ static nnmem_status_t new_slot(nnmem_heap_t *h, uint32_t *idx) {
   if (h->n_slots >= NIL - 1) return NNMEM_ERR_NOMEM;
   nnmem_status_t s = nnmem__grow((void **)&h->slots, &h->cap_slots,
                                  h->n_slots + 1, sizeof *h->slots);
+  if (s == NNMEM_OK)
+    s = nnmem__grow((void **)&h->meta, &h->cap_meta, h->n_slots + 1,
+                    sizeof *h->meta);
   if (s != NNMEM_OK) return s;
   *idx = (uint32_t)h->n_slots++;
-  h->slots[*idx] = (slot_t){0};
-  h->slots[*idx].gen = 1;
+  h->slots[*idx] = (slot_t){0}; /* gen 0: free */
+  h->meta[*idx] = (meta_t){0};
   return NNMEM_OK;
 }
 
@@ -272,10 +286,10 @@ static nnmem_status_t place(nnmem_heap_t *h, uint64_t size, uint64_t align,
   slot_t *b = &h->slots[idx];
   b->off = off;
   b->size = size;
-  b->req = req;
   b->pins = 0;
-  b->live = 1;
-  b->align_log2 = (uint32_t)__builtin_ctzll(align);
+  b->gen++; /* odd: live */
+  h->meta[idx].req = req;
+  h->meta[idx].align_log2 = (uint32_t)__builtin_ctzll(align);
   link_after(h, idx, after);
   if (b->next == NIL) h->top = off + size;
   if (h->top > h->c.top_peak) h->c.top_peak = h->top;
@@ -340,11 +354,10 @@ nnmem_status_t nnmem_handle_free(nnmem_heap_t *h, nnmem_handle_t t) {
     h->top = h->slots[h->tail].off + h->slots[h->tail].size;
   nnmem__segment_unref(&h->seg, b->off, b->size);
   h->allocated -= b->size;
-  h->requested -= b->req;
+  h->requested -= h->meta[idx].req;
   h->live--;
   h->free_count++;
-  b->live = 0;
-  if (++b->gen != UINT32_MAX) { /* else retired: never reused */
+  if (++b->gen < UINT32_MAX - 1) { /* even: free; else retired */
     b->next = h->free_head;
     h->free_head = idx;
   }
@@ -448,8 +461,9 @@ static nnmem_status_t free_space(const nnmem_heap_t *h, layout_t *L,
 }
 
 /* The lowest aligned start <= limit where `size` fits, carved out. */
-static nnmem_status_t choose(layout_t *L, const slot_t *b, uint64_t *to) {
-  uint64_t align = 1ULL << b->align_log2;
+static nnmem_status_t choose(layout_t *L, const slot_t *b, uint32_t a_log2,
+                             uint64_t *to) {
+  uint64_t align = 1ULL << a_log2;
   for (size_t k = 0; k < L->n; k++) {
     uint64_t start;
     if (L->iv[k].start > b->off) break;
@@ -504,7 +518,8 @@ nnmem_status_t nnmem_heap_compact(nnmem_heap_t *h,
   for (uint32_t i = h->head; s == NNMEM_OK && i != NIL; i = h->slots[i].next) {
     order[n] = i;
     target[n] = h->slots[i].off;
-    if (!h->slots[i].pins) s = choose(&L, &h->slots[i], &target[n]);
+    if (!h->slots[i].pins)
+      s = choose(&L, &h->slots[i], h->meta[i].align_log2, &target[n]);
     n++;
   }
   /* 3. the moves, in the same order */
@@ -579,12 +594,12 @@ static nnmem_status_t check_list(const nnmem_heap_t *h, nnmem_diag_t *diag) {
   uint32_t prev = NIL;
   for (uint32_t i = h->head; i != NIL; i = h->slots[i].next) {
     const slot_t *b = &h->slots[i];
-    if (i >= h->n_slots || !b->live || b->prev != prev || ++n > h->live)
+    if (i >= h->n_slots || !LIVE(b) || b->prev != prev || ++n > h->live)
       return nnmem__diag(diag, NNMEM_ERR_STATE,
                          "heap %s: address list broken at slot %u", h->name, i);
     if (b->off < prev_end || b->size == 0 || b->size > h->cfg.capacity ||
         b->off > h->cfg.capacity - b->size ||
-        (b->off & ((1ULL << b->align_log2) - 1)))
+        (b->off & ((1ULL << h->meta[i].align_log2) - 1)))
       return nnmem__diag(diag, NNMEM_ERR_STATE,
                          "heap %s: slot %u at %llu+%llu overlaps, is "
                          "misaligned or leaves the capacity",
@@ -597,7 +612,7 @@ static nnmem_status_t check_list(const nnmem_heap_t *h, nnmem_diag_t *diag) {
                            "heap %s: slot %u touches uncommitted granule %llu",
                            h->name, i, (unsigned long long)g);
     alloc += b->size;
-    req += b->req;
+    req += h->meta[i].req;
     prev_end = b->off + b->size;
     prev = i;
   }
@@ -619,9 +634,9 @@ nnmem_status_t nnmem_heap_check(const nnmem_heap_t *h, nnmem_diag_t *diag) {
   if (s != NNMEM_OK) return s;
   uint64_t live = 0, free_n = 0;
   for (size_t i = 0; i < h->n_slots; i++)
-    live += h->slots[i].live;
+    live += LIVE(&h->slots[i]);
   for (uint32_t i = h->free_head; i != NIL; i = h->slots[i].next)
-    if (i >= h->n_slots || h->slots[i].live || ++free_n > h->n_slots)
+    if (i >= h->n_slots || LIVE(&h->slots[i]) || ++free_n > h->n_slots)
       return nnmem__diag(diag, NNMEM_ERR_STATE,
                          "heap %s: free slot list broken at %u", h->name, i);
   if (live != h->live)
