@@ -19,6 +19,8 @@
 #include "nnmem/pool.h"
 #include "nnmem/allocator.h"
 #include "nnmem/arena.h"
+#include "nnmem/heap.h"
+#include "nnmem/block_state.h"
 #include "nnmem/onnx.h"
 
 #endif /* NNMEM_NNMEM_H */

@@ -84,3 +84,35 @@ assert r["peak_reserved_bytes"] == 18878464 + 18878464 // 4 + 65536, r
 ' "$T/stdout"
 
 finish
+
+# --defrag: the handle heap beside the pool. Eight 1 KiB buffers, every
+# other one freed at step 2, then a 4 KiB buffer at step 5 in an 8 KiB heap:
+# without compaction no gap holds it; auto compacts once, moving the four
+# survivors (4 KiB) down.
+{
+  echo "id,lower,upper,size"
+  for i in 0 1 2 3 4 5 6 7; do
+    if [ $((i % 2)) -eq 1 ]; then echo "$i,0,10,1024"; else echo "$i,0,2,1024"; fi
+  done
+  echo "8,5,10,4096"
+} >"$T/frag.csv"
+expect_rc 0 replay "$T/frag.csv" --pool tlsf --defrag auto --heap-capacity 8KiB --json
+json_valid "$T/stdout"
+py 'import json,sys; l=json.load(open(sys.argv[1]))
+assert [(x["pool"], x.get("defrag")) for x in l]==[("tlsf",None),("heap","off"),("heap","auto")], l
+off, on = l[1], l[2]
+assert off["fits"] is False and off["failed_buffer"]==8 and off["compactions"]==0, off
+assert on["fits"] is True and on["compactions"]==1 and on["bytes_moved"]==4096, on
+assert on["capacity"]==8192 and on["peak_live_bytes"]==8192, on
+assert all(0 <= s["fragmentation"] <= 1 for s in on["timeline"]) and on["timeline"], on' \
+  "$T/stdout"
+expect_rc 0 replay "$T/frag.csv" --pool tlsf --defrag auto --heap-capacity 8KiB
+out_has "pool: heap (defrag off, capacity 8.0 KiB (8,192 B))"
+out_has "fits:                no (buffer 8 did not fit)"
+out_has "compactions:         1 (4.0 KiB (4,096 B) moved)"
+expect_error replay "$T/frag.csv" --defrag auot
+err_has "did you mean 'auto'"
+expect_error replay "$T/frag.csv" --heap-capacity 1MiB
+err_has "--heap-capacity needs --defrag"
+expect_error replay "$T/frag.csv" --defrag auto --prometheus
+err_has "no Prometheus form"

@@ -6,6 +6,10 @@
  * A second test runs overlapping generations of short-lived threads whose
  * blocks outlive them (frees racing with thread exit and cache adoption)
  * while a monitor thread reads the statistics.
+ * A third test races threads on the block state machine: pairs of
+ * acquire/release on blocks held by the main thread (holder counts exact
+ * afterwards), then every thread releasing every block once (exactly one
+ * last releaser per block) and recycling it (exactly one succeeds).
  * Label `stress`; `make test` also runs it under ThreadSanitizer. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -230,8 +234,82 @@ static void test_thread_generations(void **state) {
   nnmem_allocator_destroy(g_alloc);
 }
 
+enum { BLOCKS = 64, PAIRS = 20000 };
+static nnmem_block_table_t *g_blocks;
+static atomic_int g_lasts, g_recycled, g_refused;
+
+static void *block_pairs(void *arg) {
+  uint64_t rng = 1000 + (uint64_t)(uintptr_t)arg;
+  for (int k = 0; k < PAIRS; k++) {
+    size_t i = (size_t)(tu_rand(&rng) % BLOCKS);
+    int last = 1;
+    if (nnmem_block_acquire(g_blocks, i) != NNMEM_OK ||
+        nnmem_block_release(g_blocks, i, &last) != NNMEM_OK || last)
+      atomic_fetch_add(&g_bad, 1);
+  }
+  return NULL;
+}
+
+static void *block_release_all(void *arg) {
+  (void)arg;
+  for (size_t i = 0; i < BLOCKS; i++) {
+    int last = 0;
+    if (nnmem_block_release(g_blocks, i, &last) != NNMEM_OK)
+      atomic_fetch_add(&g_bad, 1);
+    atomic_fetch_add(&g_lasts, last);
+  }
+  for (size_t i = 0; i < BLOCKS; i++) {
+    nnmem_status_t s = nnmem_block_recycle(g_blocks, i);
+    if (s == NNMEM_OK)
+      atomic_fetch_add(&g_recycled, 1);
+    else if (s == NNMEM_ERR_STATE)
+      atomic_fetch_add(&g_refused, 1);
+  }
+  return NULL;
+}
+
+static void test_block_states(void **state) {
+  (void)state;
+  pthread_t th[THREADS];
+  atomic_store(&g_bad, 0);
+  assert_ok(nnmem_block_table_create(BLOCKS, &g_blocks));
+  for (size_t i = 0; i < BLOCKS; i++)
+    assert_ok(nnmem_block_acquire(g_blocks, i));
+  for (uintptr_t t = 0; t < THREADS; t++)
+    assert_int_equal(pthread_create(&th[t], NULL, block_pairs, (void *)t), 0);
+  for (int t = 0; t < THREADS; t++)
+    pthread_join(th[t], NULL);
+  assert_int_equal(atomic_load(&g_bad), 0);
+  for (size_t i = 0; i < BLOCKS; i++) {
+    uint32_t h;
+    assert_ok(nnmem_block_get(g_blocks, i, NULL, &h, NULL));
+    assert_int_equal(h, 1); /* the main thread's hold, nothing lost */
+  }
+  nnmem_block_counters_t c;
+  assert_ok(nnmem_block_table_counters(g_blocks, &c));
+  assert_int_equal(c.transitions, BLOCKS + 2ULL * PAIRS * THREADS);
+  /* THREADS holders each; every thread releases every block once */
+  for (size_t i = 0; i < BLOCKS; i++)
+    for (int k = 1; k < THREADS; k++)
+      assert_ok(nnmem_block_acquire(g_blocks, i));
+  for (uintptr_t t = 0; t < THREADS; t++)
+    assert_int_equal(pthread_create(&th[t], NULL, block_release_all, (void *)t),
+                     0);
+  for (int t = 0; t < THREADS; t++)
+    pthread_join(th[t], NULL);
+  assert_int_equal(atomic_load(&g_bad), 0);
+  assert_int_equal(atomic_load(&g_lasts), BLOCKS);
+  assert_int_equal(atomic_load(&g_recycled), BLOCKS);
+  assert_int_equal(atomic_load(&g_refused), BLOCKS * (THREADS - 1));
+  assert_ok(nnmem_block_table_counters(g_blocks, &c));
+  assert_int_equal(c.illegal, BLOCKS * (THREADS - 1));
+  assert_ok(nnmem_block_table_check(g_blocks, NULL));
+  nnmem_block_table_destroy(g_blocks);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads),
-                                     cmocka_unit_test(test_thread_generations)};
+                                     cmocka_unit_test(test_thread_generations),
+                                     cmocka_unit_test(test_block_states)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

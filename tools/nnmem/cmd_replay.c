@@ -12,7 +12,12 @@
  *      and ns per operation, as text or --json (always a list of pool
  *      results, one per pool, through the one JSON writer);
  *   4. --prometheus: every pool's stats after its replay, one label set
- *      (pool="KIND") per pool, in the text exposition format.
+ *      (pool="KIND") per pool, in the text exposition format;
+ *   5. --defrag off|auto: the trace also runs through a handle heap
+ *      (nnmem_heap_replay) of --heap-capacity bytes (default 1.05 x the
+ *      peak live bytes), without compaction and, for auto, with it: two more
+ *      results (pool "heap", defrag "off" / "auto") with fragmentation over
+ *      time (up to 64 samples), compactions and bytes moved.
  * Errors print "nnmem: <where>: <what>" on stderr and exit 1 (bad input) or
  * 3 (the pool failed: out of memory).
  * Complexity: O(n log n) plus the pools. Thread-safety: single-threaded. */
@@ -27,7 +32,16 @@
 
 int cli_cmd_replay(int argc, char **argv);
 
-enum { ROPT_HELP, ROPT_POOL, ROPT_JSON, ROPT_ALIGN, ROPT_PROM, ROPT_MAX_INPUT };
+enum {
+  ROPT_HELP,
+  ROPT_POOL,
+  ROPT_JSON,
+  ROPT_ALIGN,
+  ROPT_PROM,
+  ROPT_MAX_INPUT,
+  ROPT_DEFRAG,
+  ROPT_HEAP_CAP
+};
 
 static const cli_opt_t replay_table[] = {
     {"help", 'h', 0, ROPT_HELP},
@@ -36,6 +50,8 @@ static const cli_opt_t replay_table[] = {
     {"prometheus", 0, 0, ROPT_PROM},
     {"device-align", 'a', 1, ROPT_ALIGN},
     {"max-input-size", 0, 1, ROPT_MAX_INPUT},
+    {"defrag", 0, 1, ROPT_DEFRAG},
+    {"heap-capacity", 0, 1, ROPT_HEAP_CAP},
     {NULL, 0, 0, 0}};
 
 #define N_REPLAY_POOLS (NNMEM_POOL_SLAB - NNMEM_POOL_TIERED + 1)
@@ -47,7 +63,9 @@ typedef struct replay_opts {
   int json; /* CLI_JSON_* */
   int prometheus;
   uint64_t align;
-  uint64_t max_input; /* --max-input-size; 0 = default */
+  uint64_t max_input;     /* --max-input-size; 0 = default */
+  int defrag;             /* 0 none, 1 off, 2 auto */
+  uint64_t heap_capacity; /* 0 = 1.05 x peak live */
 } replay_opts_t;
 
 static void print_replay_help(void) {
@@ -78,6 +96,13 @@ static void print_replay_help(void) {
       "      --prometheus      after the replay, print each pool's stats in\n"
       "                        the Prometheus text format (label pool=KIND)\n"
       "      --max-input-size SIZE  refuse larger traces (default 2GiB)\n"
+      "      --defrag MODE     also replay through a handle heap (one\n"
+      "                        contiguous segment, best fit): off, or auto\n"
+      "                        (off and, side by side, compaction when an\n"
+      "                        allocation finds no gap); fragmentation over\n"
+      "                        time, compactions, bytes moved\n"
+      "      --heap-capacity SIZE  the heap's bytes (default 1.05 x the\n"
+      "                        peak live bytes)\n"
       "  -h, --help            show this help\n"
       "TRACE.csv '-' is read from standard input.\n"
       "\n"
@@ -94,6 +119,23 @@ static int set_replay_option(void *opts, int id, const char *v) {
     o->prometheus = 1;
   } else if (id == ROPT_MAX_INPUT) {
     return cli_parse_max_input("replay", v, &o->max_input);
+  } else if (id == ROPT_DEFRAG) {
+    if (strcmp(v, "off") == 0)
+      o->defrag = 1;
+    else if (strcmp(v, "auto") == 0)
+      o->defrag = 2;
+    else {
+      static const char *const modes[] = {"off", "auto"};
+      char hint[64];
+      return cli_usage_error(
+          "replay", "bad --defrag '%s': expected off or auto%s", v,
+          cli_did_you_mean(cli_suggest(v, modes, 2), hint, sizeof hint));
+    }
+  } else if (id == ROPT_HEAP_CAP) {
+    if (cli_parse_size(v, &o->heap_capacity, &why) != 0 ||
+        o->heap_capacity == 0)
+      return cli_usage_error("replay", "bad --heap-capacity '%s': %s", v,
+                             why ? why : "must be > 0");
   } else if (id == ROPT_POOL) {
     if (strcmp(v, "all") == 0)
       o->all = 1;
@@ -139,6 +181,12 @@ static int parse_replay_args(int argc, char **argv, replay_opts_t *o) {
   int e = cli_args_parse(&p, argc, argv);
   if (e >= 0) return e;
   if (!o->trace) return cli_usage_error("replay", "missing TRACE.csv");
+  if (o->heap_capacity && !o->defrag)
+    return cli_usage_error("replay", "--heap-capacity needs --defrag");
+  if (o->defrag && o->prometheus)
+    return cli_usage_error("replay",
+                           "--defrag results have no Prometheus form; use "
+                           "--json");
   if (o->json && o->prometheus)
     return cli_usage_error("replay",
                            "--json and --prometheus are two output formats; "
@@ -196,6 +244,121 @@ static int print_prometheus(const nnmem_stats_t *st, size_t n) {
   return CLI_EXIT_OK;
 }
 
+#define HEAP_SAMPLES 64
+
+typedef struct heap_run {
+  nnmem_heap_replay_result_t r;
+  uint64_t every, n;
+  uint64_t op[HEAP_SAMPLES], live[HEAP_SAMPLES], committed[HEAP_SAMPLES];
+  double frag[HEAP_SAMPLES];
+} heap_run_t;
+
+static void heap_sample(void *user, uint64_t op, uint64_t live,
+                        uint64_t committed, double frag) {
+  heap_run_t *h = user;
+  if (op % h->every != 0 || h->n >= HEAP_SAMPLES) return;
+  h->op[h->n] = op;
+  h->live[h->n] = live;
+  h->committed[h->n] = committed;
+  h->frag[h->n++] = frag;
+}
+
+static nnmem_status_t heap_replay(const nnmem_problem_t *p, uint64_t cap,
+                                  int autom, heap_run_t *h, nnmem_diag_t *d) {
+  nnmem_heap_config_t c;
+  nnmem_heap_config_init(&c);
+  c.capacity = cap;
+  c.defrag = autom ? NNMEM_DEFRAG_AUTO : NNMEM_DEFRAG_OFF;
+  memset(h, 0, sizeof *h);
+  h->every = 2 * (uint64_t)nnmem_problem_count(p) / HEAP_SAMPLES + 1;
+  return nnmem_heap_replay(p, &c, heap_sample, h, &h->r, d);
+}
+
+static void heap_text(const char *mode, uint64_t cap, const heap_run_t *h) {
+  char a[64], b[64];
+  const nnmem_heap_replay_result_t *r = &h->r;
+  printf("pool: heap (defrag %s, capacity %s)\n", mode,
+         cli_fmt_bytes(cap, a, sizeof a));
+  if (r->failed_at)
+    printf("  fits:                no (buffer %llu did not fit)\n",
+           (unsigned long long)(r->failed_at - 1));
+  else
+    printf("  fits:                yes\n");
+  printf("  peak_live_bytes:     %s\n",
+         cli_fmt_bytes(r->peak_live_bytes, a, sizeof a));
+  printf("  peak_top:            %s  (%s live)\n",
+         cli_fmt_bytes(r->peak_top, a, sizeof a),
+         cli_fmt_ratio(r->peak_top, r->peak_live_bytes, b, sizeof b));
+  printf(
+      "  fragmentation:       mean %.4f, max %.4f (1 - largest "
+      "allocatable block / free bytes, after each allocation)\n",
+      r->frag_mean, r->frag_max);
+  printf("  compactions:         %llu (%s moved)\n",
+         (unsigned long long)r->compactions,
+         cli_fmt_bytes(r->bytes_moved, a, sizeof a));
+}
+
+static void heap_json(nnmem__jw_t *w, const char *trace, const char *mode,
+                      uint64_t cap, const heap_run_t *h) {
+  const nnmem_heap_replay_result_t *r = &h->r;
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "trace", trace);
+  nnmem__jw_kv_string(w, "pool", "heap");
+  nnmem__jw_kv_string(w, "defrag", mode);
+  nnmem__jw_kv_u64(w, "capacity", cap);
+  nnmem__jw_kv_u64(w, "operations", r->operations);
+  nnmem__jw_key(w, "fits");
+  nnmem__jw_bool(w, r->failed_at == 0);
+  nnmem__jw_kv_u64(w, "failed_buffer", r->failed_at ? r->failed_at - 1 : 0);
+  nnmem__jw_kv_u64(w, "peak_live_bytes", r->peak_live_bytes);
+  nnmem__jw_kv_u64(w, "peak_committed_bytes", r->peak_committed_bytes);
+  nnmem__jw_kv_u64(w, "peak_top", r->peak_top);
+  nnmem__jw_kv_double(w, "fragmentation_mean", r->frag_mean);
+  nnmem__jw_kv_double(w, "fragmentation_max", r->frag_max);
+  nnmem__jw_kv_u64(w, "compactions", r->compactions);
+  nnmem__jw_kv_u64(w, "bytes_moved", r->bytes_moved);
+  nnmem__jw_key(w, "timeline");
+  nnmem__jw_array(w);
+  for (uint64_t i = 0; i < h->n; i++) {
+    nnmem__jw_object(w);
+    nnmem__jw_kv_u64(w, "operation", h->op[i]);
+    nnmem__jw_kv_u64(w, "live_bytes", h->live[i]);
+    nnmem__jw_kv_u64(w, "committed_bytes", h->committed[i]);
+    nnmem__jw_kv_double(w, "fragmentation", h->frag[i]);
+    nnmem__jw_end(w);
+  }
+  nnmem__jw_end(w);
+  nnmem__jw_end(w);
+}
+
+/* The heap runs of --defrag: off, and auto when asked. */
+static nnmem_status_t run_heaps(const replay_opts_t *o,
+                                const nnmem_problem_t *p, nnmem__jw_t *w,
+                                nnmem_diag_t *d) {
+  uint64_t cap = o->heap_capacity;
+  if (!cap) {
+    uint64_t lb = 0;
+    nnmem_status_t s = nnmem_problem_lower_bound(p, 256, &lb);
+    if (s != NNMEM_OK) return s;
+    cap = lb + lb / 20;
+    if (cap < 65536) cap = 65536;
+  }
+  heap_run_t *h = malloc(sizeof *h);
+  if (!h) return NNMEM_ERR_NOMEM;
+  nnmem_status_t s = NNMEM_OK;
+  for (int mode = 0; mode < o->defrag && s == NNMEM_OK; mode++) {
+    const char *name = mode ? "auto" : "off";
+    s = heap_replay(p, cap, mode, h, d);
+    if (s != NNMEM_OK) break;
+    if (o->json)
+      heap_json(w, o->trace, name, cap, h);
+    else
+      heap_text(name, cap, h);
+  }
+  free(h);
+  return s;
+}
+
 int cli_cmd_replay(int argc, char **argv) {
   replay_opts_t o;
   int rc = parse_replay_args(argc, argv, &o);
@@ -231,6 +394,7 @@ int cli_cmd_replay(int argc, char **argv) {
     else if (!o.prometheus)
       print_text(name, &r);
   }
+  if (st == NNMEM_OK && o.defrag) st = run_heaps(&o, p, &w, &d);
   nnmem__jw_end(&w);
   nnmem_csv_destroy(csv);
   if (st != NNMEM_OK) {

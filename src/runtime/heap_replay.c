@@ -1,0 +1,110 @@
+/* heap_replay.c - replays a problem (MiniMalloc trace) through a handle
+ * heap on an unbacked simulated device: fragmentation over time, committed
+ * bytes, compactions and bytes moved.
+ *
+ * Steps: 1. two events per buffer of nonzero size, sorted by (time, frees
+ * first, buffer index) as nnmem_pool_replay does; 2. run them through a
+ * fresh heap with the caller's configuration (capacity required); after
+ * each allocation sample live requested bytes, committed bytes and the
+ * fragmentation (1 - largest allocatable gap / free bytes) and call the
+ * callback; 3. an allocation that does not fit ends the replay with
+ * failed_at set (status NNMEM_OK: not fitting is a result here).
+ * Complexity: O(n log n) sort plus O(live) per allocation.
+ * Thread-safety: uses only its own objects. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "nnmem/heap.h"
+
+typedef struct hevent {
+  uint64_t time;
+  uint32_t is_alloc;
+  uint32_t index;
+} hevent_t;
+
+static int hevent_cmp(const void *a, const void *b) {
+  const hevent_t *x = a, *y = b;
+  if (x->time != y->time) return x->time < y->time ? -1 : 1;
+  if (x->is_alloc != y->is_alloc) return x->is_alloc < y->is_alloc ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static nnmem_status_t run(const nnmem_problem_t *p, const hevent_t *ev,
+                          size_t n, nnmem_heap_t *h, nnmem_handle_t *hd,
+                          nnmem_heap_replay_cb cb, void *user,
+                          nnmem_heap_replay_result_t *r) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  uint64_t live = 0, allocs = 0;
+  double frag_sum = 0;
+  nnmem_stats_t st;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t j = ev[i].index;
+    if (!ev[i].is_alloc) {
+      if (hd[j].bits && nnmem_handle_free(h, hd[j]) == NNMEM_OK)
+        live -= b[j].size;
+      hd[j].bits = 0;
+      r->operations++;
+      continue;
+    }
+    nnmem_status_t s = nnmem_handle_alloc(h, b[j].size, b[j].align, &hd[j]);
+    if (s == NNMEM_ERR_NOMEM) {
+      r->failed_at = (uint64_t)j + 1;
+      break;
+    }
+    if (s != NNMEM_OK) return s;
+    r->operations++;
+    live += b[j].size;
+    if (live > r->peak_live_bytes) r->peak_live_bytes = live;
+    (void)nnmem_heap_stats(h, &st, NULL);
+    frag_sum += st.fragmentation;
+    if (st.fragmentation > r->frag_max) r->frag_max = st.fragmentation;
+    if (cb) cb(user, r->operations, live, st.reserved_bytes, st.fragmentation);
+    allocs++;
+  }
+  r->frag_mean = allocs ? frag_sum / (double)allocs : 0;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_heap_replay(const nnmem_problem_t *problem,
+                                 const nnmem_heap_config_t *cfg,
+                                 nnmem_heap_replay_cb cb, void *user,
+                                 nnmem_heap_replay_result_t *out,
+                                 nnmem_diag_t *diag) {
+  if (!problem || !cfg || !out)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID, "heap replay: NULL argument");
+  memset(out, 0, sizeof *out);
+  size_t nb = nnmem_problem_count(problem), n = 0;
+  const nnmem_buffer_t *b = nnmem_problem_buffers(problem);
+  if (nb > UINT32_MAX) return NNMEM_ERR_OVERFLOW;
+  hevent_t *ev = malloc((2 * nb + 1) * sizeof *ev);
+  nnmem_handle_t *hd = calloc(nb + 1, sizeof *hd);
+  nnmem_backend_t *dev = NULL;
+  nnmem_heap_t *h = NULL;
+  nnmem_status_t s = ev && hd ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  for (size_t i = 0; s == NNMEM_OK && i < nb; i++) {
+    if (b[i].size == 0) continue;
+    ev[n++] = (hevent_t){b[i].first, 1, (uint32_t)i};
+    ev[n++] = (hevent_t){b[i].last, 0, (uint32_t)i};
+  }
+  if (s == NNMEM_OK) qsort(ev, n, sizeof *ev, hevent_cmp);
+  nnmem_sim_config_t sc = {0};
+  if (s == NNMEM_OK && cfg->segment == NNMEM_SEGMENT_BACKEND)
+    s = nnmem_backend_sim_create(&sc, &dev);
+  if (s == NNMEM_OK) s = nnmem_heap_create(cfg, dev, &h, diag);
+  if (s == NNMEM_OK) s = run(problem, ev, n, h, hd, cb, user, out);
+  if (s == NNMEM_OK) {
+    nnmem_stats_t st;
+    nnmem_heap_counters_t hc;
+    (void)nnmem_heap_stats(h, &st, &hc);
+    out->peak_committed_bytes = st.reserved_bytes_peak;
+    out->peak_top = hc.top_peak;
+    out->compactions = hc.compactions;
+    out->bytes_moved = hc.bytes_moved;
+  }
+  nnmem_heap_destroy(h);
+  nnmem_backend_destroy(dev);
+  free(ev);
+  free(hd);
+  return s;
+}
