@@ -74,6 +74,7 @@
 #define CLOCK_EVERY 256
 #define RESCAN_MAX 128 /* larger sections keep a stale unplaced floor */
 #define PROGRESS_EVERY 4096
+#define MAX_NEST 64 /* decompositions open at once (C stack depth) */
 
 enum { TR_MINOFF, TR_FLOOR, TR_TOTAL, TR_UMIN, TR_UARG };
 
@@ -97,6 +98,8 @@ typedef struct frame {
   uint32_t chosen;
   size_t mark; /* trail length before the chosen placement */
   size_t cand_at, n_cand, next_cand; /* full mode: sorted candidates */
+  uint64_t iso_off; /* hatless: keys above (iso_off, iso_rank) are dead */
+  uint32_t iso_rank;
 } frame_t;
 
 /* One decision search over one partition (local indices 0..n). */
@@ -125,14 +128,21 @@ typedef struct srch {
   trail_entry_t *trail;
   size_t n_trail, trail_cap;
   frame_t *frames;
+  uint32_t *cut;   /* per boundary t (sections t-1 | t): unplaced buffers
+                      crossing it (first section < t < end section) */
+  uint32_t *nun;   /* per buffer: its unplaced neighbours */
+  uint32_t q0, q1; /* sections of the group being searched */
+  int nest;        /* decompositions open on the stack */
+  uint32_t *ustk;  /* decomposition scratch: saved unplaced lists */
+  size_t ustk_n, ustk_cap;
 } srch_t;
 
 static void srch_free(srch_t *s) {
-  void *arrs[] = {s->size,   s->al,     s->minoff, s->off,    s->s0,
-                  s->s1,     s->ov_at,  s->ov,     s->sec_at, s->sec,
-                  s->floor,  s->total,  s->total0, s->rank,   s->next,
-                  s->prev,   s->placed, s->umin,   s->uarg,   s->trail,
-                  s->frames, s->nargs,  s->mt,     s->cand,   s->raised};
+  void *arrs[] = {s->size,   s->al,    s->minoff, s->off,   s->s0,     s->s1,
+                  s->ov_at,  s->ov,    s->sec_at, s->sec,   s->floor,  s->total,
+                  s->total0, s->rank,  s->next,   s->prev,  s->placed, s->umin,
+                  s->uarg,   s->trail, s->frames, s->nargs, s->mt,     s->cand,
+                  s->raised, s->cut,   s->nun,    s->ustk};
   for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++)
     free(arrs[i]);
   memset(s, 0, sizeof *s);
@@ -254,8 +264,9 @@ static nnmem_status_t build_sections(srch_t *s, const nnmem_buffer_t *b) {
   }
   s->mt = calloc(4 * s->mt_leaves, sizeof *s->mt);
   s->uarg = malloc((ns + 1) * sizeof *s->uarg);
+  s->cut = calloc(ns + 1, sizeof *s->cut);
   if (!s->sec_at || !s->sec || !s->floor || !s->total || !s->total0 ||
-      !s->umin || !s->uarg || !s->nargs || !s->mt)
+      !s->umin || !s->uarg || !s->nargs || !s->mt || !s->cut)
     return NNMEM_ERR_NOMEM;
   for (size_t k = 0; k < n; k++)
     for (uint32_t q = s->s0[k]; q < s->s1[k]; q++) {
@@ -298,9 +309,10 @@ static nnmem_status_t srch_init(srch_t *s, const nnmem_problem_t *p,
   s->placed = calloc(m, 1);
   s->frames = calloc(m + 1, sizeof *s->frames);
   s->raised = malloc(m * sizeof *s->raised);
+  s->nun = malloc(m * sizeof *s->nun);
   if (!s->size || !s->al || !s->minoff || !s->off || !s->s0 || !s->s1 ||
       !s->rank || !s->next || !s->prev || !s->placed || !s->frames ||
-      !s->raised)
+      !s->raised || !s->nun)
     return NNMEM_ERR_NOMEM;
   for (size_t k = 0; k < n; k++) {
     const nnmem_buffer_t *x = &b[ids[k]];
@@ -458,6 +470,25 @@ static void mt_add(srch_t *s, size_t t, size_t tl, size_t tr, size_t l,
   s->mt[t] = (a > b ? a : b) + lazy[t];
 }
 
+/* The largest section total over [l, r) (tree node t covers [tl, tr)). */
+static int64_t mt_max(const srch_t *s, size_t t, size_t tl, size_t tr, size_t l,
+                      size_t r) {
+  const int64_t *lazy = s->mt + 2 * s->mt_leaves;
+  if (r <= tl || tr <= l) return INT64_MIN / 2;
+  if (l <= tl && tr <= r) return s->mt[t];
+  size_t mid = tl + (tr - tl) / 2;
+  int64_t a = mt_max(s, 2 * t, tl, mid, l, r);
+  int64_t b = mt_max(s, 2 * t + 1, mid, tr, l, r);
+  return (a > b ? a : b) + lazy[t];
+}
+
+/* The largest unplaced total of the sections of the group searched now
+ * (all sections outside a decomposition). */
+static int64_t group_max_total(const srch_t *s) {
+  if (s->q0 == 0 && s->q1 >= s->ns) return s->mt[1];
+  return mt_max(s, 1, 0, s->mt_leaves, s->q0, s->q1);
+}
+
 static void mt_build(srch_t *s) {
   size_t L = s->mt_leaves;
   memset(s->mt + 2 * L, 0, 2 * L * sizeof *s->mt);
@@ -482,13 +513,19 @@ static int section_ok(const srch_t *s, uint32_t q, uint64_t x) {
  * sections that changed one by one and all others at once: unchanged
  * sections passed at the parent, so they fail now only if x + their total
  * > C, i.e. x + (the largest total, from the tree) > C. */
-static int place(srch_t *s, uint32_t k) {
+static int place(srch_t *s, uint32_t k, int *zeroed) {
   uint64_t x = s->minoff[k], e = x + s->size[k]; /* fits(): no overflow */
   s->off[k] = x;
   unlink_buf(s, k);
+  *zeroed = 0;
+  for (uint32_t t = s->s0[k] + 1; t < s->s1[k]; t++) /* unplace() undoes */
+    *zeroed |= --s->cut[t] == 0;
+  for (uint32_t a = s->ov_at[k]; a < s->ov_at[k + 1]; a++)
+    s->nun[s->ov[a]]--;
   if (s->full) {
     mt_add(s, 1, 0, s->mt_leaves, s->s0[k], s->s1[k], -(int64_t)s->size[k]);
-    if (s->mt[1] > 0 && !fits(s, x, (uint64_t)s->mt[1])) return 0; /* cheap */
+    int64_t t = group_max_total(s);
+    if (t > 0 && !fits(s, x, (uint64_t)t)) return 0; /* cheap */
   }
   for (uint32_t q = s->s0[k]; q < s->s1[k]; q++) {
     if (trail_push(s, TR_FLOOR, q, s->floor[q]) ||
@@ -520,13 +557,24 @@ static int place(srch_t *s, uint32_t k) {
   for (uint32_t q = s->s0[k]; q < s->s1[k]; q++)
     if (!section_ok(s, q, x)) return 0;
   if (!s->full) return 1;
-  return s->mt[1] <= 0 || fits(s, x, (uint64_t)s->mt[1]);
+  int64_t t = group_max_total(s);
+  return t <= 0 || fits(s, x, (uint64_t)t);
 }
 
-static void unplace(srch_t *s, uint32_t k, size_t mark) {
+/* Takes back place(k) (whether it passed or not) but the unplaced list. */
+static void unplace_state(srch_t *s, uint32_t k, size_t mark) {
   undo_to(s, mark);
   if (s->full)
     mt_add(s, 1, 0, s->mt_leaves, s->s0[k], s->s1[k], (int64_t)s->size[k]);
+  for (uint32_t t = s->s0[k] + 1; t < s->s1[k]; t++)
+    s->cut[t]++;
+  for (uint32_t a = s->ov_at[k]; a < s->ov_at[k + 1]; a++)
+    s->nun[s->ov[a]]++;
+  s->placed[k] = 0;
+}
+
+static void unplace(srch_t *s, uint32_t k, size_t mark) {
+  unplace_state(s, k, mark);
   relink_buf(s, k);
 }
 
@@ -540,6 +588,7 @@ static int cmp_cand(const void *a, const void *b) {
 static int is_candidate(const srch_t *s, const frame_t *f, uint32_t k) {
   uint64_t o = s->minoff[k];
   if (o >= f->min_h || !fits(s, o, s->size[k])) return 0;
+  if (o > f->iso_off || (o == f->iso_off && s->rank[k] > f->iso_rank)) return 0;
   return o > f->lo_off || (o == f->lo_off && s->rank[k] >= f->lo_rank);
 }
 
@@ -569,10 +618,14 @@ static nnmem_status_t frame_enter(srch_t *s, frame_t *f, uint64_t lo_off,
                                   uint32_t lo_rank, size_t at) {
   f->lo_off = lo_off, f->lo_rank = lo_rank, f->tried = 0, f->chosen = NONE;
   f->cand_at = at, f->n_cand = 0, f->next_cand = 0;
+  f->iso_off = UINT64_MAX, f->iso_rank = NONE;
   uint64_t h = UINT64_MAX;
   for (uint32_t k = s->head; k != NONE; k = s->next[k]) {
-    uint64_t e;
-    if (!nnmem__add_overflow(s->minoff[k], s->size[k], &e) && e < h) h = e;
+    uint64_t e, o = s->minoff[k];
+    if (!nnmem__add_overflow(o, s->size[k], &e) && e < h) h = e;
+    if (s->nun[k] == 0 &&
+        (o < f->iso_off || (o == f->iso_off && s->rank[k] < f->iso_rank)))
+      f->iso_off = o, f->iso_rank = s->rank[k];
   }
   f->min_h = h;
   if (!s->full) return NNMEM_OK;
@@ -606,16 +659,96 @@ static int charge(nnmem__search_ctl_t *c, uint64_t limit_left) {
   return 0;
 }
 
-/* Depth-first search with at most `limit` nodes (*used: spent). */
 static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
-                          uint64_t *used, nnmem__verdict_t *v) {
-  size_t d = 0;
-  *used = 0;
-  if (s->n == 0) {
+                          uint64_t *used, size_t d0, size_t at,
+                          nnmem__verdict_t *v);
+
+/* Makes the unplaced list the `m` buffers ustk[from..] (rank order). */
+static void list_set(srch_t *s, size_t from, size_t m) {
+  const uint32_t *u = s->ustk + from;
+  s->head = m ? u[0] : NONE;
+  for (size_t r = 0; r < m; r++) {
+    s->prev[u[r]] = r ? u[r - 1] : NONE;
+    s->next[u[r]] = r + 1 < m ? u[r + 1] : NONE;
+  }
+}
+
+/* Step 7, dynamic decomposition: k (placed at frame d - 1) left boundaries
+ * that no unplaced buffer crosses; the unplaced buffers then form groups
+ * between them, independent of each other, solved one after the other from
+ * frame d, each by its own canonical search (candidates from offset 0).
+ * One group infeasible: all are taken back, the list restored, verdict
+ * infeasible. *split = 0 when there is one group only (nothing done). */
+static nnmem_status_t decompose(srch_t *s, nnmem__search_ctl_t *c,
+                                uint64_t limit, uint64_t *used, size_t d,
+                                size_t at, uint32_t k, int *split,
+                                nnmem__verdict_t *v) {
+  size_t base = s->ustk_n, m = 0;
+  for (uint32_t u = s->head; u != NONE; u = s->next[u])
+    m++;
+  if (nnmem__grow((void **)&s->ustk, &s->ustk_cap, base + 2 * m,
+                  sizeof *s->ustk))
+    return NNMEM_ERR_NOMEM;
+  uint32_t *u = s->ustk + base, *grp = u + m, g_lo = NONE, g_hi = 0;
+  m = 0;
+  for (uint32_t j = s->head; j != NONE; j = s->next[j]) {
+    uint32_t g = 0; /* group: zero boundaries of k's span left of j */
+    for (uint32_t t = s->s0[k] + 1; t <= s->s0[j] && t < s->s1[k]; t++)
+      g += s->cut[t] == 0;
+    grp[m] = g, u[m++] = j;
+    g_lo = g < g_lo ? g : g_lo, g_hi = g > g_hi ? g : g_hi;
+  }
+  *split = g_lo != g_hi;
+  if (!*split) return NNMEM_OK;
+  s->ustk_n = base + 2 * m;
+  uint32_t q0 = s->q0, q1 = s->q1, *sub = NULL;
+  size_t dd = d;
+  nnmem_status_t st = NNMEM_OK;
+  s->nest++;
+  *v = NNMEM__FOUND;
+  for (uint32_t g = g_lo; g <= g_hi && *v == NNMEM__FOUND && !st; g++) {
+    size_t from = s->ustk_n, mg = 0;
+    if (nnmem__grow((void **)&s->ustk, &s->ustk_cap, from + m, sizeof *s->ustk))
+      st = NNMEM_ERR_NOMEM;
+    for (size_t r = 0; r < m && !st; r++) /* ustk may have moved */
+      if (s->ustk[base + m + r] == g) s->ustk[from + mg++] = s->ustk[base + r];
+    if (st || mg == 0) continue;
+    sub = s->ustk + from;
+    uint32_t lo = s->s0[sub[0]], hi = s->s1[sub[0]];
+    for (size_t r = 1; r < mg; r++) {
+      lo = s->s0[sub[r]] < lo ? s->s0[sub[r]] : lo;
+      hi = s->s1[sub[r]] > hi ? s->s1[sub[r]] : hi;
+    }
+    list_set(s, from, mg);
+    s->q0 = lo, s->q1 = hi, s->ustk_n = from + mg;
+    st = dfs(s, c, limit, used, dd, at, v);
+    s->ustk_n = from;
+    if (!st && *v == NNMEM__FOUND) dd += mg;
+  }
+  s->nest--;
+  s->q0 = q0, s->q1 = q1;
+  if (!st && *v == NNMEM__INFEASIBLE) { /* take the found groups back */
+    for (size_t i = dd; i-- > d;) {
+      unplace_state(s, s->frames[i].chosen, s->frames[i].mark);
+      s->frames[i].chosen = NONE;
+    }
+    list_set(s, base, m);
+  }
+  s->ustk_n = base;
+  return st;
+}
+
+/* Depth-first search of the unplaced list from frame d0 with at most
+ * `limit` nodes (*used: spent so far, shared by nested groups). */
+static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
+                          uint64_t *used, size_t d0, size_t at,
+                          nnmem__verdict_t *v) {
+  size_t d = d0;
+  if (s->head == NONE) {
     *v = NNMEM__FOUND;
     return NNMEM_OK;
   }
-  if (frame_enter(s, &s->frames[0], 0, 0, 0)) return NNMEM_ERR_NOMEM;
+  if (frame_enter(s, &s->frames[d0], 0, 0, at)) return NNMEM_ERR_NOMEM;
   for (;;) {
     frame_t *f = &s->frames[d];
     if (f->chosen != NONE) { /* back from a child or a failed placement */
@@ -624,7 +757,7 @@ static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
     }
     uint32_t k = next_candidate(s, f);
     if (k == NONE) {
-      if (d == 0) {
+      if (d == d0) {
         *v = NNMEM__INFEASIBLE;
         return NNMEM_OK;
       }
@@ -633,10 +766,10 @@ static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
     }
     f->tried = 1, f->last_off = s->minoff[k], f->last_rank = s->rank[k];
     f->chosen = k, f->mark = s->n_trail;
-    int r = place(s, k);
+    int zeroed = 0, split = 0, r = place(s, k, &zeroed);
     if (r < 0) return NNMEM_ERR_NOMEM;
     if (!r) continue;
-    if (d + 1 == s->n) {
+    if (s->head == NONE) {
       *v = NNMEM__FOUND;
       return NNMEM_OK;
     }
@@ -645,6 +778,13 @@ static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
       return NNMEM_OK;
     }
     ++*used;
+    if (zeroed && s->nest < MAX_NEST) {
+      nnmem_status_t st = decompose(s, c, limit, used, d + 1,
+                                    f->cand_at + f->n_cand, k, &split, v);
+      if (st) return st;
+      if (split && *v != NNMEM__INFEASIBLE) return NNMEM_OK;
+      if (split) continue; /* the groups cannot all be placed: next one */
+    }
     if (frame_enter(s, &s->frames[d + 1], f->last_off, f->last_rank,
                     f->cand_at + f->n_cand))
       return NNMEM_ERR_NOMEM;
@@ -668,6 +808,13 @@ static void srch_reset(srch_t *s) {
     if (any) s->nargs[s->uarg[q]]++;
   }
   if (s->full) mt_build(s);
+  memset(s->cut, 0, (s->ns + 1) * sizeof *s->cut);
+  for (size_t k = 0; k < s->n; k++) {
+    for (uint32_t t = s->s0[k] + 1; t < s->s1[k]; t++)
+      s->cut[t]++;
+    s->nun[k] = s->ov_at[k + 1] - s->ov_at[k];
+  }
+  s->q0 = 0, s->q1 = (uint32_t)s->ns, s->nest = 0, s->ustk_n = 0;
 }
 
 /* Step 6 on one partition. */
@@ -689,7 +836,7 @@ static nnmem_status_t decide_part(const nnmem_problem_t *p, const uint32_t *ids,
     for (int w = 0; w < 3 && st == NNMEM_OK; w++) {
       uint64_t used = 0;
       st = preorder(&s, b, w);
-      if (st == NNMEM_OK) st = dfs(&s, c, limit, &used, v);
+      if (st == NNMEM_OK) st = dfs(&s, c, limit, &used, 0, 0, v);
       if (st == NNMEM_OK && *v == NNMEM__FOUND)
         for (size_t k = 0; k < n; k++)
           offsets[ids[k]] = s.off[k];
