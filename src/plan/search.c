@@ -61,6 +61,7 @@
  * plus O(n^2) candidate lists at most in full mode. A set with more than
  * 2^25 overlap pairs or section entries is not searched (verdict unknown).
  * Thread-safety: reentrant; all state is local to one call. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -345,7 +346,11 @@ static int cmp_pre(const void *a, const void *b) {
 /* Ranks the buffers by preordering `which` (0: total, width, area; 1:
  * width, area, total; 2: area, total, width; all descending, index tie
  * break) and resets the unplaced list to that order. */
-static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b, int which) {
+static const char *const PREORDERS[] = {"TWA", "WAT", "ATW"};
+#define N_PREORDERS (sizeof PREORDERS / sizeof *PREORDERS)
+
+static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b,
+                               const char *spec) {
   size_t n = s->n;
   pre_key_t *keys = malloc((n ? n : 1) * sizeof *keys);
   if (!keys) return NNMEM_ERR_NOMEM;
@@ -356,9 +361,18 @@ static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b, int which) {
     const nnmem_buffer_t *x = &b[s->ids[k]];
     if (nnmem__mul_overflow(s->size[k], x->last - x->first, &area))
       area = UINT64_MAX;
-    uint64_t v[3] = {t, s->s1[k] - s->s0[k], area};
-    for (int i = 0; i < 3; i++)
-      keys[k].k[i] = v[(i + which) % 3];
+    for (int i = 0; i < 3; i++) {
+      char ch = spec[i];
+      keys[k].k[i] = ch == 'T'   ? t
+                     : ch == 'W' ? s->s1[k] - s->s0[k]
+                     : ch == 'A' ? area
+                     : ch == 'Z' ? s->size[k]
+                     : ch == 'L' ? x->last - x->first
+                     : ch == 'O' ? s->ov_at[k + 1] - s->ov_at[k]
+                     : ch == 'E' ? x->last
+                     : ch == 'S' ? UINT64_MAX - x->first
+                                 : 0;
+    }
     keys[k].idx = (uint32_t)k;
   }
   qsort(keys, n, sizeof *keys, cmp_pre);
@@ -452,41 +466,39 @@ static int rescan(srch_t *s, uint32_t q) {
   return 0;
 }
 
-/* Adds v to the totals of sections [l, r) in the max-total tree: node t
- * covers [tl, tr); mt[t] = max of its children + its own pending add
- * (lazy[t]), so the root mt[1] is the largest section total. */
-static void mt_add(srch_t *s, size_t t, size_t tl, size_t tr, size_t l,
-                   size_t r, int64_t v) {
-  int64_t *lazy = s->mt + 2 * s->mt_leaves;
-  if (r <= tl || tr <= l) return;
-  if (l <= tl && tr <= r) {
-    s->mt[t] += v, lazy[t] += v;
-    return;
+/* Adds v to the totals of sections [l, r) in the max-total tree (heap
+ * layout, leaves at mt_leaves + q): mt[t] = max of its children + lazy[t],
+ * the add pending on all of t's subtree, so the root mt[1] is the largest
+ * section total. Bottom-up: the O(log) nodes covering [l, r) take the add,
+ * then the two boundary paths are recomputed. */
+static void mt_add(srch_t *s, size_t l, size_t r, int64_t v) {
+  size_t L = s->mt_leaves;
+  int64_t *mt = s->mt, *lazy = s->mt + 2 * L;
+  if (l >= r) return;
+  size_t l0 = l + L, r0 = r + L - 1;
+  for (l += L, r += L; l < r; l >>= 1, r >>= 1) {
+    if (l & 1) mt[l] += v, lazy[l++] += v;
+    if (r & 1) mt[--r] += v, lazy[r] += v;
   }
-  size_t mid = tl + (tr - tl) / 2;
-  mt_add(s, 2 * t, tl, mid, l, r, v);
-  mt_add(s, 2 * t + 1, mid, tr, l, r, v);
-  int64_t a = s->mt[2 * t], b = s->mt[2 * t + 1];
-  s->mt[t] = (a > b ? a : b) + lazy[t];
+  for (size_t p = l0 >> 1; p >= 1; p >>= 1) {
+    int64_t x = mt[2 * p], y = mt[2 * p + 1];
+    mt[p] = (x > y ? x : y) + lazy[p];
+  }
+  for (size_t p = r0 >> 1; p >= 1; p >>= 1) {
+    int64_t x = mt[2 * p], y = mt[2 * p + 1];
+    mt[p] = (x > y ? x : y) + lazy[p];
+  }
 }
 
-/* The largest section total over [l, r) (tree node t covers [tl, tr)). */
-static int64_t mt_max(const srch_t *s, size_t t, size_t tl, size_t tr, size_t l,
-                      size_t r) {
-  const int64_t *lazy = s->mt + 2 * s->mt_leaves;
-  if (r <= tl || tr <= l) return INT64_MIN / 2;
-  if (l <= tl && tr <= r) return s->mt[t];
-  size_t mid = tl + (tr - tl) / 2;
-  int64_t a = mt_max(s, 2 * t, tl, mid, l, r);
-  int64_t b = mt_max(s, 2 * t + 1, mid, tr, l, r);
-  return (a > b ? a : b) + lazy[t];
-}
-
-/* The largest unplaced total of the sections of the group searched now
- * (all sections outside a decomposition). */
-static int64_t group_max_total(const srch_t *s) {
-  if (s->q0 == 0 && s->q1 >= s->ns) return s->mt[1];
-  return mt_max(s, 1, 0, s->mt_leaves, s->q0, s->q1);
+/* A decomposition searches the sections [a, b) of the group [q0, q1) on
+ * their own: the others leave the tree's maximum while it does (mask -1)
+ * and come back after (+1); every total fits in INT64_MAX / 4. */
+#define MT_MASK (INT64_MAX / 4 + 1)
+static void mt_mask(srch_t *s, uint32_t q0, uint32_t q1, uint32_t a,
+                    uint32_t b, int64_t sign) {
+  if (!s->full) return;
+  mt_add(s, q0, a, sign * -MT_MASK);
+  mt_add(s, b, q1, sign * -MT_MASK);
 }
 
 static void mt_build(srch_t *s) {
@@ -523,8 +535,8 @@ static int place(srch_t *s, uint32_t k, int *zeroed) {
   for (uint32_t a = s->ov_at[k]; a < s->ov_at[k + 1]; a++)
     s->nun[s->ov[a]]--;
   if (s->full) {
-    mt_add(s, 1, 0, s->mt_leaves, s->s0[k], s->s1[k], -(int64_t)s->size[k]);
-    int64_t t = group_max_total(s);
+    mt_add(s, s->s0[k], s->s1[k], -(int64_t)s->size[k]);
+    int64_t t = s->mt[1];
     if (t > 0 && !fits(s, x, (uint64_t)t)) return 0; /* cheap */
   }
   for (uint32_t q = s->s0[k]; q < s->s1[k]; q++) {
@@ -557,7 +569,7 @@ static int place(srch_t *s, uint32_t k, int *zeroed) {
   for (uint32_t q = s->s0[k]; q < s->s1[k]; q++)
     if (!section_ok(s, q, x)) return 0;
   if (!s->full) return 1;
-  int64_t t = group_max_total(s);
+  int64_t t = s->mt[1];
   return t <= 0 || fits(s, x, (uint64_t)t);
 }
 
@@ -565,7 +577,7 @@ static int place(srch_t *s, uint32_t k, int *zeroed) {
 static void unplace_state(srch_t *s, uint32_t k, size_t mark) {
   undo_to(s, mark);
   if (s->full)
-    mt_add(s, 1, 0, s->mt_leaves, s->s0[k], s->s1[k], (int64_t)s->size[k]);
+    mt_add(s, s->s0[k], s->s1[k], (int64_t)s->size[k]);
   for (uint32_t t = s->s0[k] + 1; t < s->s1[k]; t++)
     s->cut[t]++;
   for (uint32_t a = s->ov_at[k]; a < s->ov_at[k + 1]; a++)
@@ -721,7 +733,9 @@ static nnmem_status_t decompose(srch_t *s, nnmem__search_ctl_t *c,
     }
     list_set(s, from, mg);
     s->q0 = lo, s->q1 = hi, s->ustk_n = from + mg;
+    mt_mask(s, q0, q1, lo, hi, 1);
     st = dfs(s, c, limit, used, dd, at, v);
+    mt_mask(s, q0, q1, lo, hi, -1);
     s->ustk_n = from;
     if (!st && *v == NNMEM__FOUND) dd += mg;
   }
@@ -833,10 +847,26 @@ static nnmem_status_t decide_part(const nnmem_problem_t *p, const uint32_t *ids,
   uint64_t limit = n > 16 ? n : 16;
   while (st == NNMEM_OK && *v == NNMEM__UNKNOWN && !c->stopped) {
     limit = limit > UINT64_MAX / 2 ? UINT64_MAX : limit * 2;
-    for (int w = 0; w < 3 && st == NNMEM_OK; w++) {
+    const char *const *pre = PREORDERS;
+    size_t npre = N_PREORDERS;
+#ifdef SEARCH_DEBUG
+    const char *env[16];
+    static char envbuf[256];
+    if (getenv("NNMEM_PRE")) {
+      snprintf(envbuf, sizeof envbuf, "%s", getenv("NNMEM_PRE"));
+      npre = 0;
+      for (char *t = strtok(envbuf, ","); t && npre < 16; t = strtok(NULL, ","))
+        env[npre++] = t;
+      pre = env;
+    }
+#endif
+    for (size_t w = 0; w < npre && st == NNMEM_OK; w++) {
       uint64_t used = 0;
-      st = preorder(&s, b, w);
+      st = preorder(&s, b, pre[w]);
       if (st == NNMEM_OK) st = dfs(&s, c, limit, &used, 0, 0, v);
+#ifdef SEARCH_DEBUG
+      fprintf(stderr, "part n=%zu cap=%llu w=%zu limit=%llu used=%llu v=%d\n", n, (unsigned long long)cap, w, (unsigned long long)limit, (unsigned long long)used, (int)*v);
+#endif
       if (st == NNMEM_OK && *v == NNMEM__FOUND)
         for (size_t k = 0; k < n; k++)
           offsets[ids[k]] = s.off[k];
