@@ -346,7 +346,8 @@ static int cmp_pre(const void *a, const void *b) {
 /* Ranks the buffers by preordering `which` (0: total, width, area; 1:
  * width, area, total; 2: area, total, width; all descending, index tie
  * break) and resets the unplaced list to that order. */
-static const char *const PREORDERS[] = {"TWA", "WAT", "ATW"};
+static const char *const PREORDERS[] = {"TWA:0", "WTA:0", "AWT:0", "OTW:3",
+                                        "SAW:3"};
 #define N_PREORDERS (sizeof PREORDERS / sizeof *PREORDERS)
 
 static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b,
@@ -494,8 +495,8 @@ static void mt_add(srch_t *s, size_t l, size_t r, int64_t v) {
  * their own: the others leave the tree's maximum while it does (mask -1)
  * and come back after (+1); every total fits in INT64_MAX / 4. */
 #define MT_MASK (INT64_MAX / 4 + 1)
-static void mt_mask(srch_t *s, uint32_t q0, uint32_t q1, uint32_t a,
-                    uint32_t b, int64_t sign) {
+static void mt_mask(srch_t *s, uint32_t q0, uint32_t q1, uint32_t a, uint32_t b,
+                    int64_t sign) {
   if (!s->full) return;
   mt_add(s, q0, a, sign * -MT_MASK);
   mt_add(s, b, q1, sign * -MT_MASK);
@@ -576,8 +577,7 @@ static int place(srch_t *s, uint32_t k, int *zeroed) {
 /* Takes back place(k) (whether it passed or not) but the unplaced list. */
 static void unplace_state(srch_t *s, uint32_t k, size_t mark) {
   undo_to(s, mark);
-  if (s->full)
-    mt_add(s, s->s0[k], s->s1[k], (int64_t)s->size[k]);
+  if (s->full) mt_add(s, s->s0[k], s->s1[k], (int64_t)s->size[k]);
   for (uint32_t t = s->s0[k] + 1; t < s->s1[k]; t++)
     s->cut[t]++;
   for (uint32_t a = s->ov_at[k]; a < s->ov_at[k + 1]; a++)
@@ -674,6 +674,9 @@ static int charge(nnmem__search_ctl_t *c, uint64_t limit_left) {
 static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
                           uint64_t *used, size_t d0, size_t at,
                           nnmem__verdict_t *v);
+#ifdef SEARCH_DEBUG
+static size_t dbg_maxd;
+#endif
 
 /* Makes the unplaced list the `m` buffers ustk[from..] (rank order). */
 static void list_set(srch_t *s, size_t from, size_t m) {
@@ -803,6 +806,9 @@ static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
                     f->cand_at + f->n_cand))
       return NNMEM_ERR_NOMEM;
     d++;
+#ifdef SEARCH_DEBUG
+    if (d > dbg_maxd) dbg_maxd = d;
+#endif
   }
 }
 
@@ -863,9 +869,15 @@ static nnmem_status_t decide_part(const nnmem_problem_t *p, const uint32_t *ids,
     for (size_t w = 0; w < npre && st == NNMEM_OK; w++) {
       uint64_t used = 0;
       st = preorder(&s, b, pre[w]);
-      if (st == NNMEM_OK) st = dfs(&s, c, limit, &used, 0, 0, v);
+      int shift = pre[w][3] == ':' ? pre[w][4] - '0' : 0;
+      uint64_t lim = limit >> shift;
+      if (st == NNMEM_OK) st = dfs(&s, c, lim > 16 ? lim : 16, &used, 0, 0, v);
 #ifdef SEARCH_DEBUG
-      fprintf(stderr, "part n=%zu cap=%llu w=%zu limit=%llu used=%llu v=%d\n", n, (unsigned long long)cap, w, (unsigned long long)limit, (unsigned long long)used, (int)*v);
+      fprintf(stderr, "maxd %zu ", dbg_maxd);
+      dbg_maxd = 0;
+      fprintf(stderr, "part n=%zu cap=%llu w=%zu limit=%llu used=%llu v=%d\n",
+              n, (unsigned long long)cap, w, (unsigned long long)limit,
+              (unsigned long long)used, (int)*v);
 #endif
       if (st == NNMEM_OK && *v == NNMEM__FOUND)
         for (size_t k = 0; k < n; k++)
