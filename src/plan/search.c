@@ -28,11 +28,26 @@
  *      <= C (its unplaced bytes stack above the floor: they all meet each
  *      other), else backtrack;
  *   5. all changes go to an undo trail; depth-first, iterative (explicit
- *      frames), so deep problems need no deep C stack;
- *   6. round robin over three preorderings (by section total, width, area
- *      in rotated priority, all descending) with node limits doubling from
- *      the set size, as MiniMalloc does: a run that ends without using its
- *      limit is complete (found or proven infeasible).
+ *      frames) inside a group of buffers (step 7), so deep problems need no
+ *      deep C stack;
+ *   6. round robin over a portfolio of preorderings (PREORDERS: section
+ *      total, width, area in three priorities with the whole node limit;
+ *      overlaps first and start-time first with 1/8 of it, which place
+ *      zero-slack problems the others do not) with node limits doubling
+ *      from the set size, as MiniMalloc does: a run that ends without using
+ *      its limit is complete (found or proven infeasible);
+ *   7. dynamic decomposition (MiniMalloc section 4.4): a boundary between
+ *      sections that no unplaced buffer crosses any more (a count per
+ *      boundary, lowered by each placement) splits the unplaced buffers
+ *      into groups that no longer interact; each is searched on its own
+ *      from offset 0 (canonical order restarts per group), one after the
+ *      other, and one infeasible group fails the node without trying the
+ *      others' alternatives again. Nested up to MAX_NEST deep (C stack);
+ *      the max-total tree masks the sections outside the group;
+ *   8. hatless pruning (as in MiniMalloc's current code): an unplaced buffer
+ *      with no unplaced neighbour keeps its minoff, so it must be placed
+ *      before any key above its own: candidates stop at the least such key
+ *      (and a node with one below its canonical lower key is dead).
  * Full mode (sets up to 4096 buffers): the least unplaced minoff of each
  * section is kept with its argmin (a section is scanned again only when its
  * argmin rises or is placed; sections of over RESCAN_MAX buffers keep a
@@ -50,6 +65,10 @@
  * alignment (kind "search"); a found plan lowers H. Stops at H == L
  * (optimal) or when the budget, the clock or the stop flag ends it.
  *
+ * Measured on the challenging set (bench/plan --search): decomposition
+ * turns F from unplaced in 30 s into 381 nodes; a per-section suffix test
+ * (the unplaced buffers above each minoff must fit below C) cut under 4%
+ * of the nodes and was not kept.
  * Invariants (checkable, see search_check in debug builds): each placed
  * buffer b has off(b) % al(b) == 0 and off(b) + size(b) <= C; two placed
  * buffers that meet in time do not overlap; minoff(u) >= top of the placed
@@ -61,7 +80,6 @@
  * plus O(n^2) candidate lists at most in full mode. A set with more than
  * 2^25 overlap pairs or section entries is not searched (verdict unknown).
  * Thread-safety: reentrant; all state is local to one call. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -343,13 +361,19 @@ static int cmp_pre(const void *a, const void *b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Ranks the buffers by preordering `which` (0: total, width, area; 1:
- * width, area, total; 2: area, total, width; all descending, index tie
- * break) and resets the unplaced list to that order. */
-static const char *const PREORDERS[] = {"TWA:0", "WTA:0", "AWT:0", "OTW:3",
-                                        "SAW:3"};
+/* The portfolio of step 6: key letters (all descending; T section total,
+ * W width in sections, A area, O overlaps, S start, earliest first) and the
+ * share of each round's node limit (limit >> shift). */
+static const struct {
+  const char *keys;
+  int shift;
+} PREORDERS[] = {{"TWA", 0}, {"WTA", 0}, {"AWT", 0},
+                 {"OTW", 3}, {"SAW", 3}, {"SWA", 3}};
 #define N_PREORDERS (sizeof PREORDERS / sizeof *PREORDERS)
 
+/* Ranks the buffers by the three keys named in `spec` (PREORDERS; all
+ * descending, index tie break) and resets the unplaced list to that order.
+ */
 static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b,
                                const char *spec) {
   size_t n = s->n;
@@ -367,12 +391,8 @@ static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b,
       keys[k].k[i] = ch == 'T'   ? t
                      : ch == 'W' ? s->s1[k] - s->s0[k]
                      : ch == 'A' ? area
-                     : ch == 'Z' ? s->size[k]
-                     : ch == 'L' ? x->last - x->first
                      : ch == 'O' ? s->ov_at[k + 1] - s->ov_at[k]
-                     : ch == 'E' ? x->last
-                     : ch == 'S' ? UINT64_MAX - x->first
-                                 : 0;
+                                 : UINT64_MAX - x->first; /* 'S' */
     }
     keys[k].idx = (uint32_t)k;
   }
@@ -674,9 +694,6 @@ static int charge(nnmem__search_ctl_t *c, uint64_t limit_left) {
 static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
                           uint64_t *used, size_t d0, size_t at,
                           nnmem__verdict_t *v);
-#ifdef SEARCH_DEBUG
-static size_t dbg_maxd;
-#endif
 
 /* Makes the unplaced list the `m` buffers ustk[from..] (rank order). */
 static void list_set(srch_t *s, size_t from, size_t m) {
@@ -806,9 +823,6 @@ static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
                     f->cand_at + f->n_cand))
       return NNMEM_ERR_NOMEM;
     d++;
-#ifdef SEARCH_DEBUG
-    if (d > dbg_maxd) dbg_maxd = d;
-#endif
   }
 }
 
@@ -853,32 +867,10 @@ static nnmem_status_t decide_part(const nnmem_problem_t *p, const uint32_t *ids,
   uint64_t limit = n > 16 ? n : 16;
   while (st == NNMEM_OK && *v == NNMEM__UNKNOWN && !c->stopped) {
     limit = limit > UINT64_MAX / 2 ? UINT64_MAX : limit * 2;
-    const char *const *pre = PREORDERS;
-    size_t npre = N_PREORDERS;
-#ifdef SEARCH_DEBUG
-    const char *env[16];
-    static char envbuf[256];
-    if (getenv("NNMEM_PRE")) {
-      snprintf(envbuf, sizeof envbuf, "%s", getenv("NNMEM_PRE"));
-      npre = 0;
-      for (char *t = strtok(envbuf, ","); t && npre < 16; t = strtok(NULL, ","))
-        env[npre++] = t;
-      pre = env;
-    }
-#endif
-    for (size_t w = 0; w < npre && st == NNMEM_OK; w++) {
-      uint64_t used = 0;
-      st = preorder(&s, b, pre[w]);
-      int shift = pre[w][3] == ':' ? pre[w][4] - '0' : 0;
-      uint64_t lim = limit >> shift;
+    for (size_t w = 0; w < N_PREORDERS && st == NNMEM_OK; w++) {
+      uint64_t used = 0, lim = limit >> PREORDERS[w].shift;
+      st = preorder(&s, b, PREORDERS[w].keys);
       if (st == NNMEM_OK) st = dfs(&s, c, lim > 16 ? lim : 16, &used, 0, 0, v);
-#ifdef SEARCH_DEBUG
-      fprintf(stderr, "maxd %zu ", dbg_maxd);
-      dbg_maxd = 0;
-      fprintf(stderr, "part n=%zu cap=%llu w=%zu limit=%llu used=%llu v=%d\n",
-              n, (unsigned long long)cap, w, (unsigned long long)limit,
-              (unsigned long long)used, (int)*v);
-#endif
       if (st == NNMEM_OK && *v == NNMEM__FOUND)
         for (size_t k = 0; k < n; k++)
           offsets[ids[k]] = s.off[k];
