@@ -89,9 +89,10 @@ static void test_minimalloc_capacity(void **state) {
            nnmem_plan_height(pl) / 1048576.0);
     uint64_t h = nnmem_plan_height(pl);
     nnmem_plan_destroy(pl);
-    /* as a decision problem: the search places it (A within 200,000
-     * nodes), or says it found no plan in its budget, never "infeasible"
-     * (every one of them fits) */
+    /* as a decision problem: the search places it (all but E within
+     * 200,000 nodes; F in 381 with dynamic decomposition, unplaced in
+     * 30 s without), or says it found no plan in its budget, never
+     * "infeasible" (every one of them fits) */
     cfg.capacity = 1048576;
     cfg.node_budget = 200000;
     nnmem_plan_status_t ps;
@@ -110,7 +111,7 @@ static void test_minimalloc_capacity(void **state) {
       assert_int_equal(st, NNMEM_ERR_CAPACITY);
       assert_int_equal(ps, NNMEM_PLAN_UNKNOWN);
       assert_null(pl);
-      assert_true(i > 0); /* A is placed */
+      assert_true(hard[i][0] == 'E'); /* the others are placed */
     }
     nnmem_csv_destroy(csv);
   }
