@@ -2,8 +2,9 @@
  * (`plan --search [DIR]`), three tables:
  *   1. MiniMalloc's challenging problems DIR/minimalloc/[A-F] at their
  *      capacity 1 MiB: placed or not, seconds, search nodes;
- *   2. zero-slack problems from zeroslack_problem (seeds 1..20, 100-300
- *      buffers): placed at exactly their capacity within 30 s each, share;
+ *   2. zero-slack problems from zeroslack_problem (seeds 1..20 of 100, 200
+ *      and 300 buffers): placed at exactly their capacity within 30 s
+ *      each, share;
  *   3. every trace DIR/traces/*.csv with optimal = 1 and a 1 s limit:
  *      status, height / bound, seconds.
  * Every plan is verified (a failure counts in *failures); nothing about
@@ -190,6 +191,7 @@ static void traces(const char *dir, int *failures) {
 
 void bench_search(const char *dir, int *failures) {
   challenging(dir, failures);
-  bench_zeroslack(20, 200, failures);
+  for (size_t n = 100; n <= 300; n += 100)
+    bench_zeroslack(20, n, failures);
   traces(dir, failures);
 }
