@@ -95,7 +95,7 @@
 #define PROGRESS_EVERY 4096
 #define MAX_NEST 64 /* decompositions open at once (C stack depth) */
 
-enum { TR_MINOFF, TR_FLOOR, TR_TOTAL, TR_UMIN, TR_UARG };
+enum { TR_MINOFF, TR_FLOOR, TR_UMIN, TR_UARG };
 
 typedef struct trail_entry {
   uint32_t kind, idx;
@@ -431,7 +431,6 @@ static void undo_to(srch_t *s, size_t mark) {
     }
     uint64_t *arr = t->kind == TR_MINOFF  ? s->minoff
                     : t->kind == TR_FLOOR ? s->floor
-                    : t->kind == TR_TOTAL ? s->total
                                           : s->umin;
     arr[t->idx] = t->old;
   }
@@ -551,8 +550,10 @@ static int place(srch_t *s, uint32_t k, int *zeroed) {
   s->off[k] = x;
   unlink_buf(s, k);
   *zeroed = 0;
-  for (uint32_t t = s->s0[k] + 1; t < s->s1[k]; t++) /* unplace() undoes */
-    *zeroed |= --s->cut[t] == 0;
+  for (uint32_t q = s->s0[k]; q < s->s1[k]; q++) { /* unplace() undoes */
+    s->total[q] -= s->size[k];
+    if (q > s->s0[k]) *zeroed |= --s->cut[q] == 0;
+  }
   for (uint32_t a = s->ov_at[k]; a < s->ov_at[k + 1]; a++)
     s->nun[s->ov[a]]--;
   if (s->full) {
@@ -561,11 +562,8 @@ static int place(srch_t *s, uint32_t k, int *zeroed) {
     if (t > 0 && !fits(s, x, (uint64_t)t)) return 0; /* cheap */
   }
   for (uint32_t q = s->s0[k]; q < s->s1[k]; q++) {
-    if (trail_push(s, TR_FLOOR, q, s->floor[q]) ||
-        trail_push(s, TR_TOTAL, q, s->total[q]))
-      return -1;
+    if (trail_push(s, TR_FLOOR, q, s->floor[q])) return -1;
     s->floor[q] = e;
-    s->total[q] -= s->size[k];
     if (!fits(s, e, s->total[q])) return 0;
     if (s->full && s->uarg[q] == k && rescan(s, q)) return -1;
   }
@@ -598,8 +596,10 @@ static int place(srch_t *s, uint32_t k, int *zeroed) {
 static void unplace_state(srch_t *s, uint32_t k, size_t mark) {
   undo_to(s, mark);
   if (s->full) mt_add(s, s->s0[k], s->s1[k], (int64_t)s->size[k]);
-  for (uint32_t t = s->s0[k] + 1; t < s->s1[k]; t++)
-    s->cut[t]++;
+  for (uint32_t q = s->s0[k]; q < s->s1[k]; q++) {
+    s->total[q] += s->size[k];
+    if (q > s->s0[k]) s->cut[q]++;
+  }
   for (uint32_t a = s->ov_at[k]; a < s->ov_at[k + 1]; a++)
     s->nun[s->ov[a]]++;
   s->placed[k] = 0;
