@@ -367,7 +367,7 @@ static int cmp_pre(const void *a, const void *b) {
 static const struct {
   const char *keys;
   int shift;
-} PREORDERS[] = {{"TWA", 0}, {"WTA", 0}, {"AWT", 0},
+} PREORDERS[] = {{"TWA", 0}, {"AWT", 0}, {"WTA", 0},
                  {"OTW", 3}, {"SAW", 3}, {"SWA", 3}};
 #define N_PREORDERS (sizeof PREORDERS / sizeof *PREORDERS)
 
