@@ -76,10 +76,11 @@
  * (nnmem_plan_verify shares no code with this file).
  * Complexity: a placement costs O(neighbours + width + log sections +
  * rescanned sections); a node O(unplaced log unplaced) (full) or O(unplaced)
- * per candidate (light); memory O(n + overlaps + sum of widths + trail),
- * plus O(n^2) candidate lists at most in full mode. A set with more than
- * 2^25 overlap pairs or section entries is not searched (verdict unknown).
- * Thread-safety: reentrant; all state is local to one call. */
+ * per candidate (light); a decomposition O(unplaced x zeroed boundaries);
+ * memory O(n + overlaps + sum of widths + trail), plus O(n^2) candidate lists
+ * at most in full mode. A set with more than 2^25 overlap pairs or section
+ * entries is not searched (verdict unknown). Thread-safety: reentrant; all
+ * state is local to one call. */
 #include <stdlib.h>
 #include <string.h>
 

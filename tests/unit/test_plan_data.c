@@ -104,8 +104,11 @@ static void test_minimalloc_capacity(void **state) {
            nnmem_status_name(st), nnmem_plan_status_name(ps),
            (unsigned long long)h);
     if (st == NNMEM_OK) {
-      assert_ok(nnmem_plan_verify(p, nnmem_plan_offsets(pl), 1, 1048576, NULL,
-                                  NULL));
+      assert_ok(
+          nnmem_plan_verify(p, nnmem_plan_offsets(pl), 1, 1048576, NULL, NULL));
+      /* F splits into independent groups early (dynamic decomposition):
+       * 381 nodes; without it, none of 30 s of nodes placed it */
+      if (hard[i][0] == 'F') assert_true(nnmem_plan_search_nodes(pl) < 2000);
       nnmem_plan_destroy(pl);
     } else {
       assert_int_equal(st, NNMEM_ERR_CAPACITY);
