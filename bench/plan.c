@@ -6,8 +6,8 @@
  *   plan --gen comb:N|random:N|zeroslack:SEED:N [--out FILE.csv]
  *        [--strategies ...]
  *   plan --search [DIR]   the placement search tables (plan_search.c):
- *        challenging A-F at 1 MiB, 20 zero-slack problems, the traces
- *        with --optimal --time-limit 1
+ *        challenging A-F at 1 MiB, 60 zero-slack problems (20 each of
+ *        100, 200, 300 buffers), the traces with --optimal --time-limit 1
  *   plan --gen randwire:N:SEED|nasnet:CELLS:SEED --out FILE.json
  *   plan --order [--csv OUT.csv]   operator order table (bench/order.c)
  *
@@ -98,7 +98,7 @@ static void usage(FILE *f) {
       "\n  --repeat N    runs per measurement, median reported (default "
       "3)\n"
       "  --synthetic   also plan the generated comb and random problems\n"
-      "  --search      the placement search tables (challenging set, 20\n"
+      "  --search      the placement search tables (challenging set, 60\n"
       "                zero-slack problems, traces with --optimal)\n"
       "  --gen KIND:N  a generated problem (comb:N, random:N,\n"
       "                zeroslack:SEED:N; N buffers):\n"

@@ -28,11 +28,26 @@
  *      <= C (its unplaced bytes stack above the floor: they all meet each
  *      other), else backtrack;
  *   5. all changes go to an undo trail; depth-first, iterative (explicit
- *      frames), so deep problems need no deep C stack;
- *   6. round robin over three preorderings (by section total, width, area
- *      in rotated priority, all descending) with node limits doubling from
- *      the set size, as MiniMalloc does: a run that ends without using its
- *      limit is complete (found or proven infeasible).
+ *      frames) inside a group of buffers (step 7), so deep problems need no
+ *      deep C stack;
+ *   6. round robin over a portfolio of preorderings (PREORDERS: section
+ *      total, width, area in three priorities with the whole node limit;
+ *      overlaps first and start-time first with 1/8 of it, which place
+ *      zero-slack problems the others do not) with node limits doubling
+ *      from the set size, as MiniMalloc does: a run that ends without using
+ *      its limit is complete (found or proven infeasible);
+ *   7. dynamic decomposition (MiniMalloc section 4.4): a boundary between
+ *      sections that no unplaced buffer crosses any more (a count per
+ *      boundary, lowered by each placement) splits the unplaced buffers
+ *      into groups that no longer interact; each is searched on its own
+ *      from offset 0 (canonical order restarts per group), one after the
+ *      other, and one infeasible group fails the node without trying the
+ *      others' alternatives again. Nested up to MAX_NEST deep (C stack);
+ *      the max-total tree masks the sections outside the group;
+ *   8. hatless pruning (as in MiniMalloc's current code): an unplaced buffer
+ *      with no unplaced neighbour keeps its minoff, so it must be placed
+ *      before any key above its own: candidates stop at the least such key
+ *      (and a node with one below its canonical lower key is dead).
  * Full mode (sets up to 4096 buffers): the least unplaced minoff of each
  * section is kept with its argmin (a section is scanned again only when its
  * argmin rises or is placed; sections of over RESCAN_MAX buffers keep a
@@ -50,6 +65,10 @@
  * alignment (kind "search"); a found plan lowers H. Stops at H == L
  * (optimal) or when the budget, the clock or the stop flag ends it.
  *
+ * Measured on the challenging set (bench/plan --search): decomposition
+ * turns F from unplaced in 30 s into 381 nodes; a per-section suffix test
+ * (the unplaced buffers above each minoff must fit below C) cut under 4%
+ * of the nodes and was not kept.
  * Invariants (checkable, see search_check in debug builds): each placed
  * buffer b has off(b) % al(b) == 0 and off(b) + size(b) <= C; two placed
  * buffers that meet in time do not overlap; minoff(u) >= top of the placed
@@ -57,10 +76,11 @@
  * (nnmem_plan_verify shares no code with this file).
  * Complexity: a placement costs O(neighbours + width + log sections +
  * rescanned sections); a node O(unplaced log unplaced) (full) or O(unplaced)
- * per candidate (light); memory O(n + overlaps + sum of widths + trail),
- * plus O(n^2) candidate lists at most in full mode. A set with more than
- * 2^25 overlap pairs or section entries is not searched (verdict unknown).
- * Thread-safety: reentrant; all state is local to one call. */
+ * per candidate (light); a decomposition O(unplaced x zeroed boundaries);
+ * memory O(n + overlaps + sum of widths + trail), plus O(n^2) candidate lists
+ * at most in full mode. A set with more than 2^25 overlap pairs or section
+ * entries is not searched (verdict unknown). Thread-safety: reentrant; all
+ * state is local to one call. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,8 +94,9 @@
 #define CLOCK_EVERY 256
 #define RESCAN_MAX 128 /* larger sections keep a stale unplaced floor */
 #define PROGRESS_EVERY 4096
+#define MAX_NEST 64 /* decompositions open at once (C stack depth) */
 
-enum { TR_MINOFF, TR_FLOOR, TR_TOTAL, TR_UMIN, TR_UARG };
+enum { TR_MINOFF, TR_FLOOR, TR_UMIN, TR_UARG };
 
 typedef struct trail_entry {
   uint32_t kind, idx;
@@ -97,6 +118,8 @@ typedef struct frame {
   uint32_t chosen;
   size_t mark; /* trail length before the chosen placement */
   size_t cand_at, n_cand, next_cand; /* full mode: sorted candidates */
+  uint64_t iso_off; /* hatless: keys above (iso_off, iso_rank) are dead */
+  uint32_t iso_rank;
 } frame_t;
 
 /* One decision search over one partition (local indices 0..n). */
@@ -125,14 +148,21 @@ typedef struct srch {
   trail_entry_t *trail;
   size_t n_trail, trail_cap;
   frame_t *frames;
+  uint32_t *cut;   /* per boundary t (sections t-1 | t): unplaced buffers
+                      crossing it (first section < t < end section) */
+  uint32_t *nun;   /* per buffer: its unplaced neighbours */
+  uint32_t q0, q1; /* sections of the group being searched */
+  int nest;        /* decompositions open on the stack */
+  uint32_t *ustk;  /* decomposition scratch: saved unplaced lists */
+  size_t ustk_n, ustk_cap;
 } srch_t;
 
 static void srch_free(srch_t *s) {
-  void *arrs[] = {s->size,   s->al,     s->minoff, s->off,    s->s0,
-                  s->s1,     s->ov_at,  s->ov,     s->sec_at, s->sec,
-                  s->floor,  s->total,  s->total0, s->rank,   s->next,
-                  s->prev,   s->placed, s->umin,   s->uarg,   s->trail,
-                  s->frames, s->nargs,  s->mt,     s->cand,   s->raised};
+  void *arrs[] = {s->size,   s->al,    s->minoff, s->off,   s->s0,     s->s1,
+                  s->ov_at,  s->ov,    s->sec_at, s->sec,   s->floor,  s->total,
+                  s->total0, s->rank,  s->next,   s->prev,  s->placed, s->umin,
+                  s->uarg,   s->trail, s->frames, s->nargs, s->mt,     s->cand,
+                  s->raised, s->cut,   s->nun,    s->ustk};
   for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++)
     free(arrs[i]);
   memset(s, 0, sizeof *s);
@@ -254,8 +284,9 @@ static nnmem_status_t build_sections(srch_t *s, const nnmem_buffer_t *b) {
   }
   s->mt = calloc(4 * s->mt_leaves, sizeof *s->mt);
   s->uarg = malloc((ns + 1) * sizeof *s->uarg);
+  s->cut = calloc(ns + 1, sizeof *s->cut);
   if (!s->sec_at || !s->sec || !s->floor || !s->total || !s->total0 ||
-      !s->umin || !s->uarg || !s->nargs || !s->mt)
+      !s->umin || !s->uarg || !s->nargs || !s->mt || !s->cut)
     return NNMEM_ERR_NOMEM;
   for (size_t k = 0; k < n; k++)
     for (uint32_t q = s->s0[k]; q < s->s1[k]; q++) {
@@ -298,9 +329,10 @@ static nnmem_status_t srch_init(srch_t *s, const nnmem_problem_t *p,
   s->placed = calloc(m, 1);
   s->frames = calloc(m + 1, sizeof *s->frames);
   s->raised = malloc(m * sizeof *s->raised);
+  s->nun = malloc(m * sizeof *s->nun);
   if (!s->size || !s->al || !s->minoff || !s->off || !s->s0 || !s->s1 ||
       !s->rank || !s->next || !s->prev || !s->placed || !s->frames ||
-      !s->raised)
+      !s->raised || !s->nun)
     return NNMEM_ERR_NOMEM;
   for (size_t k = 0; k < n; k++) {
     const nnmem_buffer_t *x = &b[ids[k]];
@@ -330,10 +362,21 @@ static int cmp_pre(const void *a, const void *b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Ranks the buffers by preordering `which` (0: total, width, area; 1:
- * width, area, total; 2: area, total, width; all descending, index tie
- * break) and resets the unplaced list to that order. */
-static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b, int which) {
+/* The portfolio of step 6: key letters (all descending; T section total,
+ * W width in sections, A area, O overlaps, S start, earliest first) and the
+ * share of each round's node limit (limit >> shift). */
+static const struct {
+  const char *keys;
+  int shift;
+} PREORDERS[] = {{"TWA", 0}, {"AWT", 0}, {"WTA", 0},
+                 {"OTW", 3}, {"SAW", 3}, {"SWA", 3}};
+#define N_PREORDERS (sizeof PREORDERS / sizeof *PREORDERS)
+
+/* Ranks the buffers by the three keys named in `spec` (PREORDERS; all
+ * descending, index tie break) and resets the unplaced list to that order.
+ */
+static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b,
+                               const char *spec) {
   size_t n = s->n;
   pre_key_t *keys = malloc((n ? n : 1) * sizeof *keys);
   if (!keys) return NNMEM_ERR_NOMEM;
@@ -344,9 +387,14 @@ static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b, int which) {
     const nnmem_buffer_t *x = &b[s->ids[k]];
     if (nnmem__mul_overflow(s->size[k], x->last - x->first, &area))
       area = UINT64_MAX;
-    uint64_t v[3] = {t, s->s1[k] - s->s0[k], area};
-    for (int i = 0; i < 3; i++)
-      keys[k].k[i] = v[(i + which) % 3];
+    for (int i = 0; i < 3; i++) {
+      char ch = spec[i];
+      keys[k].k[i] = ch == 'T'   ? t
+                     : ch == 'W' ? s->s1[k] - s->s0[k]
+                     : ch == 'A' ? area
+                     : ch == 'O' ? s->ov_at[k + 1] - s->ov_at[k]
+                                 : UINT64_MAX - x->first; /* 'S' */
+    }
     keys[k].idx = (uint32_t)k;
   }
   qsort(keys, n, sizeof *keys, cmp_pre);
@@ -384,7 +432,6 @@ static void undo_to(srch_t *s, size_t mark) {
     }
     uint64_t *arr = t->kind == TR_MINOFF  ? s->minoff
                     : t->kind == TR_FLOOR ? s->floor
-                    : t->kind == TR_TOTAL ? s->total
                                           : s->umin;
     arr[t->idx] = t->old;
   }
@@ -440,22 +487,39 @@ static int rescan(srch_t *s, uint32_t q) {
   return 0;
 }
 
-/* Adds v to the totals of sections [l, r) in the max-total tree: node t
- * covers [tl, tr); mt[t] = max of its children + its own pending add
- * (lazy[t]), so the root mt[1] is the largest section total. */
-static void mt_add(srch_t *s, size_t t, size_t tl, size_t tr, size_t l,
-                   size_t r, int64_t v) {
-  int64_t *lazy = s->mt + 2 * s->mt_leaves;
-  if (r <= tl || tr <= l) return;
-  if (l <= tl && tr <= r) {
-    s->mt[t] += v, lazy[t] += v;
-    return;
+/* Adds v to the totals of sections [l, r) in the max-total tree (heap
+ * layout, leaves at mt_leaves + q): mt[t] = max of its children + lazy[t],
+ * the add pending on all of t's subtree, so the root mt[1] is the largest
+ * section total. Bottom-up: the O(log) nodes covering [l, r) take the add,
+ * then the two boundary paths are recomputed. */
+static void mt_add(srch_t *s, size_t l, size_t r, int64_t v) {
+  size_t L = s->mt_leaves;
+  int64_t *mt = s->mt, *lazy = s->mt + 2 * L;
+  if (l >= r) return;
+  size_t l0 = l + L, r0 = r + L - 1;
+  for (l += L, r += L; l < r; l >>= 1, r >>= 1) {
+    if (l & 1) mt[l] += v, lazy[l++] += v;
+    if (r & 1) mt[--r] += v, lazy[r] += v;
   }
-  size_t mid = tl + (tr - tl) / 2;
-  mt_add(s, 2 * t, tl, mid, l, r, v);
-  mt_add(s, 2 * t + 1, mid, tr, l, r, v);
-  int64_t a = s->mt[2 * t], b = s->mt[2 * t + 1];
-  s->mt[t] = (a > b ? a : b) + lazy[t];
+  for (size_t p = l0 >> 1; p >= 1; p >>= 1) {
+    int64_t x = mt[2 * p], y = mt[2 * p + 1];
+    mt[p] = (x > y ? x : y) + lazy[p];
+  }
+  for (size_t p = r0 >> 1; p >= 1; p >>= 1) {
+    int64_t x = mt[2 * p], y = mt[2 * p + 1];
+    mt[p] = (x > y ? x : y) + lazy[p];
+  }
+}
+
+/* A decomposition searches the sections [a, b) of the group [q0, q1) on
+ * their own: the others leave the tree's maximum while it does (mask -1)
+ * and come back after (+1); every total fits in INT64_MAX / 4. */
+#define MT_MASK (INT64_MAX / 4 + 1)
+static void mt_mask(srch_t *s, uint32_t q0, uint32_t q1, uint32_t a, uint32_t b,
+                    int64_t sign) {
+  if (!s->full) return;
+  mt_add(s, q0, a, sign * -MT_MASK);
+  mt_add(s, b, q1, sign * -MT_MASK);
 }
 
 static void mt_build(srch_t *s) {
@@ -482,20 +546,25 @@ static int section_ok(const srch_t *s, uint32_t q, uint64_t x) {
  * sections that changed one by one and all others at once: unchanged
  * sections passed at the parent, so they fail now only if x + their total
  * > C, i.e. x + (the largest total, from the tree) > C. */
-static int place(srch_t *s, uint32_t k) {
+static int place(srch_t *s, uint32_t k, int *zeroed) {
   uint64_t x = s->minoff[k], e = x + s->size[k]; /* fits(): no overflow */
   s->off[k] = x;
   unlink_buf(s, k);
+  *zeroed = 0;
+  for (uint32_t q = s->s0[k]; q < s->s1[k]; q++) { /* unplace() undoes */
+    s->total[q] -= s->size[k];
+    if (q > s->s0[k]) *zeroed |= --s->cut[q] == 0;
+  }
+  for (uint32_t a = s->ov_at[k]; a < s->ov_at[k + 1]; a++)
+    s->nun[s->ov[a]]--;
   if (s->full) {
-    mt_add(s, 1, 0, s->mt_leaves, s->s0[k], s->s1[k], -(int64_t)s->size[k]);
-    if (s->mt[1] > 0 && !fits(s, x, (uint64_t)s->mt[1])) return 0; /* cheap */
+    mt_add(s, s->s0[k], s->s1[k], -(int64_t)s->size[k]);
+    int64_t t = s->mt[1];
+    if (t > 0 && !fits(s, x, (uint64_t)t)) return 0; /* cheap */
   }
   for (uint32_t q = s->s0[k]; q < s->s1[k]; q++) {
-    if (trail_push(s, TR_FLOOR, q, s->floor[q]) ||
-        trail_push(s, TR_TOTAL, q, s->total[q]))
-      return -1;
+    if (trail_push(s, TR_FLOOR, q, s->floor[q])) return -1;
     s->floor[q] = e;
-    s->total[q] -= s->size[k];
     if (!fits(s, e, s->total[q])) return 0;
     if (s->full && s->uarg[q] == k && rescan(s, q)) return -1;
   }
@@ -520,13 +589,25 @@ static int place(srch_t *s, uint32_t k) {
   for (uint32_t q = s->s0[k]; q < s->s1[k]; q++)
     if (!section_ok(s, q, x)) return 0;
   if (!s->full) return 1;
-  return s->mt[1] <= 0 || fits(s, x, (uint64_t)s->mt[1]);
+  int64_t t = s->mt[1];
+  return t <= 0 || fits(s, x, (uint64_t)t);
+}
+
+/* Takes back place(k) (whether it passed or not) but the unplaced list. */
+static void unplace_state(srch_t *s, uint32_t k, size_t mark) {
+  undo_to(s, mark);
+  if (s->full) mt_add(s, s->s0[k], s->s1[k], (int64_t)s->size[k]);
+  for (uint32_t q = s->s0[k]; q < s->s1[k]; q++) {
+    s->total[q] += s->size[k];
+    if (q > s->s0[k]) s->cut[q]++;
+  }
+  for (uint32_t a = s->ov_at[k]; a < s->ov_at[k + 1]; a++)
+    s->nun[s->ov[a]]++;
+  s->placed[k] = 0;
 }
 
 static void unplace(srch_t *s, uint32_t k, size_t mark) {
-  undo_to(s, mark);
-  if (s->full)
-    mt_add(s, 1, 0, s->mt_leaves, s->s0[k], s->s1[k], (int64_t)s->size[k]);
+  unplace_state(s, k, mark);
   relink_buf(s, k);
 }
 
@@ -540,6 +621,7 @@ static int cmp_cand(const void *a, const void *b) {
 static int is_candidate(const srch_t *s, const frame_t *f, uint32_t k) {
   uint64_t o = s->minoff[k];
   if (o >= f->min_h || !fits(s, o, s->size[k])) return 0;
+  if (o > f->iso_off || (o == f->iso_off && s->rank[k] > f->iso_rank)) return 0;
   return o > f->lo_off || (o == f->lo_off && s->rank[k] >= f->lo_rank);
 }
 
@@ -569,10 +651,14 @@ static nnmem_status_t frame_enter(srch_t *s, frame_t *f, uint64_t lo_off,
                                   uint32_t lo_rank, size_t at) {
   f->lo_off = lo_off, f->lo_rank = lo_rank, f->tried = 0, f->chosen = NONE;
   f->cand_at = at, f->n_cand = 0, f->next_cand = 0;
+  f->iso_off = UINT64_MAX, f->iso_rank = NONE;
   uint64_t h = UINT64_MAX;
   for (uint32_t k = s->head; k != NONE; k = s->next[k]) {
-    uint64_t e;
-    if (!nnmem__add_overflow(s->minoff[k], s->size[k], &e) && e < h) h = e;
+    uint64_t e, o = s->minoff[k];
+    if (!nnmem__add_overflow(o, s->size[k], &e) && e < h) h = e;
+    if (s->nun[k] == 0 &&
+        (o < f->iso_off || (o == f->iso_off && s->rank[k] < f->iso_rank)))
+      f->iso_off = o, f->iso_rank = s->rank[k];
   }
   f->min_h = h;
   if (!s->full) return NNMEM_OK;
@@ -606,16 +692,98 @@ static int charge(nnmem__search_ctl_t *c, uint64_t limit_left) {
   return 0;
 }
 
-/* Depth-first search with at most `limit` nodes (*used: spent). */
 static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
-                          uint64_t *used, nnmem__verdict_t *v) {
-  size_t d = 0;
-  *used = 0;
-  if (s->n == 0) {
+                          uint64_t *used, size_t d0, size_t at,
+                          nnmem__verdict_t *v);
+
+/* Makes the unplaced list the `m` buffers ustk[from..] (rank order). */
+static void list_set(srch_t *s, size_t from, size_t m) {
+  const uint32_t *u = s->ustk + from;
+  s->head = m ? u[0] : NONE;
+  for (size_t r = 0; r < m; r++) {
+    s->prev[u[r]] = r ? u[r - 1] : NONE;
+    s->next[u[r]] = r + 1 < m ? u[r + 1] : NONE;
+  }
+}
+
+/* Step 7, dynamic decomposition: k (placed at frame d - 1) left boundaries
+ * that no unplaced buffer crosses; the unplaced buffers then form groups
+ * between them, independent of each other, solved one after the other from
+ * frame d, each by its own canonical search (candidates from offset 0).
+ * One group infeasible: all are taken back, the list restored, verdict
+ * infeasible. *split = 0 when there is one group only (nothing done). */
+static nnmem_status_t decompose(srch_t *s, nnmem__search_ctl_t *c,
+                                uint64_t limit, uint64_t *used, size_t d,
+                                size_t at, uint32_t k, int *split,
+                                nnmem__verdict_t *v) {
+  size_t base = s->ustk_n, m = 0;
+  for (uint32_t u = s->head; u != NONE; u = s->next[u])
+    m++;
+  if (nnmem__grow((void **)&s->ustk, &s->ustk_cap, base + 2 * m,
+                  sizeof *s->ustk))
+    return NNMEM_ERR_NOMEM;
+  uint32_t *u = s->ustk + base, *grp = u + m, g_lo = NONE, g_hi = 0;
+  m = 0;
+  for (uint32_t j = s->head; j != NONE; j = s->next[j]) {
+    uint32_t g = 0; /* group: zero boundaries of k's span left of j */
+    for (uint32_t t = s->s0[k] + 1; t <= s->s0[j] && t < s->s1[k]; t++)
+      g += s->cut[t] == 0;
+    grp[m] = g, u[m++] = j;
+    g_lo = g < g_lo ? g : g_lo, g_hi = g > g_hi ? g : g_hi;
+  }
+  *split = g_lo != g_hi;
+  if (!*split) return NNMEM_OK;
+  s->ustk_n = base + 2 * m;
+  uint32_t q0 = s->q0, q1 = s->q1, *sub = NULL;
+  size_t dd = d;
+  nnmem_status_t st = NNMEM_OK;
+  s->nest++;
+  *v = NNMEM__FOUND;
+  for (uint32_t g = g_lo; g <= g_hi && *v == NNMEM__FOUND && !st; g++) {
+    size_t from = s->ustk_n, mg = 0;
+    if (nnmem__grow((void **)&s->ustk, &s->ustk_cap, from + m, sizeof *s->ustk))
+      st = NNMEM_ERR_NOMEM;
+    for (size_t r = 0; r < m && !st; r++) /* ustk may have moved */
+      if (s->ustk[base + m + r] == g) s->ustk[from + mg++] = s->ustk[base + r];
+    if (st || mg == 0) continue;
+    sub = s->ustk + from;
+    uint32_t lo = s->s0[sub[0]], hi = s->s1[sub[0]];
+    for (size_t r = 1; r < mg; r++) {
+      lo = s->s0[sub[r]] < lo ? s->s0[sub[r]] : lo;
+      hi = s->s1[sub[r]] > hi ? s->s1[sub[r]] : hi;
+    }
+    list_set(s, from, mg);
+    s->q0 = lo, s->q1 = hi, s->ustk_n = from + mg;
+    mt_mask(s, q0, q1, lo, hi, 1);
+    st = dfs(s, c, limit, used, dd, at, v);
+    mt_mask(s, q0, q1, lo, hi, -1);
+    s->ustk_n = from;
+    if (!st && *v == NNMEM__FOUND) dd += mg;
+  }
+  s->nest--;
+  s->q0 = q0, s->q1 = q1;
+  if (!st && *v == NNMEM__INFEASIBLE) { /* take the found groups back */
+    for (size_t i = dd; i-- > d;) {
+      unplace_state(s, s->frames[i].chosen, s->frames[i].mark);
+      s->frames[i].chosen = NONE;
+    }
+    list_set(s, base, m);
+  }
+  s->ustk_n = base;
+  return st;
+}
+
+/* Depth-first search of the unplaced list from frame d0 with at most
+ * `limit` nodes (*used: spent so far, shared by nested groups). */
+static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
+                          uint64_t *used, size_t d0, size_t at,
+                          nnmem__verdict_t *v) {
+  size_t d = d0;
+  if (s->head == NONE) {
     *v = NNMEM__FOUND;
     return NNMEM_OK;
   }
-  if (frame_enter(s, &s->frames[0], 0, 0, 0)) return NNMEM_ERR_NOMEM;
+  if (frame_enter(s, &s->frames[d0], 0, 0, at)) return NNMEM_ERR_NOMEM;
   for (;;) {
     frame_t *f = &s->frames[d];
     if (f->chosen != NONE) { /* back from a child or a failed placement */
@@ -624,7 +792,7 @@ static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
     }
     uint32_t k = next_candidate(s, f);
     if (k == NONE) {
-      if (d == 0) {
+      if (d == d0) {
         *v = NNMEM__INFEASIBLE;
         return NNMEM_OK;
       }
@@ -633,10 +801,10 @@ static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
     }
     f->tried = 1, f->last_off = s->minoff[k], f->last_rank = s->rank[k];
     f->chosen = k, f->mark = s->n_trail;
-    int r = place(s, k);
+    int zeroed = 0, split = 0, r = place(s, k, &zeroed);
     if (r < 0) return NNMEM_ERR_NOMEM;
     if (!r) continue;
-    if (d + 1 == s->n) {
+    if (s->head == NONE) {
       *v = NNMEM__FOUND;
       return NNMEM_OK;
     }
@@ -645,6 +813,13 @@ static nnmem_status_t dfs(srch_t *s, nnmem__search_ctl_t *c, uint64_t limit,
       return NNMEM_OK;
     }
     ++*used;
+    if (zeroed && s->nest < MAX_NEST) {
+      nnmem_status_t st = decompose(s, c, limit, used, d + 1,
+                                    f->cand_at + f->n_cand, k, &split, v);
+      if (st) return st;
+      if (split && *v != NNMEM__INFEASIBLE) return NNMEM_OK;
+      if (split) continue; /* the groups cannot all be placed: next one */
+    }
     if (frame_enter(s, &s->frames[d + 1], f->last_off, f->last_rank,
                     f->cand_at + f->n_cand))
       return NNMEM_ERR_NOMEM;
@@ -668,6 +843,13 @@ static void srch_reset(srch_t *s) {
     if (any) s->nargs[s->uarg[q]]++;
   }
   if (s->full) mt_build(s);
+  memset(s->cut, 0, (s->ns + 1) * sizeof *s->cut);
+  for (size_t k = 0; k < s->n; k++) {
+    for (uint32_t t = s->s0[k] + 1; t < s->s1[k]; t++)
+      s->cut[t]++;
+    s->nun[k] = s->ov_at[k + 1] - s->ov_at[k];
+  }
+  s->q0 = 0, s->q1 = (uint32_t)s->ns, s->nest = 0, s->ustk_n = 0;
 }
 
 /* Step 6 on one partition. */
@@ -686,10 +868,10 @@ static nnmem_status_t decide_part(const nnmem_problem_t *p, const uint32_t *ids,
   uint64_t limit = n > 16 ? n : 16;
   while (st == NNMEM_OK && *v == NNMEM__UNKNOWN && !c->stopped) {
     limit = limit > UINT64_MAX / 2 ? UINT64_MAX : limit * 2;
-    for (int w = 0; w < 3 && st == NNMEM_OK; w++) {
-      uint64_t used = 0;
-      st = preorder(&s, b, w);
-      if (st == NNMEM_OK) st = dfs(&s, c, limit, &used, v);
+    for (size_t w = 0; w < N_PREORDERS && st == NNMEM_OK; w++) {
+      uint64_t used = 0, lim = limit >> PREORDERS[w].shift;
+      st = preorder(&s, b, PREORDERS[w].keys);
+      if (st == NNMEM_OK) st = dfs(&s, c, lim > 16 ? lim : 16, &used, 0, 0, v);
       if (st == NNMEM_OK && *v == NNMEM__FOUND)
         for (size_t k = 0; k < n; k++)
           offsets[ids[k]] = s.off[k];

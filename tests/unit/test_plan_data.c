@@ -89,9 +89,10 @@ static void test_minimalloc_capacity(void **state) {
            nnmem_plan_height(pl) / 1048576.0);
     uint64_t h = nnmem_plan_height(pl);
     nnmem_plan_destroy(pl);
-    /* as a decision problem: the search places it (A within 200,000
-     * nodes), or says it found no plan in its budget, never "infeasible"
-     * (every one of them fits) */
+    /* as a decision problem: the search places it (all but E within
+     * 200,000 nodes; F in 381 with dynamic decomposition, unplaced in
+     * 30 s without), or says it found no plan in its budget, never
+     * "infeasible" (every one of them fits) */
     cfg.capacity = 1048576;
     cfg.node_budget = 200000;
     nnmem_plan_status_t ps;
@@ -103,14 +104,17 @@ static void test_minimalloc_capacity(void **state) {
            nnmem_status_name(st), nnmem_plan_status_name(ps),
            (unsigned long long)h);
     if (st == NNMEM_OK) {
-      assert_ok(nnmem_plan_verify(p, nnmem_plan_offsets(pl), 1, 1048576, NULL,
-                                  NULL));
+      assert_ok(
+          nnmem_plan_verify(p, nnmem_plan_offsets(pl), 1, 1048576, NULL, NULL));
+      /* F splits into independent groups early (dynamic decomposition):
+       * 381 nodes; without it, none of 30 s of nodes placed it */
+      if (hard[i][0] == 'F') assert_true(nnmem_plan_search_nodes(pl) < 2000);
       nnmem_plan_destroy(pl);
     } else {
       assert_int_equal(st, NNMEM_ERR_CAPACITY);
       assert_int_equal(ps, NNMEM_PLAN_UNKNOWN);
       assert_null(pl);
-      assert_true(i > 0); /* A is placed */
+      assert_true(hard[i][0] == 'E'); /* the others are placed */
     }
     nnmem_csv_destroy(csv);
   }

@@ -178,7 +178,9 @@ static void test_zero_slack(void **state) {
     nnmem_plan_destroy(pl);
     nnmem_problem_destroy(p);
   }
-  if (placed < 18) fail_msg("only %d of 20 zero-slack problems placed", placed);
+  /* all 20 within 200,000 nodes each since dynamic decomposition and the
+   * start-time preorderings (18 was the floor before) */
+  if (placed < 20) fail_msg("only %d of 20 zero-slack problems placed", placed);
 }
 
 /* Two runs with the same node budget give the same plan and verdict. */
