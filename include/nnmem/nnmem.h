@@ -17,6 +17,7 @@
 #include "nnmem/stats.h"
 #include "nnmem/pool.h"
 #include "nnmem/allocator.h"
+#include "nnmem/leaks.h"
 #include "nnmem/arena.h"
 #include "nnmem/onnx.h"
 
