@@ -18,6 +18,7 @@
 #include "nnmem/pool.h"
 #include "nnmem/allocator.h"
 #include "nnmem/leaks.h"
+#include "nnmem/planned.h"
 #include "nnmem/arena.h"
 #include "nnmem/onnx.h"
 
