@@ -83,8 +83,10 @@ static _Atomic uint64_t next_leaks_id = 1;
 static _Atomic uint64_t next_thread_seq = 1;
 
 /* Per thread: the sampling countdown (for the records with id `owner`),
- * its random state, and the cached kernel thread id. */
-static _Thread_local struct {
+ * its random state, and the cached kernel thread id. initial-exec: one
+ * %fs-relative access, no __tls_get_addr call (as allocator.c's tls_cur;
+ * 32 bytes of static TLS). */
+static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
   uint64_t owner;
   int64_t left;
   uint64_t rng;
