@@ -390,23 +390,27 @@ static inline nnmem__leaks_t *leaks_of(nnmem_allocator_t *a) {
   return atomic_load_explicit(&a->leaks, memory_order_acquire);
 }
 
-/* The allocation paths with leak records on (kept out of the hot path). */
+/* An allocation the leak records want (nnmem__leaks_wants said 1): kept
+ * out of the hot path. */
 static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
+                                                      nnmem__leaks_t *lk,
                                                       size_t size, size_t align,
                                                       const char *file,
                                                       int line) {
   void *p = size <= SMALL_MAX && align <= 16 && !a->no_cache
                 ? small_alloc(a, size)
                 : large_alloc(a, size, align);
-  nnmem__leaks_t *lk = leaks_of(a);
-  if (p && lk) nnmem__leaks_on_alloc(lk, p, size, file, line);
+  if (p) nnmem__leaks_on_alloc(lk, p, size, file, line);
   return p;
 }
 
+/* Records off: one load and one predictable branch. Sampled: also the
+ * thread's byte countdown (inline). */
 void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   if (!a || size == 0) return NULL;
-  if (__builtin_expect(leaks_of(a) != NULL, 0))
-    return alloc_recorded(a, size, 16, NULL, 0);
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
+    return alloc_recorded(a, lk, size, 16, NULL, 0);
   if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
   return large_alloc(a, size, 16);
 }
@@ -414,13 +418,18 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
 void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,
                      int line) {
   if (!a || size == 0) return NULL;
-  return alloc_recorded(a, size, 16, file, line);
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (lk && nnmem__leaks_wants(lk, size))
+    return alloc_recorded(a, lk, size, 16, file, line);
+  if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
+  return large_alloc(a, size, 16);
 }
 
 void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align) {
   if (!a || size == 0 || (align & (align - 1))) return NULL;
-  if (__builtin_expect(leaks_of(a) != NULL, 0))
-    return alloc_recorded(a, size, align, NULL, 0);
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
+    return alloc_recorded(a, lk, size, align, NULL, 0);
   if (size <= SMALL_MAX && align <= 16 && !a->no_cache)
     return small_alloc(a, size);
   return large_alloc(a, size, align);
@@ -451,7 +460,8 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   if (!a) return NNMEM_ERR_INVALID;
   if (!ptr) return NNMEM_OK;
   nnmem__leaks_t *lk = leaks_of(a);
-  if (__builtin_expect(lk != NULL, 0)) nnmem__leaks_on_free(lk, ptr);
+  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
+    nnmem__leaks_on_free(lk, ptr);
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (!pg) return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
   uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR; /* < 2^16 */

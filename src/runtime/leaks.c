@@ -50,7 +50,7 @@
 #include "common/text.h"
 #include "runtime/leaks_internal.h"
 
-enum { FILTER = 1u << 12, SKIP_FRAMES = 2 };
+enum { FILTER = NNMEM__LEAKS_FILTER, SKIP_FRAMES = 2 };
 
 typedef struct rec {
   struct rec *next;
@@ -66,7 +66,7 @@ typedef struct rec {
 } rec_t;
 
 struct nnmem__leaks {
-  nnmem_leaks_mode_t mode;
+  nnmem__leaks_head_t head; /* first: mode + filter, read inline */
   uint64_t sample_bytes;
   uint32_t depth;
   uint64_t id, seed;
@@ -76,19 +76,19 @@ struct nnmem__leaks {
   rec_t **bucket;
   size_t nbucket, count;
   _Atomic uint64_t dropped;
-  _Atomic uint32_t filter[FILTER];
 };
 
 static _Atomic uint64_t next_leaks_id = 1;
 static _Atomic uint64_t next_thread_seq = 1;
 
-/* Per thread: the sampling countdown (for the records with id `owner`),
- * its random state, and the cached kernel thread id. initial-exec: one
- * %fs-relative access, no __tls_get_addr call (as allocator.c's tls_cur;
- * 32 bytes of static TLS). */
+_Thread_local __attribute__((tls_model("initial-exec")))
+int64_t nnmem__leaks_left;
+
+/* Per thread: the sampling random state (0 until the thread's first
+ * sampled allocation) and the cached kernel thread id. initial-exec: no
+ * __tls_get_addr call (as allocator.c's tls_cur; 24 bytes of static TLS
+ * with nnmem__leaks_left). */
 static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
-  uint64_t owner;
-  int64_t left;
   uint64_t rng;
   uint32_t tid;
 } tl;
@@ -118,8 +118,7 @@ static uint64_t now_ns(void) {
 }
 
 static inline size_t hash_ptr(uintptr_t p) {
-  uint64_t h = (uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL;
-  return (size_t)(h >> 32);
+  return nnmem__leaks_hash(p);
 }
 
 /* ---- lifecycle ------------------------------------------------------- */
@@ -144,7 +143,7 @@ nnmem_status_t nnmem__leaks_create(const nnmem_leaks_config_t *cfg,
     free(lk);
     return NNMEM_ERR_NOMEM;
   }
-  lk->mode = cfg->mode;
+  lk->head.mode = cfg->mode;
   lk->sample_bytes = cfg->sample_bytes;
   lk->depth = cfg->depth;
   lk->seed = cfg->seed ? cfg->seed : 0x6E6E6D656D6C6BULL;
@@ -226,7 +225,7 @@ static __attribute__((noinline)) void record(nnmem__leaks_t *lk, void *ptr,
   r->depth = (uint32_t)n;
   if (n) memcpy(r->frames, fr + SKIP_FRAMES, (size_t)n * sizeof(void *));
   size_t h = hash_ptr(r->ptr);
-  atomic_fetch_add_explicit(&lk->filter[h & (FILTER - 1)], 1,
+  atomic_fetch_add_explicit(&lk->head.filter[h & (FILTER - 1)], 1,
                             memory_order_relaxed);
   pthread_mutex_lock(&lk->lock);
   if (lk->count >= lk->nbucket) grow_locked(lk);
@@ -239,26 +238,25 @@ static __attribute__((noinline)) void record(nnmem__leaks_t *lk, void *ptr,
 
 void nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
                            const char *file, int line) {
-  if (lk->mode == NNMEM_LEAKS_FULL) {
+  if (lk->head.mode == NNMEM_LEAKS_FULL) {
     record(lk, ptr, size, 1.0, file, line);
     return;
   }
-  if (tl.owner != lk->id) { /* first sampled allocation of this thread */
-    tl.owner = lk->id;
+  if (tl.rng == 0) { /* this thread's first countdown: no sample yet */
     tl.rng = lk->seed ^
              (atomic_fetch_add(&next_thread_seq, 1) * 0xD1B54A32D192ED03ULL);
-    tl.left = draw_interval(lk);
+    if (!tl.rng) tl.rng = 1;
+    nnmem__leaks_left = draw_interval(lk) - (int64_t)size;
+    if (nnmem__leaks_left > 0) return;
   }
-  tl.left -= (int64_t)size;
-  if (__builtin_expect(tl.left > 0, 1)) return;
-  tl.left = draw_interval(lk);
+  nnmem__leaks_left = draw_interval(lk);
   double p = -expm1(-(double)size / (double)lk->sample_bytes);
   record(lk, ptr, size, p, file, line);
 }
 
 void nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr) {
   size_t h = hash_ptr((uintptr_t)ptr);
-  _Atomic uint32_t *f = &lk->filter[h & (FILTER - 1)];
+  _Atomic uint32_t *f = &lk->head.filter[h & (FILTER - 1)];
   if (atomic_load_explicit(f, memory_order_relaxed) == 0) return;
   rec_t *found = NULL;
   pthread_mutex_lock(&lk->lock);
@@ -405,8 +403,8 @@ static void render_text(nnmem__leaks_t *lk, nnmem__text_t *t, site_t *s,
   uint64_t tb = 0, tn = 0;
   for (size_t i = 0; i < m; i++)
     tb += s[i].est_bytes, tn += s[i].est_blocks;
-  nnmem__text_printf(t, "nnmem leaks (%s", mode_name(lk->mode));
-  if (lk->mode == NNMEM_LEAKS_SAMPLED)
+  nnmem__text_printf(t, "nnmem leaks (%s", mode_name(lk->head.mode));
+  if (lk->head.mode == NNMEM_LEAKS_SAMPLED)
     nnmem__text_printf(t, ", 1 in %llu bytes, estimates",
                        (unsigned long long)lk->sample_bytes);
   nnmem__text_printf(t, "): %llu bytes in %llu blocks live at %zu sites\n",
@@ -435,9 +433,10 @@ static void render_json(nnmem__leaks_t *lk, nnmem__text_t *t, site_t *s,
   nnmem__jw_init(&w, t, NNMEM__JW_PRETTY);
   nnmem__jw_object(&w);
   nnmem__jw_key(&w, "mode");
-  nnmem__jw_string(&w, mode_name(lk->mode));
+  nnmem__jw_string(&w, mode_name(lk->head.mode));
   nnmem__jw_key(&w, "sample_bytes");
-  nnmem__jw_u64(&w, lk->mode == NNMEM_LEAKS_SAMPLED ? lk->sample_bytes : 1);
+  nnmem__jw_u64(&w,
+                lk->head.mode == NNMEM_LEAKS_SAMPLED ? lk->sample_bytes : 1);
   nnmem__jw_key(&w, "dropped");
   nnmem__jw_u64(&w, atomic_load(&lk->dropped));
   nnmem__jw_key(&w, "sites");
@@ -542,7 +541,7 @@ void nnmem__leaks_summary(nnmem__leaks_t *lk, nnmem_leaks_summary_t *out) {
   rec_t **v;
   site_t *s;
   size_t m;
-  out->mode = lk->mode;
+  out->mode = lk->head.mode;
   if (collect(lk, &v, &s, &m) != NNMEM_OK) return;
   for (size_t i = 0; i < m; i++) {
     out->records += s[i].records;
