@@ -8,7 +8,7 @@
  *      allocates a random size in [16, 4096] into it (the same seed and
  *      sizes as bench/alloc.c's ring); one allocator per mode - records
  *      off, sampled (1 in 512 KiB, depth 16), full with depth 16, full
- *      without backtrace (depth 0) - rounds interleaved across modes so
+ *      without backtrace (depth 0), sampled 1 in 2 MiB - rounds interleaved across modes so
  *      that background load hits all alike; ns per step, median of
  *      --repeat (default 7), and the ratio to "off";
  *   2. backtrace cost: from a call chain 24 frames deep, glibc backtrace()
@@ -32,7 +32,7 @@
 #include <libunwind.h>
 #endif
 
-enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 4 };
+enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 5 };
 
 static double now(void) {
   struct timespec ts;
@@ -88,6 +88,7 @@ static nnmem_allocator_t *make(int mode) {
             : mode == 1 ? NNMEM_LEAKS_SAMPLED
                         : NNMEM_LEAKS_FULL;
   if (mode == 3) lc.depth = 0;
+  if (mode == 4) lc.mode = NNMEM_LEAKS_SAMPLED, lc.sample_bytes = 2u << 20;
   cfg.leaks = &lc;
 #else
   (void)mode;
@@ -151,7 +152,7 @@ int main(int argc, char **argv) {
 #else
   const int nmode = NMODE;
   static const char *names[NMODE] = {"off", "sampled-512KiB", "full-depth16",
-                                     "full-depth0"};
+                                     "full-depth0", "sampled-2MiB"};
 #endif
   static double t[NMODE][MAX_REPEAT];
   nnmem_allocator_t *al[NMODE];
