@@ -27,6 +27,7 @@
 #define NNMEM_ALLOCATOR_H
 
 #include "nnmem/backend.h"
+#include "nnmem/leaks.h"
 #include "nnmem/pool.h"
 #include "nnmem/stats.h"
 
@@ -43,6 +44,9 @@ typedef struct nnmem_allocator_config {
   int no_thread_cache;      /* 1: every call goes to the shared pool */
   uint64_t small_max;       /* tiered thresholds (see nnmem_pool_config_t) */
   uint64_t large_min;
+  /* leak records (nnmem/leaks.h), copied at create; NULL: from the
+   * environment (NNMEM_LEAKS, off when unset or malformed) */
+  const nnmem_leaks_config_t *leaks;
 } nnmem_allocator_config_t;
 
 NNMEM_API void nnmem_allocator_config_init(nnmem_allocator_config_t *cfg);

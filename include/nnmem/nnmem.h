@@ -18,6 +18,8 @@
 #include "nnmem/stats.h"
 #include "nnmem/pool.h"
 #include "nnmem/allocator.h"
+#include "nnmem/leaks.h"
+#include "nnmem/planned.h"
 #include "nnmem/arena.h"
 #include "nnmem/heap.h"
 #include "nnmem/block_state.h"

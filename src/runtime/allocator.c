@@ -56,6 +56,7 @@
 #include <string.h>
 
 #include "nnmem/allocator.h"
+#include "runtime/leaks_internal.h"
 #include "runtime/pool_internal.h"
 
 #define PAGE_LOG2 16
@@ -109,6 +110,10 @@ struct nnmem_allocator {
   pthread_mutex_t lock; /* tcache list, registry leaves */
   _Atomic uint64_t lock_acq, lock_cont, misuse, pages;
   tcache_t *caches;
+  /* leak records (leaks.c): NULL while off, the only test on the hot
+   * path; set once by create or nnmem_allocator_leaks_enable, freed by
+   * destroy */
+  _Atomic(nnmem__leaks_t *) leaks;
   _Atomic(_Atomic uint8_t *) reg[1u << 16]; /* by address bits 32..47 */
 };
 
@@ -381,14 +386,50 @@ static void *large_alloc(nnmem_allocator_t *a, size_t size, size_t align) {
   return p;
 }
 
+static inline nnmem__leaks_t *leaks_of(nnmem_allocator_t *a) {
+  return atomic_load_explicit(&a->leaks, memory_order_acquire);
+}
+
+/* An allocation the leak records want (nnmem__leaks_wants said 1): kept
+ * out of the hot path. */
+static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
+                                                      nnmem__leaks_t *lk,
+                                                      size_t size, size_t align,
+                                                      const char *file,
+                                                      int line) {
+  void *p = size <= SMALL_MAX && align <= 16 && !a->no_cache
+                ? small_alloc(a, size)
+                : large_alloc(a, size, align);
+  if (p) nnmem__leaks_on_alloc(lk, p, size, file, line);
+  return p;
+}
+
+/* Records off: one load and one predictable branch. Sampled: also the
+ * thread's byte countdown (inline). */
 void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   if (!a || size == 0) return NULL;
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
+    return alloc_recorded(a, lk, size, 16, NULL, 0);
+  if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
+  return large_alloc(a, size, 16);
+}
+
+void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,
+                     int line) {
+  if (!a || size == 0) return NULL;
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (lk && nnmem__leaks_wants(lk, size))
+    return alloc_recorded(a, lk, size, 16, file, line);
   if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
   return large_alloc(a, size, 16);
 }
 
 void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align) {
   if (!a || size == 0 || (align & (align - 1))) return NULL;
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
+    return alloc_recorded(a, lk, size, align, NULL, 0);
   if (size <= SMALL_MAX && align <= 16 && !a->no_cache)
     return small_alloc(a, size);
   return large_alloc(a, size, align);
@@ -418,6 +459,9 @@ static inline int local_misuse(const page_t *pg, const void *ptr) {
 static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   if (!a) return NNMEM_ERR_INVALID;
   if (!ptr) return NNMEM_OK;
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
+    nnmem__leaks_on_free(lk, ptr);
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (!pg) return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
   uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR; /* < 2^16 */
@@ -508,12 +552,26 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
     return st;
   }
   pthread_mutex_init(&a->lock, NULL);
+  nnmem_leaks_config_t lc;
+  nnmem_leaks_config_init(&lc);
+  if (c.leaks)
+    nnmem__config_copy(&lc, sizeof lc, c.leaks);
+  else
+    (void)nnmem_leaks_config_from_env(&lc); /* malformed: off */
+  nnmem__leaks_t *lk = NULL;
+  st = nnmem__leaks_create(&lc, &lk);
+  if (st != NNMEM_OK) {
+    nnmem_allocator_destroy(a);
+    return st;
+  }
+  atomic_store_explicit(&a->leaks, lk, memory_order_release);
   *out = a;
   return NNMEM_OK;
 }
 
 void nnmem_allocator_destroy(nnmem_allocator_t *a) {
   if (!a) return;
+  nnmem__leaks_destroy(leaks_of(a)); /* writes the report, if configured */
   pthread_key_delete(a->key);
   if (tls_cur.a == a) tls_cur.a = NULL;
   while (a->caches) {
@@ -582,5 +640,64 @@ nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
   out->lock_acquisitions += ld(&a->lock_acq) + pg.lock_acquisitions;
   out->lock_contended += ld(&a->lock_cont) + pg.lock_contended;
   snprintf(out->name, sizeof out->name, "allocator");
+  return NNMEM_OK;
+}
+
+/* ---- leak records (nnmem/leaks.h) --------------------------------------- */
+
+nnmem_status_t nnmem_allocator_leaks_enable(nnmem_allocator_t *a,
+                                            const nnmem_leaks_config_t *cfg) {
+  if (!a || !cfg) return NNMEM_ERR_INVALID;
+  nnmem_leaks_config_t lc;
+  nnmem_leaks_config_init(&lc);
+  nnmem__config_copy(&lc, sizeof lc, cfg);
+  if (lc.mode == NNMEM_LEAKS_OFF) return NNMEM_ERR_INVALID;
+  if (leaks_of(a)) return NNMEM_ERR_STATE;
+  nnmem__leaks_t *lk = NULL;
+  nnmem_status_t st = nnmem__leaks_create(&lc, &lk);
+  if (st != NNMEM_OK) return st;
+  nnmem__leaks_t *none = NULL;
+  if (!atomic_compare_exchange_strong(&a->leaks, &none, lk)) {
+    nnmem__leaks_destroy(lk); /* another thread won the race */
+    return NNMEM_ERR_STATE;
+  }
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_allocator_leaks_report(nnmem_allocator_t *a,
+                                            nnmem_leaks_format_t fmt,
+                                            char **out, size_t *len) {
+  if (!a || !out || !len) return NNMEM_ERR_INVALID;
+  *out = NULL;
+  *len = 0;
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (!lk) return NNMEM_ERR_STATE;
+  return nnmem__leaks_report(lk, fmt, out, len);
+}
+
+nnmem_status_t nnmem_allocator_leaks_write(nnmem_allocator_t *a,
+                                           nnmem_leaks_format_t fmt,
+                                           const char *path) {
+  if (!path) return NNMEM_ERR_INVALID;
+  char *doc;
+  size_t len;
+  nnmem_status_t st = nnmem_allocator_leaks_report(a, fmt, &doc, &len);
+  if (st != NNMEM_OK) return st;
+  FILE *f = fopen(path, "w");
+  if (!f) st = NNMEM_ERR_IO;
+  if (f && fwrite(doc, 1, len, f) != len) st = NNMEM_ERR_IO;
+  if (f && fclose(f) != 0) st = NNMEM_ERR_IO;
+  free(doc);
+  return st;
+}
+
+nnmem_status_t nnmem_allocator_leaks_summary(nnmem_allocator_t *a,
+                                             nnmem_leaks_summary_t *out) {
+  if (!a || !out) return NNMEM_ERR_INVALID;
+  memset(out, 0, sizeof *out);
+  out->size = sizeof *out;
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (!lk) return NNMEM_ERR_STATE;
+  nnmem__leaks_summary(lk, out);
   return NNMEM_OK;
 }

@@ -1,0 +1,202 @@
+/* bench/leaks.c - the cost of leak records (nnmem/leaks.h) on the ring
+ * benchmark of bench/alloc.c, and of the two ways to take a backtrace.
+ *
+ *   leaks [--repeat N] [--csv OUT.csv]
+ *
+ * Steps:
+ *   1. ring: 1,024 live blocks, each step frees a random slot and
+ *      allocates a random size in [16, 4096] into it (the same seed and
+ *      sizes as bench/alloc.c's ring); one allocator per mode - records
+ *      off, sampled (1 in 512 KiB, depth 16), full with depth 16, full
+ *      without backtrace (depth 0), sampled 1 in 2 MiB - rounds interleaved across modes so
+ *      that background load hits all alike; ns per step, median of
+ *      --repeat (default 7), and the ratio to "off";
+ *   2. backtrace cost: from a call chain 24 frames deep, glibc backtrace()
+ *      of 16 frames against libunwind's unw_backtrace() (when CMake found
+ *      libunwind: NNMEM_BENCH_UNWIND), ns per call, median of runs;
+ *   3. every row also goes to OUT.csv (default bench-leaks.csv).
+ * Compiled without nnmem/leaks.h (NNMEM_BENCH_BASELINE, against an older
+ * nnmem) it runs the ring with records absent only: the "off" figure of
+ * that build is the baseline for "zero cost when off".
+ * It asserts nothing about time. Thread-safety: one thread. */
+#define _GNU_SOURCE
+#include <execinfo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nnmem/nnmem.h"
+#ifdef NNMEM_BENCH_UNWIND
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#endif
+
+enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 5 };
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rnd(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *s = x;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double ring(nnmem_allocator_t *a, const uint32_t *slot,
+                   const uint32_t *size) {
+  static void *live[RING];
+  for (int i = 0; i < RING; i++) {
+    live[i] = nnmem_alloc(a, 16 + (size_t)i % 4081);
+    *(volatile char *)live[i] = 1;
+  }
+  double t0 = now();
+  for (int s = 0; s < STEPS; s++) {
+    uint32_t k = slot[s];
+    nnmem_free(a, live[k]);
+    live[k] = nnmem_alloc(a, size[s]);
+    *(volatile char *)live[k] = 1;
+  }
+  double t = now() - t0;
+  for (int i = 0; i < RING; i++)
+    nnmem_free(a, live[i]);
+  return t * 1e9 / STEPS;
+}
+
+static nnmem_allocator_t *make(int mode) {
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+#ifndef NNMEM_BENCH_BASELINE
+  nnmem_leaks_config_t lc;
+  nnmem_leaks_config_init(&lc);
+  lc.mode = mode == 0   ? NNMEM_LEAKS_OFF
+            : mode == 1 ? NNMEM_LEAKS_SAMPLED
+                        : NNMEM_LEAKS_FULL;
+  if (mode == 3) lc.depth = 0;
+  if (mode == 4) lc.mode = NNMEM_LEAKS_SAMPLED, lc.sample_bytes = 2u << 20;
+  cfg.leaks = &lc;
+#else
+  (void)mode;
+#endif
+  nnmem_allocator_t *a = NULL;
+  if (nnmem_allocator_create(&cfg, &a) != NNMEM_OK) exit(1);
+  return a;
+}
+
+/* ---- backtrace cost ---------------------------------------------------- */
+
+typedef int (*bt_fn)(void **, int);
+static volatile int sink;
+
+static __attribute__((noinline)) double deep(int d, bt_fn fn, int calls) {
+  if (d > 0) {
+    double r = deep(d - 1, fn, calls);
+    sink += d;
+    return r;
+  }
+  void *buf[16];
+  double t0 = now();
+  for (int i = 0; i < calls; i++)
+    sink += fn(buf, 16);
+  return (now() - t0) * 1e9 / calls;
+}
+
+#ifdef NNMEM_BENCH_UNWIND
+static int unw_bt(void **buf, int n) {
+  return unw_backtrace(buf, n);
+}
+#endif
+
+int main(int argc, char **argv) {
+  int repeat = 7;
+  const char *csv_path = "bench-leaks.csv";
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+      repeat = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+      csv_path = argv[++i];
+    else {
+      fprintf(stderr, "usage: leaks [--repeat N] [--csv OUT.csv]\n");
+      return 1;
+    }
+  }
+  if (repeat < 1 || repeat > MAX_REPEAT) repeat = 7;
+  FILE *csv = fopen(csv_path, "w");
+  if (!csv) return 1;
+  fprintf(csv, "bench,what,ns,ratio\n");
+  uint32_t *slot = malloc(STEPS * sizeof *slot);
+  uint32_t *size = malloc(STEPS * sizeof *size);
+  uint64_t seed = 88172645463325252ULL;
+  for (int s = 0; s < STEPS; s++) {
+    slot[s] = (uint32_t)(rnd(&seed) % RING);
+    size[s] = 16 + (uint32_t)(rnd(&seed) % 4081);
+  }
+#ifdef NNMEM_BENCH_BASELINE
+  const int nmode = 1;
+  static const char *names[NMODE] = {"baseline"};
+#else
+  const int nmode = NMODE;
+  static const char *names[NMODE] = {"off", "sampled-512KiB", "full-depth16",
+                                     "full-depth0", "sampled-2MiB"};
+#endif
+  static double t[NMODE][MAX_REPEAT];
+  nnmem_allocator_t *al[NMODE];
+  for (int m = 0; m < nmode; m++)
+    al[m] = make(m);
+  printf(
+      "ring: %d live blocks, 16 B - 4 KiB, %d steps, median of %d "
+      "(rounds interleaved)\n",
+      RING, STEPS, repeat);
+  for (int r = 0; r < repeat; r++)
+    for (int m = 0; m < nmode; m++)
+      t[m][r] = ring(al[m], slot, size);
+  printf("%-16s %10s %10s\n", "records", "ns/step", "vs off");
+  double off = 0;
+  for (int m = 0; m < nmode; m++) {
+    double v = median(t[m], repeat);
+    if (m == 0) off = v;
+    printf("%-16s %10.1f %9.3fx\n", names[m], v, v / off);
+    fprintf(csv, "ring,%s,%.2f,%.4f\n", names[m], v, v / off);
+    nnmem_allocator_destroy(al[m]);
+  }
+  double bt[MAX_REPEAT], uw[MAX_REPEAT];
+  for (int r = 0; r < repeat; r++) {
+    bt[r] = deep(24, backtrace, 20000);
+#ifdef NNMEM_BENCH_UNWIND
+    uw[r] = deep(24, unw_bt, 20000);
+#else
+    uw[r] = 0;
+#endif
+  }
+  double b = median(bt, repeat), u = median(uw, repeat);
+  printf("\nbacktrace of 16 frames from 24 deep, ns per call (median of %d)\n",
+         repeat);
+  printf("%-28s %10.1f\n", "glibc backtrace()", b);
+  fprintf(csv, "backtrace,glibc,%.1f,1\n", b);
+#ifdef NNMEM_BENCH_UNWIND
+  printf("%-28s %10.1f  (%.2fx glibc)\n", "libunwind unw_backtrace()", u,
+         u / b);
+  fprintf(csv, "backtrace,libunwind,%.1f,%.4f\n", u, u / b);
+#else
+  printf("%-28s %10s\n", "libunwind unw_backtrace()", "absent");
+#endif
+  fclose(csv);
+  free(slot);
+  free(size);
+  return 0;
+}

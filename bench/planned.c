@@ -1,0 +1,278 @@
+/* bench/planned.c - record, plan, serve: the plan-backed allocator
+ * (nnmem/planned.h) against the tiered pool on the shared traces.
+ *
+ *   planned [--repeat N] [--csv OUT.csv] [--data DIR]
+ *
+ * Steps, for every trace of DIR/dsa/traces:
+ *   1. the trace as a run: its distinct event times become steps 0, 1, ...;
+ *      at step t the buffers with first == t are allocated (file order),
+ *      then those with last == t + 1 freed, so the run's lifetimes are the
+ *      trace's [first, last);
+ *   2. recording run through nnmem_planned_record (on nnmem's allocator,
+ *      untimed); the recorded problem is planned (nnmem_plan_create,
+ *      defaults) and checked by nnmem_plan_verify;
+ *   3. served run: nnmem_planned_serve on an address range of the plan's
+ *      height (mmap, MAP_NORESERVE, never touched: the traces reach 15 GB),
+ *      the same events timed: wall time / operations (allocations + frees,
+ *      step markers included in the time) and / allocations; median of
+ *      --repeat (default 7); served and fallback counts;
+ *   4. the tiered pool on the same trace (nnmem_pool_replay on an unbacked
+ *      simulated device: wall time / operations, peak reserved), median;
+ *   5. rows to OUT.csv (default bench-planned.csv).
+ * Peak of the plan-backed allocator = the plan's height (its one range).
+ * It asserts nothing about time. Thread-safety: one thread. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "nnmem/nnmem.h"
+
+#ifndef NNMEM_DEFAULT_DATA_DIR
+#define NNMEM_DEFAULT_DATA_DIR "../shared/data"
+#endif
+enum { MAX_REPEAT = 51 };
+
+typedef struct ev {
+  uint64_t t;    /* dense step */
+  uint32_t buf;  /* buffer index */
+  uint32_t kind; /* 0 alloc, 1 free */
+} ev_t;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int ev_cmp(const void *a, const void *b) {
+  const ev_t *x = a, *y = b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+  return (x->buf > y->buf) - (x->buf < y->buf);
+}
+
+static uint64_t dense(const uint64_t *times, size_t nt, uint64_t v) {
+  size_t lo = 0, hi = nt;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (times[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Step 1: the events of `p` with dense steps. */
+static ev_t *make_events(const nnmem_problem_t *p, size_t *n_out) {
+  size_t n = nnmem_problem_count(p);
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  uint64_t *times = malloc(2 * n * sizeof *times);
+  ev_t *ev = malloc(2 * n * sizeof *ev);
+  for (size_t i = 0; i < n; i++) {
+    times[2 * i] = b[i].first;
+    times[2 * i + 1] = b[i].last - 1;
+  }
+  qsort(times, 2 * n, sizeof *times, cmp_u64);
+  size_t nt = 0;
+  for (size_t i = 0; i < 2 * n; i++)
+    if (i == 0 || times[i] != times[nt - 1]) times[nt++] = times[i];
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (b[i].size == 0) continue;
+    ev[k++] = (ev_t){dense(times, nt, b[i].first), (uint32_t)i, 0};
+    ev[k++] = (ev_t){dense(times, nt, b[i].last - 1), (uint32_t)i, 1};
+  }
+  qsort(ev, k, sizeof *ev, ev_cmp);
+  free(times);
+  *n_out = k;
+  return ev;
+}
+
+/* Plays the events; returns the seconds taken. */
+static double play(nnmem_planned_t *pl, const nnmem_buffer_t *b, const ev_t *ev,
+                   size_t n, void **ptr) {
+  uint64_t step = 0;
+  double t0 = now();
+  for (size_t i = 0; i < n; i++) {
+    while (step < ev[i].t) {
+      nnmem_step(pl);
+      step++;
+    }
+    if (ev[i].kind == 0)
+      ptr[ev[i].buf] = nnmem_planned_alloc(pl, b[ev[i].buf].size);
+    else
+      nnmem_planned_free(pl, ptr[ev[i].buf]);
+  }
+  return now() - t0;
+}
+
+static void bench_trace(const char *path, const char *name, int repeat,
+                        FILE *csv) {
+  nnmem_csv_t *c = NULL;
+  nnmem_diag_t d;
+  if (nnmem_csv_read_file(path, &c, &d) != NNMEM_OK) {
+    printf("%s: %s\n", name, d.message);
+    return;
+  }
+  const nnmem_problem_t *p = nnmem_csv_problem(c);
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  size_t n = nnmem_problem_count(p), nev;
+  ev_t *ev = make_events(p, &nev);
+  void **ptr = calloc(n, sizeof *ptr);
+  nnmem_allocator_t *a = NULL;
+  nnmem_allocator_create(NULL, &a);
+  /* 2. record, plan, verify */
+  nnmem_planned_t *pl = NULL;
+  nnmem_planned_record(a, NULL, &pl);
+  play(pl, b, ev, nev, ptr);
+  nnmem_problem_t *rec = NULL;
+  nnmem_plan_t *plan = NULL;
+  nnmem_status_t st = nnmem_planned_problem(pl, &rec);
+  nnmem_planned_destroy(pl);
+  if (st == NNMEM_OK) st = nnmem_plan_create(rec, NULL, &plan, &d);
+  if (st == NNMEM_OK)
+    st = nnmem_plan_verify(rec, nnmem_plan_offsets(plan), 1, 0, NULL, &d);
+  if (st != NNMEM_OK) {
+    printf("  %-12s record/plan failed: %s\n", name, d.message);
+    goto out;
+  }
+  uint64_t height = nnmem_plan_height(plan), lb = 0;
+  nnmem_problem_lower_bound(rec, 1, &lb);
+  /* 3. served runs */
+  void *base = mmap(NULL, height, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) {
+    printf("  %-12s cannot map %llu bytes\n", name, (unsigned long long)height);
+    goto out;
+  }
+  nnmem_planned_config_t pc;
+  nnmem_planned_config_init(&pc);
+  pc.base = base;
+  double t[MAX_REPEAT];
+  nnmem_planned_stats_t ps = {0};
+  for (int r = 0; r < repeat; r++) {
+    st = nnmem_planned_serve(a, rec, nnmem_plan_offsets(plan), &pc, &pl, &d);
+    if (st != NNMEM_OK) {
+      printf("  %-12s serve failed: %s\n", name, d.message);
+      munmap(base, height);
+      goto out;
+    }
+    t[r] = play(pl, b, ev, nev, ptr);
+    nnmem_planned_stats(pl, &ps);
+    nnmem_planned_destroy(pl);
+  }
+  double sec = median(t, repeat);
+  size_t allocs = nev / 2;
+  /* 4. the tiered pool */
+  double tt[MAX_REPEAT];
+  nnmem_replay_result_t rr = {0};
+  for (int r = 0; r < repeat; r++) {
+    if (nnmem_pool_replay(p, NNMEM_POOL_TIERED, NULL, 1, &rr, &d) != NNMEM_OK) {
+      printf("  %-12s tiered failed: %s\n", name, d.message);
+      break;
+    }
+    tt[r] = rr.ns_per_op;
+  }
+  double tns = median(tt, repeat);
+  printf("  %-12s %7zu %8.2f %8.2f %8.2f %14llu %14llu %14llu %7llu/%llu\n",
+         name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs, tns,
+         (unsigned long long)height, (unsigned long long)rr.peak_reserved_bytes,
+         (unsigned long long)lb, (unsigned long long)ps.served,
+         (unsigned long long)ps.allocs);
+  fprintf(csv, "%s,%zu,%.3f,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu\n", name, allocs,
+          sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs, tns,
+          (unsigned long long)height,
+          (unsigned long long)rr.peak_reserved_bytes, (unsigned long long)lb,
+          (unsigned long long)ps.served, (unsigned long long)ps.fallback);
+  munmap(base, height);
+out:
+  nnmem_plan_destroy(plan);
+  nnmem_problem_destroy(rec);
+  nnmem_allocator_destroy(a);
+  free(ptr);
+  free(ev);
+  nnmem_csv_destroy(c);
+}
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(int argc, char **argv) {
+  int repeat = 7;
+  const char *csv_path = "bench-planned.csv", *dir = getenv("NNMEM_DATA_DIR");
+  if (!dir || !*dir) dir = NNMEM_DEFAULT_DATA_DIR;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+      repeat = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+      csv_path = argv[++i];
+    else if (!strcmp(argv[i], "--data") && i + 1 < argc)
+      dir = argv[++i];
+    else {
+      fprintf(stderr,
+              "usage: planned [--repeat N] [--csv OUT.csv] "
+              "[--data DIR]\n");
+      return 1;
+    }
+  }
+  if (repeat < 1 || repeat > MAX_REPEAT) repeat = 7;
+  char tdir[4096];
+  snprintf(tdir, sizeof tdir, "%s/dsa/traces", dir);
+  DIR *dd = opendir(tdir);
+  if (!dd) {
+    fprintf(stderr, "planned: no traces in %s\n", tdir);
+    return 1;
+  }
+  char *names[64];
+  int nn = 0;
+  for (struct dirent *e; (e = readdir(dd)) && nn < 64;) {
+    size_t l = strlen(e->d_name);
+    if (l > 4 && !strcmp(e->d_name + l - 4, ".csv"))
+      names[nn++] = strdup(e->d_name);
+  }
+  closedir(dd);
+  qsort(names, (size_t)nn, sizeof *names, name_cmp);
+  FILE *csv = fopen(csv_path, "w");
+  if (!csv) return 1;
+  fprintf(csv,
+          "trace,allocs,planned_ns_per_op,planned_ns_per_alloc,"
+          "tiered_ns_per_op,plan_height,tiered_peak_reserved,"
+          "lower_bound,served,fallback\n");
+  printf(
+      "record -> plan -> serve, median of %d; ns = wall time / operations "
+      "(alloc + free)\n",
+      repeat);
+  printf("  %-12s %7s %8s %8s %8s %14s %14s %14s %s\n", "trace", "allocs",
+         "plan/op", "plan/alc", "tier/op", "plan height", "tiered peak",
+         "lower bound", "served");
+  for (int i = 0; i < nn; i++) {
+    char path[8192], name[256];
+    snprintf(path, sizeof path, "%s/%s", tdir, names[i]);
+    snprintf(name, sizeof name, "%.*s", (int)(strlen(names[i]) - 4), names[i]);
+    bench_trace(path, name, repeat, csv);
+    free(names[i]);
+  }
+  fclose(csv);
+  return 0;
+}

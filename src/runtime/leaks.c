@@ -1,0 +1,613 @@
+/* leaks.c - leak records of the allocator (nnmem/leaks.h): one record per
+ * live block that is recorded, grouped by call site in reports.
+ *
+ * Steps:
+ *   1. alloc (full): take a glibc backtrace() of `depth` frames (outside
+ *      the lock), then insert {ptr, size, file, line, tid, time, frames}
+ *      into a chained hash table keyed by address, under the records'
+ *      mutex. backtrace() was measured against nothing else: libunwind is
+ *      not installed here (see the README's leak-record figures);
+ *   2. alloc (sampled): each thread counts down the bytes it allocates; the
+ *      count starts at an exponential draw of mean N = sample_bytes. When
+ *      an allocation of s bytes takes it to <= 0 the block is recorded as
+ *      in step 1 with p = 1 - exp(-s / N) and a new count is drawn (the
+ *      process is memoryless, so an allocation is recorded with exactly
+ *      probability p: jemalloc's prof sampling). The record stands for
+ *      s / p bytes and 1 / p blocks (Horvitz-Thompson: unbiased);
+ *   3. free: in full mode, remove the record under the mutex. In sampled
+ *      mode a counting filter (one atomic counter per address hash, raised
+ *      by every record, lowered by its removal) is read first: a zero
+ *      counter proves there is no record and the free takes no lock;
+ *   4. report: copy the records under the mutex, sort by site key (file
+ *      and line when given, else the frames), add up each group, sort the
+ *      groups by estimated bytes (largest first) and render text, JSON
+ *      (common/json_write.h) or folded stacks (frames root first, joined
+ *      by ';', file:line as the leaf, then the bytes).
+ *
+ * Invariants: count == number of records in the table; for every address
+ * hash h, filter[h] == number of records whose address hashes to h.
+ *
+ * Complexity: O(1) expected per recorded alloc / free plus the backtrace;
+ * O(1) and lock-free for a free with no record in sampled mode; report
+ * O(r log r) for r records.
+ *
+ * Thread-safety: all entries may run concurrently; the table is under
+ * `lock`, the filter is atomic, the sampling countdown is per thread. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/json_write.h"
+#include "common/text.h"
+#include "runtime/leaks_internal.h"
+
+enum { FILTER = NNMEM__LEAKS_FILTER, SKIP_FRAMES = 2 };
+
+typedef struct rec {
+  struct rec *next;
+  uintptr_t ptr;
+  uint64_t size;
+  double p; /* probability the block was recorded (1 in full mode) */
+  const char *file;
+  int line;
+  uint32_t tid;
+  uint64_t t_ns;
+  uint32_t depth;
+  void *frames[];
+} rec_t;
+
+struct nnmem__leaks {
+  nnmem__leaks_head_t head; /* first: mode + filter, read inline */
+  uint64_t sample_bytes;
+  uint32_t depth;
+  uint64_t id, seed;
+  char *report_path;
+  nnmem_leaks_format_t report_format;
+  pthread_mutex_t lock;
+  rec_t **bucket;
+  size_t nbucket, count;
+  _Atomic uint64_t dropped;
+};
+
+static _Atomic uint64_t next_leaks_id = 1;
+static _Atomic uint64_t next_thread_seq = 1;
+
+_Thread_local __attribute__((tls_model("initial-exec")))
+int64_t nnmem__leaks_left;
+
+/* Per thread: the sampling random state (0 until the thread's first
+ * sampled allocation) and the cached kernel thread id. initial-exec: no
+ * __tls_get_addr call (as allocator.c's tls_cur; 24 bytes of static TLS
+ * with nnmem__leaks_left). */
+static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
+  uint64_t rng;
+  uint32_t tid;
+} tl;
+
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+static int64_t draw_interval(nnmem__leaks_t *lk) {
+  double u = ((double)(splitmix(&tl.rng) >> 11) + 1.0) * 0x1p-53; /* (0,1] */
+  double v = -log(u) * (double)lk->sample_bytes;
+  return v >= 9.0e18 ? INT64_MAX : (int64_t)v + 1;
+}
+
+static uint32_t thread_id(void) {
+  if (!tl.tid) tl.tid = (uint32_t)syscall(SYS_gettid);
+  return tl.tid;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline size_t hash_ptr(uintptr_t p) {
+  return nnmem__leaks_hash(p);
+}
+
+/* ---- lifecycle ------------------------------------------------------- */
+
+nnmem_status_t nnmem__leaks_create(const nnmem_leaks_config_t *cfg,
+                                   nnmem__leaks_t **out) {
+  *out = NULL;
+  if (cfg->mode == NNMEM_LEAKS_OFF) return NNMEM_OK;
+  if ((cfg->mode != NNMEM_LEAKS_FULL && cfg->mode != NNMEM_LEAKS_SAMPLED) ||
+      cfg->depth > NNMEM_LEAKS_MAX_DEPTH ||
+      (cfg->mode == NNMEM_LEAKS_SAMPLED && cfg->sample_bytes == 0) ||
+      (unsigned)cfg->report_format > NNMEM_LEAKS_FOLDED)
+    return NNMEM_ERR_INVALID;
+  nnmem__leaks_t *lk = calloc(1, sizeof *lk);
+  if (!lk) return NNMEM_ERR_NOMEM;
+  lk->nbucket = 1024;
+  lk->bucket = calloc(lk->nbucket, sizeof *lk->bucket);
+  if (cfg->report_path) lk->report_path = strdup(cfg->report_path);
+  if (!lk->bucket || (cfg->report_path && !lk->report_path)) {
+    free(lk->bucket);
+    free(lk->report_path);
+    free(lk);
+    return NNMEM_ERR_NOMEM;
+  }
+  lk->head.mode = cfg->mode;
+  lk->sample_bytes = cfg->sample_bytes;
+  lk->depth = cfg->depth;
+  lk->seed = cfg->seed ? cfg->seed : 0x6E6E6D656D6C6BULL;
+  lk->report_format = cfg->report_format;
+  lk->id = atomic_fetch_add(&next_leaks_id, 1);
+  pthread_mutex_init(&lk->lock, NULL);
+  if (lk->depth) { /* the first backtrace() loads libgcc_s: not on a hot path */
+    void *f[2];
+    (void)backtrace(f, 2);
+  }
+  *out = lk;
+  return NNMEM_OK;
+}
+
+void nnmem__leaks_destroy(nnmem__leaks_t *lk) {
+  if (!lk) return;
+  if (lk->report_path) {
+    char *doc = NULL;
+    size_t len = 0;
+    if (nnmem__leaks_report(lk, lk->report_format, &doc, &len) == NNMEM_OK) {
+      FILE *f = fopen(lk->report_path, "w");
+      if (f) {
+        fwrite(doc, 1, len, f);
+        fclose(f);
+      }
+    }
+    free(doc);
+  }
+  for (size_t i = 0; i < lk->nbucket; i++)
+    for (rec_t *r = lk->bucket[i], *n; r; r = n) {
+      n = r->next;
+      free(r);
+    }
+  free(lk->bucket);
+  free(lk->report_path);
+  pthread_mutex_destroy(&lk->lock);
+  free(lk);
+}
+
+/* ---- recording --------------------------------------------------------- */
+
+static void grow_locked(nnmem__leaks_t *lk) {
+  size_t n = lk->nbucket * 2;
+  rec_t **b = calloc(n, sizeof *b);
+  if (!b) return; /* longer chains, still correct */
+  for (size_t i = 0; i < lk->nbucket; i++)
+    for (rec_t *r = lk->bucket[i], *nx; r; r = nx) {
+      nx = r->next;
+      size_t h = hash_ptr(r->ptr) & (n - 1);
+      r->next = b[h];
+      b[h] = r;
+    }
+  free(lk->bucket);
+  lk->bucket = b;
+  lk->nbucket = n;
+}
+
+static __attribute__((noinline)) void record(nnmem__leaks_t *lk, void *ptr,
+                                             size_t size, double p,
+                                             const char *file, int line) {
+  void *fr[NNMEM_LEAKS_MAX_DEPTH + SKIP_FRAMES];
+  int n = 0;
+  if (lk->depth) {
+    n = backtrace(fr, (int)lk->depth + SKIP_FRAMES) - SKIP_FRAMES;
+    if (n < 0) n = 0;
+  }
+  rec_t *r = malloc(sizeof *r + (size_t)n * sizeof(void *));
+  if (!r) {
+    atomic_fetch_add_explicit(&lk->dropped, 1, memory_order_relaxed);
+    return;
+  }
+  r->ptr = (uintptr_t)ptr;
+  r->size = size;
+  r->p = p;
+  r->file = file;
+  r->line = line;
+  r->tid = thread_id();
+  r->t_ns = now_ns();
+  r->depth = (uint32_t)n;
+  if (n) memcpy(r->frames, fr + SKIP_FRAMES, (size_t)n * sizeof(void *));
+  size_t h = hash_ptr(r->ptr);
+  atomic_fetch_add_explicit(&lk->head.filter[h & (FILTER - 1)], 1,
+                            memory_order_relaxed);
+  pthread_mutex_lock(&lk->lock);
+  if (lk->count >= lk->nbucket) grow_locked(lk);
+  h &= lk->nbucket - 1;
+  r->next = lk->bucket[h];
+  lk->bucket[h] = r;
+  lk->count++;
+  pthread_mutex_unlock(&lk->lock);
+}
+
+void nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
+                           const char *file, int line) {
+  if (lk->head.mode == NNMEM_LEAKS_FULL) {
+    record(lk, ptr, size, 1.0, file, line);
+    return;
+  }
+  if (tl.rng == 0) { /* this thread's first countdown: no sample yet */
+    tl.rng = lk->seed ^
+             (atomic_fetch_add(&next_thread_seq, 1) * 0xD1B54A32D192ED03ULL);
+    if (!tl.rng) tl.rng = 1;
+    nnmem__leaks_left = draw_interval(lk) - (int64_t)size;
+    if (nnmem__leaks_left > 0) return;
+  }
+  nnmem__leaks_left = draw_interval(lk);
+  double p = -expm1(-(double)size / (double)lk->sample_bytes);
+  record(lk, ptr, size, p, file, line);
+}
+
+void nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr) {
+  size_t h = hash_ptr((uintptr_t)ptr);
+  _Atomic uint32_t *f = &lk->head.filter[h & (FILTER - 1)];
+  if (atomic_load_explicit(f, memory_order_relaxed) == 0) return;
+  rec_t *found = NULL;
+  pthread_mutex_lock(&lk->lock);
+  for (rec_t **pp = &lk->bucket[h & (lk->nbucket - 1)]; *pp; pp = &(*pp)->next)
+    if ((*pp)->ptr == (uintptr_t)ptr) {
+      found = *pp;
+      *pp = found->next;
+      lk->count--;
+      break;
+    }
+  pthread_mutex_unlock(&lk->lock);
+  if (found) {
+    atomic_fetch_sub_explicit(f, 1, memory_order_relaxed);
+    free(found);
+  }
+}
+
+/* ---- reports ----------------------------------------------------------- */
+
+typedef struct site {
+  const rec_t *first; /* representative record (its key) */
+  uint64_t records, bytes, est_blocks, est_bytes, threads;
+  uint64_t oldest_ns;
+} site_t;
+
+static int key_cmp(const rec_t *x, const rec_t *y) {
+  if (x->file || y->file) {
+    if (!x->file) return 1; /* sites with file:line first */
+    if (!y->file) return -1;
+    int c = strcmp(x->file, y->file);
+    if (c) return c;
+    return (x->line > y->line) - (x->line < y->line);
+  }
+  if (x->depth != y->depth) return x->depth < y->depth ? -1 : 1;
+  for (uint32_t i = 0; i < x->depth; i++)
+    if (x->frames[i] != y->frames[i])
+      return (uintptr_t)x->frames[i] < (uintptr_t)y->frames[i] ? -1 : 1;
+  return 0;
+}
+
+static int rec_cmp(const void *a, const void *b) {
+  const rec_t *x = *(const rec_t *const *)a, *y = *(const rec_t *const *)b;
+  int c = key_cmp(x, y);
+  if (c) return c;
+  return (x->tid > y->tid) - (x->tid < y->tid); /* threads adjacent */
+}
+
+static int site_cmp(const void *a, const void *b) {
+  const site_t *x = a, *y = b;
+  if (x->est_bytes != y->est_bytes) return x->est_bytes > y->est_bytes ? -1 : 1;
+  return key_cmp(x->first, y->first);
+}
+
+static uint64_t est(double v) {
+  return (uint64_t)llround(v);
+}
+
+/* Copies the records (under the lock) and groups them: *sites_out sorted
+ * by bytes. The copies stay valid until freed (*recs_out). */
+static nnmem_status_t collect(nnmem__leaks_t *lk, rec_t ***recs_out,
+                              site_t **sites_out, size_t *nsites) {
+  *recs_out = NULL;
+  *sites_out = NULL;
+  *nsites = 0;
+  pthread_mutex_lock(&lk->lock);
+  size_t n = lk->count, k = 0;
+  rec_t **v = malloc((n ? n : 1) * sizeof *v);
+  for (size_t i = 0; v && i < lk->nbucket; i++)
+    for (rec_t *r = lk->bucket[i]; r; r = r->next) {
+      size_t sz = sizeof *r + r->depth * sizeof(void *);
+      rec_t *c = malloc(sz);
+      if (!c) continue;
+      memcpy(c, r, sz);
+      v[k++] = c;
+    }
+  pthread_mutex_unlock(&lk->lock);
+  if (!v) return NNMEM_ERR_NOMEM;
+  qsort(v, k, sizeof *v, rec_cmp);
+  site_t *s = calloc(k ? k : 1, sizeof *s);
+  if (!s) {
+    for (size_t i = 0; i < k; i++)
+      free(v[i]);
+    free(v);
+    return NNMEM_ERR_NOMEM;
+  }
+  uint64_t now = now_ns();
+  size_t m = 0;
+  double eb = 0, en = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (i == 0 || key_cmp(v[i - 1], v[i]) != 0) {
+      if (m) s[m - 1].est_bytes = est(eb), s[m - 1].est_blocks = est(en);
+      s[m++].first = v[i];
+      eb = en = 0;
+    }
+    site_t *t = &s[m - 1];
+    t->records++;
+    t->bytes += v[i]->size;
+    eb += (double)v[i]->size / v[i]->p;
+    en += 1.0 / v[i]->p;
+    if (t->records == 1 || v[i - 1]->tid != v[i]->tid) t->threads++;
+    uint64_t age = now > v[i]->t_ns ? now - v[i]->t_ns : 0;
+    if (age > t->oldest_ns) t->oldest_ns = age;
+  }
+  if (m) s[m - 1].est_bytes = est(eb), s[m - 1].est_blocks = est(en);
+  qsort(s, m, sizeof *s, site_cmp);
+  *recs_out = v;
+  *sites_out = s;
+  *nsites = m;
+  return NNMEM_OK;
+}
+
+/* "func+0xoff" or "module+0xoff" (no allocation besides `t`). */
+static void put_frame(nnmem__text_t *t, void *pc) {
+  Dl_info di;
+  if (dladdr(pc, &di) && di.dli_sname && di.dli_saddr) {
+    nnmem__text_printf(
+        t, "%s+0x%lx", di.dli_sname,
+        (unsigned long)((uintptr_t)pc - (uintptr_t)di.dli_saddr));
+  } else if (di.dli_fname && di.dli_fbase) {
+    const char *b = strrchr(di.dli_fname, '/');
+    nnmem__text_printf(
+        t, "%s+0x%lx", b ? b + 1 : di.dli_fname,
+        (unsigned long)((uintptr_t)pc - (uintptr_t)di.dli_fbase));
+  } else {
+    nnmem__text_printf(t, "0x%lx", (unsigned long)(uintptr_t)pc);
+  }
+}
+
+static void put_site_name(nnmem__text_t *t, const rec_t *r) {
+  if (r->file)
+    nnmem__text_printf(t, "%s:%d", r->file, r->line);
+  else if (r->depth)
+    put_frame(t, r->frames[0]);
+  else
+    nnmem__text_puts(t, "(unknown)");
+}
+
+static const char *mode_name(nnmem_leaks_mode_t m) {
+  return m == NNMEM_LEAKS_SAMPLED ? "sampled" : "full";
+}
+
+static void render_text(nnmem__leaks_t *lk, nnmem__text_t *t, site_t *s,
+                        size_t m) {
+  uint64_t tb = 0, tn = 0;
+  for (size_t i = 0; i < m; i++)
+    tb += s[i].est_bytes, tn += s[i].est_blocks;
+  nnmem__text_printf(t, "nnmem leaks (%s", mode_name(lk->head.mode));
+  if (lk->head.mode == NNMEM_LEAKS_SAMPLED)
+    nnmem__text_printf(t, ", 1 in %llu bytes, estimates",
+                       (unsigned long long)lk->sample_bytes);
+  nnmem__text_printf(t, "): %llu bytes in %llu blocks live at %zu sites\n",
+                     (unsigned long long)tb, (unsigned long long)tn, m);
+  nnmem__text_printf(t, "%14s %10s %8s %10s  %s\n", "bytes", "blocks",
+                     "threads", "oldest_ms", "site");
+  for (size_t i = 0; i < m; i++) {
+    nnmem__text_printf(
+        t, "%14llu %10llu %8llu %10.1f  ", (unsigned long long)s[i].est_bytes,
+        (unsigned long long)s[i].est_blocks, (unsigned long long)s[i].threads,
+        (double)s[i].oldest_ns / 1e6);
+    put_site_name(t, s[i].first);
+    nnmem__text_putc(t, '\n');
+    const rec_t *r = s[i].first;
+    for (uint32_t f = 0; f < r->depth; f++) {
+      nnmem__text_puts(t, "        at ");
+      put_frame(t, r->frames[f]);
+      nnmem__text_putc(t, '\n');
+    }
+  }
+}
+
+static void render_json(nnmem__leaks_t *lk, nnmem__text_t *t, site_t *s,
+                        size_t m) {
+  nnmem__jw_t w;
+  nnmem__jw_init(&w, t, NNMEM__JW_PRETTY);
+  nnmem__jw_object(&w);
+  nnmem__jw_key(&w, "mode");
+  nnmem__jw_string(&w, mode_name(lk->head.mode));
+  nnmem__jw_key(&w, "sample_bytes");
+  nnmem__jw_u64(&w,
+                lk->head.mode == NNMEM_LEAKS_SAMPLED ? lk->sample_bytes : 1);
+  nnmem__jw_key(&w, "dropped");
+  nnmem__jw_u64(&w, atomic_load(&lk->dropped));
+  nnmem__jw_key(&w, "sites");
+  nnmem__jw_array(&w);
+  nnmem__text_t f;
+  for (size_t i = 0; i < m; i++) {
+    const rec_t *r = s[i].first;
+    nnmem__jw_object(&w);
+    nnmem__jw_key(&w, "bytes");
+    nnmem__jw_u64(&w, s[i].est_bytes);
+    nnmem__jw_key(&w, "blocks");
+    nnmem__jw_u64(&w, s[i].est_blocks);
+    nnmem__jw_key(&w, "recorded_blocks");
+    nnmem__jw_u64(&w, s[i].records);
+    nnmem__jw_key(&w, "recorded_bytes");
+    nnmem__jw_u64(&w, s[i].bytes);
+    nnmem__jw_key(&w, "threads");
+    nnmem__jw_u64(&w, s[i].threads);
+    nnmem__jw_key(&w, "oldest_ns");
+    nnmem__jw_u64(&w, s[i].oldest_ns);
+    nnmem__jw_key(&w, "file");
+    nnmem__jw_string(&w, r->file);
+    nnmem__jw_key(&w, "line");
+    if (r->file)
+      nnmem__jw_i64(&w, r->line);
+    else
+      nnmem__jw_null(&w);
+    nnmem__jw_key(&w, "thread");
+    nnmem__jw_u64(&w, r->tid);
+    nnmem__jw_key(&w, "stack");
+    nnmem__jw_array(&w);
+    for (uint32_t k = 0; k < r->depth; k++) {
+      nnmem__text_init(&f);
+      put_frame(&f, r->frames[k]);
+      nnmem__jw_string(&w, f.data ? f.data : "?");
+      nnmem__text_free(&f);
+    }
+    nnmem__jw_end(&w);
+    nnmem__jw_end(&w);
+  }
+  nnmem__jw_end(&w);
+  nnmem__jw_end(&w);
+  if (nnmem__jw_finish(&w) != NNMEM_OK) t->failed = 1;
+}
+
+/* Folded stacks: frames root first, ';' between them (a ';' or ' ' inside
+ * a frame name becomes '_'), file:line as the leaf when given. */
+static void render_folded(nnmem__text_t *t, site_t *s, size_t m) {
+  nnmem__text_t f;
+  for (size_t i = 0; i < m; i++) {
+    const rec_t *r = s[i].first;
+    nnmem__text_init(&f);
+    for (uint32_t k = r->depth; k-- > 0;) {
+      put_frame(&f, r->frames[k]);
+      if (k || r->file) nnmem__text_putc(&f, ';');
+    }
+    if (r->file) nnmem__text_printf(&f, "%s:%d", r->file, r->line);
+    if (!r->depth && !r->file) nnmem__text_puts(&f, "(unknown)");
+    for (size_t c = 0; f.data && c < f.len; c++)
+      if (f.data[c] == ' ') f.data[c] = '_';
+    if (f.data) nnmem__text_append(t, f.data, f.len);
+    nnmem__text_printf(t, " %llu\n", (unsigned long long)s[i].est_bytes);
+    nnmem__text_free(&f);
+  }
+}
+
+nnmem_status_t nnmem__leaks_report(nnmem__leaks_t *lk, nnmem_leaks_format_t fmt,
+                                   char **out, size_t *len) {
+  if ((unsigned)fmt > NNMEM_LEAKS_FOLDED) return NNMEM_ERR_INVALID;
+  rec_t **v;
+  site_t *s;
+  size_t m;
+  nnmem_status_t st = collect(lk, &v, &s, &m);
+  if (st != NNMEM_OK) return st;
+  nnmem__text_t t;
+  nnmem__text_init(&t);
+  if (fmt == NNMEM_LEAKS_TEXT)
+    render_text(lk, &t, s, m);
+  else if (fmt == NNMEM_LEAKS_JSON)
+    render_json(lk, &t, s, m);
+  else
+    render_folded(&t, s, m);
+  nnmem__text_putc(&t, '\0'); /* an empty folded report still allocates */
+  size_t total = 0;
+  for (size_t i = 0; i < m; i++)
+    total += s[i].records;
+  for (size_t i = 0; i < total; i++)
+    free(v[i]);
+  free(v);
+  free(s);
+  st = nnmem__text_status(&t);
+  if (st != NNMEM_OK) {
+    nnmem__text_free(&t);
+    return st;
+  }
+  *len = t.len - 1;
+  *out = t.data;
+  return NNMEM_OK;
+}
+
+void nnmem__leaks_summary(nnmem__leaks_t *lk, nnmem_leaks_summary_t *out) {
+  rec_t **v;
+  site_t *s;
+  size_t m;
+  out->mode = lk->head.mode;
+  if (collect(lk, &v, &s, &m) != NNMEM_OK) return;
+  for (size_t i = 0; i < m; i++) {
+    out->records += s[i].records;
+    out->bytes += s[i].bytes;
+    out->est_blocks += s[i].est_blocks;
+    out->est_bytes += s[i].est_bytes;
+  }
+  out->sites = m;
+  for (size_t i = 0; i < out->records; i++)
+    free(v[i]);
+  free(v);
+  free(s);
+}
+
+/* ---- config ------------------------------------------------------------ */
+
+void nnmem_leaks_config_init(nnmem_leaks_config_t *cfg) {
+  if (!cfg) return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->size = sizeof *cfg;
+  cfg->mode = NNMEM_LEAKS_FULL;
+  cfg->sample_bytes = 512 * 1024;
+  cfg->depth = 16;
+}
+
+static const char *report_suffix_path(nnmem_leaks_config_t *cfg,
+                                      const char *path) {
+  size_t n = strlen(path);
+  if (n >= 5 && strcmp(path + n - 5, ".json") == 0)
+    cfg->report_format = NNMEM_LEAKS_JSON;
+  else if (n >= 7 && strcmp(path + n - 7, ".folded") == 0)
+    cfg->report_format = NNMEM_LEAKS_FOLDED;
+  else
+    cfg->report_format = NNMEM_LEAKS_TEXT;
+  return path;
+}
+
+int nnmem_leaks_config_from_env(nnmem_leaks_config_t *cfg) {
+  static char default_path[64];
+  if (!cfg) return -1;
+  nnmem_leaks_config_init(cfg);
+  cfg->mode = NNMEM_LEAKS_OFF;
+  const char *v = getenv("NNMEM_LEAKS");
+  if (!v || !*v || strcmp(v, "0") == 0) return 0;
+  if (strcmp(v, "1") == 0 || strcmp(v, "full") == 0) {
+    cfg->mode = NNMEM_LEAKS_FULL;
+  } else if (strncmp(v, "sampled", 7) == 0 && (v[7] == '\0' || v[7] == ':')) {
+    cfg->mode = NNMEM_LEAKS_SAMPLED;
+    if (v[7] == ':') {
+      char *end;
+      unsigned long long n = strtoull(v + 8, &end, 10);
+      if (end == v + 8 || *end || n == 0 || v[8] == '-') {
+        cfg->mode = NNMEM_LEAKS_OFF;
+        return -1;
+      }
+      cfg->sample_bytes = n;
+    }
+  } else {
+    return -1;
+  }
+  const char *p = getenv("NNMEM_LEAKS_REPORT");
+  if (!p || !*p) {
+    snprintf(default_path, sizeof default_path, "nnmem-leaks.%ld.txt",
+             (long)getpid());
+    p = default_path;
+  }
+  cfg->report_path = report_suffix_path(cfg, p);
+  return 1;
+}

@@ -1,0 +1,85 @@
+/* fuzz_planned.c - fuzz harness for the plan-backed allocator's loading
+ * of a plan JSON (nnmem_planned_serve, src/runtime/planned.c).
+ *
+ * 1. nnmem_plan_read_json on the raw bytes; unreadable input stops here
+ *    (fuzz_plan_json covers the reader).
+ * 2. Plans over 4 MiB high are skipped (the harness serves from real
+ *    memory); otherwise nnmem_planned_serve: on error the output is NULL
+ *    and diag says why.
+ * 3. On success the run the plan describes is played twice - as planned,
+ *    then with every third request 8 bytes bigger (divergence): each block
+ *    is filled with its index when allocated and checked when freed, so
+ *    two served blocks that overlap while live are caught whatever the
+ *    plan says; every request must get memory.
+ * Findings: sanitizer reports, crashes, aborts on broken invariants.
+ * Linked either with libFuzzer or with replay_main.c. Not thread-safe. */
+#include <string.h>
+
+#include "fuzz_common.h"
+
+enum { MAX_HEIGHT = 4u << 20, MAX_BUFS = 512 };
+
+static void play(nnmem_planned_t *pl, const nnmem_buffer_t *b, size_t n,
+                 int bump) {
+  static unsigned char *ptr[MAX_BUFS];
+  static uint64_t size[MAX_BUFS];
+  uint64_t step = 0, end = 0;
+  for (size_t i = 0; i < n; i++)
+    if (b[i].last > end) end = b[i].last;
+  for (; step < end; step++) {
+    for (size_t i = 0; i < n; i++)
+      if (b[i].first == step) {
+        size[i] = b[i].size + (bump && i % 3 == 0 ? 8 : 0);
+        ptr[i] = nnmem_planned_alloc(pl, size[i]);
+        if (!ptr[i]) fuzz_fail("a request got no memory", NULL);
+        memset(ptr[i], (int)(i & 0xFF), size[i]);
+      }
+    for (size_t i = 0; i < n; i++)
+      if (b[i].last == step + 1) {
+        for (uint64_t k = 0; k < size[i]; k++)
+          if (ptr[i][k] != (unsigned char)(i & 0xFF))
+            fuzz_fail("a served block was overwritten while live", NULL);
+        nnmem_planned_free(pl, ptr[i]);
+      }
+    nnmem_step(pl);
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > FUZZ_MAX_INPUT) return 0;
+  nnmem_problem_t *p = NULL;
+  uint64_t *offs = NULL;
+  nnmem_diag_t diag = {0};
+  if (nnmem_plan_read_json((const char *)data, size, "fuzz.json", &p, &offs,
+                           &diag) != NNMEM_OK)
+    return 0;
+  size_t n = nnmem_problem_count(p);
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  int small = n > 0 && n <= MAX_BUFS;
+  for (size_t i = 0; small && i < n; i++)
+    if (b[i].size > MAX_HEIGHT || offs[i] > MAX_HEIGHT - b[i].size ||
+        b[i].last > 4 * MAX_BUFS)
+      small = 0;
+  nnmem_allocator_t *a = NULL;
+  if (small && nnmem_allocator_create(NULL, &a) == NNMEM_OK) {
+    for (int bump = 0; bump < 2; bump++) {
+      nnmem_planned_t *pl = (nnmem_planned_t *)&diag;
+      diag.message[0] = '\0';
+      if (nnmem_planned_serve(a, p, offs, NULL, &pl, &diag) != NNMEM_OK) {
+        if (pl) fuzz_fail("output set on error", NULL);
+        if (!diag.message[0]) fuzz_fail("error without a message", NULL);
+        break;
+      }
+      play(pl, b, n, bump);
+      nnmem_planned_stats_t st;
+      if (nnmem_planned_stats(pl, &st) != NNMEM_OK ||
+          st.served + st.fallback != st.allocs)
+        fuzz_fail("served + fallback != requests", NULL);
+      nnmem_planned_destroy(pl);
+    }
+    nnmem_allocator_destroy(a);
+  }
+  nnmem_problem_destroy(p);
+  free(offs);
+  return 0;
+}

@@ -1,0 +1,336 @@
+/* test_leaks.c - leak records: sites by file:line and by backtrace, the
+ * report in text / JSON (read back with cJSON) / folded stacks, threads,
+ * the sampled mode's byte-weighted estimates against the known truth
+ * (fixed seed), enabling late, the environment switch and misuse. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static nnmem_allocator_t *make(nnmem_leaks_mode_t mode, uint64_t sample) {
+  nnmem_leaks_config_t lc;
+  nnmem_leaks_config_init(&lc);
+  lc.mode = mode;
+  if (sample) lc.sample_bytes = sample;
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.leaks = &lc; /* explicit: the environment does not matter here */
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  return a;
+}
+
+static cJSON *report_json(nnmem_allocator_t *a) {
+  char *doc;
+  size_t len;
+  assert_ok(nnmem_allocator_leaks_report(a, NNMEM_LEAKS_JSON, &doc, &len));
+  assert_int_equal(strlen(doc), len);
+  cJSON *j = cJSON_Parse(doc);
+  free(doc);
+  assert_non_null(j);
+  return j;
+}
+
+static double num(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  assert_non_null(v);
+  return v->valuedouble;
+}
+
+static void test_full_sites(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = make(NNMEM_LEAKS_FULL, 0);
+  void *p[3];
+  int line_a = __LINE__ + 2;
+  for (int i = 0; i < 3; i++)
+    p[i] = NNMEM_ALLOC(a, 1000);
+  int line_b = __LINE__ + 1;
+  void *big = NNMEM_ALLOC(a, 50000);
+  void *plain = nnmem_alloc(a, 16); /* freed below: never reported */
+  nnmem_free(a, p[1]);
+  nnmem_free(a, plain);
+  nnmem_leaks_summary_t s;
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.records, 3);
+  assert_int_equal(s.bytes, 2 * 1000 + 50000);
+  assert_int_equal(s.est_bytes, s.bytes);
+  assert_int_equal(s.est_blocks, 3);
+  assert_int_equal(s.sites, 2);
+
+  cJSON *j = report_json(a);
+  assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "mode")->valuestring,
+                      "full");
+  const cJSON *sites = cJSON_GetObjectItemCaseSensitive(j, "sites");
+  assert_int_equal(cJSON_GetArraySize(sites), 2);
+  const cJSON *s0 = cJSON_GetArrayItem(sites, 0),
+              *s1 = cJSON_GetArrayItem(sites, 1);
+  assert_true(num(s0, "bytes") == 50000 && num(s0, "blocks") == 1);
+  assert_true(num(s0, "line") == line_b);
+  assert_true(num(s1, "bytes") == 2000 && num(s1, "blocks") == 2);
+  assert_true(num(s1, "line") == line_a);
+  assert_non_null(
+      strstr(cJSON_GetObjectItemCaseSensitive(s1, "file")->valuestring,
+             "test_leaks.c"));
+  assert_true(
+      cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s0, "stack")) > 0);
+  cJSON_Delete(j);
+
+  char *doc;
+  size_t len;
+  char want[64];
+  assert_ok(nnmem_allocator_leaks_report(a, NNMEM_LEAKS_TEXT, &doc, &len));
+  snprintf(want, sizeof want, "test_leaks.c:%d\n", line_b);
+  const char *first = strstr(doc, "site\n"); /* after the header */
+  assert_non_null(first);
+  assert_non_null(strstr(first, "50000"));
+  assert_true(strstr(first, want) < strstr(first, "2000 ")); /* by bytes */
+  assert_non_null(strstr(doc, "52000 bytes in 3 blocks live at 2 sites"));
+  free(doc);
+
+  assert_ok(nnmem_allocator_leaks_report(a, NNMEM_LEAKS_FOLDED, &doc, &len));
+  /* two lines "frames;...;file:line BYTES", biggest first */
+  char *nl = strchr(doc, '\n');
+  assert_non_null(nl);
+  *nl = '\0';
+  snprintf(want, sizeof want, "test_leaks.c:%d 50000", line_b);
+  assert_non_null(strstr(doc, want));
+  assert_non_null(strchr(doc, ';')); /* frames above the leaf */
+  assert_ptr_equal(strchr(doc, ' '), strrchr(doc, ' ')); /* one space */
+  snprintf(want, sizeof want, "test_leaks.c:%d 2000\n", line_a);
+  assert_non_null(strstr(nl + 1, want));
+  free(doc);
+
+  nnmem_free(a, p[0]);
+  nnmem_free(a, p[2]);
+  nnmem_free(a, big);
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.records, 0);
+  assert_int_equal(s.sites, 0);
+  nnmem_allocator_destroy(a);
+}
+
+/* Without file:line, the backtrace is the site: two call paths, two
+ * sites, told apart by their return addresses. */
+__attribute__((noinline)) static void *via_one(nnmem_allocator_t *a, size_t n) {
+  void *p = nnmem_alloc(a, n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) static void *via_two(nnmem_allocator_t *a, size_t n) {
+  void *p = nnmem_alloc_aligned(a, n, 64);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+
+static void test_backtrace_sites(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = make(NNMEM_LEAKS_FULL, 0);
+  void *p[10];
+  for (int i = 0; i < 5; i++)
+    p[i] = via_one(a, 100);
+  for (int i = 5; i < 10; i++)
+    p[i] = via_two(a, 20000);
+  nnmem_leaks_summary_t s;
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.sites, 2);
+  assert_int_equal(s.bytes, 5 * 100 + 5 * 20000);
+  cJSON *j = report_json(a);
+  const cJSON *sites = cJSON_GetObjectItemCaseSensitive(j, "sites");
+  assert_true(num(cJSON_GetArrayItem(sites, 0), "bytes") == 100000);
+  assert_true(num(cJSON_GetArrayItem(sites, 1), "bytes") == 500);
+  assert_true(cJSON_IsNull(
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(sites, 0), "file")));
+  cJSON_Delete(j);
+  for (int i = 0; i < 10; i++)
+    nnmem_free(a, p[i]);
+  nnmem_allocator_destroy(a);
+}
+
+typedef struct job {
+  nnmem_allocator_t *a;
+  void *p[50];
+} job_t;
+
+static void *thread_alloc(void *arg) {
+  job_t *j = arg;
+  for (int i = 0; i < 50; i++)
+    j->p[i] = NNMEM_ALLOC(j->a, 64);
+  return NULL;
+}
+
+static void test_threads(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = make(NNMEM_LEAKS_FULL, 0);
+  job_t jobs[3] = {{a, {0}}, {a, {0}}, {a, {0}}};
+  pthread_t th[3];
+  for (int t = 0; t < 3; t++)
+    assert_int_equal(pthread_create(&th[t], NULL, thread_alloc, &jobs[t]), 0);
+  for (int t = 0; t < 3; t++)
+    pthread_join(th[t], NULL);
+  for (int i = 0; i < 25; i++) /* cross-thread frees drop their records */
+    nnmem_free(a, jobs[0].p[i]);
+  cJSON *j = report_json(a);
+  const cJSON *sites = cJSON_GetObjectItemCaseSensitive(j, "sites");
+  assert_int_equal(cJSON_GetArraySize(sites), 1);
+  const cJSON *s0 = cJSON_GetArrayItem(sites, 0);
+  assert_true(num(s0, "threads") == 3);
+  assert_true(num(s0, "blocks") == 125);
+  assert_true(num(s0, "bytes") == 125 * 64);
+  cJSON_Delete(j);
+  nnmem_allocator_destroy(a); /* live blocks and records go with it */
+}
+
+/* Sampled: N = 16 KiB, 60,000 blocks of 512 B (p = 1 - e^(-1/32), about
+ * 1,846 records expected) and 16 of 1 MiB (p ~ 1). The estimate must be
+ * within 5 standard deviations of the truth, the record count within 5
+ * sigma of its binomial mean; both are deterministic for the seed. */
+static void test_sampled_estimates(void **state) {
+  (void)state;
+  const uint64_t N = 16384, n_small = 60000, n_big = 16;
+  printf("sampled: seed 0 (the default fixed seed), N=%llu\n",
+         (unsigned long long)N);
+  nnmem_allocator_t *a = make(NNMEM_LEAKS_SAMPLED, N);
+  void **p = malloc((n_small + n_big) * sizeof *p);
+  for (uint64_t i = 0; i < n_small; i++)
+    p[i] = nnmem_alloc(a, 512);
+  for (uint64_t i = 0; i < n_big; i++)
+    p[n_small + i] = nnmem_alloc(a, 1 << 20);
+  nnmem_leaks_summary_t s;
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  double q = -expm1(-512.0 / (double)N);
+  double mean = n_small * q, sd = sqrt(n_small * q * (1 - q));
+  double truth = (double)n_small * 512 + (double)n_big * (1 << 20);
+  /* sd of the estimate: the small blocks' (512 / q) * sd(records) */
+  double est_sd = 512.0 / q * sd;
+  printf(
+      "records %llu (expected %.0f +- %.0f), est_bytes %llu (truth %.0f +- "
+      "%.0f)\n",
+      (unsigned long long)s.records, mean + n_big, sd,
+      (unsigned long long)s.est_bytes, truth, est_sd);
+  assert_true(fabs((double)s.records - (mean + n_big)) < 5 * sd + 1);
+  assert_true(fabs((double)s.est_bytes - truth) < 5 * est_sd);
+  assert_true(s.records < n_small / 10); /* it did sample */
+  /* the estimate of blocks counts 1/p for each record */
+  assert_true(fabs((double)s.est_blocks - (double)(n_small + n_big)) <
+              5 * sd / q);
+  for (uint64_t i = 0; i < n_small + n_big; i++)
+    nnmem_free(a, p[i]);
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.records, 0);
+  free(p);
+  nnmem_allocator_destroy(a);
+}
+
+static void test_enable_late_and_misuse(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = make(NNMEM_LEAKS_OFF, 0);
+  nnmem_leaks_summary_t s;
+  char *doc = (char *)1;
+  size_t len = 1;
+  assert_int_equal(nnmem_allocator_leaks_summary(a, &s), NNMEM_ERR_STATE);
+  assert_int_equal(
+      nnmem_allocator_leaks_report(a, NNMEM_LEAKS_TEXT, &doc, &len),
+      NNMEM_ERR_STATE);
+  assert_null(doc);
+  void *early = nnmem_alloc(a, 300);
+  nnmem_leaks_config_t lc;
+  nnmem_leaks_config_init(&lc);
+  lc.depth = NNMEM_LEAKS_MAX_DEPTH + 1;
+  assert_int_equal(nnmem_allocator_leaks_enable(a, &lc), NNMEM_ERR_INVALID);
+  nnmem_leaks_config_init(&lc);
+  lc.mode = NNMEM_LEAKS_SAMPLED;
+  lc.sample_bytes = 0;
+  assert_int_equal(nnmem_allocator_leaks_enable(a, &lc), NNMEM_ERR_INVALID);
+  lc.mode = (nnmem_leaks_mode_t)7;
+  assert_int_equal(nnmem_allocator_leaks_enable(a, &lc), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_leaks_enable(NULL, &lc), NNMEM_ERR_INVALID);
+  nnmem_leaks_config_init(&lc);
+  lc.depth = 0; /* no backtrace: sites by file:line only */
+  assert_ok(nnmem_allocator_leaks_enable(a, &lc));
+  assert_int_equal(nnmem_allocator_leaks_enable(a, &lc), NNMEM_ERR_STATE);
+  void *late = NNMEM_ALLOC(a, 700);
+  nnmem_free(a, early); /* never recorded: fine */
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.records, 1);
+  assert_int_equal(s.bytes, 700);
+  assert_int_equal(
+      nnmem_allocator_leaks_report(a, (nnmem_leaks_format_t)9, &doc, &len),
+      NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_leaks_write(a, NNMEM_LEAKS_TEXT,
+                                               "/nonexistent-dir/x.txt"),
+                   NNMEM_ERR_IO);
+  nnmem_free(a, late);
+  nnmem_free(a, late); /* double free: rejected by the allocator, no record */
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.records, 0);
+  nnmem_allocator_destroy(a);
+}
+
+static void test_environment(void **state) {
+  (void)state;
+  nnmem_leaks_config_t lc;
+  setenv("NNMEM_LEAKS", "bogus", 1);
+  assert_int_equal(nnmem_leaks_config_from_env(&lc), -1);
+  assert_int_equal(lc.mode, NNMEM_LEAKS_OFF);
+  setenv("NNMEM_LEAKS", "sampled:-5", 1);
+  assert_int_equal(nnmem_leaks_config_from_env(&lc), -1);
+  setenv("NNMEM_LEAKS", "0", 1);
+  assert_int_equal(nnmem_leaks_config_from_env(&lc), 0);
+
+  const char *path = tu_tmp_path("leaks.json");
+  setenv("NNMEM_LEAKS", "sampled:4096", 1);
+  setenv("NNMEM_LEAKS_REPORT", path, 1);
+  assert_int_equal(nnmem_leaks_config_from_env(&lc), 1);
+  assert_int_equal(lc.mode, NNMEM_LEAKS_SAMPLED);
+  assert_int_equal(lc.sample_bytes, 4096);
+  assert_int_equal(lc.report_format, NNMEM_LEAKS_JSON);
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a)); /* leaks from the env */
+  int line = __LINE__ + 1;
+  void *p = NNMEM_ALLOC(a, 1 << 20); /* p = 1 - e^-256: recorded */
+  (void)p;
+  nnmem_allocator_destroy(a); /* a leak: reported at destroy */
+  unsetenv("NNMEM_LEAKS");
+  unsetenv("NNMEM_LEAKS_REPORT");
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  cJSON *j = cJSON_Parse(buf);
+  assert_non_null(j);
+  assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "mode")->valuestring,
+                      "sampled");
+  const cJSON *s0 =
+      cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "sites"), 0);
+  assert_non_null(s0);
+  assert_true(num(s0, "line") == line);
+  assert_true(num(s0, "bytes") == 1 << 20);
+  cJSON_Delete(j);
+}
+
+static int setup(void **state) {
+  (void)state;
+  return tu_tmpdir_create("leaks");
+}
+static int teardown(void **state) {
+  (void)state;
+  return tu_tmpdir_remove();
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_full_sites),
+      cmocka_unit_test(test_backtrace_sites),
+      cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_sampled_estimates),
+      cmocka_unit_test(test_enable_late_and_misuse),
+      cmocka_unit_test(test_environment),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
