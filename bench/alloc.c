@@ -279,17 +279,7 @@ static void bench_ring(int repeat, FILE *csv) {
   free(size);
 }
 
-typedef struct event {
-  uint64_t time;
-  uint32_t is_alloc, index;
-} event_t;
-
-static int ev_cmp(const void *a, const void *b) {
-  const event_t *x = a, *y = b;
-  if (x->time != y->time) return x->time < y->time ? -1 : 1;
-  if (x->is_alloc != y->is_alloc) return x->is_alloc < y->is_alloc ? -1 : 1;
-  return x->index < y->index ? -1 : x->index > y->index;
-}
+typedef nnmem_trace_event_t event_t;
 
 /* Real-memory replay through a malloc; ns per operation. When the
  * allocator reports its reservation, a second untimed pass samples it each
@@ -309,14 +299,13 @@ static double malloc_pass(const allocator_t *al, const nnmem_problem_t *p,
                           int sample, double *resv_out) {
   size_t n = nnmem_problem_count(p), k = 0;
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  event_t *ev = malloc(2 * n * sizeof *ev);
+  event_t *ev = NULL;
   void **addr = calloc(n, sizeof *addr);
-  for (size_t i = 0; i < n; i++) {
-    if (!b[i].size) continue;
-    ev[k++] = (event_t){b[i].first, 1, (uint32_t)i};
-    ev[k++] = (event_t){b[i].last, 0, (uint32_t)i};
+  if (nnmem_trace_events(p, &ev, &k) != NNMEM_OK || !addr) {
+    free(ev);
+    free(addr);
+    return 0;
   }
-  qsort(ev, k, sizeof *ev, ev_cmp);
   uint64_t live = 0, peak = 0, resv = 0;
   double t0 = now();
   for (size_t e = 0; e < k; e++) {

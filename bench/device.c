@@ -54,18 +54,6 @@ typedef struct workload {
   size_t n_ops, n_slots;
 } workload_t;
 
-typedef struct event {
-  uint64_t t;
-  uint32_t is_alloc, i;
-} event_t;
-
-static int ev_cmp(const void *a, const void *b) {
-  const event_t *x = a, *y = b;
-  if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  if (x->is_alloc != y->is_alloc) return x->is_alloc < y->is_alloc ? -1 : 1;
-  return x->i < y->i ? -1 : x->i > y->i;
-}
-
 static int trace_workload(const char *path, const char *name, workload_t *w) {
   nnmem_csv_t *c = NULL;
   nnmem_diag_t d;
@@ -76,21 +64,15 @@ static int trace_workload(const char *path, const char *name, workload_t *w) {
   const nnmem_problem_t *p = nnmem_csv_problem(c);
   size_t n = nnmem_problem_count(p), k = 0;
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  event_t *ev = malloc(2 * n * sizeof *ev);
-  w->ops = malloc(2 * n * sizeof *w->ops);
-  if (!ev || !w->ops) {
+  nnmem_trace_event_t *ev = NULL;
+  if (nnmem_trace_events(p, &ev, &k) != NNMEM_OK ||
+      !(w->ops = malloc((k + 1) * sizeof *w->ops))) {
     free(ev);
     nnmem_csv_destroy(c);
     return -1;
   }
-  for (size_t i = 0; i < n; i++) {
-    if (!b[i].size) continue;
-    ev[k++] = (event_t){b[i].first, 1, (uint32_t)i};
-    ev[k++] = (event_t){b[i].last, 0, (uint32_t)i};
-  }
-  qsort(ev, k, sizeof *ev, ev_cmp);
   for (size_t e = 0; e < k; e++)
-    w->ops[e] = (op_t){ev[e].i, ev[e].is_alloc ? b[ev[e].i].size : 0};
+    w->ops[e] = (op_t){ev[e].index, ev[e].is_alloc ? b[ev[e].index].size : 0};
   w->n_ops = k, w->n_slots = n, w->name = name;
   free(ev);
   nnmem_csv_destroy(c);

@@ -51,29 +51,11 @@ static int cmp_dbl(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-typedef struct ev {
-  uint64_t t;
-  uint32_t alloc, i;
-} ev_t;
-
-static int ev_cmp(const void *a, const void *b) {
-  const ev_t *x = a, *y = b;
-  if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  if (x->alloc != y->alloc) return x->alloc < y->alloc ? -1 : 1;
-  return x->i < y->i ? -1 : x->i > y->i;
-}
+typedef nnmem_trace_event_t ev_t;
 
 static ev_t *events(const nnmem_problem_t *p, size_t *n_out) {
-  size_t n = nnmem_problem_count(p), k = 0;
-  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  ev_t *ev = malloc((2 * n + 1) * sizeof *ev);
-  for (size_t i = 0; i < n; i++) {
-    if (!b[i].size) continue;
-    ev[k++] = (ev_t){b[i].first, 1, (uint32_t)i};
-    ev[k++] = (ev_t){b[i].last, 0, (uint32_t)i};
-  }
-  qsort(ev, k, sizeof *ev, ev_cmp);
-  *n_out = k;
+  ev_t *ev = NULL;
+  if (nnmem_trace_events(p, &ev, n_out) != NNMEM_OK) *n_out = 0;
   return ev;
 }
 
@@ -84,8 +66,8 @@ static uint64_t peak_live(const nnmem_problem_t *p, uint64_t align) {
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   uint64_t live = 0, peak = 0;
   for (size_t k = 0; k < n; k++) {
-    uint64_t s = (b[ev[k].i].size + align - 1) & ~(align - 1);
-    if (ev[k].alloc) {
+    uint64_t s = (b[ev[k].index].size + align - 1) & ~(align - 1);
+    if (ev[k].is_alloc) {
       live += s;
       if (live > peak) peak = live;
     } else {
@@ -125,8 +107,8 @@ static frag_result_t replay(const nnmem_problem_t *p, uint64_t cap, int autom,
   size_t n_live = 0;
   uint64_t live = 0, peak = 0;
   for (size_t k = 0; k < n && r.fits; k++) {
-    uint32_t i = ev[k].i;
-    if (!ev[k].alloc) {
+    uint32_t i = ev[k].index;
+    if (!ev[k].is_alloc) {
       nnmem_handle_free(h, hd[i]);
       live -= b[i].size;
       live_ids[pos[i]] = live_ids[--n_live];

@@ -8,8 +8,8 @@
  *      allocates a random size in [16, 4096] into it (the same seed and
  *      sizes as bench/alloc.c's ring); one allocator per mode - records
  *      off, sampled (1 in 512 KiB, depth 16), full with depth 16, full
- *      without backtrace (depth 0), sampled 1 in 2 MiB - rounds interleaved across modes so
- *      that background load hits all alike; ns per step, median of
+ *      without backtrace (depth 0), sampled 1 in 2 MiB - rounds interleaved
+ * across modes so that background load hits all alike; ns per step, median of
  *      --repeat (default 7), and the ratio to "off";
  *   2. backtrace cost: from a call chain 24 frames deep, glibc backtrace()
  *      of 16 frames against libunwind's unw_backtrace() (when CMake found

@@ -231,37 +231,18 @@ static planned_t *shape(shape_cache_t *c, const char *path, int64_t len) {
   return &c->p[len];
 }
 
-typedef struct event {
-  uint64_t t;
-  int alloc;
-  size_t i;
-} event_t;
-
-static int event_cmp(const void *a, const void *b) {
-  const event_t *x = a, *y = b;
-  if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  if (x->alloc != y->alloc) return x->alloc - y->alloc; /* frees first */
-  return x->i < y->i ? -1 : x->i > y->i;
-}
-
 /* Serves one inference of `pr` buffer by buffer from the pool; returns the
  * number of failed allocations (0 when the block held it). */
 static uint64_t serve_from_pool(nnmem_pool_t *pool, const nnmem_problem_t *pr) {
   size_t n = nnmem_problem_count(pr), k = 0;
   const nnmem_buffer_t *b = nnmem_problem_buffers(pr);
-  event_t *ev = malloc((2 * n + 1) * sizeof *ev);
+  nnmem_trace_event_t *ev = NULL; /* sub-buffers: inside their parent */
   void **addr = calloc(n + 1, sizeof *addr);
   uint64_t failed = 0;
-  for (size_t i = 0; ev && addr && i < n; i++) {
-    if (!b[i].size || nnmem_problem_parent(pr, i, NULL, NULL) == NNMEM_OK)
-      continue; /* sub-buffers live inside their parent */
-    ev[k++] = (event_t){b[i].first, 1, i};
-    ev[k++] = (event_t){b[i].last, 0, i};
-  }
-  qsort(ev, k, sizeof *ev, event_cmp);
+  if (nnmem_trace_events(pr, &ev, &k) != NNMEM_OK) k = 0;
   for (size_t e = 0; ev && addr && e < k; e++) {
-    size_t i = ev[e].i;
-    if (!ev[e].alloc) {
+    size_t i = ev[e].index;
+    if (!ev[e].is_alloc) {
       if (addr[i]) (void)nnmem_pool_free(pool, addr[i]);
       addr[i] = NULL;
     } else if (nnmem_pool_alloc(pool, b[i].size, b[i].align, &addr[i]) !=

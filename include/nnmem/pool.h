@@ -133,17 +133,35 @@ NNMEM_API nnmem_status_t nnmem_pool_check(nnmem_pool_t *pool,
 NNMEM_API nnmem_status_t nnmem_pool_stats(nnmem_pool_t *pool,
                                           nnmem_stats_t *out);
 
+/* One event of a problem replayed as a trace. */
+typedef struct nnmem_trace_event {
+  uint64_t time;
+  uint32_t is_alloc; /* 1: allocate buffer `index`; 0: free it */
+  uint32_t index;
+} nnmem_trace_event_t;
+
+/* The events of `problem` replayed as an allocation trace, in the order
+ * every replay here uses: buffer i is allocated at its first step and
+ * freed at its last; time order, frees before allocations at equal times,
+ * then by buffer index. Buffers of size 0 and sub-buffers (they live inside
+ * their parent) have none. *out (release with free()) gets *n_out events.
+ * NNMEM_ERR_OVERFLOW past 2^32 - 1 buffers. O(n) per byte in which the
+ * steps differ (radix sort). */
+NNMEM_API nnmem_status_t nnmem_trace_events(const nnmem_problem_t *problem,
+                                            nnmem_trace_event_t **out,
+                                            size_t *n_out);
+
 /* Replays a problem as a trace through a fresh pool of `kind` on an
  * unbacked simulated device (alignment `device_align`, 0 = 256): buffer i
  * is allocated at step first and freed at step last; events run in time
- * order, frees before allocations at equal times, then by buffer index.
- * Buffers of size 0 are skipped. A shape pool without chunk_size or
- * capacity gets a block of 1.25 x the trace's max live bytes + 64 KiB, or,
- * when fragmentation defeats that, of the trace's total bytes (sizes
- * rounded to the alignment), which always holds it. The trace runs twice: once
- * timed, once with a stats snapshot after every allocation (for the
- * fragmentation at the moment the reservation peaked). NNMEM_ERR_NOMEM when the
- * pool fails (diag names the buffer). */
+ * order, frees before allocations at equal times, then by buffer index
+ * (nnmem_trace_events). Buffers of size 0 and sub-buffers are skipped. A shape
+ * pool without chunk_size or capacity gets a block of 1.25 x the trace's max
+ * live bytes + 64 KiB, or, when fragmentation defeats that, of the trace's
+ * total bytes (sizes rounded to the alignment), which always holds it. The
+ * trace runs twice: once timed, once with a stats snapshot after every
+ * allocation (for the fragmentation at the moment the reservation peaked).
+ * NNMEM_ERR_NOMEM when the pool fails (diag names the buffer). */
 typedef struct nnmem_replay_result {
   uint64_t operations;          /* allocations + frees */
   uint64_t peak_live_bytes;     /* max over time of the live requested bytes */

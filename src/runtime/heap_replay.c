@@ -16,19 +16,9 @@
 
 #include "common/util.h"
 #include "nnmem/heap.h"
+#include "nnmem/pool.h"
 
-typedef struct hevent {
-  uint64_t time;
-  uint32_t is_alloc;
-  uint32_t index;
-} hevent_t;
-
-static int hevent_cmp(const void *a, const void *b) {
-  const hevent_t *x = a, *y = b;
-  if (x->time != y->time) return x->time < y->time ? -1 : 1;
-  if (x->is_alloc != y->is_alloc) return x->is_alloc < y->is_alloc ? -1 : 1;
-  return x->index < y->index ? -1 : x->index > y->index;
-}
+typedef nnmem_trace_event_t hevent_t;
 
 static nnmem_status_t run(const nnmem_problem_t *p, const hevent_t *ev,
                           size_t n, nnmem_heap_t *h, nnmem_handle_t *hd,
@@ -75,19 +65,13 @@ nnmem_status_t nnmem_heap_replay(const nnmem_problem_t *problem,
     return nnmem__diag(diag, NNMEM_ERR_INVALID, "heap replay: NULL argument");
   memset(out, 0, sizeof *out);
   size_t nb = nnmem_problem_count(problem), n = 0;
-  const nnmem_buffer_t *b = nnmem_problem_buffers(problem);
   if (nb > UINT32_MAX) return NNMEM_ERR_OVERFLOW;
-  hevent_t *ev = malloc((2 * nb + 1) * sizeof *ev);
+  hevent_t *ev = NULL;
   nnmem_handle_t *hd = calloc(nb + 1, sizeof *hd);
   nnmem_backend_t *dev = NULL;
   nnmem_heap_t *h = NULL;
-  nnmem_status_t s = ev && hd ? NNMEM_OK : NNMEM_ERR_NOMEM;
-  for (size_t i = 0; s == NNMEM_OK && i < nb; i++) {
-    if (b[i].size == 0) continue;
-    ev[n++] = (hevent_t){b[i].first, 1, (uint32_t)i};
-    ev[n++] = (hevent_t){b[i].last, 0, (uint32_t)i};
-  }
-  if (s == NNMEM_OK) qsort(ev, n, sizeof *ev, hevent_cmp);
+  nnmem_status_t s =
+      hd ? nnmem_trace_events(problem, &ev, &n) : NNMEM_ERR_NOMEM;
   nnmem_sim_config_t sc = {0};
   if (s == NNMEM_OK && cfg->segment == NNMEM_SEGMENT_BACKEND)
     s = nnmem_backend_sim_create(&sc, &dev);

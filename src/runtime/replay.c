@@ -15,36 +15,42 @@
 
 #include "common/util.h"
 #include "nnmem/pool.h"
+#include "plan/radix.h"
 #include "runtime/pool_internal.h"
 
-typedef struct event {
-  uint64_t time;
-  uint32_t is_alloc; /* frees (0) sort first */
-  uint32_t index;
-} event_t;
+typedef nnmem_trace_event_t event_t;
 
-static int event_cmp(const void *a, const void *b) {
-  const event_t *x = a, *y = b;
-  if (x->time != y->time) return x->time < y->time ? -1 : 1;
-  if (x->is_alloc != y->is_alloc) return x->is_alloc < y->is_alloc ? -1 : 1;
-  return x->index < y->index ? -1 : x->index > y->index;
-}
-
-static nnmem_status_t build_events(const nnmem_problem_t *p, event_t **out,
-                                   size_t *n_out) {
+nnmem_status_t nnmem_trace_events(const nnmem_problem_t *p,
+                                  nnmem_trace_event_t **out, size_t *n_out) {
+  if (!p || !out || !n_out) return NNMEM_ERR_INVALID;
+  *out = NULL, *n_out = 0;
   size_t n = nnmem_problem_count(p), k = 0;
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   if (n > UINT32_MAX) return NNMEM_ERR_OVERFLOW;
   event_t *ev = malloc((2 * n + 1) * sizeof *ev);
-  if (!ev) return NNMEM_ERR_NOMEM;
-  for (size_t i = 0; i < n; i++) {
-    if (b[i].size == 0) continue;
-    ev[k++] = (event_t){b[i].first, 1, (uint32_t)i};
-    ev[k++] = (event_t){b[i].last, 0, (uint32_t)i};
+  event_t *tmp = malloc((2 * n + 1) * sizeof *tmp);
+  if (!ev || !tmp) {
+    free(ev);
+    free(tmp);
+    return NNMEM_ERR_NOMEM;
   }
-  qsort(ev, k, sizeof *ev, event_cmp);
-  *out = ev;
-  *n_out = k;
+  /* frees, then allocations, each in index order; a stable sort by time
+   * then orders by (time, is_alloc, index) */
+  for (uint32_t is_alloc = 0; is_alloc < 2; is_alloc++)
+    for (size_t i = 0; i < n; i++) {
+      if (b[i].size == 0 || nnmem_problem_parent(p, i, NULL, NULL) == NNMEM_OK)
+        continue;
+      ev[k++] =
+          (event_t){is_alloc ? b[i].first : b[i].last, is_alloc, (uint32_t)i};
+    }
+  event_t *sorted = nnmem__radix_sort(ev, tmp, k, sizeof *ev, 0, 0);
+  if (!sorted) {
+    free(ev);
+    free(tmp);
+    return NNMEM_ERR_NOMEM;
+  }
+  free(sorted == ev ? tmp : ev);
+  *out = sorted, *n_out = k;
   return NNMEM_OK;
 }
 
@@ -127,7 +133,7 @@ nnmem_status_t nnmem_pool_replay_stats(
   memset(out, 0, sizeof *out);
   pass_t ps = {0};
   event_t *ev = NULL;
-  nnmem_status_t s = build_events(problem, &ev, &ps.n);
+  nnmem_status_t s = nnmem_trace_events(problem, &ev, &ps.n);
   if (s != NNMEM_OK)
     return nnmem__diag(diag, s, "out of memory replaying the trace");
   ps.problem = problem;

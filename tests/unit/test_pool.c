@@ -621,6 +621,35 @@ static void test_debug_fill_and_mmap(void **state) {
   nnmem_backend_destroy(b);
 }
 
+/* The replay order of a problem: frees before allocations at equal steps,
+ * then by index; size-0 buffers and sub-buffers have no events; against
+ * the order worked out by hand. */
+static void test_trace_events(void **state) {
+  (void)state;
+  nnmem_problem_t *p = NULL;
+  assert_ok(nnmem_problem_create(&p));
+  assert_ok(nnmem_problem_add(p, "a", 64, 1, 2, 5, NULL)); /* 0 */
+  assert_ok(nnmem_problem_add(p, "b", 32, 1, 0, 2, NULL)); /* 1 */
+  assert_ok(nnmem_problem_add(p, "z", 0, 1, 1, 3, NULL));  /* 2: empty */
+  assert_ok(nnmem_problem_add(p, "c", 16, 1, 2, 4, NULL)); /* 3 */
+  assert_ok(nnmem_problem_add(p, "k", 8, 1, 2, 4, NULL));  /* 4: in a */
+  assert_ok(nnmem_problem_set_parent(p, 4, 0, 0));
+  nnmem_trace_event_t *ev = NULL;
+  size_t n = 0;
+  assert_ok(nnmem_trace_events(p, &ev, &n));
+  const nnmem_trace_event_t want[] = {{0, 1, 1}, {2, 0, 1}, {2, 1, 0},
+                                      {2, 1, 3}, {4, 0, 3}, {5, 0, 0}};
+  assert_int_equal(n, 6);
+  for (size_t k = 0; k < n; k++) {
+    assert_int_equal(ev[k].time, want[k].time);
+    assert_int_equal(ev[k].is_alloc, want[k].is_alloc);
+    assert_int_equal(ev[k].index, want[k].index);
+  }
+  free(ev);
+  assert_int_equal(nnmem_trace_events(NULL, &ev, &n), NNMEM_ERR_INVALID);
+  nnmem_problem_destroy(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kind_names),
@@ -636,6 +665,7 @@ int main(void) {
       cmocka_unit_test(test_capacity_and_thread_safe),
       cmocka_unit_test(test_stats_format),
       cmocka_unit_test(test_replay_small),
+      cmocka_unit_test(test_trace_events),
       cmocka_unit_test(test_debug_fill_and_mmap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
