@@ -189,6 +189,16 @@ NNMEM_API nnmem_status_t nnmem_pool_replay_stats(
     const nnmem_pool_config_t *cfg, uint64_t device_align,
     nnmem_replay_result_t *out, nnmem_stats_t *stats_out, nnmem_diag_t *diag);
 
+/* nnmem_pool_replay_stats over a given backend (its alignment replaces
+ * device_align) instead of an unbacked simulated device, e.g. GPU memory
+ * (nnmem_backend_cuda_create); NULL: the simulated device. Each pass makes
+ * a fresh pool on it and destroys it, so everything is returned. */
+NNMEM_API nnmem_status_t nnmem_pool_replay_backend(
+    const nnmem_problem_t *problem, nnmem_pool_kind_t kind,
+    const nnmem_pool_config_t *cfg, nnmem_backend_t *backend,
+    uint64_t device_align, nnmem_replay_result_t *out, nnmem_stats_t *stats_out,
+    nnmem_diag_t *diag);
+
 NNMEM_API nnmem_pool_kind_t nnmem_pool_get_kind(const nnmem_pool_t *pool);
 NNMEM_API const char *nnmem_pool_name(const nnmem_pool_t *pool);
 

@@ -95,16 +95,18 @@ static nnmem_status_t run_pass(pass_t *ps, nnmem_pool_t *pool,
   return NNMEM_OK;
 }
 
+/* One pass over `backend`, or a fresh unbacked sim device when NULL. */
 static nnmem_status_t one_pass(pass_t *ps, nnmem_pool_kind_t kind,
                                const nnmem_pool_config_t *cfg,
-                               uint64_t device_align, nnmem_stats_t *st,
-                               nnmem_diag_t *diag) {
+                               uint64_t device_align, nnmem_backend_t *backend,
+                               nnmem_stats_t *st, nnmem_diag_t *diag) {
   nnmem_sim_config_t sc = {0};
   sc.alignment = device_align ? device_align : 256;
   nnmem_backend_t *dev = NULL;
   nnmem_pool_t *pool = NULL;
-  nnmem_status_t s = nnmem_backend_sim_create(&sc, &dev);
-  if (s == NNMEM_OK) s = nnmem_pool_create_diag(kind, cfg, dev, &pool, diag);
+  nnmem_status_t s = backend ? NNMEM_OK : nnmem_backend_sim_create(&sc, &dev);
+  if (s == NNMEM_OK)
+    s = nnmem_pool_create_diag(kind, cfg, backend ? backend : dev, &pool, diag);
   if (s == NNMEM_OK) {
     memset(ps->addr, 0, nnmem_problem_count(ps->problem) * sizeof(void *));
     s = run_pass(ps, pool, diag);
@@ -129,7 +131,17 @@ nnmem_status_t nnmem_pool_replay_stats(
     const nnmem_problem_t *problem, nnmem_pool_kind_t kind,
     const nnmem_pool_config_t *cfg, uint64_t device_align,
     nnmem_replay_result_t *out, nnmem_stats_t *stats_out, nnmem_diag_t *diag) {
+  return nnmem_pool_replay_backend(problem, kind, cfg, NULL, device_align, out,
+                                   stats_out, diag);
+}
+
+nnmem_status_t nnmem_pool_replay_backend(
+    const nnmem_problem_t *problem, nnmem_pool_kind_t kind,
+    const nnmem_pool_config_t *cfg, nnmem_backend_t *backend,
+    uint64_t device_align, nnmem_replay_result_t *out, nnmem_stats_t *stats_out,
+    nnmem_diag_t *diag) {
   if (!problem || !out) return NNMEM_ERR_INVALID;
+  if (backend) device_align = backend->alignment;
   memset(out, 0, sizeof *out);
   pass_t ps = {0};
   event_t *ev = NULL;
@@ -161,20 +173,20 @@ nnmem_status_t nnmem_pool_replay_stats(
   ps.addr = calloc(nnmem_problem_count(problem) + 1, sizeof(void *));
   nnmem_stats_t st;
   double t0 = nnmem__now();
-  s = ps.addr ? one_pass(&ps, kind, cfg, device_align, &st, diag)
+  s = ps.addr ? one_pass(&ps, kind, cfg, device_align, backend, &st, diag)
               : NNMEM_ERR_NOMEM;
   if (s == NNMEM_ERR_NOMEM && shape_total &&
       shape_cfg.chunk_size < shape_total) {
     ps.live = ps.peak_live = 0;
     shape_cfg.chunk_size = shape_total;
     t0 = nnmem__now();
-    s = one_pass(&ps, kind, cfg, device_align, &st, diag);
+    s = one_pass(&ps, kind, cfg, device_align, backend, &st, diag);
   }
   double dt = nnmem__now() - t0;
   if (s == NNMEM_OK) {
     ps.measure = 1;
     ps.live = ps.peak_live = 0;
-    s = one_pass(&ps, kind, cfg, device_align, &st, diag);
+    s = one_pass(&ps, kind, cfg, device_align, backend, &st, diag);
   }
   if (s == NNMEM_OK) {
     out->operations = ps.n;

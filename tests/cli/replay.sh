@@ -83,6 +83,26 @@ assert r["device_requests"] == 1, r
 assert r["peak_reserved_bytes"] == 18878464 + 18878464 // 4 + 65536, r
 ' "$T/stdout"
 
+# --backend: the pools on real host memory, and on GPU memory through the
+# cuda backend, here over the stand-in driver library the unit tests use
+# (built next to the tests; 256 MiB: the buddy pool takes a 64 MiB region
+# aligned to its size, which the backend over-allocates); the live bytes
+# are the trace's either way.
+S="$NNMEM_SOURCE_DIR/examples/problems/small.csv"
+expect_rc 0 replay "$S" --backend host --json=compact
+out_has '"peak_live_bytes":96'
+expect_error replay "$S" --backend cdua
+err_has "did you mean 'cuda'"
+FAKE="$(dirname "$NNMEM_BIN")/tests/libfakecuda.so"
+if [ -f "$FAKE" ]; then
+  NNMEM_CUDA_LIBRARY="$FAKE" FAKE_CUDA_CAPACITY=268435456 \
+    expect_rc 0 replay "$S" --backend cuda --pool all --json=compact
+  out_has '"pool":"slab","operations":12,"peak_live_bytes":96'
+  NNMEM_CUDA_LIBRARY="$FAKE" FAKE_CUDA_DEVICES=0 \
+    expect_rc 1 replay "$S" --backend cuda
+  err_has "device 0 does not exist (0 CUDA devices)"
+fi
+
 finish
 
 # --defrag: the handle heap beside the pool. Eight 1 KiB buffers, every

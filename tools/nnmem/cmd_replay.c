@@ -40,7 +40,8 @@ enum {
   ROPT_PROM,
   ROPT_MAX_INPUT,
   ROPT_DEFRAG,
-  ROPT_HEAP_CAP
+  ROPT_HEAP_CAP,
+  ROPT_BACKEND
 };
 
 static const cli_opt_t replay_table[] = {
@@ -52,6 +53,7 @@ static const cli_opt_t replay_table[] = {
     {"max-input-size", 0, 1, ROPT_MAX_INPUT},
     {"defrag", 0, 1, ROPT_DEFRAG},
     {"heap-capacity", 0, 1, ROPT_HEAP_CAP},
+    {"backend", 0, 1, ROPT_BACKEND},
     {NULL, 0, 0, 0}};
 
 #define N_REPLAY_POOLS (NNMEM_POOL_SLAB - NNMEM_POOL_TIERED + 1)
@@ -66,7 +68,10 @@ typedef struct replay_opts {
   uint64_t max_input;     /* --max-input-size; 0 = default */
   int defrag;             /* 0 none, 1 off, 2 auto */
   uint64_t heap_capacity; /* 0 = 1.05 x peak live */
+  int backend;            /* BACKEND_* */
 } replay_opts_t;
+
+enum { BACKEND_SIM = 0, BACKEND_HOST, BACKEND_MMAP, BACKEND_CUDA };
 
 static void print_replay_help(void) {
   fputs(
@@ -103,6 +108,11 @@ static void print_replay_help(void) {
       "                        time, compactions, bytes moved\n"
       "      --heap-capacity SIZE  the heap's bytes (default 1.05 x the\n"
       "                        peak live bytes)\n"
+      "      --backend NAME    where the pools get memory: sim (default:\n"
+      "                        the unbacked simulated device), host, mmap\n"
+      "                        (real host memory: live bytes must fit), or\n"
+      "                        cuda (GPU memory through the CUDA driver;\n"
+      "                        device alignment 256)\n"
       "  -h, --help            show this help\n"
       "TRACE.csv '-' is read from standard input.\n"
       "\n"
@@ -151,6 +161,18 @@ static int set_replay_option(void *opts, int id, const char *v) {
           "first-fit, slab, shape or all%s",
           v, cli_did_you_mean(cli_suggest(v, kinds, 8), hint, sizeof hint));
     }
+  } else if (id == ROPT_BACKEND) {
+    static const char *const names[] = {"sim", "host", "mmap", "cuda"};
+    int k = 0;
+    while (k < 4 && strcmp(v, names[k]) != 0)
+      k++;
+    if (k == 4) {
+      char hint[96];
+      return cli_usage_error(
+          "replay", "bad --backend '%s': expected sim, host, mmap or cuda%s", v,
+          cli_did_you_mean(cli_suggest(v, names, 4), hint, sizeof hint));
+    }
+    o->backend = k;
   } else if (id == ROPT_ALIGN) {
     if (cli_parse_size(v, &o->align, &why) != 0)
       return cli_usage_error("replay", "bad --device-align '%s': %s", v, why);
@@ -368,6 +390,21 @@ int cli_cmd_replay(int argc, char **argv) {
   nnmem_status_t st = cli_read_csv(o.trace, o.max_input, &csv, &d);
   if (st != NNMEM_OK) return cli_fail(st, &d);
   const nnmem_problem_t *p = nnmem_csv_problem(csv);
+  nnmem_backend_t *be = NULL;
+  if (o.backend == BACKEND_HOST)
+    st = nnmem_backend_host_create(&be);
+  else if (o.backend == BACKEND_MMAP)
+    st = nnmem_backend_mmap_create(NULL, &be);
+  else if (o.backend == BACKEND_CUDA)
+    st = nnmem_backend_cuda_create(NULL, &be, &d);
+  if (st != NNMEM_OK) {
+    if (!d.message[0])
+      nnmem__diag(&d, st, "cannot create the %s backend: %s",
+                  o.backend == BACKEND_HOST ? "host" : "mmap",
+                  nnmem_status_str(st));
+    nnmem_csv_destroy(csv);
+    return cli_fail(st, &d);
+  }
   nnmem_pool_kind_t first = o.all ? NNMEM_POOL_TIERED : o.kind;
   nnmem_pool_kind_t last = o.all ? NNMEM_POOL_SLAB : o.kind;
   nnmem_stats_t stats[N_REPLAY_POOLS];
@@ -383,8 +420,8 @@ int cli_cmd_replay(int argc, char **argv) {
   for (int k = (int)first; k <= (int)last; k++) {
     nnmem_replay_result_t r;
     nnmem_stats_t *sp = &stats[n_stats];
-    st = nnmem_pool_replay_stats(p, (nnmem_pool_kind_t)k, NULL, o.align, &r, sp,
-                                 &d);
+    st = nnmem_pool_replay_backend(p, (nnmem_pool_kind_t)k, NULL, be, o.align,
+                                   &r, sp, &d);
     if (st != NNMEM_OK) break;
     const char *name = nnmem_pool_kind_name((nnmem_pool_kind_t)k);
     snprintf(sp->name, sizeof sp->name, "%s", name); /* label = the kind */
@@ -397,6 +434,7 @@ int cli_cmd_replay(int argc, char **argv) {
   if (st == NNMEM_OK && o.defrag) st = run_heaps(&o, p, &w, &d);
   nnmem__jw_end(&w);
   nnmem_csv_destroy(csv);
+  nnmem_backend_destroy(be);
   if (st != NNMEM_OK) {
     nnmem__text_free(&t);
     return cli_fail(st, &d);
