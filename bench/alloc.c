@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "nnmem/nnmem.h"
+#include "bench_util.h"
 
 #ifndef NNMEM_DEFAULT_DATA_DIR
 #define NNMEM_DEFAULT_DATA_DIR "../shared/data"
@@ -152,28 +153,12 @@ static double cpu_now(void) { /* the calling thread's CPU time */
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t rnd(uint64_t *s) {
   uint64_t x = *s;
   x ^= x << 13;
   x ^= x >> 7;
   x ^= x << 17;
   return *s = x;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 typedef struct ring_job {

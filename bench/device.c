@@ -27,14 +27,9 @@
 #include <unistd.h>
 
 #include "nnmem/nnmem.h"
+#include "bench_util.h"
 
 #define RING_SLOTS 64
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t rnd(uint64_t *s) {
   *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;

@@ -32,12 +32,7 @@
 #include <time.h>
 
 #include "nnmem/nnmem.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static uint64_t rnd(uint64_t *s) {
   *s ^= *s >> 12;

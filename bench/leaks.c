@@ -32,13 +32,9 @@
 #include <libunwind.h>
 #endif
 
-enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 5 };
+#include "bench_util.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 5 };
 
 static uint64_t rnd(uint64_t *s) {
   uint64_t x = *s;
@@ -46,16 +42,6 @@ static uint64_t rnd(uint64_t *s) {
   x ^= x >> 7;
   x ^= x << 17;
   return *s = x;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static double ring(nnmem_allocator_t *a, const uint32_t *slot,

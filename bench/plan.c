@@ -49,6 +49,7 @@
 #include "nnmem/nnmem.h"
 #include "plan_search.h"
 #include "order.h"
+#include "bench_util.h"
 
 #ifndef NNMEM_DEFAULT_DATA_DIR
 #define NNMEM_DEFAULT_DATA_DIR "../shared/data"
@@ -225,11 +226,6 @@ static int collect(const char *dir, path_list_t *l) {
 
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* Plans `p` `repeat` times with strategy `s`, verifying every plan.

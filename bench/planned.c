@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "nnmem/nnmem.h"
+#include "bench_util.h"
 
 #ifndef NNMEM_DEFAULT_DATA_DIR
 #define NNMEM_DEFAULT_DATA_DIR "../shared/data"
@@ -41,22 +42,6 @@ typedef struct ev {
   uint32_t buf;  /* buffer index */
   uint32_t kind; /* 0 alloc, 1 free */
 } ev_t;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
