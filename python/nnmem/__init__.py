@@ -25,8 +25,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._version import __version__
 
-__all__ = ["plan", "inspect", "verify", "replay", "version", "cli_path",
-           "PlanResult", "VerifyResult", "NnmemError", "__version__"]
+__all__ = ["plan", "inspect", "verify", "replay", "run", "version",
+           "cli_path", "PlanResult", "VerifyResult", "RunResult", "NnmemError",
+           "__version__"]
 
 PathLike = Union[str, os.PathLike]
 Size = Union[int, str]
@@ -294,3 +295,41 @@ def replay(trace: PathLike, *, pool: str = "tlsf",
     if proc.returncode != EXIT_OK:
         _fail(proc, args)
     return json.loads(proc.stdout)
+
+
+@dataclass
+class RunResult:
+    """What `nnmem run` reported: `passed`, and in `report` the steps,
+    writes, checks, bytes compared, copies (and `error` when it failed)."""
+    passed: bool
+    report: Dict[str, Any]
+    message: str = ""
+
+
+def run(plan_file: PathLike, source: Optional[PathLike] = None, *,
+        model: Optional[str] = None, dims: Optional[Mapping[str, int]] = None,
+        fail_alloc: Optional[int] = None, fail_copy: Optional[int] = None,
+        extra_args: Sequence[str] = ()) -> RunResult:
+    """Executes a fitted plan (plan(..., mem_limit=..., out="p.json")) on
+    the simulated device with real bytes, checking every tensor; `source`
+    or the built-in `model` is the model it must match. A failed run
+    (mismatch, injected fault) is a result (passed=False); a refused plan
+    or bad input raises NnmemError."""
+    args = ["run", os.fspath(plan_file)]
+    if source is not None:
+        args.append(os.fspath(source))
+    if model is not None:
+        args += ["--model", model]
+    for name, value in (dims or {}).items():
+        args += ["--dim", f"{name}={value}"]
+    if fail_alloc is not None:
+        args += ["--fail-alloc", str(int(fail_alloc))]
+    if fail_copy is not None:
+        args += ["--fail-copy", str(int(fail_copy))]
+    args += list(extra_args) + ["--json=compact"]
+    proc = _run(args)
+    if proc.returncode not in (EXIT_OK, EXIT_INTERNAL) or not proc.stdout.strip():
+        _fail(proc, args)
+    rep = json.loads(proc.stdout)
+    return RunResult(passed=bool(rep.get("passed")), report=rep,
+                     message=proc.stderr.strip())

@@ -75,6 +75,24 @@ class PlanTest(unittest.TestCase):
             nnmem.plan(model="resnet50", mem_limit="40MB", device="no-such")
         self.assertEqual(cm.exception.exit_code, 1)
 
+    def test_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "fit.json"
+            self.assertTrue(nnmem.plan(model="resnet50", mem_limit="40MB",
+                                       out=out).fits)
+            ok = nnmem.run(out, model="resnet50")
+            self.assertTrue(ok.passed)
+            self.assertGreater(ok.report["checks"], 0)
+            self.assertEqual(ok.report["copy_bytes"],
+                             nnmem.plan(model="resnet50",
+                                        mem_limit="40MB").report[
+                                            "transfer_bytes"])
+            bad = nnmem.run(out, model="resnet50", fail_copy=3)
+            self.assertFalse(bad.passed)
+            self.assertIn("fault injected", bad.report["error"])
+            with self.assertRaises(nnmem.NnmemError):  # another model
+                nnmem.run(out, model="mobilenetv2")
+
     def test_bad_input(self):
         with tempfile.TemporaryDirectory() as d:
             bad = Path(d) / "bad.csv"
