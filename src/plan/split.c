@@ -185,18 +185,12 @@ static size_t count_runs(const nnmem_buffer_t *b, const uint32_t *order,
   return runs;
 }
 
-/* One part: its occupancy map. */
-typedef struct part {
-  nnmem__occ_t *occ;
-} part_t;
-
 /* A task: the positions [begin, end) of the schedule it places, the
- * tasks waiting on it, how many it waits on, its part (X(r): none). */
+ * tasks waiting on it, how many it waits on. */
 typedef struct task {
   size_t begin, end;
   size_t dep_begin, dep_end; /* into job.dependents */
   uint32_t waits;
-  uint32_t part;
 } task_t;
 
 /* A worker's scratch. */
@@ -214,7 +208,7 @@ typedef struct job {
   uint64_t align, limit;
   nnmem__fit_t fit;
   uint64_t *offsets;
-  part_t *parts;
+  nnmem__occ_t **occ; /* each part's map */
   task_t *tasks;
   const uint32_t *dependents; /* task indices */
   size_t ntasks;
@@ -241,8 +235,8 @@ static nnmem_status_t place_one(job_t *jb, scratch_t *sc, uint32_t x) {
   size_t nc = 0;
   const nnmem__range_t *pieces;
   if (lo == hi) { /* one map: its gaps as they are */
-    st = nnmem__occ_gaps(jb->parts[lo].occ, x, size, &sc->gaps, &nc,
-                         &sc->gaps_cap, &top);
+    st = nnmem__occ_gaps(jb->occ[lo], x, size, &sc->gaps, &nc, &sc->gaps_cap,
+                         &top);
     if (st) return st;
     pieces = sc->gaps;
   } else { /* candidates: everything, cut down map by map */
@@ -254,8 +248,8 @@ static nnmem_status_t place_one(job_t *jb, scratch_t *sc, uint32_t x) {
     for (uint32_t q = lo; q <= hi; q++) {
       size_t k = 0;
       uint64_t t = 0;
-      st = nnmem__occ_gaps(jb->parts[q].occ, x, size, &sc->gaps, &k,
-                           &sc->gaps_cap, &t);
+      st = nnmem__occ_gaps(jb->occ[q], x, size, &sc->gaps, &k, &sc->gaps_cap,
+                           &t);
       if (st == NNMEM_OK) /* the pieces at most double, plus one */
         st = nnmem__grow((void **)&sc->cand, &sc->cand_cap, 2 * (nc + k + 1),
                          sizeof *sc->cand);
@@ -276,7 +270,7 @@ static nnmem_status_t place_one(job_t *jb, scratch_t *sc, uint32_t x) {
     return NNMEM_ERR_OVERFLOW;
   if (e > jb->limit) return NNMEM_ERR_CAPACITY;
   for (uint32_t q = lo; q <= hi && st == NNMEM_OK; q++)
-    st = nnmem__occ_add(jb->parts[q].occ, x, jb->offsets[x], e);
+    st = nnmem__occ_add(jb->occ[q], x, jb->offsets[x], e);
   sc->top = nnmem__max_u64(sc->top, e);
   return st;
 }
@@ -325,13 +319,26 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-/* Runs every task on up to `threads` threads (the caller's included; a
- * thread that cannot be started leaves its share to the others). Returns
- * the highest end placed. */
-static nnmem_status_t run_tasks(job_t *jb, unsigned threads, uint64_t *top) {
+/* Runs fn on up to `threads` threads, the caller's included; thread t gets
+ * (char *)arg + t * stride (stride 0: all the same argument). A thread that
+ * cannot be started leaves its share to the others, so fn must take work
+ * from a shared queue until none is left. */
+static void on_threads(unsigned threads, void *(*fn)(void *), void *arg,
+                       size_t stride) {
   pthread_t tid[MAX_PARTS];
-  worker_arg_t w[MAX_PARTS];
   unsigned started = 0;
+  for (unsigned t = 1; t < threads && t < MAX_PARTS; t++)
+    if (pthread_create(&tid[started], NULL, fn, (char *)arg + t * stride) == 0)
+      started++;
+  fn(arg);
+  for (unsigned t = 0; t < started; t++)
+    pthread_join(tid[t], NULL);
+}
+
+/* Runs every task on up to `threads` threads (on_threads). Returns the
+ * highest end placed. */
+static nnmem_status_t run_tasks(job_t *jb, unsigned threads, uint64_t *top) {
+  worker_arg_t w[MAX_PARTS];
   memset(w, 0, sizeof w);
   if (pthread_mutex_init(&jb->mu, NULL)) return NNMEM_ERR_NOMEM;
   if (pthread_cond_init(&jb->cv, NULL)) {
@@ -340,11 +347,7 @@ static nnmem_status_t run_tasks(job_t *jb, unsigned threads, uint64_t *top) {
   }
   for (unsigned t = 0; t < threads; t++)
     w[t].jb = jb;
-  for (unsigned t = 1; t < threads; t++)
-    if (pthread_create(&tid[started], NULL, worker, &w[t]) == 0) started++;
-  worker(&w[0]);
-  for (unsigned t = 0; t < started; t++)
-    pthread_join(tid[t], NULL);
+  on_threads(threads, worker, w, sizeof *w);
   pthread_cond_destroy(&jb->cv);
   pthread_mutex_destroy(&jb->mu);
   *top = 0;
@@ -361,7 +364,6 @@ static nnmem_status_t run_tasks(job_t *jb, unsigned threads, uint64_t *top) {
 typedef struct layout {
   size_t np, nruns;
   uint32_t *plo, *phi; /* per buffer */
-  size_t *stop;        /* per run: its end in the ordering */
   uint32_t *sched;     /* the schedule: buffer indices */
   size_t *xend;        /* per run: the end of its crossing buffers, then
                           nruns * np ends of its own ones, part by part */
@@ -370,7 +372,6 @@ typedef struct layout {
 static void layout_free(layout_t *L) {
   free(L->plo);
   free(L->phi);
-  free(L->stop);
   free(L->sched);
   free(L->xend);
   memset(L, 0, sizeof *L);
@@ -407,19 +408,20 @@ static nnmem_status_t layout_make(const nnmem_problem_t *p,
     layout_free(L);
     return NNMEM_OK;
   }
-  L->stop = malloc(nruns * sizeof *L->stop);
+  size_t *stop = malloc(nruns * sizeof *stop); /* per run: its end */
   L->sched = malloc(n * sizeof *L->sched);
   L->xend = calloc(nruns * (np + 1), sizeof *L->xend);
-  if (!L->stop || !L->sched || !L->xend) {
+  if (!stop || !L->sched || !L->xend) {
+    free(stop);
     layout_free(L);
     return NNMEM_ERR_NOMEM;
   }
   L->np = np, L->nruns = nruns;
-  count_runs(b, order, n, L->stop);
+  count_runs(b, order, n, stop);
   /* per run: count, then fill (crossing, then own part by part) */
   size_t *x = L->xend, *own = L->xend + nruns;
   for (size_t r = 0, j = 0; r < nruns; r++)
-    for (; j < L->stop[r]; j++) {
+    for (; j < stop[r]; j++) {
       uint32_t i = order[j];
       if (L->plo[i] != L->phi[i])
         x[r]++;
@@ -436,11 +438,12 @@ static nnmem_status_t layout_make(const nnmem_problem_t *p,
     }
   }
   for (size_t r = 0, j = 0; r < nruns; r++)
-    for (; j < L->stop[r]; j++) {
+    for (; j < stop[r]; j++) {
       uint32_t i = order[j];
       size_t *slot = L->plo[i] != L->phi[i] ? &x[r] : &own[r * np + L->plo[i]];
       L->sched[(*slot)++] = i; /* starts become ends */
     }
+  free(stop);
   return NNMEM_OK;
 }
 
@@ -471,7 +474,7 @@ static nnmem_status_t build_tasks(job_t *jb, const layout_t *L) {
     size_t at = 0;
     for (size_t r = 0; r < nr; r++) {
       lo[r] = UINT32_MAX;
-      tk[r * w] = (task_t){.begin = at, .end = x[r], .part = UINT32_MAX};
+      tk[r * w] = (task_t){.begin = at, .end = x[r]};
       for (size_t i = at; i < x[r]; i++) {
         uint32_t b = L->sched[i];
         if (L->plo[b] < lo[r]) lo[r] = L->plo[b];
@@ -479,8 +482,7 @@ static nnmem_status_t build_tasks(job_t *jb, const layout_t *L) {
       }
       at = x[r];
       for (size_t q = 0; q < np; q++) {
-        tk[r * w + 1 + q] =
-            (task_t){.begin = at, .end = own[r * np + q], .part = (uint32_t)q};
+        tk[r * w + 1 + q] = (task_t){.begin = at, .end = own[r * np + q]};
         at = own[r * np + q];
       }
     }
@@ -536,7 +538,7 @@ static nnmem_status_t build_tasks(job_t *jb, const layout_t *L) {
 /* Building and freeing the parts' maps, one part per thread at a time. */
 typedef struct maps_job {
   const nnmem_problem_t *p;
-  part_t *parts;
+  nnmem__occ_t **occ;
   const uint32_t *members[MAX_PARTS];
   size_t count[MAX_PARTS], np;
   nnmem_status_t st[MAX_PARTS];
@@ -550,24 +552,18 @@ static void *maps_worker(void *arg) {
     size_t q = __atomic_fetch_add(&mj->next, 1, __ATOMIC_RELAXED);
     if (q >= mj->np) return NULL;
     if (mj->destroy)
-      nnmem__occ_destroy(mj->parts[q].occ);
+      nnmem__occ_destroy(mj->occ[q]);
     else
       mj->st[q] = nnmem__occ_create_subset(mj->p, mj->members[q], mj->count[q],
-                                           &mj->parts[q].occ);
+                                           &mj->occ[q]);
   }
 }
 
-/* Runs maps_worker on up to `threads` threads, the caller's included;
+/* Runs maps_worker on up to `threads` threads (at most one per part);
  * returns the first part's failure, if any. */
 static nnmem_status_t run_maps(maps_job_t *mj, unsigned threads) {
-  pthread_t tid[MAX_PARTS];
-  unsigned started = 0;
   mj->next = 0;
-  for (unsigned t = 1; t < threads && t < mj->np; t++)
-    if (pthread_create(&tid[started], NULL, maps_worker, mj) == 0) started++;
-  maps_worker(mj);
-  for (unsigned t = 0; t < started; t++)
-    pthread_join(tid[t], NULL);
+  on_threads(threads < mj->np ? threads : (unsigned)mj->np, maps_worker, mj, 0);
   for (size_t q = 0; q < mj->np && !mj->destroy; q++)
     if (mj->st[q]) return mj->st[q];
   return NNMEM_OK;
@@ -585,8 +581,7 @@ nnmem_status_t nnmem__place_split(const nnmem_problem_t *p,
   if (L.np == 0)
     return nnmem__place_in_order(p, order, align, fit, limit, ctl, offsets,
                                  height);
-  part_t parts[MAX_PARTS];
-  memset(parts, 0, sizeof parts);
+  nnmem__occ_t *occ[MAX_PARTS] = {0};
   job_t jb = {.p = p,
               .order = L.sched,
               .plo = L.plo,
@@ -595,11 +590,11 @@ nnmem_status_t nnmem__place_split(const nnmem_problem_t *p,
               .limit = limit,
               .fit = fit,
               .offsets = offsets,
-              .parts = parts,
+              .occ = occ,
               .fail_pos = n,
               .fail_seen = n};
   unsigned threads = plan_threads();
-  maps_job_t mj = {.p = p, .parts = parts, .np = L.np};
+  maps_job_t mj = {.p = p, .occ = occ, .np = L.np};
   /* each part's map over the buffers that meet its span */
   size_t members[MAX_PARTS] = {0}, nmem = 0;
   for (size_t i = 0; i < n; i++)
