@@ -17,7 +17,8 @@
  *    largest first; on fragmentation (placement fails) every lead halves.
  * Invariant: prof[s] = live bytes at s of the main tier minus what the
  * applied moves free at s.
- * Complexity: per move O(C * (|over| + windows) + S); C candidates.
+ * Complexity: per move O(C * (log S + window steps) + S log S); C
+ * candidates.
  * Thread-safety: works on one fitter. */
 #include <stdio.h>
 #include <string.h>
@@ -138,17 +139,30 @@ static double cand_cost(const fitter_t *x, const cand_t *c, uint32_t ahead,
   return copies; /* transfer time per byte freed = copies / link */
 }
 
-/* Subtracts (sign -1) or adds back (+1) the bytes cand c frees. */
+/* Subtracts (sign -1) or adds back (+1) the bytes cand c frees: every
+ * step outside its held windows (stream) or inside its idle stretch
+ * (offload). O(S + uses). */
 static void apply_to_profile(fitter_t *x, const cand_t *c, uint32_t ahead,
                              nnmem_interval_t *scratch, int sign) {
   const fv_t *v = &x->v[c->v];
-  for (uint64_t s = 0; s < x->S; s++)
-    if (frees_at(x, c, s, ahead, scratch)) {
-      if (sign < 0)
-        x->prof[s] -= v->asize;
-      else
-        x->prof[s] += v->asize;
-    }
+  uint64_t lo = 0, hi = x->S;
+  size_t n = 0, w = 0;
+  (void)ahead;
+  if (c->kind == NNMEM_MOVE_OFFLOAD) {
+    lo = c->a + 1 + c->d;
+    hi = c->c - c->k < x->S ? c->c - c->k : x->S;
+  } else {
+    n = nnmem__fit_stream_windows(x, v, c->ahead, scratch);
+  }
+  for (uint64_t s = lo; s < hi; s++) {
+    while (w < n && scratch[w].last <= s)
+      w++;
+    if (w < n && s >= scratch[w].first) continue; /* held there */
+    if (sign < 0)
+      x->prof[s] -= v->asize;
+    else
+      x->prof[s] += v->asize;
+  }
 }
 
 /* The largest prefetch lead with which streamed weight c frees step s (no
@@ -254,33 +268,81 @@ static uint64_t tightest_step(fitter_t *x, uint64_t target, uint32_t ahead,
   return best;
 }
 
-/* Sum over the over-target steps `over` (sorted) that c frees of
- * min(excess, size): O(|over| + windows). */
+/* The excesses of one greedy round's over-target steps, sorted with
+ * prefix sums, so that the sum over all of them of min(excess, size) is
+ * one binary search. */
+typedef struct over_set {
+  uint64_t *ex;     /* their excesses, ascending */
+  uint64_t *prefix; /* prefix[i] = ex[0] + ... + ex[i-1] */
+  size_t n;
+} over_set_t;
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int over_set_build(const fitter_t *x, uint64_t target, over_set_t *o) {
+  o->n = 0;
+  o->ex = malloc(x->S * sizeof *o->ex);
+  o->prefix = malloc((x->S + 1) * sizeof *o->prefix);
+  if (!o->ex || !o->prefix) return -1;
+  for (uint64_t t = 0; t < x->S; t++)
+    if (x->prof[t] > target) o->ex[o->n++] = x->prof[t] - target;
+  qsort(o->ex, o->n, sizeof *o->ex, cmp_u64);
+  o->prefix[0] = 0;
+  for (size_t i = 0; i < o->n; i++)
+    o->prefix[i + 1] = o->prefix[i] + o->ex[i];
+  return 0;
+}
+
+static void over_set_free(over_set_t *o) {
+  free(o->ex);
+  free(o->prefix);
+}
+
+/* Sum over all over-target steps of min(excess, size). */
+static uint64_t capped_total(const over_set_t *o, uint64_t size) {
+  size_t lo = 0, hi = o->n; /* first excess >= size */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (o->ex[mid] < size)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return o->prefix[lo] + (uint64_t)(o->n - lo) * size;
+}
+
+/* Sum over the over-target steps that c frees of min(excess, size):
+ * for a stream, the total less its held windows (O(log S + window
+ * steps)); for an offload, its idle stretch (O(log S + stretch)). */
 static double useful_bytes(const fitter_t *x, const cand_t *c, uint64_t target,
-                           const uint64_t *over, size_t n_over,
-                           nnmem_interval_t *scratch) {
+                           const over_set_t *o, nnmem_interval_t *scratch) {
   const fv_t *v = &x->v[c->v];
   uint64_t size = v->asize;
-  double u = 0;
+  uint64_t u = 0;
   if (c->kind == NNMEM_MOVE_OFFLOAD) {
     uint64_t lo = c->a + 1 + c->d, hi = c->c - c->k;
-    for (size_t i = 0; i < n_over; i++)
-      if (over[i] >= lo && over[i] < hi) {
-        uint64_t e = x->prof[over[i]] - target;
-        u += (double)(e < size ? e : size);
+    if (hi > x->S) hi = x->S;
+    for (uint64_t t = lo; t < hi; t++)
+      if (x->prof[t] > target) {
+        uint64_t e = x->prof[t] - target;
+        u += e < size ? e : size;
       }
-    return u;
+    return (double)u;
   }
-  size_t n = nnmem__fit_stream_windows(x, v, c->ahead, scratch), w = 0;
-  for (size_t i = 0; i < n_over; i++) {
-    uint64_t t = over[i];
-    while (w < n && scratch[w].last <= t)
-      w++;
-    if (w < n && t >= scratch[w].first) continue; /* held there */
-    uint64_t e = x->prof[t] - target;
-    u += (double)(e < size ? e : size);
+  u = capped_total(o, size);
+  size_t n = nnmem__fit_stream_windows(x, v, c->ahead, scratch);
+  for (size_t w = 0; w < n; w++) {
+    uint64_t hi = scratch[w].last < x->S ? scratch[w].last : x->S;
+    for (uint64_t t = scratch[w].first; t < hi; t++)
+      if (x->prof[t] > target) { /* held there: frees nothing */
+        uint64_t e = x->prof[t] - target;
+        u -= e < size ? e : size;
+      }
   }
-  return u;
+  return (double)u;
 }
 
 /* One greedy move at the tightest step; 0 when none is over. */
@@ -289,11 +351,11 @@ int nnmem__fit_relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
   uint64_t s = tightest_step(x, target, ahead, scratch);
   if (s == UINT64_MAX) return 0;
   uint64_t excess = x->prof[s] - target;
-  uint64_t *over = malloc(x->S * sizeof *over);
-  size_t n_over = 0;
-  if (!over) return -1;
-  for (uint64_t t = 0; t < x->S; t++)
-    if (x->prof[t] > target) over[n_over++] = t;
+  over_set_t over;
+  if (over_set_build(x, target, &over) != 0) {
+    over_set_free(&over);
+    return -1;
+  }
   int64_t best = -1;
   double best_cost = 0;
   uint64_t best_size = 0;
@@ -306,7 +368,7 @@ int nnmem__fit_relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
     uint64_t size = x->v[c->v].asize;
     /* useful bytes per byte moved: what it frees at every over-target
      * step, capped by that step's excess (max coverage per byte) */
-    double useful = useful_bytes(x, c, target, over, n_over, scratch);
+    double useful = useful_bytes(x, c, target, &over, scratch);
     double cost =
         -useful / (cand_cost(x, c, ahead, scratch) * (double)(size ? size : 1));
     /* equal cost per byte: the smallest move that removes the whole
@@ -321,7 +383,7 @@ int nnmem__fit_relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
       best_size = size;
     }
   }
-  free(over);
+  over_set_free(&over);
   if (best < 0) return shorten_prefetch(x, s, ahead, scratch) ? 1 : -1;
   cand_t *c = &x->cands[best];
   c->applied = 1;
