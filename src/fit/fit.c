@@ -726,7 +726,8 @@ static nnmem_status_t build_round(fitter_t *x, uint32_t ahead,
 typedef struct alap_copy {
   uint64_t use;
   double t;
-  size_t v;
+  size_t c; /* the stream move */
+  uint64_t lead;
 } alap_copy_t;
 
 static int cmp_alap_desc(const void *a, const void *b) {
@@ -734,13 +735,36 @@ static int cmp_alap_desc(const void *a, const void *b) {
   return x->use < y->use ? 1 : x->use > y->use ? -1 : 0;
 }
 
+/* Extends each copy's lead towards its link-aware lead, last use first,
+ * as far as the profile stays <= target (one lead at a time: a copy whose
+ * full lead does not fit gets the longest that does). */
+static void extend_leads(fitter_t *x, const alap_copy_t *cp, size_t k,
+                         uint64_t target, nnmem_interval_t *w) {
+  for (size_t j = 0; j < k; j++) {
+    const cand_t *c = &x->cands[cp[j].c];
+    uint64_t old = x->v[c->v].min_lead;
+    const fv_t *v = &x->v[c->v];
+    for (uint64_t lead = cp[j].lead; lead > old; lead--) {
+      nnmem__fit_set_min_lead(x, c, lead, w);
+      /* only steps within `lead` before a use changed */
+      uint64_t lo = v->acc[0] > lead ? v->acc[0] - lead : 0, peak = 0;
+      for (uint64_t s = lo; s <= v->acc[v->n_acc - 1] && s < x->S; s++)
+        if (x->prof[s] > peak) peak = x->prof[s];
+      if (peak <= target) break;
+      nnmem__fit_set_min_lead(x, c, old, w);
+    }
+  }
+}
+
 /* Link-aware leads: the copies in share one link, so a copy must start
  * early enough that every later one still finishes before its use. Going
  * back from the last use: finish = min(start time of its use step, start
  * of the next copy), start = finish - bytes / link; the lead is the steps
  * back to the step that begins before that start (as late as possible, so
- * no longer than the link needs). Kept only when the profile stays under
- * the limit and every tier still plans; else the leads before stay. */
+ * no longer than the link needs). Each lead is extended only as far as
+ * the profile stays under a target (the profile's peak with the leads
+ * before, then 3 % below it when fragmentation keeps the tier from
+ * planning); when neither plans, the leads before stay. */
 static nnmem_status_t alap_leads(fitter_t *x, uint32_t ahead) {
   size_t n = 0, wcap = 0;
   for (size_t i = 0; i < x->n_v; i++)
@@ -752,10 +776,13 @@ static nnmem_status_t alap_leads(fitter_t *x, uint32_t ahead) {
   double *T = malloc((x->S + 1) * sizeof *T);
   alap_copy_t *cp = malloc(n * sizeof *cp);
   nnmem_interval_t *w = malloc((wcap + 1) * sizeof *w);
-  if (!T || !cp || !w) {
-    free(T), free(cp), free(w);
+  uint64_t *saved = malloc((x->n_v ? x->n_v : 1) * sizeof *saved);
+  if (!T || !cp || !w || !saved) {
+    free(T), free(cp), free(w), free(saved);
     return NNMEM_ERR_NOMEM;
   }
+  for (size_t i = 0; i < x->n_v; i++)
+    saved[i] = x->v[i].min_lead;
   T[0] = 0;
   for (uint64_t s = 0; s < x->S; s++)
     T[s + 1] = T[s] + x->op_s[s];
@@ -773,7 +800,7 @@ static nnmem_status_t alap_leads(fitter_t *x, uint32_t ahead) {
           u = v->acc[a];
           break;
         }
-      cp[k++] = (alap_copy_t){u, (double)v->size / link, c->v};
+      cp[k++] = (alap_copy_t){u, (double)v->size / link, i, 0};
     }
   }
   qsort(cp, k, sizeof *cp, cmp_alap_desc);
@@ -786,24 +813,33 @@ static nnmem_status_t alap_leads(fitter_t *x, uint32_t ahead) {
     while (s > 0 && T[s] > start)
       s--;
     uint64_t lead = cp[j].use - s;
-    if (lead > 64) lead = 64;
-    if (lead > x->v[cp[j].v].min_lead) x->v[cp[j].v].min_lead = lead;
+    cp[j].lead = lead > 64 ? 64 : lead;
   }
+  /* the profile's peak with the leads that planned: longer leads fill
+   * the valleys below it, so the tier's plan stays about as hard */
   nnmem__fit_rebuild_profile(x, ahead, w);
   uint64_t peak = 0;
   for (uint64_t s = 0; s < x->S; s++)
     if (x->prof[s] > peak) peak = x->prof[s];
-  nnmem_status_t st =
-      peak <= x->f->limit ? build_round(x, ahead, w) : NNMEM_ERR_CAPACITY;
+  nnmem_status_t st = NNMEM_ERR_CAPACITY;
+  static const double shrink[] = {1.0, 0.97};
+  for (size_t r = 0; r < 2 && st == NNMEM_ERR_CAPACITY; r++) {
+    for (size_t i = 0; i < x->n_v; i++)
+      x->v[i].min_lead = saved[i];
+    nnmem__fit_rebuild_profile(x, ahead, w);
+    extend_leads(x, cp, k, (uint64_t)((double)peak * shrink[r]), w);
+    st = build_round(x, ahead, w);
+  }
   if (st == NNMEM_ERR_CAPACITY) { /* back to the leads that fitted */
     for (size_t i = 0; i < x->n_v; i++)
-      x->v[i].min_lead = 0;
+      x->v[i].min_lead = saved[i];
     nnmem__fit_rebuild_profile(x, ahead, w);
     st = build_round(x, ahead, w);
   }
   free(T);
   free(cp);
   free(w);
+  free(saved);
   return st;
 }
 

@@ -209,12 +209,23 @@ static int shorten_prefetch(fitter_t *x, uint64_t s, uint32_t ahead,
   return 1;
 }
 
+/* Sets the link-aware lead of the value of applied stream c, keeping the
+ * profile in step: O(S + uses). */
+void nnmem__fit_set_min_lead(fitter_t *x, const cand_t *c, uint64_t lead,
+                             nnmem_interval_t *scratch) {
+  apply_to_profile(x, c, 0, scratch, +1);
+  x->v[c->v].min_lead = lead;
+  apply_to_profile(x, c, 0, scratch, -1);
+}
+
 void nnmem__fit_build_profile(fitter_t *x) {
   memset(x->prof, 0, x->S * sizeof *x->prof);
   for (size_t i = 0; i < x->n_v; i++) {
     const fv_t *v = &x->v[i];
     if (v->tier != x->main || v->parent >= 0) continue;
-    for (uint64_t s = v->first; s < v->last && s < x->S; s++)
+    /* the lifetime before any round: a placed stream narrows first/last
+     * to its windows, which the moves subtract here on their own */
+    for (uint64_t s = v->orig_first; s < v->orig_last && s < x->S; s++)
       x->prof[s] += v->asize;
   }
 }

@@ -74,6 +74,8 @@ void nnmem__fitter_free(fitter_t *x);
 nnmem_status_t nnmem__fit_make_cands(fitter_t *x, uint32_t max_ahead);
 size_t nnmem__fit_stream_windows(const fitter_t *x, const fv_t *v,
                                  uint32_t ahead, nnmem_interval_t *w);
+void nnmem__fit_set_min_lead(fitter_t *x, const cand_t *c, uint64_t lead,
+                             nnmem_interval_t *scratch);
 void nnmem__fit_build_profile(fitter_t *x);
 int nnmem__fit_relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
                             nnmem_interval_t *scratch);
