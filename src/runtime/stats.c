@@ -105,6 +105,21 @@ static const metric_t metrics[] = {
      U64(lock_acquisitions)},
     {"lock_contended_total", "counter",
      "Failed try-locks before an acquisition", U64(lock_contended)},
+    {"refills_total", "counter",
+     "Chunks taken by background replenishment (fixed pool)", U64(refills)},
+    {"refill_failures_total", "counter",
+     "Background chunk requests the backend refused", U64(refill_failures)},
+    {"empty_hits_total", "counter",
+     "Allocations that found the pool empty and waited on the backend",
+     U64(empty_hits)},
+    {"remote_frees_total", "counter", "Frees by a thread of another NUMA node",
+     U64(remote_frees)},
+    {"bad_node_requests_total", "counter",
+     "Requests naming a NUMA node that does not exist", U64(bad_node_requests)},
+    {"compactions_total", "counter", "Heap compactions", U64(compactions)},
+    {"compactions_latency_total", "counter",
+     "Heap compactions started by the allocation latency signal",
+     U64(compactions_latency)},
 };
 #define N_METRICS (sizeof metrics / sizeof metrics[0])
 
