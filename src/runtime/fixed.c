@@ -16,7 +16,8 @@
  * The refill (another thread; it holds no lock of its own while it takes
  * the pool lock, so the order is always pool lock -> wake mutex):
  *   1. under the pool lock: stop when 2 x watermark blocks are free (and at
- *      least one chunk came) or the capacity is reached; else count the
+ *      least one chunk came) or the capacity is reached (then stay quiet
+ *      until the allocation path finds the pool empty); else count the
  *      chunk as reserved now (so the capacity holds);
  *   2. unlocked: ask the backend for the chunk (the slow part);
  *   3. under the pool lock: grow the stack and chunk table, push the blocks
@@ -85,9 +86,11 @@ static uint64_t mark(const fixed_t *f) {
  * counted as reserved already. */
 static int refill_wanted_locked(fixed_t *f, int taken) {
   nnmem__src_t *s = f->src;
-  if ((taken && f->n >= 2 * mark(f)) ||
-      f->chunk_len > s->capacity - s->reserved)
+  if (taken && f->n >= 2 * mark(f)) return 0;
+  if (f->chunk_len > s->capacity - s->reserved) {
+    f->quiet = 1; /* at capacity: no new request until empty */
     return 0;
+  }
   s->reserved += f->chunk_len;
   if (s->reserved > s->reserved_peak) s->reserved_peak = s->reserved;
   return 1;
