@@ -54,6 +54,8 @@ typedef struct nnmem_stats {
   uint64_t empty_hits;          /* fixed: allocations that found no free block
                                    and waited on the backend themselves */
   uint64_t remote_frees;        /* numa: frees by a thread of another node */
+  uint64_t remote_allocs;       /* numa: allocations served by this node for a
+                                   thread of another (its node was full) */
   uint64_t bad_node_requests;   /* numa: requests naming a node that does
                                    not exist (refused) */
   uint64_t compactions;         /* heap: compactions (all causes) */

@@ -377,6 +377,13 @@ nnmem_status_t nnmem_pool_usable_size(nnmem_pool_t *pool, const void *ptr,
   return st;
 }
 
+int nnmem__pool_holds(nnmem_pool_t *pool, const void *ptr) {
+  lock(pool);
+  int held = nnmem__addrmap_get(&pool->live, (uint64_t)(uintptr_t)ptr) != NULL;
+  unlock(pool);
+  return held;
+}
+
 static nnmem_status_t check_locked(nnmem_pool_t *pool, nnmem_diag_t *diag) {
   uint64_t req = 0, n = 0;
   for (size_t i = 0; i < pool->live.cap; i++) {

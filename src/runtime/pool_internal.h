@@ -95,6 +95,10 @@ void nnmem__rlist_regions(void *self, size_t *count, uint64_t *bytes);
 nnmem_status_t nnmem__tiered_create(const nnmem__pool_params_t *p,
                                     nnmem__src_t *src, nnmem__impl_t *out);
 
+/* pool.c: 1 when `ptr` is a live block of `pool` (its table, under its
+ * lock), else 0. For the NUMA pools, which route a free to its node. */
+int nnmem__pool_holds(nnmem_pool_t *pool, const void *ptr);
+
 static inline uint64_t nnmem__next_pow2(uint64_t x) {
   if (x <= 1) return 1;
   return 1ULL << (64 - __builtin_clzll(x - 1));
