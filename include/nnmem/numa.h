@@ -68,9 +68,11 @@ typedef struct nnmem_numa_config {
                                             ignored, thread_safe forced); NULL
                                             = defaults */
   const nnmem_numa_topology_t *topology; /* NULL = this machine's */
-  nnmem_backend_t *const *backends;      /* `nodes` backends (not owned; each
-                                            outlives the pool), NULL = node
-                                            memory as described above */
+  /* `nodes` backends (not owned; each outlives the pool), NULL = node
+   * memory as described above. Their addresses must not overlap, since a
+   * free is routed by address (unbacked simulated devices all count from
+   * 2^44: give them backed = 1). */
+  nnmem_backend_t *const *backends;
   int strict; /* 1: an allocation the caller's node cannot serve fails;
                  0: it falls back to the other nodes in order (counted in
                  remote_allocs) */
