@@ -71,7 +71,7 @@ typedef struct nnmem_numa_config {
   /* `nodes` backends (not owned; each outlives the pool), NULL = node
    * memory as described above. Their addresses must not overlap, since a
    * free is routed by address (unbacked simulated devices all count from
-   * 2^44: give them backed = 1). */
+   * 2^44: give them backed = 1 or distinct address_base). */
   nnmem_backend_t *const *backends;
   int strict; /* 1: an allocation the caller's node cannot serve fails;
                  0: it falls back to the other nodes in order (counted in
