@@ -4,10 +4,10 @@
  * watermark rule (10% of all blocks, refill to twice that) and checked
  * against the simulated device's own request counter. Also: a full
  * device (refusal counted, the pool goes quiet until it is empty),
- * the capacity, bad configs with diag, and the pool's own thread. */
+ * the capacity, bad configs with diag. The pool's own thread is tested in
+ * test_stress_replenish.c (label stress). */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "testutil.h"
 
@@ -203,30 +203,6 @@ static void test_refused_and_capacity(void **state) {
   nnmem_backend_destroy(b);
 }
 
-/* The pool's own thread: the refill happens without the caller; wait for
- * it by polling the stats (bounded), then check the accounting. */
-static void test_own_thread(void **state) {
-  (void)state;
-  nnmem_backend_t *b = NULL;
-  assert_ok(nnmem_backend_sim_create(NULL, &b));
-  nnmem_pool_t *p = make(b, NULL, 0);
-  void *v[64];
-  int k = 0;
-  take(p, v, &k, 59);
-  nnmem_stats_t s = stats(p);
-  for (int i = 0; i < 20000 && s.refills == 0; i++) {
-    struct timespec ts = {0, 100000};
-    nanosleep(&ts, NULL);
-    s = stats(p);
-  }
-  assert_int_equal(s.refills, 1);
-  assert_int_equal(s.empty_hits, 1);
-  assert_int_equal(requests(b), 2);
-  check(p);
-  nnmem_pool_destroy(p); /* joins the thread with blocks still live */
-  nnmem_backend_destroy(b);
-}
-
 static void test_bad_config(void **state) {
   (void)state;
   nnmem_backend_t *b = NULL;
@@ -253,7 +229,6 @@ int main(void) {
       cmocka_unit_test(test_watermark),
       cmocka_unit_test(test_low_watermark_blocks),
       cmocka_unit_test(test_refused_and_capacity),
-      cmocka_unit_test(test_own_thread),
       cmocka_unit_test(test_bad_config),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

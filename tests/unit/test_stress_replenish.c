@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "testutil.h"
 
@@ -182,6 +183,43 @@ static void run(int use_executor) {
   nnmem_backend_destroy(b);
 }
 
+/* The pool's own thread, one refill in isolation: 1 KiB blocks, chunks of
+ * 64, watermark 10% = 6 blocks: the 59th allocation leaves 5 free and
+ * wakes the thread, which takes one chunk (69 free >= 2 x 12); waited for
+ * by polling the stats (bounded, 2 s). */
+static void test_one_refill(void **state) {
+  (void)state;
+  nnmem_backend_t *b = NULL;
+  assert_ok(nnmem_backend_sim_create(NULL, &b));
+  nnmem_pool_config_t c;
+  nnmem_pool_config_init(&c);
+  c.block_size = 1024;
+  c.chunk_size = 64 * 1024;
+  c.replenish = 1;
+  nnmem_pool_t *p = NULL;
+  assert_ok(nnmem_pool_create(NNMEM_POOL_FIXED, &c, b, &p));
+  void *v[59];
+  for (int i = 0; i < 59; i++)
+    assert_ok(nnmem_pool_alloc(p, 1024, 0, &v[i]));
+  nnmem_stats_t s;
+  assert_ok(nnmem_pool_stats(p, &s));
+  for (int i = 0; i < 20000 && s.refills == 0; i++) {
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+    assert_ok(nnmem_pool_stats(p, &s));
+  }
+  assert_int_equal(s.refills, 1);
+  assert_int_equal(s.empty_hits, 1);
+  assert_int_equal(s.free_bytes, 69 * 1024);
+  nnmem_sim_counters_t sc;
+  assert_ok(nnmem_backend_sim_counters(b, &sc));
+  assert_int_equal(sc.requests, 2);
+  nnmem_diag_t d = {{0}};
+  if (nnmem_pool_check(p, &d) != NNMEM_OK) fail_msg("%s", d.message);
+  nnmem_pool_destroy(p); /* joins the thread with blocks still live */
+  nnmem_backend_destroy(b);
+}
+
 static void test_own_thread(void **state) {
   (void)state;
   run(0);
@@ -194,6 +232,7 @@ static void test_executor(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_one_refill),
       cmocka_unit_test(test_own_thread),
       cmocka_unit_test(test_executor),
   };
