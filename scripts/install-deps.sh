@@ -28,6 +28,8 @@ needs=(
   "protobuf-c-compiler|cmd:protoc-c|the protoc-c code generator"
 )
 optional=()
+# libnuma: NUMA-bound pools (the build falls back to one node without it)
+optional+=("libnuma-dev|header:numa.h|libnuma (NUMA pools bind node memory; one node without it)")
 case "$mode" in
 build) ;;
 test)

@@ -81,16 +81,20 @@ NNMEM_API nnmem_status_t nnmem_backend_mmap_create(
 
 /* Simulated device options; zero means default. */
 typedef struct nnmem_sim_config {
-  uint32_t size;      /* sizeof(nnmem_sim_config_t); 0 = current */
-  uint64_t capacity;  /* bytes; 0 = 2^46 */
-  uint64_t alignment; /* device alignment 64/128/256/512; 0 = 256 */
-  int backed;         /* 1: regions are real host memory */
-  uint64_t fail_at;   /* fail the N-th alloc request (1-based); 0 = never */
-  int fail_after;     /* 1: also fail every request after fail_at */
+  uint32_t size;         /* sizeof(nnmem_sim_config_t); 0 = current */
+  uint64_t capacity;     /* bytes; 0 = 2^46 */
+  uint64_t alignment;    /* device alignment 64/128/256/512; 0 = 256 */
+  int backed;            /* 1: regions are real host memory */
+  uint64_t fail_at;      /* fail the N-th alloc request (1-based); 0 = never */
+  int fail_after;        /* 1: also fail every request after fail_at */
+  uint64_t address_base; /* unbacked: the first address; 0 = 2^44. Gives
+                            several devices disjoint address ranges (e.g.
+                            one per simulated NUMA node) */
 } nnmem_sim_config_t;
 
-/* Simulated device. Unbacked addresses start at 2^44 and are never reused
- * while the backend lives; they must not be dereferenced. */
+/* Simulated device. Unbacked addresses start at 2^44 (or address_base)
+ * and are never reused while the backend lives; they must not be
+ * dereferenced. */
 NNMEM_API nnmem_status_t nnmem_backend_sim_create(const nnmem_sim_config_t *cfg,
                                                   nnmem_backend_t **out);
 

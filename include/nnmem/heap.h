@@ -69,6 +69,20 @@ typedef struct nnmem_heap_config {
   double frag_high;     /* policy: compact at fragmentation >=; 0 = 0.30 */
   double frag_low;      /* policy: re-arm at fragmentation <=; 0 = 0.10 */
   uint32_t check_every; /* policy: evaluated every N allocs; 0 = 256 */
+  /* Latency signal of the AUTO policy (off unless lat_high > 0): one
+   * allocation in lat_every is timed; an exponentially weighted moving
+   * average (weight 1/8) of those times is compared with a baseline, the
+   * lowest average seen after the first 8 samples. Latency is rising when
+   * average >= lat_high x baseline; the signal then compacts (when
+   * utilization >= util_min) and stays disarmed until the average falls
+   * to lat_low x baseline (hysteresis). Off by default: a policy that
+   * reads the clock makes a replay's compactions depend on the machine. */
+  double lat_high;    /* 0 = signal off; else > 1, e.g. 2.0 */
+  double lat_low;     /* re-arm at <= lat_low x baseline; 0 = 1.25 */
+  uint32_t lat_every; /* time one allocation in N; 0 = 16 */
+  /* The clock in ns (tests inject one); NULL = CLOCK_MONOTONIC. */
+  uint64_t (*clock_ns)(void *user);
+  void *clock_user;
 } nnmem_heap_config_t;
 
 NNMEM_API void nnmem_heap_config_init(nnmem_heap_config_t *cfg);
@@ -141,9 +155,15 @@ typedef struct nnmem_heap_counters {
   uint64_t pinned_frees;                  /* free of a pinned block refused */
   uint64_t compactions, compactions_auto; /* auto: by policy or failure */
   uint64_t bytes_moved, bytes_remapped, blocks_moved;
-  uint64_t pinned_in_the_way;  /* pinned blocks met by compactions */
-  uint64_t commits, decommits; /* granule transitions */
-  uint64_t top_peak;           /* highest end offset ever used */
+  uint64_t pinned_in_the_way;   /* pinned blocks met by compactions */
+  uint64_t commits, decommits;  /* granule transitions */
+  uint64_t top_peak;            /* highest end offset ever used */
+  uint64_t compactions_latency; /* of compactions_auto: by the latency
+                                   signal (the rest: fragmentation or a
+                                   failed allocation) */
+  uint64_t lat_samples;         /* timed allocations */
+  uint64_t lat_avg_ns;          /* moving average now (0: no sample) */
+  uint64_t lat_baseline_ns;     /* its baseline (0: still warming up) */
 } nnmem_heap_counters_t;
 
 /* Pool-style snapshot (reserved = committed bytes, misuse = every rejected

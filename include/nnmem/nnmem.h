@@ -22,6 +22,7 @@
 #include "nnmem/planned.h"
 #include "nnmem/arena.h"
 #include "nnmem/heap.h"
+#include "nnmem/numa.h"
 #include "nnmem/block_state.h"
 #include "nnmem/onnx.h"
 

@@ -12,6 +12,7 @@
  *             per slab; larger sizes get their own region
  * fixed       one block size, LIFO free list, grows by    O(1)
  *             chunks when free blocks drop below a mark
+ *             (optionally refilled in the background)
  * shape       dynamic shapes: one block preallocated at   O(log n)
  *             creation (the largest shape's bytes), split
  *             on demand, best-fit free blocks in a treap,
@@ -79,6 +80,23 @@ typedef struct nnmem_pool_config {
   int retain_empty;         /* 1: keep empty chunks instead of releasing them */
   int thread_safe;          /* 1: internal mutex around every call */
   uint32_t latency_sample;  /* time 1 op in N; 0 = 64; 1 = every op */
+  /* fixed: asynchronous replenishment (off by default). When the free
+   * blocks fall below the watermark after an allocation, the pool asks
+   * for a refill and returns at once; the refill takes chunks from the
+   * backend outside the pool lock and splices them in under it, until
+   * twice the watermark is free. The allocation path waits on the backend
+   * only when it finds no free block at all (counted in empty_hits).
+   * Implies thread_safe; the backend must be thread-safe (the built-in
+   * ones are). */
+  int replenish;              /* 1: refill in the background */
+  uint32_t replenish_percent; /* watermark: % of all blocks; 0 = 10; a
+                                 nonzero low_watermark (blocks) wins */
+  /* Executor hook: NULL = a thread owned by the pool; else the pool calls
+   * submit(user, task, arg) (with its lock held: submit must not call the
+   * pool) and the executor runs task(arg) once, on any thread, soon.
+   * nnmem_pool_destroy waits for a submitted task to finish. */
+  void (*replenish_submit)(void *user, void (*task)(void *arg), void *arg);
+  void *replenish_user;
 } nnmem_pool_config_t;
 
 /* Fills `cfg` with defaults (the same as a zeroed struct). */

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define NNMEM_STATS_VERSION 2
+#define NNMEM_STATS_VERSION 3
 #define NNMEM_STATS_LAT_BUCKETS 32
 #define NNMEM_STATS_NAME_MAX 48
 
@@ -47,6 +47,19 @@ typedef struct nnmem_stats {
   uint64_t latency_samples;
   uint64_t latency_hist[NNMEM_STATS_LAT_BUCKETS];
   uint64_t latency_sum_ns; /* sum of the sampled latencies (version 2) */
+  /* version 3 */
+  uint64_t refills;             /* fixed: chunks taken by the background
+                                   replenishment */
+  uint64_t refill_failures;     /* fixed: background chunk requests refused */
+  uint64_t empty_hits;          /* fixed: allocations that found no free block
+                                   and waited on the backend themselves */
+  uint64_t remote_frees;        /* numa: frees by a thread of another node */
+  uint64_t remote_allocs;       /* numa: allocations served by this node for a
+                                   thread of another (its node was full) */
+  uint64_t bad_node_requests;   /* numa: requests naming a node that does
+                                   not exist (refused) */
+  uint64_t compactions;         /* heap: compactions (all causes) */
+  uint64_t compactions_latency; /* heap: of those, by the latency signal */
 } nnmem_stats_t;
 
 /* Zeroes `st` and sets size/version. */

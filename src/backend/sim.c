@@ -8,8 +8,8 @@
  *   2. round the size up to the device alignment; refuse when live bytes
  *      would pass the capacity;
  *   3. backed: posix_memalign real host memory; unbacked: hand out the next
- *      address of a bump pointer that starts at 2^44 and is never reused
- *      (aligned to max(device alignment, requested alignment));
+ *      address of a bump pointer that starts at 2^44 (or address_base) and
+ *      is never reused (aligned to max(device alignment, requested alignment));
  *   4. record the region (address -> rounded size) in a hash map.
  * free looks the region up (unknown address or wrong size: NNMEM_ERR_INVALID)
  * and forgets it. mem_info reports capacity - live and capacity.
@@ -141,7 +141,7 @@ nnmem_status_t nnmem_backend_sim_create(const nnmem_sim_config_t *cfg,
   s->capacity = d.capacity;
   s->align = d.alignment;
   s->backed = d.backed != 0;
-  s->next_addr = SIM_BASE;
+  s->next_addr = d.address_base ? d.address_base : SIM_BASE;
   s->fail_at = d.fail_at;
   s->fail_after = d.fail_after != 0;
   nnmem_backend_t *t = &s->table;

@@ -214,8 +214,8 @@ static void bd_destroy(void *self) {
   free(b);
 }
 
-static const nnmem__impl_ops_t buddy_ops = {bd_alloc, bd_free,      bd_owns,
-                                            bd_check, bd_free_info, bd_destroy};
+static const nnmem__impl_ops_t buddy_ops = {
+    bd_alloc, bd_free, bd_owns, bd_check, bd_free_info, bd_destroy, NULL};
 
 nnmem_status_t nnmem__buddy_create(const nnmem__pool_params_t *p,
                                    nnmem__src_t *src, nnmem__impl_t *out) {

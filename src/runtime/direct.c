@@ -77,8 +77,8 @@ static void d_destroy(void *self) {
   free(d);
 }
 
-static const nnmem__impl_ops_t direct_ops = {d_alloc, d_free,      d_owns,
-                                             d_check, d_free_info, d_destroy};
+static const nnmem__impl_ops_t direct_ops = {
+    d_alloc, d_free, d_owns, d_check, d_free_info, d_destroy, NULL};
 
 nnmem_status_t nnmem__direct_create(const nnmem__pool_params_t *p,
                                     nnmem__src_t *src, nnmem__impl_t *out) {

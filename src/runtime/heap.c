@@ -21,7 +21,12 @@
  * compacts when allocated / capacity >= util_min and fragmentation >=
  * frag_high, then stays disarmed until fragmentation <= frag_low
  * (hysteresis: pinned blocks that keep fragmentation high cannot make it
- * compact in a loop).
+ * compact in a loop). The latency signal (cfg.lat_high > 0): one
+ * allocation in lat_every is timed with the (injectable) clock, feeding
+ * avg += (t - avg) / 8; after 8 samples baseline = min(avg); at a policy
+ * check, avg >= lat_high x baseline and utilization >= util_min compacts
+ * and disarms the signal until avg <= lat_low x baseline (its own
+ * hysteresis, independent of the fragmentation one).
  * Steps of compact: 1. free space = [0, capacity) minus the pinned blocks
  * (an interval list); 2. for each unpinned block in address order, place it
  * at the lowest aligned start of a free interval that fits and is not above
@@ -74,6 +79,9 @@ struct nnmem_heap {
   uint64_t alloc_count, free_count, failed_count;
   uint64_t since_check;
   int armed;
+  int lat_armed;            /* latency signal may fire */
+  uint32_t lat_tick;        /* allocations since the last timed one */
+  double lat_avg, lat_base; /* moving average; baseline (0: warming up) */
   nnmem_heap_counters_t c;
 };
 
@@ -123,6 +131,14 @@ static nnmem_status_t resolve(nnmem_heap_config_t *c, nnmem_backend_t *b,
                        "heap config: policy thresholds out of range "
                        "(0 < util_min <= 1, 0 <= frag_low <= frag_high <= 1)");
   if (c->check_every == 0) c->check_every = 256;
+  if (c->lat_low == 0) c->lat_low = 1.25;
+  if (c->lat_every == 0) c->lat_every = 16;
+  if (c->lat_high != 0 &&
+      !(c->lat_high > 1 && c->lat_low >= 1 && c->lat_low <= c->lat_high))
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "heap config: latency thresholds out of range "
+                       "(1 < lat_high, 1 <= lat_low <= lat_high; lat_high 0 "
+                       "turns the signal off)");
   return NNMEM_OK;
 }
 
@@ -154,6 +170,7 @@ nnmem_status_t nnmem_heap_create(const nnmem_heap_config_t *cfg,
   h->cfg.name = NULL;
   h->free_head = h->head = h->tail = NIL;
   h->armed = 1;
+  h->lat_armed = 1;
   h->c.size = sizeof h->c;
   *out = h;
   return NNMEM_OK;
@@ -255,6 +272,26 @@ static void link_after(nnmem_heap_t *h, uint32_t i, uint32_t after) {
     h->slots[after].next = i;
 }
 
+static uint64_t clock_now(const nnmem_heap_t *h) {
+  if (h->cfg.clock_ns) return h->cfg.clock_ns(h->cfg.clock_user);
+  return (uint64_t)(nnmem__now() * 1e9);
+}
+
+/* One timed allocation of `ns` into the moving average and baseline. */
+static void lat_feed(nnmem_heap_t *h, uint64_t ns) {
+  double t = (double)ns;
+  h->lat_avg = h->c.lat_samples ? h->lat_avg + (t - h->lat_avg) / 8 : t;
+  if (++h->c.lat_samples >= 8 && (h->lat_base == 0 || h->lat_avg < h->lat_base))
+    h->lat_base = h->lat_avg;
+}
+
+/* 1 when the latency signal asks for a compaction (re-arms it first). */
+static int lat_rising(nnmem_heap_t *h) {
+  if (h->cfg.lat_high <= 0 || h->lat_base <= 0) return 0;
+  if (h->lat_avg <= h->cfg.lat_low * h->lat_base) h->lat_armed = 1;
+  return h->lat_armed && h->lat_avg >= h->cfg.lat_high * h->lat_base;
+}
+
 static void policy(nnmem_heap_t *h) {
   if (++h->since_check < h->cfg.check_every) return;
   h->since_check = 0;
@@ -263,8 +300,14 @@ static void policy(nnmem_heap_t *h) {
   gap_info(h, &largest, &frag);
   if (frag <= h->cfg.frag_low) h->armed = 1;
   double util = (double)h->allocated / (double)h->cfg.capacity;
-  if (h->armed && util >= h->cfg.util_min && frag >= h->cfg.frag_high) {
-    h->armed = 0;
+  int by_frag = h->armed && frag >= h->cfg.frag_high;
+  int by_lat = lat_rising(h);
+  if (util >= h->cfg.util_min && (by_frag || by_lat)) {
+    if (by_frag)
+      h->armed = 0;
+    else
+      h->c.compactions_latency++;
+    if (by_lat) h->lat_armed = 0;
     h->c.compactions_auto++;
     (void)nnmem_heap_compact(h, NULL);
   }
@@ -316,8 +359,21 @@ nnmem_status_t nnmem_handle_alloc(nnmem_heap_t *h, uint64_t bytes,
   if (align < h->cfg.alignment) align = h->cfg.alignment;
   uint64_t size = bytes;
   (void)nnmem__align_up(bytes, h->cfg.alignment, &size);
-  if (h->cfg.defrag == NNMEM_DEFRAG_AUTO) policy(h);
+  int timed = 0;
+  uint64_t t0 = 0;
+  if (h->cfg.defrag == NNMEM_DEFRAG_AUTO) {
+    policy(h);
+    if (h->cfg.lat_high > 0 && ++h->lat_tick >= h->cfg.lat_every) {
+      h->lat_tick = 0;
+      timed = 1;
+      t0 = clock_now(h);
+    }
+  }
   nnmem_status_t s = place(h, size, align, bytes, out);
+  if (timed) {
+    uint64_t t1 = clock_now(h);
+    lat_feed(h, t1 > t0 ? t1 - t0 : 0);
+  }
   if (s == NNMEM_ERR_NOMEM && h->cfg.defrag == NNMEM_DEFRAG_AUTO &&
       h->cfg.capacity - h->allocated >= size) {
     h->c.compactions_auto++;
@@ -580,9 +636,13 @@ nnmem_status_t nnmem_heap_stats(nnmem_heap_t *h, nnmem_stats_t *st,
     st->backend_frees = h->seg.decommits;
     st->free_bytes = h->cfg.capacity - h->allocated;
     gap_info(h, &st->largest_free, &st->fragmentation);
+    st->compactions = h->c.compactions;
+    st->compactions_latency = h->c.compactions_latency;
   }
   if (hc) {
     *hc = h->c;
+    hc->lat_avg_ns = (uint64_t)(h->lat_avg + 0.5);
+    hc->lat_baseline_ns = (uint64_t)(h->lat_base + 0.5);
     hc->commits = h->seg.commits;
     hc->decommits = h->seg.decommits;
   }

@@ -101,6 +101,17 @@ static nnmem_status_t resolve(nnmem_pool_kind_t kind,
   p->middle = c->middle == NNMEM_POOL_TIERED ? NNMEM_POOL_TLSF : c->middle;
   p->retain_empty = c->retain_empty != 0;
   p->low_watermark = c->low_watermark;
+  p->replenish = c->replenish != 0;
+  p->replenish_percent = c->replenish_percent ? c->replenish_percent : 10;
+  p->submit = c->replenish_submit;
+  p->submit_user = c->replenish_user;
+  if (p->replenish && kind != NNMEM_POOL_FIXED)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "pool config: replenish is for the fixed pool only");
+  if (p->replenish && p->replenish_percent > 100)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "pool config: replenish_percent %u is over 100",
+                       (unsigned)p->replenish_percent);
   if (p->middle != NNMEM_POOL_TLSF && p->middle != NNMEM_POOL_BUDDY &&
       p->middle != NNMEM_POOL_BEST_FIT && p->middle != NNMEM_POOL_FIRST_FIT)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
@@ -143,6 +154,26 @@ static nnmem_status_t resolve(nnmem_pool_kind_t kind,
                        (unsigned long long)p->chunk,
                        (unsigned long long)c->capacity);
   return NNMEM_OK;
+}
+
+static void lock(nnmem_pool_t *pool) {
+  if (!pool->thread_safe) return;
+  if (pthread_mutex_trylock(&pool->lock) != 0) {
+    pthread_mutex_lock(&pool->lock);
+    pool->st.lock_contended++;
+  }
+  pool->st.lock_acquisitions++;
+}
+
+static void unlock(nnmem_pool_t *pool) {
+  if (pool->thread_safe) pthread_mutex_unlock(&pool->lock);
+}
+
+static void lock_cb(void *owner) {
+  lock(owner);
+}
+static void unlock_cb(void *owner) {
+  unlock(owner);
 }
 
 static nnmem_status_t make_impl(nnmem_pool_kind_t kind,
@@ -197,7 +228,7 @@ nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
   pool->granule = p.granule;
   pool->src.backend = backend;
   pool->src.capacity = c.capacity ? c.capacity : UINT64_MAX;
-  pool->thread_safe = c.thread_safe != 0;
+  pool->thread_safe = c.thread_safe != 0 || p.replenish;
   pool->backed = (backend->flags & NNMEM_BACKEND_BACKED) != 0;
   pool->sample_every = c.latency_sample ? c.latency_sample : 64;
   nnmem__addrmap_init(&pool->live);
@@ -207,8 +238,13 @@ nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
   else /* a label only: a racy counter gives at worst a repeated name */
     snprintf(pool->name, sizeof pool->name, "%s%u", kind_names[kind],
              __atomic_fetch_add(&counter[kind], 1, __ATOMIC_RELAXED));
+  pthread_mutex_init(&pool->lock, NULL);
+  p.lock = lock_cb;
+  p.unlock = unlock_cb;
+  p.owner = pool;
   st = make_impl(kind, &p, &pool->src, &pool->impl);
   if (st != NNMEM_OK) {
+    pthread_mutex_destroy(&pool->lock);
     free(pool);
     if (kind == NNMEM_POOL_SHAPE && st == NNMEM_ERR_NOMEM)
       return nnmem__diag(diag, st,
@@ -218,7 +254,6 @@ nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
     return nnmem__diag(diag, st, "cannot create the structures of a %s pool",
                        kind_names[kind]);
   }
-  pthread_mutex_init(&pool->lock, NULL);
   *out = pool;
   return NNMEM_OK;
 }
@@ -229,19 +264,6 @@ void nnmem_pool_destroy(nnmem_pool_t *pool) {
   nnmem__addrmap_free(&pool->live);
   pthread_mutex_destroy(&pool->lock);
   free(pool);
-}
-
-static void lock(nnmem_pool_t *pool) {
-  if (!pool->thread_safe) return;
-  if (pthread_mutex_trylock(&pool->lock) != 0) {
-    pthread_mutex_lock(&pool->lock);
-    pool->st.lock_contended++;
-  }
-  pool->st.lock_acquisitions++;
-}
-
-static void unlock(nnmem_pool_t *pool) {
-  if (pool->thread_safe) pthread_mutex_unlock(&pool->lock);
 }
 
 static uint64_t now_ns(void) {
@@ -355,6 +377,13 @@ nnmem_status_t nnmem_pool_usable_size(nnmem_pool_t *pool, const void *ptr,
   return st;
 }
 
+int nnmem__pool_holds(nnmem_pool_t *pool, const void *ptr) {
+  lock(pool);
+  int held = nnmem__addrmap_get(&pool->live, (uint64_t)(uintptr_t)ptr) != NULL;
+  unlock(pool);
+  return held;
+}
+
 static nnmem_status_t check_locked(nnmem_pool_t *pool, nnmem_diag_t *diag) {
   uint64_t req = 0, n = 0;
   for (size_t i = 0; i < pool->live.cap; i++) {
@@ -408,6 +437,7 @@ nnmem_status_t nnmem_pool_stats(nnmem_pool_t *pool, nnmem_stats_t *out) {
                            ? (double)(out->free_bytes - out->largest_free) /
                                  (double)out->free_bytes
                            : 0.0;
+  if (pool->impl.ops->counters) pool->impl.ops->counters(pool->impl.self, out);
   unlock(pool);
   return NNMEM_OK;
 }

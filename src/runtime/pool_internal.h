@@ -39,6 +39,16 @@ typedef struct nnmem__pool_params {
   nnmem_pool_kind_t middle;
   int retain_empty;
   int one_region; /* rlist: never take a second chunk (the shape pool) */
+  /* fixed: background replenishment (replenish != 0) */
+  int replenish;
+  uint32_t replenish_percent;
+  void (*submit)(void *user, void (*task)(void *arg), void *arg);
+  void *submit_user;
+  /* The pool's lock, for an impl's background work (replenishment): the
+   * pool is thread_safe whenever these are used. */
+  void (*lock)(void *owner);
+  void (*unlock)(void *owner);
+  void *owner;
 } nnmem__pool_params_t;
 
 typedef struct nnmem__impl_ops {
@@ -55,6 +65,8 @@ typedef struct nnmem__impl_ops {
   nnmem_status_t (*check)(void *self, nnmem_diag_t *diag);
   void (*free_info)(void *self, uint64_t *free_bytes, uint64_t *largest);
   void (*destroy)(void *self); /* releases every region */
+  /* Optional: adds the impl's own counters (refills, ...) to `out`. */
+  void (*counters)(void *self, nnmem_stats_t *out);
 } nnmem__impl_ops_t;
 
 typedef struct nnmem__impl {
@@ -82,6 +94,10 @@ nnmem_status_t nnmem__rlist_prefill(void *self);
 void nnmem__rlist_regions(void *self, size_t *count, uint64_t *bytes);
 nnmem_status_t nnmem__tiered_create(const nnmem__pool_params_t *p,
                                     nnmem__src_t *src, nnmem__impl_t *out);
+
+/* pool.c: 1 when `ptr` is a live block of `pool` (its table, under its
+ * lock), else 0. For the NUMA pools, which route a free to its node. */
+int nnmem__pool_holds(nnmem_pool_t *pool, const void *ptr);
 
 static inline uint64_t nnmem__next_pow2(uint64_t x) {
   if (x <= 1) return 1;

@@ -300,8 +300,8 @@ void nnmem__rlist_regions(void *self, size_t *count, uint64_t *bytes) {
   }
 }
 
-static const nnmem__impl_ops_t rlist_ops = {rl_alloc, rl_free,      rl_owns,
-                                            rl_check, rl_free_info, rl_destroy};
+static const nnmem__impl_ops_t rlist_ops = {
+    rl_alloc, rl_free, rl_owns, rl_check, rl_free_info, rl_destroy, NULL};
 
 nnmem_status_t nnmem__rlist_create(nnmem_pool_kind_t policy,
                                    const nnmem__pool_params_t *p,

@@ -78,8 +78,8 @@ static void sh_destroy(void *self) {
   free(s);
 }
 
-static const nnmem__impl_ops_t shape_ops = {sh_alloc, sh_free,      sh_owns,
-                                            sh_check, sh_free_info, sh_destroy};
+static const nnmem__impl_ops_t shape_ops = {
+    sh_alloc, sh_free, sh_owns, sh_check, sh_free_info, sh_destroy, NULL};
 
 nnmem_status_t nnmem__shape_create(const nnmem__pool_params_t *p,
                                    nnmem__src_t *src, nnmem__impl_t *out) {

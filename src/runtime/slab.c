@@ -254,8 +254,8 @@ static void sl_destroy(void *self) {
   free(s);
 }
 
-static const nnmem__impl_ops_t slab_ops = {sl_alloc, sl_free,      sl_owns,
-                                           sl_check, sl_free_info, sl_destroy};
+static const nnmem__impl_ops_t slab_ops = {
+    sl_alloc, sl_free, sl_owns, sl_check, sl_free_info, sl_destroy, NULL};
 
 nnmem_status_t nnmem__slab_create(const nnmem__pool_params_t *p,
                                   nnmem__src_t *src, nnmem__impl_t *out) {

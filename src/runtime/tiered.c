@@ -80,8 +80,8 @@ static void t_destroy(void *self) {
   free(t);
 }
 
-static const nnmem__impl_ops_t tiered_ops = {t_alloc, t_free,      t_owns,
-                                             t_check, t_free_info, t_destroy};
+static const nnmem__impl_ops_t tiered_ops = {
+    t_alloc, t_free, t_owns, t_check, t_free_info, t_destroy, NULL};
 
 nnmem_status_t nnmem__tiered_create(const nnmem__pool_params_t *p,
                                     nnmem__src_t *src, nnmem__impl_t *out) {

@@ -320,6 +320,88 @@ static void test_auto(void **state) {
   }
 }
 
+/* A clock that advances `step` ns per reading: a timed allocation lasts
+ * exactly `step`. */
+typedef struct fake_clock {
+  uint64_t now, step, reads;
+} fake_clock_t;
+
+static uint64_t fake_now(void *user) {
+  fake_clock_t *c = user;
+  c->reads++;
+  return c->now += c->step;
+}
+
+static uint64_t lat_compactions(nnmem_heap_t *h, uint64_t *avg) {
+  nnmem_heap_counters_t hc;
+  assert_ok(nnmem_heap_stats(h, NULL, &hc));
+  assert_int_equal(hc.compactions_auto, hc.compactions_latency);
+  if (avg) *avg = hc.lat_avg_ns;
+  return hc.compactions_latency;
+}
+
+/* Free the newest block and allocate it again: the same spot, so
+ * utilization stays put and fragmentation stays 0 (only the latency signal
+ * can fire). */
+static void cycle(nnmem_heap_t *h, nnmem_handle_t *last) {
+  assert_ok(nnmem_handle_free(h, *last));
+  assert_ok(nnmem_handle_alloc(h, 1024, 0, last));
+}
+
+/* The latency signal with an injected clock: 64 KiB heap, blocks of 1 KiB,
+ * every allocation timed and every one a policy check. Baseline 100 ns; at
+ * 300 ns the average 300 - 200 x (7/8)^k first reaches 2 x 100 at k = 6
+ * samples (k = 5 gives 197.4), so the 7th allocation's check compacts;
+ * then nothing until the average has fallen to 1.25 x 100 and risen
+ * again. Controls: utilization under util_min, and the signal off. */
+static void run_latency(int blocks, double lat_high, uint64_t want_total) {
+  nnmem_backend_t *b = sim(0);
+  nnmem_heap_config_t c;
+  nnmem_heap_config_init(&c);
+  fake_clock_t clk = {0, 100, 0};
+  c.capacity = 64 << 10;
+  c.granule = 4096;
+  c.defrag = NNMEM_DEFRAG_AUTO;
+  c.check_every = 1;
+  c.lat_every = 1;
+  c.lat_high = lat_high;
+  c.clock_ns = fake_now;
+  c.clock_user = &clk;
+  nnmem_heap_t *h = NULL;
+  assert_ok(nnmem_heap_create(&c, b, &h, NULL));
+  nnmem_handle_t last = {0};
+  for (int i = 0; i < blocks; i++)
+    assert_ok(nnmem_handle_alloc(h, 1024, 0, &last));
+  assert_int_equal(lat_compactions(h, NULL), 0);
+  int on = lat_high > 0 && blocks >= 45; /* 45 KiB / 64 KiB >= 0.70 */
+  clk.step = 300;
+  for (int i = 0; i < 20; i++) {
+    assert_int_equal(lat_compactions(h, NULL), on && i > 6 ? 1 : 0);
+    cycle(h, &last);
+  }
+  uint64_t avg = 0;
+  clk.step = 100; /* falling: re-arms, never fires */
+  for (int i = 0; i < 40; i++)
+    cycle(h, &last);
+  assert_int_equal(lat_compactions(h, &avg), on ? 1 : 0);
+  if (lat_high > 0) assert_true(avg >= 100 && avg <= 102);
+  clk.step = 300; /* rising again: fires again once */
+  for (int i = 0; i < 40; i++)
+    cycle(h, &last);
+  assert_int_equal(lat_compactions(h, NULL), want_total);
+  if (lat_high <= 0) assert_int_equal(clk.reads, 0);
+  check(h, 0, blocks);
+  nnmem_heap_destroy(h);
+  nnmem_backend_destroy(b);
+}
+
+static void test_auto_latency(void **state) {
+  (void)state;
+  run_latency(48, 2.0, 2); /* 75% used: fires twice */
+  run_latency(16, 2.0, 0); /* 25% used: never */
+  run_latency(48, 0, 0);   /* signal off: the clock is never read */
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   nnmem_backend_t *b = sim(0);
@@ -343,6 +425,13 @@ static void test_bad_input(void **state) {
   assert_int_equal(nnmem_heap_create(&c, b, &h, &d), NNMEM_ERR_INVALID);
   assert_null(h);
   c.frag_low = c.frag_high = 0;
+  c.lat_high = 0.5; /* "rising" below the baseline */
+  assert_int_equal(nnmem_heap_create(&c, b, &h, &d), NNMEM_ERR_INVALID);
+  assert_non_null(strstr(d.message, "latency"));
+  c.lat_high = 2;
+  c.lat_low = 3;
+  assert_int_equal(nnmem_heap_create(&c, b, &h, &d), NNMEM_ERR_INVALID);
+  c.lat_high = c.lat_low = 0;
   assert_int_equal(nnmem_heap_create(&c, NULL, &h, &d), NNMEM_ERR_INVALID);
   assert_ok(nnmem_heap_create(&c, b, &h, &d));
   nnmem_handle_t t, zero = {0}, far = {((uint64_t)1 << 32) | 4000000000u};
@@ -442,6 +531,7 @@ int main(void) {
       cmocka_unit_test(test_host_vm_remap),
       cmocka_unit_test(test_stale_random),
       cmocka_unit_test(test_auto),
+      cmocka_unit_test(test_auto_latency),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_replay),
       cmocka_unit_test(test_stats_render),

@@ -17,7 +17,11 @@
  *      (nnmem_heap_replay) of --heap-capacity bytes (default 1.05 x the
  *      peak live bytes), without compaction and, for auto, with it: two more
  *      results (pool "heap", defrag "off" / "auto") with fragmentation over
- *      time (up to 64 samples), compactions and bytes moved.
+ *      time (up to 64 samples), compactions and bytes moved;
+ *   6. --numa-nodes N: the trace also runs through a NUMA pool of the
+ *      same kind over N simulated nodes (replay_numa.c says who allocates
+ *      and frees what): the total and per-node records (allocations,
+ *      remote frees, peak reserved bytes), in every output format.
  * Errors print "nnmem: <where>: <what>" on stderr and exit 1 (bad input) or
  * 3 (the pool failed: out of memory).
  * Complexity: O(n log n) plus the pools. Thread-safety: single-threaded. */
@@ -25,6 +29,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "replay_numa.h"
 #include "suggest.h"
 #include "cli.h"
 #include "common/util.h"
@@ -41,7 +46,8 @@ enum {
   ROPT_MAX_INPUT,
   ROPT_DEFRAG,
   ROPT_HEAP_CAP,
-  ROPT_BACKEND
+  ROPT_BACKEND,
+  ROPT_NUMA
 };
 
 static const cli_opt_t replay_table[] = {
@@ -54,6 +60,7 @@ static const cli_opt_t replay_table[] = {
     {"defrag", 0, 1, ROPT_DEFRAG},
     {"heap-capacity", 0, 1, ROPT_HEAP_CAP},
     {"backend", 0, 1, ROPT_BACKEND},
+    {"numa-nodes", 0, 1, ROPT_NUMA},
     {NULL, 0, 0, 0}};
 
 #define N_REPLAY_POOLS (NNMEM_POOL_SLAB - NNMEM_POOL_TIERED + 1)
@@ -69,6 +76,7 @@ typedef struct replay_opts {
   int defrag;             /* 0 none, 1 off, 2 auto */
   uint64_t heap_capacity; /* 0 = 1.05 x peak live */
   int backend;            /* BACKEND_* */
+  uint32_t numa_nodes;    /* --numa-nodes; 0 = no NUMA run */
 } replay_opts_t;
 
 enum { BACKEND_SIM = 0, BACKEND_HOST, BACKEND_MMAP, BACKEND_CUDA };
@@ -113,6 +121,12 @@ static void print_replay_help(void) {
       "                        (real host memory: live bytes must fit), or\n"
       "                        cuda (GPU memory through the CUDA driver;\n"
       "                        device alignment 256)\n"
+      "      --numa-nodes N    also replay through a NUMA pool of the same\n"
+      "                        kind over N simulated nodes (1-64), each on\n"
+      "                        its own simulated device: buffer i is\n"
+      "                        allocated by node i mod N and freed by it,\n"
+      "                        every 4th of a node's by the next node;\n"
+      "                        per-node stats\n"
       "  -h, --help            show this help\n"
       "TRACE.csv '-' is read from standard input.\n"
       "\n"
@@ -173,6 +187,12 @@ static int set_replay_option(void *opts, int id, const char *v) {
           cli_did_you_mean(cli_suggest(v, names, 4), hint, sizeof hint));
     }
     o->backend = k;
+  } else if (id == ROPT_NUMA) {
+    uint64_t n = 0;
+    if (cli_parse_uint(v, NNMEM_NUMA_MAX_NODES, &n, &why) != 0 || n == 0)
+      return cli_usage_error("replay", "bad --numa-nodes '%s': %s", v,
+                             why ? why : "must be 1 to 64");
+    o->numa_nodes = (uint32_t)n;
   } else if (id == ROPT_ALIGN) {
     if (cli_parse_size(v, &o->align, &why) != 0)
       return cli_usage_error("replay", "bad --device-align '%s': %s", v, why);
@@ -209,6 +229,14 @@ static int parse_replay_args(int argc, char **argv, replay_opts_t *o) {
     return cli_usage_error("replay",
                            "--defrag results have no Prometheus form; use "
                            "--json");
+  if (o->numa_nodes && (o->all || o->kind == NNMEM_POOL_SHAPE))
+    return cli_usage_error("replay",
+                           "--numa-nodes needs one growing pool kind (not "
+                           "all, not shape)");
+  if (o->numa_nodes && o->backend != BACKEND_SIM)
+    return cli_usage_error("replay",
+                           "--numa-nodes runs on simulated devices; drop "
+                           "--backend");
   if (o->json && o->prometheus)
     return cli_usage_error("replay",
                            "--json and --prometheus are two output formats; "
@@ -381,6 +409,65 @@ static nnmem_status_t run_heaps(const replay_opts_t *o,
   return s;
 }
 
+/* The NUMA run's records: text table or JSON objects (total first). */
+static void numa_text(const replay_opts_t *o, const nnmem_stats_t *st) {
+  char a[64];
+  printf(
+      "pool: numa (%s on %u simulated nodes; buffer i allocated by node "
+      "i mod %u, every 4th of a node's freed by the next)\n",
+      nnmem_pool_kind_name(o->kind), (unsigned)o->numa_nodes,
+      (unsigned)o->numa_nodes);
+  printf("  %-6s %12s %13s %14s  %s\n", "node", "allocations", "remote_frees",
+         "remote_allocs", "peak_reserved_bytes");
+  for (uint32_t k = 0; k <= o->numa_nodes; k++) {
+    const nnmem_stats_t *s = &st[k == o->numa_nodes ? 0 : k + 1];
+    char node[16];
+    snprintf(node, sizeof node, "%u", (unsigned)k);
+    printf("  %-6s %12llu %13llu %14llu  %s\n",
+           k == o->numa_nodes ? "total" : node,
+           (unsigned long long)s->alloc_count,
+           (unsigned long long)s->remote_frees,
+           (unsigned long long)s->remote_allocs,
+           cli_fmt_bytes(s->reserved_bytes_peak, a, sizeof a));
+  }
+}
+
+static void numa_json(nnmem__jw_t *w, const replay_opts_t *o,
+                      const nnmem_stats_t *st) {
+  for (uint32_t k = 0; k <= o->numa_nodes; k++) {
+    const nnmem_stats_t *s = &st[k];
+    nnmem__jw_object(w);
+    nnmem__jw_kv_string(w, "trace", o->trace);
+    nnmem__jw_kv_string(w, "pool", s->name);
+    nnmem__jw_kv_string(w, "kind", nnmem_pool_kind_name(o->kind));
+    nnmem__jw_kv_u64(w, "nodes", o->numa_nodes);
+    if (k) nnmem__jw_kv_u64(w, "node", k - 1);
+    nnmem__jw_kv_u64(w, "allocations", s->alloc_count);
+    nnmem__jw_kv_u64(w, "frees", s->free_count);
+    nnmem__jw_kv_u64(w, "remote_frees", s->remote_frees);
+    nnmem__jw_kv_u64(w, "remote_allocs", s->remote_allocs);
+    nnmem__jw_kv_u64(w, "peak_reserved_bytes", s->reserved_bytes_peak);
+    nnmem__jw_kv_u64(w, "device_requests", s->backend_allocs);
+    nnmem__jw_end(w);
+  }
+}
+
+/* The --numa-nodes run: its nodes + 1 records appended to stats[*n]. */
+static nnmem_status_t run_numa(const replay_opts_t *o, const nnmem_problem_t *p,
+                               nnmem__jw_t *w, nnmem_stats_t *stats, size_t *n,
+                               nnmem_diag_t *d) {
+  nnmem_stats_t *st = &stats[*n];
+  nnmem_status_t s =
+      cli_replay_numa(p, o->kind, o->numa_nodes, o->align, st, d);
+  if (s != NNMEM_OK) return s;
+  *n += o->numa_nodes + 1;
+  if (o->json)
+    numa_json(w, o, st);
+  else if (!o->prometheus)
+    numa_text(o, st);
+  return NNMEM_OK;
+}
+
 int cli_cmd_replay(int argc, char **argv) {
   replay_opts_t o;
   int rc = parse_replay_args(argc, argv, &o);
@@ -407,7 +494,7 @@ int cli_cmd_replay(int argc, char **argv) {
   }
   nnmem_pool_kind_t first = o.all ? NNMEM_POOL_TIERED : o.kind;
   nnmem_pool_kind_t last = o.all ? NNMEM_POOL_SLAB : o.kind;
-  nnmem_stats_t stats[N_REPLAY_POOLS];
+  nnmem_stats_t stats[N_REPLAY_POOLS + NNMEM_NUMA_MAX_NODES + 1];
   size_t n_stats = 0;
   nnmem__text_t t;
   nnmem__jw_t w;
@@ -431,6 +518,8 @@ int cli_cmd_replay(int argc, char **argv) {
     else if (!o.prometheus)
       print_text(name, &r);
   }
+  if (st == NNMEM_OK && o.numa_nodes)
+    st = run_numa(&o, p, &w, stats, &n_stats, &d);
   if (st == NNMEM_OK && o.defrag) st = run_heaps(&o, p, &w, &d);
   nnmem__jw_end(&w);
   nnmem_csv_destroy(csv);
