@@ -46,4 +46,9 @@ typedef struct builder {
  * buffers are built, before the problem is emitted. */
 nnmem_status_t nnmem__liveness_concat(builder_t *b);
 
+/* The dim along which tensors `parts` tile `w` contiguously (concat.c's
+ * step 1), or -1. Shared with the order model (order_model.c). */
+int nnmem__tiling_axis(const nnmem_graph_t *g, const nnmem_tensor_info_t *w,
+                       const uint32_t *parts, uint32_t n);
+
 #endif

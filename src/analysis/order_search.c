@@ -414,7 +414,7 @@ static nnmem_status_t order_run(search_t *s, const nnmem_graph_t *g,
   int has_sub = 0;
   st = order_peak(g, order_out, &s->cfg, &r->peak, &has_sub, diag);
   if (st != NNMEM_OK) return st;
-  if (r->peak != model_peak || has_sub) r->exact = 0;
+  if (r->peak != model_peak || (has_sub && m->sub_dyn)) r->exact = 0;
   if (r->peak > r->file_peak) { /* model inexact: keep the file order */
     memcpy(order_out, m->file_order, n * sizeof *order_out);
     r->peak = r->file_peak;
@@ -442,7 +442,8 @@ nnmem_status_t nnmem_graph_order_memory(const nnmem_graph_t *g,
   st = order_peak(g, NULL, &s.cfg, &r.file_peak, NULL, diag);
   nnmem__om_t m;
   if (st == NNMEM_OK)
-    st = nnmem__om_build(g, s.cfg.alignment, s.cfg.no_reuse, &m, diag);
+    st = nnmem__om_build(g, s.cfg.alignment, s.cfg.no_reuse,
+                         !s.cfg.no_concat_into_output, &m, diag);
   if (st != NNMEM_OK) return st;
   s.m = &m;
   st = order_run(&s, g, order_out, &r, diag);
