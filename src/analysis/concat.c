@@ -179,6 +179,8 @@ nnmem_status_t nnmem__liveness_concat(builder_t *b) {
     nnmem_op_info_t oi;
     nnmem_graph_op(b->g, b->l->order[s], &oi);
     if (oi.flags & (NNMEM_OP_VIEW | NNMEM_OP_INPLACE)) continue;
+    if (b->cfg.no_concat_ops && b->cfg.no_concat_ops[b->l->order[s]])
+      continue; /* kept out by the caller */
     if (strcmp(oi.type, "Concat") == 0)
       concat_op(b, &oi);
     else if (strcmp(oi.type, "Split") == 0)

@@ -17,6 +17,7 @@ struct nnmem_liveness {
   size_t sub_buffers; /* buffers placed inside a Concat output / Split
                          input */
   uint64_t sub_bytes; /* their bytes */
+  uint8_t *kept_out;  /* copy of cfg.no_concat_ops (per op), or NULL */
 };
 
 /* A buffer while it is being built (added to the problem at the end). */

@@ -68,6 +68,7 @@ void nnmem__om_free(nnmem__om_t *m) {
   free(m->ops);
   free(m->idx);
   free(m->file_order);
+  free(m->nests);
   memset(m, 0, sizeof *m);
 }
 
@@ -307,6 +308,7 @@ typedef struct subb {
   uint32_t *stack;
   uint8_t *kids; /* unit: some unit is nested in it */
   uint32_t epoch;
+  size_t events; /* nestings made or found order-dependent */
 } subb_t;
 
 static void static_chains(subb_t *x) {
@@ -396,6 +398,7 @@ static void nest(subb_t *x, uint32_t child, uint32_t root, uint64_t al) {
   nnmem__om_t *m = x->b->m;
   x->parent[child] = root;
   x->kids[root] = 1;
+  x->events++;
   if (al > m->units[root].align) m->units[root].align = al;
 }
 
@@ -418,7 +421,7 @@ static void concat_input(subb_t *x, uint32_t o, uint32_t t, uint64_t at,
   }
   if (io || raw != xi.bytes || at % nnmem__max_u64(al, m->align)) return;
   if (x->dyn[ux] || !readers_before(x, ux, o)) {
-    m->sub_dyn = 1; /* nested in some orders only */
+    m->sub_dyn = 1, x->events++; /* nested in some orders only */
     return;
   }
   for (uint32_t c = ux; c != NNMEM__OM_NONE; c = x->sprev[c])
@@ -480,11 +483,12 @@ static void split_static(subb_t *x, uint32_t o, const nnmem_op_info_t *oi) {
     return;
   mark_ancestors(x, o);
   if (inplace_reader(x, ui, o)) { /* may write into I after the Split */
-    m->sub_dyn = 1;
+    m->sub_dyn = 1, x->events++;
     return;
   }
   if (x->kids[ui] && !members_read_before(x, ui, o)) {
-    m->sub_dyn = 1; /* an earlier view of I may be live at the Split */
+    m->sub_dyn = 1,
+    x->events++; /* an earlier view of I may be live at the Split */
     return;
   }
   uint64_t rel = 0;
@@ -504,7 +508,7 @@ static void split_static(subb_t *x, uint32_t o, const nnmem_op_info_t *oi) {
     x->epoch++; /* no ancestor exemption for O's readers */
     int ip = inplace_reader(x, uo, NNMEM__OM_NONE);
     if (ip) {
-      m->sub_dyn |= ip == 2;
+      m->sub_dyn |= ip == 2, x->events += ip == 2;
       continue;
     }
     nest(x, uo, ui, un->align);
@@ -543,10 +547,12 @@ static nnmem_status_t group_lists(subb_t *x) {
   return st;
 }
 
-static nnmem_status_t sub_groups(omb_t *b, int sub) {
+static nnmem_status_t sub_groups(omb_t *b, int sub, const uint8_t *skip) {
   nnmem__om_t *m = b->m;
   for (size_t u = 0; u < m->n_units; u++)
     m->units[u].top = NNMEM__OM_NONE;
+  m->nests = calloc(m->n_ops + 1, 1);
+  if (!m->nests) return NNMEM_ERR_NOMEM;
   if (!sub || b->no_reuse || !m->n_units) return NNMEM_OK;
   subb_t x;
   memset(&x, 0, sizeof x);
@@ -568,11 +574,16 @@ static nnmem_status_t sub_groups(omb_t *b, int sub) {
       uint32_t o = m->file_order[s];
       nnmem_op_info_t oi;
       nnmem_graph_op(b->g, o, &oi);
-      if (oi.flags & (NNMEM_OP_VIEW | NNMEM_OP_INPLACE)) continue;
+      if ((oi.flags & (NNMEM_OP_VIEW | NNMEM_OP_INPLACE)) || (skip && skip[o]))
+        continue;
+      size_t before = x.events;
       if (strcmp(oi.type, "Concat") == 0)
         concat_static(&x, o, &oi);
       else if (strcmp(oi.type, "Split") == 0)
         split_static(&x, o, &oi);
+      else
+        continue;
+      if (x.events != before) m->nests[o] = 1;
     }
     st = group_lists(&x);
   }
@@ -644,8 +655,8 @@ static nnmem_status_t totals(omb_t *b, nnmem_diag_t *diag) {
 }
 
 nnmem_status_t nnmem__om_build(const nnmem_graph_t *g, uint64_t align,
-                               int no_reuse, int sub, nnmem__om_t *m,
-                               nnmem_diag_t *diag) {
+                               int no_reuse, int sub, const uint8_t *skip,
+                               nnmem__om_t *m, nnmem_diag_t *diag) {
   memset(m, 0, sizeof *m);
   m->align = align ? align : 1;
   m->n_ops = nnmem_graph_op_count(g);
@@ -672,7 +683,7 @@ nnmem_status_t nnmem__om_build(const nnmem_graph_t *g, uint64_t align,
     st = op_lists(&b, stamp, pstamp);
   }
   if (st == NNMEM_OK) st = reverse_lists(&b);
-  if (st == NNMEM_OK) st = sub_groups(&b, sub);
+  if (st == NNMEM_OK) st = sub_groups(&b, sub, skip);
   m->idx = b.idx.a;
   if (st == NNMEM_OK) chain_bounds(m);
   if (st == NNMEM_OK) st = totals(&b, diag);

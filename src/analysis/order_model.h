@@ -52,6 +52,7 @@ typedef struct nnmem__om {
                            do not matter after their step */
   uint32_t *file_order; /* nnmem_graph_schedule's order */
   size_t n_members;     /* units inside a group (sub-buffers) */
+  uint8_t *nests;       /* per op: a Concat / Split that made a group */
   int sub_dyn;          /* a sub-buffer relation liveness may or may not
                            make depending on the order: the model assumes
                            none there, so it is not exact */
@@ -75,10 +76,11 @@ typedef struct nnmem__om_step {
 } nnmem__om_step_t;
 
 /* `sub`: model concat-into-output and split views (sub-buffers) as
- * liveness.c / concat.c make them (ignored with no_reuse). */
+ * liveness.c / concat.c make them (ignored with no_reuse), except at the
+ * ops `skip` marks (NULL: none). */
 nnmem_status_t nnmem__om_build(const nnmem_graph_t *g, uint64_t align,
-                               int no_reuse, int sub, nnmem__om_t *m,
-                               nnmem_diag_t *diag);
+                               int no_reuse, int sub, const uint8_t *skip,
+                               nnmem__om_t *m, nnmem_diag_t *diag);
 void nnmem__om_free(nnmem__om_t *m);
 
 /* Runs op `o` after the ops in S (with in-place decisions T) when `m_before`

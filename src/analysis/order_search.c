@@ -330,11 +330,12 @@ static nnmem_status_t search_all(search_t *s, size_t n_parts,
  * model does not know: no proof then). */
 static nnmem_status_t order_peak(const nnmem_graph_t *g, const uint32_t *order,
                                  const nnmem_order_config_t *cfg,
-                                 uint64_t *peak_out, int *has_sub,
-                                 nnmem_diag_t *diag) {
+                                 const uint8_t *skip, uint64_t *peak_out,
+                                 int *has_sub, nnmem_diag_t *diag) {
   nnmem_liveness_config_t lc;
   nnmem_liveness_config_init(&lc);
   lc.order = order;
+  lc.no_concat_ops = skip;
   lc.no_reuse = cfg->no_reuse;
   lc.no_concat_into_output = cfg->no_concat_into_output;
   lc.alignment = cfg->alignment;
@@ -412,7 +413,7 @@ static nnmem_status_t order_run(search_t *s, const nnmem_graph_t *g,
   r->states = s->states;
   if (st != NNMEM_OK) return st;
   int has_sub = 0;
-  st = order_peak(g, order_out, &s->cfg, &r->peak, &has_sub, diag);
+  st = order_peak(g, order_out, &s->cfg, s->skip, &r->peak, &has_sub, diag);
   if (st != NNMEM_OK) return st;
   if (r->peak != model_peak || (has_sub && m->sub_dyn)) r->exact = 0;
   if (r->peak > r->file_peak) { /* model inexact: keep the file order */
@@ -421,6 +422,89 @@ static nnmem_status_t order_run(search_t *s, const nnmem_graph_t *g,
     r->exact = 0;
   }
   return NNMEM_OK;
+}
+
+/* One search, with the ops `skip` marks kept out of concat-into-output:
+ * the order into order_out, the report into *r, and with `nests` the ops
+ * whose sub-buffers the model made (or found order-dependent). */
+static nnmem_status_t search_once(const nnmem_graph_t *g,
+                                  const nnmem_order_config_t *cfg,
+                                  const uint8_t *skip, uint32_t *order_out,
+                                  nnmem_order_report_t *r, uint8_t *nests,
+                                  nnmem_diag_t *diag) {
+  memset(r, 0, sizeof *r);
+  r->size = sizeof *r;
+  search_t s;
+  memset(&s, 0, sizeof s);
+  s.cfg = *cfg;
+  s.skip = skip;
+  nnmem_status_t st =
+      order_peak(g, NULL, &s.cfg, skip, &r->file_peak, NULL, diag);
+  nnmem__om_t m;
+  if (st == NNMEM_OK)
+    st = nnmem__om_build(g, s.cfg.alignment, s.cfg.no_reuse,
+                         !s.cfg.no_concat_into_output, skip, &m, diag);
+  if (st != NNMEM_OK) return st;
+  s.m = &m;
+  st = order_run(&s, g, order_out, r, diag);
+  if (st == NNMEM_OK && nests) memcpy(nests, m.nests, m.n_ops);
+  free(s.part), free(s.local), free(s.tfix), free(s.predmask), free(s.zob);
+  nnmem__om_free(&m);
+  return st;
+}
+
+#define CHOICE_MAX_TRIES 64u /* searches for the concat choice */
+
+/* Concat-into-output is a choice per Concat / Split op: nesting can raise
+ * the peak (the output lives from its first input on). Tries every such op
+ * kept out, then from the better of the two each op toggled once (at most
+ * CHOICE_MAX_TRIES searches, within 4 x max_states in all); keeps a choice
+ * only when it lowers the peak, so the result is never above the search
+ * with every op in. `r` and order_out hold the all-in result on entry. */
+static nnmem_status_t choose_concat(const nnmem_graph_t *g,
+                                    const nnmem_order_config_t *cfg,
+                                    const uint8_t *nests, uint32_t *order_out,
+                                    nnmem_order_report_t *r,
+                                    nnmem_diag_t *diag) {
+  size_t n = nnmem_graph_op_count(g), k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += nests[i] != 0;
+  if (!k) return NNMEM_OK;
+  uint8_t *skip = calloc(n + 1, 1), *best = calloc(n + 1, 1);
+  uint32_t *trial = malloc((n + 1) * sizeof *trial);
+  if (!skip || !best || !trial) {
+    free(skip), free(best), free(trial);
+    return NNMEM_ERR_NOMEM;
+  }
+  uint64_t file_peak = r->file_peak, states = r->states;
+  nnmem_status_t st = NNMEM_OK;
+  unsigned tries = 0;
+  for (size_t c = 0; c <= n && st == NNMEM_OK; c++) {
+    if (c < n && !nests[c]) continue; /* c == n: every op kept out */
+    if (tries++ >= CHOICE_MAX_TRIES || states > 4 * cfg->max_states) break;
+    memcpy(skip, best, n);
+    if (c == n)
+      memcpy(skip, nests, n);
+    else
+      skip[c] = (uint8_t)!skip[c];
+    nnmem_order_report_t t;
+    st = search_once(g, cfg, skip, trial, &t, NULL, diag);
+    states += t.states;
+    if (st != NNMEM_OK || t.peak >= r->peak) continue;
+    *r = t;
+    memcpy(best, skip, n);
+    memcpy(order_out, trial, n * sizeof *trial);
+    if (c == n) c = 0, c--; /* from the better start, toggle each again */
+  }
+  r->file_peak = file_peak; /* the file order with every op in */
+  r->states = states;
+  r->concat_ops_off = 0;
+  for (size_t i = 0; i < n; i++) {
+    cfg->concat_ops_out[i] = best[i];
+    r->concat_ops_off += best[i] != 0;
+  }
+  free(skip), free(best), free(trial);
+  return st;
 }
 
 nnmem_status_t nnmem_graph_order_memory(const nnmem_graph_t *g,
@@ -432,30 +516,27 @@ nnmem_status_t nnmem_graph_order_memory(const nnmem_graph_t *g,
   if (!g || !order_out)
     return nnmem__diag(diag, NNMEM_ERR_INVALID, "ordering: NULL argument");
   nnmem_order_report_t r;
-  memset(&r, 0, sizeof r);
-  r.size = sizeof r;
-  search_t s;
-  memset(&s, 0, sizeof s);
-  nnmem_status_t st = order_config(cfg, &s.cfg, diag);
+  nnmem_order_config_t c;
+  nnmem_status_t st = order_config(cfg, &c, diag);
   if (st == NNMEM_OK) st = nnmem_graph_check(g, diag);
   if (st != NNMEM_OK) return st;
-  st = order_peak(g, NULL, &s.cfg, &r.file_peak, NULL, diag);
-  nnmem__om_t m;
-  if (st == NNMEM_OK)
-    st = nnmem__om_build(g, s.cfg.alignment, s.cfg.no_reuse,
-                         !s.cfg.no_concat_into_output, &m, diag);
-  if (st != NNMEM_OK) return st;
-  s.m = &m;
-  st = order_run(&s, g, order_out, &r, diag);
+  size_t n = nnmem_graph_op_count(g);
+  uint8_t *nests = calloc(n + 1, 1);
+  if (!nests)
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM, "ordering: out of memory");
+  if (c.concat_ops_out) memset(c.concat_ops_out, 0, n);
+  st = search_once(g, &c, NULL, order_out, &r, nests, diag);
+  if (st == NNMEM_OK && c.concat_ops_out && !c.no_concat_into_output &&
+      !c.no_reuse)
+    st = choose_concat(g, &c, nests, order_out, &r, diag);
+  free(nests);
   if (st != NNMEM_OK && diag && !diag->message[0])
     nnmem__diag(diag, st, "ordering: %s", nnmem_status_str(st));
-  free(s.part), free(s.local), free(s.tfix), free(s.predmask), free(s.zob);
-  nnmem__om_free(&m);
   if (st == NNMEM_OK && report) {
-    size_t n =
+    size_t sz =
         report->size && report->size < sizeof r ? report->size : sizeof r;
-    memcpy(report, &r, n);
-    report->size = (uint32_t)n;
+    memcpy(report, &r, sz);
+    report->size = (uint32_t)sz;
   }
   return st;
 }
