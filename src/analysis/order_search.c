@@ -457,7 +457,8 @@ static nnmem_status_t search_once(const nnmem_graph_t *g,
 
 /* Concat-into-output is a choice per Concat / Split op: nesting can raise
  * the peak (the output lives from its first input on). Tries every such op
- * kept out, then from the better of the two each op toggled once (at most
+ * kept out (as no_concat_into_output), then from the better of the two
+ * each op the model nests (`nests`) toggled once (at most
  * CHOICE_MAX_TRIES searches, within 4 x max_states in all); keeps a choice
  * only when it lowers the peak, so the result is never above the search
  * with every op in. `r` and order_out hold the all-in result on entry. */
@@ -471,10 +472,16 @@ static nnmem_status_t choose_concat(const nnmem_graph_t *g,
     k += nests[i] != 0;
   if (!k) return NNMEM_OK;
   uint8_t *skip = calloc(n + 1, 1), *best = calloc(n + 1, 1);
+  uint8_t *all = calloc(n + 1, 1); /* every Concat / Split */
   uint32_t *trial = malloc((n + 1) * sizeof *trial);
-  if (!skip || !best || !trial) {
-    free(skip), free(best), free(trial);
+  if (!skip || !best || !all || !trial) {
+    free(skip), free(best), free(all), free(trial);
     return NNMEM_ERR_NOMEM;
+  }
+  for (uint32_t o = 0; o < n; o++) {
+    nnmem_op_info_t oi;
+    nnmem_graph_op(g, o, &oi);
+    all[o] = !strcmp(oi.type, "Concat") || !strcmp(oi.type, "Split");
   }
   uint64_t file_peak = r->file_peak, states = r->states;
   nnmem_status_t st = NNMEM_OK;
@@ -484,7 +491,7 @@ static nnmem_status_t choose_concat(const nnmem_graph_t *g,
     if (tries++ >= CHOICE_MAX_TRIES || states > 4 * cfg->max_states) break;
     memcpy(skip, best, n);
     if (c == n)
-      memcpy(skip, nests, n);
+      memcpy(skip, all, n);
     else
       skip[c] = (uint8_t)!skip[c];
     nnmem_order_report_t t;
@@ -503,7 +510,7 @@ static nnmem_status_t choose_concat(const nnmem_graph_t *g,
     cfg->concat_ops_out[i] = best[i];
     r->concat_ops_off += best[i] != 0;
   }
-  free(skip), free(best), free(trial);
+  free(skip), free(best), free(all), free(trial);
   return st;
 }
 
