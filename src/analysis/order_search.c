@@ -460,8 +460,9 @@ static nnmem_status_t search_once(const nnmem_graph_t *g,
  * kept out (as no_concat_into_output), then from the better of the two
  * each op the model nests (`nests`) toggled once (at most
  * CHOICE_MAX_TRIES searches, within 4 x max_states in all); keeps a choice
- * only when it lowers the peak, so the result is never above the search
- * with every op in. `r` and order_out hold the all-in result on entry. */
+ * only when it lowers the peak, or keeps it and proves it optimal where the
+ * current one is not proven, so the result is never above the search with
+ * every op in. `r` and order_out hold the all-in result on entry. */
 static nnmem_status_t choose_concat(const nnmem_graph_t *g,
                                     const nnmem_order_config_t *cfg,
                                     const uint8_t *nests, uint32_t *order_out,
@@ -497,7 +498,9 @@ static nnmem_status_t choose_concat(const nnmem_graph_t *g,
     nnmem_order_report_t t;
     st = search_once(g, cfg, skip, trial, &t, NULL, diag);
     states += t.states;
-    if (st != NNMEM_OK || t.peak >= r->peak) continue;
+    if (st != NNMEM_OK || t.peak > r->peak ||
+        (t.peak == r->peak && (r->exact || !t.exact)))
+      continue; /* kept: lower, or as low and proven where r is not */
     *r = t;
     memcpy(best, skip, n);
     memcpy(order_out, trial, n * sizeof *trial);
