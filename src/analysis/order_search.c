@@ -30,16 +30,23 @@
  *      step 2's order (unproven).
  *   4. The whole order is re-evaluated with liveness + lower bound; when it
  *      is worse than the file order (only possible where the model is not
- *      exact: in-place growth, or sub-buffers, which the model lacks) the
- *      file order is kept.
+ *      exact: in-place growth, or a sub-buffer relation that depends on the
+ *      order, see order_model.c) the file order is kept.
+ *   5. With config concat_ops_out, concat-into-output becomes a choice per
+ *      Concat / Split op (choose_concat): steps 1-4 rerun with every such
+ *      op kept out, then with each op the model nests toggled, keeping a
+ *      choice that lowers the peak (or proves it); the number of searches
+ *      is bounded by CHOICE_MAX_TRIES, CHOICE_WORK / ops and 4 x
+ *      max_states in all.
  * Invariants: the result is a topological order; report->peak equals
  * nnmem_graph_order_peak of it (with the config's concat-into-output
- * setting); report->exact only when every part was solved exactly, no
- * in-place join can grow a buffer (model exact), no order-dependent in-place
- * join crosses a part boundary and the chosen order's problem has no
- * sub-buffers (concat-into-output, split views: the model has none, and
- * they can raise an order's peak as well as lower it, so the model's
- * optimum proves nothing about them).
+ * setting and the ops written to concat_ops_out kept out); report->exact
+ * only when every part was solved exactly, no in-place join can grow a
+ * buffer (model exact), no order-dependent in-place join crosses a part
+ * boundary, every sub-buffer relation of the problem is one the model
+ * makes in every order (no sub_dyn) and the model's peak equals the
+ * liveness peak of the order. With concat_ops_out, report->peak is never
+ * above the search without it.
  * Complexity: decomposition O(V^2 / 64 + E V / 64); beam O(B V^2) per part
  * of V ops; exact search O(states * V * W) time, O(states * W) memory with
  * W = V / 64 words per state set.
@@ -454,15 +461,32 @@ static nnmem_status_t search_once(const nnmem_graph_t *g,
 }
 
 #define CHOICE_MAX_TRIES 64u /* searches for the concat choice */
+#define CHOICE_WORK 12000u   /* ... and at most this / ops of them */
+
+static size_t count(const uint8_t *f, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += f[i] != 0;
+  return k;
+}
+
+/* Search t (with kt ops kept out) beats r (kr): a lower peak; as low and
+ * proven where r is not; as low, as proven, and fewer ops kept out. */
+static int better(const nnmem_order_report_t *t, size_t kt,
+                  const nnmem_order_report_t *r, size_t kr) {
+  if (t->peak != r->peak) return t->peak < r->peak;
+  if (t->exact != r->exact) return t->exact;
+  return kt < kr;
+}
 
 /* Concat-into-output is a choice per Concat / Split op: nesting can raise
  * the peak (the output lives from its first input on). Tries every such op
  * kept out (as no_concat_into_output), then from the better of the two
  * each op the model nests (`nests`) toggled once (at most
- * CHOICE_MAX_TRIES searches, within 4 x max_states in all); keeps a choice
- * only when it lowers the peak, or keeps it and proves it optimal where the
- * current one is not proven, so the result is never above the search with
- * every op in. `r` and order_out hold the all-in result on entry. */
+ * min(CHOICE_MAX_TRIES, CHOICE_WORK / ops) searches, within 4 x max_states
+ * in all, so large graphs stay within a few whole searches); keeps a choice
+ * that is `better`, so the result is never above the search with every op
+ * in. `r` and order_out hold the all-in result on entry. */
 static nnmem_status_t choose_concat(const nnmem_graph_t *g,
                                     const nnmem_order_config_t *cfg,
                                     const uint8_t *nests, uint32_t *order_out,
@@ -485,11 +509,17 @@ static nnmem_status_t choose_concat(const nnmem_graph_t *g,
     all[o] = !strcmp(oi.type, "Concat") || !strcmp(oi.type, "Split");
   }
   uint64_t file_peak = r->file_peak, states = r->states;
+  size_t max_tries = CHOICE_WORK / (n ? n : 1);
+  if (max_tries > CHOICE_MAX_TRIES) max_tries = CHOICE_MAX_TRIES;
+  if (max_tries < 1) max_tries = 1; /* every op kept out, at least */
   nnmem_status_t st = NNMEM_OK;
-  unsigned tries = 0;
-  for (size_t c = 0; c <= n && st == NNMEM_OK; c++) {
-    if (c < n && !nests[c]) continue; /* c == n: every op kept out */
-    if (tries++ >= CHOICE_MAX_TRIES || states > 4 * cfg->max_states) break;
+  size_t tries = 0;
+  /* c == n first: every op kept out; then each op the model nests toggled
+   * from the best choice so far */
+  for (size_t c = n, pass = 0; pass <= n && st == NNMEM_OK; pass++) {
+    if (pass) c = pass - 1;
+    if (c < n && !nests[c]) continue;
+    if (tries++ >= max_tries || states > 4 * cfg->max_states) break;
     memcpy(skip, best, n);
     if (c == n)
       memcpy(skip, all, n);
@@ -498,13 +528,11 @@ static nnmem_status_t choose_concat(const nnmem_graph_t *g,
     nnmem_order_report_t t;
     st = search_once(g, cfg, skip, trial, &t, NULL, diag);
     states += t.states;
-    if (st != NNMEM_OK || t.peak > r->peak ||
-        (t.peak == r->peak && (r->exact || !t.exact)))
-      continue; /* kept: lower, or as low and proven where r is not */
+    if (st != NNMEM_OK || !better(&t, count(skip, n), r, count(best, n)))
+      continue;
     *r = t;
     memcpy(best, skip, n);
     memcpy(order_out, trial, n * sizeof *trial);
-    if (c == n) c = 0, c--; /* from the better start, toggle each again */
   }
   r->file_peak = file_peak; /* the file order with every op in */
   r->states = states;
