@@ -80,7 +80,9 @@ NNMEM_API nnmem_status_t nnmem_graph_read_json_file(const char *path,
 
 /* ---- Plan JSON and profile ------------------------------------------------
  * Plan JSON of a graph: {"model", "strategy", "alignment", "arena_height",
- * "weight_bytes", "order": [op names in step order], "buffers":
+ * "weight_bytes", "order": [op names in step order], "concat_kept_out":
+ * [op names] (only when the liveness kept ops out of concat-into-output),
+ * "buffers":
  * [{"id","offset","size","first","last","kind"}], "tensors":
  * [{"name","kind","region":"arena"|"weights","buffer","offset",
  * "size","first","last"}]}. */

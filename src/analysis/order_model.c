@@ -20,20 +20,32 @@
  *      joined W: the growth of the chain's rounded size, normally 0);
  *   3. after = live - workspace(o) - bytes of each buffer that dies at o: an
  *      input unit all of whose readers ran (unless it continues as W), a new
- *      unit nobody reads, and at the first step the unread graph inputs.
+ *      unit nobody reads, and at the first step the unread graph inputs;
+ *   4. sub-buffer groups (concat-into-output, split views; built below
+ *      from the relations every order makes): a unit inside a group costs
+ *      nothing of its own; the group root's bytes are charged when o makes
+ *      the first unit of the group and freed when o is the last reader of
+ *      any of its units (om_groups).
+ *
+ *     group of Concat(X0, X1) -> T:   steps  p(X0) ... p(X1) ... cat ... last
+ *                                     T's bytes |=========================|
+ *                                     X0, X1: 0 (inside T)
+ *
  * Invariant: `after` = the bytes of the buffers live after the step, a
  * function of (S, T restricted to live chains); peak over the steps of
  * `live` = nnmem_problem_lower_bound of the liveness problem, except when an
  * in-place join grows the chain's rounded size (may_grow: liveness then
- * charges the larger size from the chain's start; the search re-evaluates
- * its result with liveness and reports it as not proven).
+ * charges the larger size from the chain's start) or liveness makes a
+ * sub-buffer relation only in some orders (sub_dyn); the search then
+ * re-evaluates its result with liveness and reports it as not proven.
  * ip_neutral: when every in-place op's input chain and output unit have one
  * raw size and rounding, a join changes no buffer's bytes: the decision
  * only lowers the bytes of its own step, T never changes a later cost and
  * the search keeps T empty (the chain walk then stops at the live unit,
  * whose size is the chain's).
- * Complexity: build O(V + E); a step O(sum over o's inputs of their reader
- * counts + chain lengths).
+ * Complexity: build O(V + E), plus O(V + E) per Concat / Split for the
+ * sub-buffer groups; a step O(sum over o's inputs of their reader counts +
+ * chain lengths + the units and readers of the groups o touches).
  * Thread-safety: the model is immutable after build. */
 #include <string.h>
 
