@@ -535,7 +535,7 @@ static nnmem_status_t group_lists(subb_t *x) {
     m->units[u].top =
         x->parent[u] == NNMEM__OM_NONE ? NNMEM__OM_NONE : top_of(x, u);
   for (uint32_t u = 0; u < m->n_units; u++)
-    if (m->units[u].top != NNMEM__OM_NONE) {
+    if (x->parent[u] != NNMEM__OM_NONE) { /* a member (roots: no parent) */
       m->units[m->units[u].top].top = m->units[u].top;
       m->units[m->units[u].top].gm_n++;
       m->n_members++;
