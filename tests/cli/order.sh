@@ -134,7 +134,7 @@ if [ -f "$M" ]; then
   expect_rc 0 plan "$M" --order memory --out "$T/s.json"
   out_has "live peak 2.8 MiB (2,885,120 B), file order 3.0 MiB (3,110,912 B), saving 7.3%"
   out_has "optimal (proven)"
-  out_has "concat-into-output kept out at 1 op (lower peak)"
+  out_has "concat-into-output kept out at 1 op (the search's choice)"
   py 'import json, sys; d = json.load(open(sys.argv[1])); k = d["concat_kept_out"]
 assert len(k) == 1 and k[0] in d["order"], k' "$T/s.json"
   expect_rc 0 verify "$M" "$T/s.json"

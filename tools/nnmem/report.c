@@ -246,7 +246,9 @@ static void put_order(FILE *f, const cli_run_t *r) {
           o->parts, plural(o->parts), o->parts_exact, o->largest_part,
           o->seconds * 1e3);
   if (o->concat_kept_out)
-    fprintf(f, "  %-14s concat-into-output kept out at %zu op%s (lower peak)\n",
+    fprintf(f,
+            "  %-14s concat-into-output kept out at %zu op%s (the search's "
+            "choice)\n",
             "", o->concat_kept_out, plural(o->concat_kept_out));
 }
 
