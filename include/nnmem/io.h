@@ -80,7 +80,9 @@ NNMEM_API nnmem_status_t nnmem_graph_read_json_file(const char *path,
 
 /* ---- Plan JSON and profile ------------------------------------------------
  * Plan JSON of a graph: {"model", "strategy", "alignment", "arena_height",
- * "weight_bytes", "order": [op names in step order], "buffers":
+ * "weight_bytes", "order": [op names in step order], "concat_kept_out":
+ * [op names] (only when the liveness kept ops out of concat-into-output),
+ * "buffers":
  * [{"id","offset","size","first","last","kind"}], "tensors":
  * [{"name","kind","region":"arena"|"weights","buffer","offset",
  * "size","first","last"}]}. */
@@ -131,6 +133,16 @@ nnmem_plan_read_json_file(const char *path, nnmem_problem_t **problem_out,
 NNMEM_API nnmem_status_t nnmem_plan_read_json_order(
     const char *data, size_t len, const char *display_name,
     const nnmem_graph_t *g, uint32_t **order_out, nnmem_diag_t *diag);
+
+/* Reads the "concat_kept_out" of a graph's plan JSON (the Concat / Split
+ * ops its liveness kept out of concat-into-output, written when
+ * nnmem_graph_order_memory chose so) into *kept_out (one flag per op id,
+ * new array, caller frees; pass it as nnmem_liveness_config_t.
+ * no_concat_ops), or NULL when the plan has none. Errors as
+ * nnmem_plan_read_json_order (each op at most once). */
+NNMEM_API nnmem_status_t nnmem_plan_read_json_concat_kept_out(
+    const char *data, size_t len, const char *display_name,
+    const nnmem_graph_t *g, uint8_t **kept_out, nnmem_diag_t *diag);
 
 /* The text nnmem_plan_write_json writes, as a new malloc'd string. */
 NNMEM_API nnmem_status_t nnmem_plan_format_json(

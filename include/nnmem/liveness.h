@@ -37,6 +37,11 @@ typedef struct nnmem_liveness_config {
                             contiguous (all dims before the axis are 1) and
                             safe (see concat.c); they become sub-buffers
                             (nnmem_problem_set_parent) */
+  const uint8_t *no_concat_ops; /* optional, one entry per op id: nonzero
+                            keeps that Concat / Split op out of
+                            concat-into-output (its tensors stay buffers
+                            of their own), as nnmem_graph_order_memory may
+                            choose (nnmem_order_config_t.concat_ops_out) */
 } nnmem_liveness_config_t;
 
 NNMEM_API void nnmem_liveness_config_init(nnmem_liveness_config_t *cfg);
@@ -87,6 +92,10 @@ NNMEM_API size_t nnmem_liveness_aliased_tensors(const nnmem_liveness_t *l);
  * views no longer allocate on their own. */
 NNMEM_API size_t nnmem_liveness_sub_buffers(const nnmem_liveness_t *l);
 NNMEM_API uint64_t nnmem_liveness_sub_bytes(const nnmem_liveness_t *l);
+/* The config's no_concat_ops as analyzed (one entry per op id; owned by
+ * `l`), or NULL when none was given. */
+NNMEM_API const uint8_t *nnmem_liveness_concat_kept_out(
+    const nnmem_liveness_t *l);
 
 #ifdef __cplusplus
 }

@@ -9,8 +9,10 @@
  *
  * Exact (a proven minimum) on graphs whose parts between cut ops (ops every
  * other op reaches or is reached from) fit the search budget; a beam search
- * otherwise. The result is never worse than the file order
- * (nnmem_graph_schedule).
+ * otherwise. With concat-into-output (the default) the search counts the
+ * sub-buffers it makes: a Concat output live from its first input's
+ * production, its inputs and Split views costing nothing of their own. The
+ * result is never worse than the file order (nnmem_graph_schedule).
  *
  * Thread-safety: reads the graph only; calls on different outputs may run
  * concurrently. */
@@ -44,19 +46,28 @@ typedef struct nnmem_order_config {
                           file order) are measured without sub-buffers.
                           Default (0): with them. The search's model has no
                           sub-buffers, so an order is proven optimal
-                          (report->exact) only when its problem has none */
+                          (report->exact) only when its model is exact for
+                          the sub-buffers: those every order makes */
+  uint8_t *concat_ops_out;   /* optional, one entry per op id: lets the search
+                            keep some Concat / Split ops out of
+                            concat-into-output when the peak is lower so
+                            (light_shufflenet). It writes 1 for each such op;
+                            build the liveness with these as
+                            nnmem_liveness_config_t.no_concat_ops to get
+                            report->peak. NULL: every op as liveness does */
 } nnmem_order_config_t;
 
 /* What the search found. */
 typedef struct nnmem_order_report {
-  uint32_t size;       /* sizeof; set by the caller (0 = current) */
-  uint64_t file_peak;  /* peak live bytes in nnmem_graph_schedule's order */
-  uint64_t peak;       /* peak live bytes in the chosen order */
-  int exact;           /* 1: no topological order has a lower peak */
-  size_t parts;        /* parts between cut ops */
-  size_t parts_exact;  /* parts solved by the exact search */
-  size_t largest_part; /* ops in the largest part */
-  uint64_t states;     /* search states created, all parts */
+  uint32_t size;         /* sizeof; set by the caller (0 = current) */
+  uint64_t file_peak;    /* peak live bytes in nnmem_graph_schedule's order */
+  uint64_t peak;         /* peak live bytes in the chosen order */
+  int exact;             /* 1: no topological order has a lower peak */
+  size_t parts;          /* parts between cut ops */
+  size_t parts_exact;    /* parts solved by the exact search */
+  size_t largest_part;   /* ops in the largest part */
+  uint64_t states;       /* search states created, all parts */
+  size_t concat_ops_off; /* ops written to concat_ops_out (kept out) */
 } nnmem_order_report_t;
 
 NNMEM_API void nnmem_order_config_init(nnmem_order_config_t *cfg);

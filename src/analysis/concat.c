@@ -37,7 +37,9 @@
  *   3. Split: each output O (buffer BO) becomes a child of the input's
  *      buffer BI at its offset when: O is an activation, BO is exactly O's
  *      size, a root, written only by the Split, without graph I/O, and BI
- *      is a root written by nothing at or after the Split; then
+ *      is a root written by nothing at or after the Split, and no child
+ *      of BI is still active at the Split (a second Split of one tensor
+ *      would overlap the first one's live views: copied instead); then
  *      BI.last = max(BI.last, BO.last) (the view keeps its input alive).
  * Slice is not handled: its starts/ends are tensor values, not in the IR.
  * Invariants after the pass (checked by nnmem_problem_check when the
@@ -52,7 +54,7 @@
 
 /* Step 1: the dim along which `parts` tile `whole`, or -1. Only contiguous
  * tilings (every earlier dim of `whole` 1) are accepted. */
-static int tiling_axis(const nnmem_graph_t *g, const nnmem_tensor_info_t *w,
+int nnmem__tiling_axis(const nnmem_graph_t *g, const nnmem_tensor_info_t *w,
                        const uint32_t *parts, uint32_t n) {
   if (n < 2 || w->rank == 0 || (w->flags & NNMEM_TENSOR_UPPER_BOUND)) return -1;
   int axis = -1;
@@ -119,7 +121,7 @@ static void concat_op(builder_t *b, const nnmem_op_info_t *oi) {
   nnmem_tensor_info_t to;
   if (oi->n_outputs != 1) return;
   nnmem_graph_tensor(b->g, oi->outputs[0], &to);
-  if (tiling_axis(b->g, &to, oi->inputs, oi->n_inputs) < 0) return;
+  if (nnmem__tiling_axis(b->g, &to, oi->inputs, oi->n_inputs) < 0) return;
   uint32_t pb = b->l->tensors[oi->outputs[0]].buffer;
   if (pb == NNMEM_NO_BUFFER || b->bufs[pb].parent) return;
   uint64_t rel = 0;
@@ -145,13 +147,17 @@ static void split_op(builder_t *b, const nnmem_op_info_t *oi, uint64_t s) {
   uint32_t in = oi->inputs[0];
   nnmem_graph_tensor(b->g, in, &ti);
   if (b->in_weights[in] ||
-      tiling_axis(b->g, &ti, oi->outputs, oi->n_outputs) < 0)
+      nnmem__tiling_axis(b->g, &ti, oi->outputs, oi->n_outputs) < 0)
     return;
   uint32_t pb = b->l->tensors[in].buffer;
   if (pb == NNMEM_NO_BUFFER || b->bufs[pb].parent ||
-      b->bufs[pb].kind != NNMEM_BUFFER_ACTIVATION ||
-      b->bufs[pb].last_write >= s)
+      b->bufs[pb].kind != NNMEM_BUFFER_ACTIVATION)
     return;
+  nnmem_tensor_info_t fi; /* a graph input's buffer is written before step 0 */
+  nnmem_graph_tensor(b->g, b->bufs[pb].tensor, &fi);
+  if (fi.kind != NNMEM_TENSOR_INPUT && b->bufs[pb].last_write >= s) return;
+  for (size_t i = 0; i < b->n_bufs; i++) /* an earlier view still in use */
+    if (b->bufs[i].parent == pb + 1 && b->bufs[i].last > s) return;
   uint64_t rel = 0;
   for (uint32_t k = 0; k < oi->n_outputs; k++) {
     uint32_t o = oi->outputs[k];
@@ -173,6 +179,8 @@ nnmem_status_t nnmem__liveness_concat(builder_t *b) {
     nnmem_op_info_t oi;
     nnmem_graph_op(b->g, b->l->order[s], &oi);
     if (oi.flags & (NNMEM_OP_VIEW | NNMEM_OP_INPLACE)) continue;
+    if (b->cfg.no_concat_ops && b->cfg.no_concat_ops[b->l->order[s]])
+      continue; /* kept out by the caller */
     if (strcmp(oi.type, "Concat") == 0)
       concat_op(b, &oi);
     else if (strcmp(oi.type, "Split") == 0)

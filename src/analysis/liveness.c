@@ -55,6 +55,7 @@ void nnmem_liveness_destroy(nnmem_liveness_t *l) {
   if (!l) return;
   nnmem_problem_destroy(l->problem);
   free(l->order);
+  free(l->kept_out);
   free(l->tensors);
   free(l->kinds);
   free(l);
@@ -106,6 +107,13 @@ static nnmem_status_t order_check(builder_t *b, nnmem_diag_t *diag) {
 
 static nnmem_status_t order_make(builder_t *b, nnmem_diag_t *diag) {
   size_t n = (size_t)b->l->steps;
+  if (b->cfg.no_concat_ops) { /* kept with the result (plan JSON) */
+    b->l->kept_out = malloc(n ? n : 1);
+    if (!b->l->kept_out)
+      return nnmem__diag(diag, NNMEM_ERR_NOMEM,
+                         "out of memory analyzing tensor lifetimes");
+    if (n) memcpy(b->l->kept_out, b->cfg.no_concat_ops, n);
+  }
   b->l->order = malloc((n ? n : 1) * sizeof *b->l->order);
   b->pos = malloc((n ? n : 1) * sizeof *b->pos);
   if (!b->l->order || !b->pos)
@@ -441,4 +449,8 @@ size_t nnmem_liveness_sub_buffers(const nnmem_liveness_t *l) {
 
 uint64_t nnmem_liveness_sub_bytes(const nnmem_liveness_t *l) {
   return l ? l->sub_bytes : 0;
+}
+
+const uint8_t *nnmem_liveness_concat_kept_out(const nnmem_liveness_t *l) {
+  return l ? l->kept_out : NULL;
 }

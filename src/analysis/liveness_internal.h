@@ -17,6 +17,7 @@ struct nnmem_liveness {
   size_t sub_buffers; /* buffers placed inside a Concat output / Split
                          input */
   uint64_t sub_bytes; /* their bytes */
+  uint8_t *kept_out;  /* copy of cfg.no_concat_ops (per op), or NULL */
 };
 
 /* A buffer while it is being built (added to the problem at the end). */
@@ -45,5 +46,10 @@ typedef struct builder {
 /* The concat-into-output and split-view pass (concat.c): runs after the
  * buffers are built, before the problem is emitted. */
 nnmem_status_t nnmem__liveness_concat(builder_t *b);
+
+/* The dim along which tensors `parts` tile `w` contiguously (concat.c's
+ * step 1), or -1. Shared with the order model (order_model.c). */
+int nnmem__tiling_axis(const nnmem_graph_t *g, const nnmem_tensor_info_t *w,
+                       const uint32_t *parts, uint32_t n);
 
 #endif

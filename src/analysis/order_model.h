@@ -19,6 +19,9 @@ typedef struct nnmem__om_unit {
   uint8_t has_in, has_out; /* a member is a graph input / output */
   uint32_t rd_off, rd_n;   /* distinct reader ops: idx[rd_off ...] */
   uint64_t cmax_raw, cmax_align; /* max over every chain this unit can end */
+  uint32_t top;          /* sub-buffers: the root unit of its group (itself
+                            for a root with members), NONE when in none */
+  uint32_t gm_off, gm_n; /* a group root: its member units idx[gm_off ...] */
 } nnmem__om_unit_t;
 
 typedef struct nnmem__om_op {
@@ -48,6 +51,11 @@ typedef struct nnmem__om {
                            never changes a buffer's bytes, so the decisions T
                            do not matter after their step */
   uint32_t *file_order; /* nnmem_graph_schedule's order */
+  size_t n_members;     /* units inside a group (sub-buffers) */
+  uint8_t *nests;       /* per op: a Concat / Split that made a group */
+  int sub_dyn;          /* a sub-buffer relation liveness may or may not
+                           make depending on the order: the model assumes
+                           none there, so it is not exact */
 } nnmem__om_t;
 
 /* How a search sees "already scheduled": ops of parts before `cur` are
@@ -67,9 +75,12 @@ typedef struct nnmem__om_step {
   uint64_t after; /* bytes live after it */
 } nnmem__om_step_t;
 
+/* `sub`: model concat-into-output and split views (sub-buffers) as
+ * liveness.c / concat.c make them (ignored with no_reuse), except at the
+ * ops `skip` marks (NULL: none). */
 nnmem_status_t nnmem__om_build(const nnmem_graph_t *g, uint64_t align,
-                               int no_reuse, nnmem__om_t *m,
-                               nnmem_diag_t *diag);
+                               int no_reuse, int sub, const uint8_t *skip,
+                               nnmem__om_t *m, nnmem_diag_t *diag);
 void nnmem__om_free(nnmem__om_t *m);
 
 /* Runs op `o` after the ops in S (with in-place decisions T) when `m_before`

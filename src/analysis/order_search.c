@@ -30,16 +30,23 @@
  *      step 2's order (unproven).
  *   4. The whole order is re-evaluated with liveness + lower bound; when it
  *      is worse than the file order (only possible where the model is not
- *      exact: in-place growth, or sub-buffers, which the model lacks) the
- *      file order is kept.
+ *      exact: in-place growth, or a sub-buffer relation that depends on the
+ *      order, see order_model.c) the file order is kept.
+ *   5. With config concat_ops_out, concat-into-output becomes a choice per
+ *      Concat / Split op (choose_concat): steps 1-4 rerun with every such
+ *      op kept out, then with each op the model nests toggled, keeping a
+ *      choice that lowers the peak (or proves it); the number of searches
+ *      is bounded by CHOICE_MAX_TRIES, CHOICE_WORK / ops and 4 x
+ *      max_states in all.
  * Invariants: the result is a topological order; report->peak equals
  * nnmem_graph_order_peak of it (with the config's concat-into-output
- * setting); report->exact only when every part was solved exactly, no
- * in-place join can grow a buffer (model exact), no order-dependent in-place
- * join crosses a part boundary and the chosen order's problem has no
- * sub-buffers (concat-into-output, split views: the model has none, and
- * they can raise an order's peak as well as lower it, so the model's
- * optimum proves nothing about them).
+ * setting and the ops written to concat_ops_out kept out); report->exact
+ * only when every part was solved exactly, no in-place join can grow a
+ * buffer (model exact), no order-dependent in-place join crosses a part
+ * boundary, every sub-buffer relation of the problem is one the model
+ * makes in every order (no sub_dyn) and the model's peak equals the
+ * liveness peak of the order. With concat_ops_out, report->peak is never
+ * above the search without it.
  * Complexity: decomposition O(V^2 / 64 + E V / 64); beam O(B V^2) per part
  * of V ops; exact search O(states * V * W) time, O(states * W) memory with
  * W = V / 64 words per state set.
@@ -330,11 +337,12 @@ static nnmem_status_t search_all(search_t *s, size_t n_parts,
  * model does not know: no proof then). */
 static nnmem_status_t order_peak(const nnmem_graph_t *g, const uint32_t *order,
                                  const nnmem_order_config_t *cfg,
-                                 uint64_t *peak_out, int *has_sub,
-                                 nnmem_diag_t *diag) {
+                                 const uint8_t *skip, uint64_t *peak_out,
+                                 int *has_sub, nnmem_diag_t *diag) {
   nnmem_liveness_config_t lc;
   nnmem_liveness_config_init(&lc);
   lc.order = order;
+  lc.no_concat_ops = skip;
   lc.no_reuse = cfg->no_reuse;
   lc.no_concat_into_output = cfg->no_concat_into_output;
   lc.alignment = cfg->alignment;
@@ -412,15 +420,129 @@ static nnmem_status_t order_run(search_t *s, const nnmem_graph_t *g,
   r->states = s->states;
   if (st != NNMEM_OK) return st;
   int has_sub = 0;
-  st = order_peak(g, order_out, &s->cfg, &r->peak, &has_sub, diag);
+  st = order_peak(g, order_out, &s->cfg, s->skip, &r->peak, &has_sub, diag);
   if (st != NNMEM_OK) return st;
-  if (r->peak != model_peak || has_sub) r->exact = 0;
+  if (r->peak != model_peak || (has_sub && m->sub_dyn)) r->exact = 0;
   if (r->peak > r->file_peak) { /* model inexact: keep the file order */
     memcpy(order_out, m->file_order, n * sizeof *order_out);
     r->peak = r->file_peak;
     r->exact = 0;
   }
   return NNMEM_OK;
+}
+
+/* One search, with the ops `skip` marks kept out of concat-into-output:
+ * the order into order_out, the report into *r, and with `nests` the ops
+ * whose sub-buffers the model made (or found order-dependent). */
+static nnmem_status_t search_once(const nnmem_graph_t *g,
+                                  const nnmem_order_config_t *cfg,
+                                  const uint8_t *skip, uint32_t *order_out,
+                                  nnmem_order_report_t *r, uint8_t *nests,
+                                  nnmem_diag_t *diag) {
+  memset(r, 0, sizeof *r);
+  r->size = sizeof *r;
+  search_t s;
+  memset(&s, 0, sizeof s);
+  s.cfg = *cfg;
+  s.skip = skip;
+  nnmem_status_t st =
+      order_peak(g, NULL, &s.cfg, skip, &r->file_peak, NULL, diag);
+  nnmem__om_t m;
+  if (st == NNMEM_OK)
+    st = nnmem__om_build(g, s.cfg.alignment, s.cfg.no_reuse,
+                         !s.cfg.no_concat_into_output, skip, &m, diag);
+  if (st != NNMEM_OK) return st;
+  s.m = &m;
+  st = order_run(&s, g, order_out, r, diag);
+  if (st == NNMEM_OK && nests) memcpy(nests, m.nests, m.n_ops);
+  free(s.part), free(s.local), free(s.tfix), free(s.predmask), free(s.zob);
+  nnmem__om_free(&m);
+  return st;
+}
+
+#define CHOICE_MAX_TRIES 64u /* searches for the concat choice */
+#define CHOICE_WORK 12000u   /* ... and at most this / ops of them */
+
+static size_t count(const uint8_t *f, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += f[i] != 0;
+  return k;
+}
+
+/* Search t (with kt ops kept out) beats r (kr): a lower peak; as low and
+ * proven where r is not; as low, as proven, and fewer ops kept out. */
+static int better(const nnmem_order_report_t *t, size_t kt,
+                  const nnmem_order_report_t *r, size_t kr) {
+  if (t->peak != r->peak) return t->peak < r->peak;
+  if (t->exact != r->exact) return t->exact;
+  return kt < kr;
+}
+
+/* Concat-into-output is a choice per Concat / Split op: nesting can raise
+ * the peak (the output lives from its first input on). Tries every such op
+ * kept out (as no_concat_into_output), then from the better of the two
+ * each op the model nests (`nests`) toggled once (at most
+ * min(CHOICE_MAX_TRIES, CHOICE_WORK / ops) searches, within 4 x max_states
+ * in all, so large graphs stay within a few whole searches); keeps a choice
+ * that is `better`, so the result is never above the search with every op
+ * in. `r` and order_out hold the all-in result on entry. */
+static nnmem_status_t choose_concat(const nnmem_graph_t *g,
+                                    const nnmem_order_config_t *cfg,
+                                    const uint8_t *nests, uint32_t *order_out,
+                                    nnmem_order_report_t *r,
+                                    nnmem_diag_t *diag) {
+  size_t n = nnmem_graph_op_count(g), k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += nests[i] != 0;
+  if (!k) return NNMEM_OK;
+  uint8_t *skip = calloc(n + 1, 1), *best = calloc(n + 1, 1);
+  uint8_t *all = calloc(n + 1, 1); /* every Concat / Split */
+  uint32_t *trial = malloc((n + 1) * sizeof *trial);
+  if (!skip || !best || !all || !trial) {
+    free(skip), free(best), free(all), free(trial);
+    return NNMEM_ERR_NOMEM;
+  }
+  for (uint32_t o = 0; o < n; o++) {
+    nnmem_op_info_t oi;
+    nnmem_graph_op(g, o, &oi);
+    all[o] = !strcmp(oi.type, "Concat") || !strcmp(oi.type, "Split");
+  }
+  uint64_t file_peak = r->file_peak, states = r->states;
+  size_t max_tries = CHOICE_WORK / (n ? n : 1);
+  if (max_tries > CHOICE_MAX_TRIES) max_tries = CHOICE_MAX_TRIES;
+  if (max_tries < 1) max_tries = 1; /* every op kept out, at least */
+  nnmem_status_t st = NNMEM_OK;
+  size_t tries = 0;
+  /* c == n first: every op kept out; then each op the model nests toggled
+   * from the best choice so far */
+  for (size_t c = n, pass = 0; pass <= n && st == NNMEM_OK; pass++) {
+    if (pass) c = pass - 1;
+    if (c < n && !nests[c]) continue;
+    if (tries++ >= max_tries || states > 4 * cfg->max_states) break;
+    memcpy(skip, best, n);
+    if (c == n)
+      memcpy(skip, all, n);
+    else
+      skip[c] = (uint8_t)!skip[c];
+    nnmem_order_report_t t;
+    st = search_once(g, cfg, skip, trial, &t, NULL, diag);
+    states += t.states;
+    if (st != NNMEM_OK || !better(&t, count(skip, n), r, count(best, n)))
+      continue;
+    *r = t;
+    memcpy(best, skip, n);
+    memcpy(order_out, trial, n * sizeof *trial);
+  }
+  r->file_peak = file_peak; /* the file order with every op in */
+  r->states = states;
+  r->concat_ops_off = 0;
+  for (size_t i = 0; i < n; i++) {
+    cfg->concat_ops_out[i] = best[i];
+    r->concat_ops_off += best[i] != 0;
+  }
+  free(skip), free(best), free(all), free(trial);
+  return st;
 }
 
 nnmem_status_t nnmem_graph_order_memory(const nnmem_graph_t *g,
@@ -432,29 +554,27 @@ nnmem_status_t nnmem_graph_order_memory(const nnmem_graph_t *g,
   if (!g || !order_out)
     return nnmem__diag(diag, NNMEM_ERR_INVALID, "ordering: NULL argument");
   nnmem_order_report_t r;
-  memset(&r, 0, sizeof r);
-  r.size = sizeof r;
-  search_t s;
-  memset(&s, 0, sizeof s);
-  nnmem_status_t st = order_config(cfg, &s.cfg, diag);
+  nnmem_order_config_t c;
+  nnmem_status_t st = order_config(cfg, &c, diag);
   if (st == NNMEM_OK) st = nnmem_graph_check(g, diag);
   if (st != NNMEM_OK) return st;
-  st = order_peak(g, NULL, &s.cfg, &r.file_peak, NULL, diag);
-  nnmem__om_t m;
-  if (st == NNMEM_OK)
-    st = nnmem__om_build(g, s.cfg.alignment, s.cfg.no_reuse, &m, diag);
-  if (st != NNMEM_OK) return st;
-  s.m = &m;
-  st = order_run(&s, g, order_out, &r, diag);
+  size_t n = nnmem_graph_op_count(g);
+  uint8_t *nests = calloc(n + 1, 1);
+  if (!nests)
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM, "ordering: out of memory");
+  if (c.concat_ops_out) memset(c.concat_ops_out, 0, n);
+  st = search_once(g, &c, NULL, order_out, &r, nests, diag);
+  if (st == NNMEM_OK && c.concat_ops_out && !c.no_concat_into_output &&
+      !c.no_reuse)
+    st = choose_concat(g, &c, nests, order_out, &r, diag);
+  free(nests);
   if (st != NNMEM_OK && diag && !diag->message[0])
     nnmem__diag(diag, st, "ordering: %s", nnmem_status_str(st));
-  free(s.part), free(s.local), free(s.tfix), free(s.predmask), free(s.zob);
-  nnmem__om_free(&m);
   if (st == NNMEM_OK && report) {
-    size_t n =
+    size_t sz =
         report->size && report->size < sizeof r ? report->size : sizeof r;
-    memcpy(report, &r, n);
-    report->size = (uint32_t)n;
+    memcpy(report, &r, sz);
+    report->size = (uint32_t)sz;
   }
   return st;
 }

@@ -12,6 +12,7 @@
 typedef struct nnmem__order_search {
   const nnmem__om_t *m;
   nnmem_order_config_t cfg;
+  const uint8_t *skip; /* ops kept out of concat-into-output, or NULL */
   nnmem__om_view_t v;
   uint32_t *part, *local; /* per op */
   uint8_t *tfix;          /* in-place decisions of finished parts */

@@ -4,6 +4,7 @@
  *   {"model": "small_cnn", "strategy": "greedy-size", "alignment": 64,
  *    "arena_height": 851968, "weight_bytes": 20904,
  *    "order": ["conv1", "relu1", ...],
+ *    "concat_kept_out": ["cat3"],  (only when some op is kept out)
  *    "buffers": [{"id": "conv1.out", "offset": 0, "size": 65536,
  *                 "first": 0, "last": 2, "kind": "activation"}, ...],
  *    "tensors": [{"name": "conv1.w", "kind": "weight", "region": "weights",
@@ -114,6 +115,25 @@ static nnmem_status_t put_order(nnmem__jw_t *w, const nnmem_graph_t *g,
   return NNMEM_OK;
 }
 
+/* "concat_kept_out": the Concat / Split ops kept out of concat-into-output
+ * (nnmem_liveness_config_t.no_concat_ops), only when there are some. */
+static void put_kept_out(nnmem__jw_t *w, const nnmem_graph_t *g,
+                         const nnmem_liveness_t *l) {
+  const uint8_t *k = nnmem_liveness_concat_kept_out(l);
+  size_t n = nnmem_graph_op_count(g), any = 0;
+  for (size_t o = 0; k && o < n; o++)
+    any += k[o] != 0;
+  if (!any) return;
+  nnmem__jw_key(w, "concat_kept_out");
+  nnmem__jw_array(w);
+  for (uint32_t o = 0; o < n; o++) {
+    nnmem_op_info_t oi;
+    if (k[o] && nnmem_graph_op(g, o, &oi) == NNMEM_OK)
+      nnmem__jw_string(w, oi.name);
+  }
+  nnmem__jw_end(w);
+}
+
 /* One tensor record; returns NNMEM_ERR_INVALID when l and g disagree. */
 static nnmem_status_t put_tensor(nnmem__jw_t *w, const nnmem_graph_t *g,
                                  const nnmem_liveness_t *l, const uint64_t *off,
@@ -158,6 +178,7 @@ nnmem_status_t nnmem__plan_json(nnmem__jw_t *w, const nnmem_graph_t *g,
   nnmem__jw_kv_u64(w, "weight_bytes", nnmem_liveness_weight_bytes(l));
   nnmem_status_t st = put_order(w, g, l);
   if (st != NNMEM_OK) return st;
+  put_kept_out(w, g, l);
   put_buffers(w, p, l, nnmem_plan_offsets(plan));
   nnmem__jw_key(w, "tensors");
   nnmem__jw_array(w);

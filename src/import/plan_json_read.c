@@ -31,6 +31,8 @@
  * names in step order, written for graph plans) against a graph: every
  * element a string naming an op, every op exactly once; op names are
  * looked up in a sorted index (O(n log n)).
+ * nnmem_plan_read_json_concat_kept_out reads "concat_kept_out" the same way
+ * (op names, each at most once; absent: none).
  * Invariants: on success problem count == offsets count == buffers listed;
  * every id read is non-empty valid UTF-8 without U+0000 and does not start
  * with U+0001, so nnmem_problem_format_plan_json writes it back to the
@@ -506,6 +508,86 @@ static nnmem_status_t read_order(reader_t *r, const cJSON *doc,
   }
   *out = order;
   return NNMEM_OK;
+}
+
+/* "concat_kept_out": a list of op names, each at most once, as a per-op
+ * flag array (NULL when the key is absent). */
+static nnmem_status_t read_kept_out(reader_t *r, const cJSON *doc,
+                                    const nnmem_graph_t *g, uint8_t **out) {
+  int twice;
+  const cJSON *jk = member(doc, "concat_kept_out", &twice);
+  if (twice)
+    return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                       "%s: key 'concat_kept_out' is given twice", r->name);
+  if (!jk) return NNMEM_OK;
+  if (!cJSON_IsArray(jk))
+    return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                       "%s: 'concat_kept_out' must be a list of op names",
+                       r->name);
+  size_t n = nnmem_graph_op_count(g), i = 0;
+  op_name_t *idx = malloc((n + 1) * sizeof *idx);
+  uint8_t *k = calloc(n + 1, 1);
+  nnmem_status_t st = NNMEM_OK;
+  if (!idx || !k) st = nnmem__diag(r->diag, NNMEM_ERR_NOMEM, "out of memory");
+  for (uint32_t o = 0; o < n && st == NNMEM_OK; o++) {
+    nnmem_op_info_t oi;
+    nnmem_graph_op(g, o, &oi);
+    idx[o].name = oi.name;
+    idx[o].op = o;
+  }
+  if (st == NNMEM_OK) qsort(idx, n, sizeof *idx, op_name_cmp);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, jk) {
+    if (st != NNMEM_OK) break;
+    if (!cJSON_IsString(e) || e->valuestring[0] == NUM_TAG) {
+      st =
+          nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                      "%s: concat_kept_out[%zu] is not an op name", r->name, i);
+      break;
+    }
+    op_name_t key = {e->valuestring, 0};
+    const op_name_t *hit = bsearch(&key, idx, n, sizeof *idx, op_name_cmp);
+    if (!hit)
+      st = nnmem__diag(r->diag, NNMEM_ERR_NOT_FOUND,
+                       "%s: concat_kept_out[%zu]: the graph has no op '%s'",
+                       r->name, i, e->valuestring);
+    else if (k[hit->op])
+      st = nnmem__diag(r->diag, NNMEM_ERR_DUPLICATE,
+                       "%s: concat_kept_out[%zu]: op '%s' is listed twice",
+                       r->name, i, e->valuestring);
+    else
+      k[hit->op] = 1;
+    i++;
+  }
+  free(idx);
+  if (st != NNMEM_OK) {
+    free(k);
+    return st;
+  }
+  *out = k;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_plan_read_json_concat_kept_out(
+    const char *data, size_t len, const char *display_name,
+    const nnmem_graph_t *g, uint8_t **kept_out, nnmem_diag_t *diag) {
+  if (kept_out) *kept_out = NULL;
+  if (!data || !g || !kept_out)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "nnmem_plan_read_json_concat_kept_out: NULL argument");
+  reader_t r = {.name = display_name ? display_name : "<plan>", .diag = diag};
+  char *tagged = NULL;
+  nnmem_status_t st = tag_numbers(&r, data, len, &tagged);
+  if (st != NNMEM_OK) return st;
+  const char *end = NULL;
+  cJSON *doc = cJSON_ParseWithLengthOpts(tagged, strlen(tagged) + 1, &end, 1);
+  if (!doc || !cJSON_IsObject(doc))
+    st = nnmem__diag(diag, NNMEM_ERR_PARSE, "%s: not a JSON object", r.name);
+  else
+    st = read_kept_out(&r, doc, g, kept_out);
+  cJSON_Delete(doc);
+  free(tagged);
+  return st;
 }
 
 nnmem_status_t nnmem_plan_read_json_order(const char *data, size_t len,

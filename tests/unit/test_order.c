@@ -493,7 +493,10 @@ static void test_randwire_example(void **state) {
  * sub-buffers the best order runs a first: 144 B, proven. With
  * concat-into-output x0 is written into `out`, live from a on: a-first
  * peaks at 32 + 128 = 160 B, above the file order's 152 B (its `out` only
- * starts at d), so the file order is kept and nothing is claimed proven.
+ * starts at d). The search's model knows the sub-buffers (x0 and x1 cost
+ * the bytes of `out` from their first production on), so it proves the
+ * file order's 152 B optimal for the plan that will be built (the
+ * test_order_sub enumeration checks such proofs on random graphs).
  * Regression: no_concat_into_output was not in the order config, and the
  * search measured every order with sub-buffers. */
 static void test_concat_into_output(void **state) {
@@ -551,9 +554,46 @@ static void test_concat_into_output(void **state) {
     assert_ok(nnmem_graph_order_memory(g, &cfg, order, &r, NULL));
     assert_int_equal(r.file_peak, 152);
     assert_int_equal(r.peak, noc ? 144 : 152);
-    assert_int_equal(r.exact, noc ? 1 : 0);
-    assert_int_equal(order[0], noc ? 3 : 0); /* a first / file order */
+    assert_int_equal(r.exact, 1);
+    if (noc) assert_int_equal(order[0], 3); /* a first */
+    uint64_t p;
+    nnmem_liveness_config_t lc;
+    nnmem_liveness_config_init(&lc);
+    lc.order = order;
+    lc.no_concat_into_output = noc;
+    nnmem_liveness_t *l = NULL;
+    assert_ok(nnmem_liveness_analyze(g, &lc, &l, NULL));
+    assert_ok(nnmem_problem_lower_bound(nnmem_liveness_problem(l), 1, &p));
+    assert_int_equal(p, r.peak);
+    nnmem_liveness_destroy(l);
   }
+  /* Letting the search keep Concats out of concat-into-output: `cat` kept
+   * out, a first, 144 B as without sub-buffers (and the liveness built
+   * with the choice agrees). */
+  uint8_t kept[5] = {9, 9, 9, 9, 9};
+  nnmem_order_config_t cfg;
+  nnmem_order_config_init(&cfg);
+  cfg.concat_ops_out = kept;
+  nnmem_order_report_t r;
+  memset(&r, 0, sizeof r);
+  assert_ok(nnmem_graph_order_memory(g, &cfg, order, &r, NULL));
+  assert_int_equal(r.file_peak, 152);
+  assert_int_equal(r.peak, 144);
+  assert_int_equal(r.exact, 1);
+  assert_int_equal(r.concat_ops_off, 1);
+  const uint8_t want[5] = {0, 0, 0, 0, 1}; /* op 4 is cat */
+  assert_memory_equal(kept, want, 5);
+  nnmem_liveness_config_t lc;
+  nnmem_liveness_config_init(&lc);
+  lc.order = order;
+  lc.no_concat_ops = kept;
+  nnmem_liveness_t *l = NULL;
+  assert_ok(nnmem_liveness_analyze(g, &lc, &l, NULL));
+  assert_int_equal(nnmem_liveness_sub_buffers(l), 0);
+  uint64_t p;
+  assert_ok(nnmem_problem_lower_bound(nnmem_liveness_problem(l), 1, &p));
+  assert_int_equal(p, 144);
+  nnmem_liveness_destroy(l);
   nnmem_graph_destroy(g);
 }
 

@@ -83,6 +83,8 @@ typedef struct cli_order_result {
   uint64_t peak;      /* the same with the chosen order */
   int exact;          /* proven minimal */
   size_t parts, parts_exact, largest_part;
+  size_t concat_kept_out; /* Concat / Split ops kept out of
+                             concat-into-output for a lower peak */
   double seconds;
 } cli_order_result_t;
 

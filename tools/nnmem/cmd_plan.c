@@ -121,6 +121,7 @@ typedef struct plan_ctx {
   int interrupted;          /* Ctrl-C stopped the search */
   nnmem_onnx_report_t onnx; /* the import report of an ONNX input */
   uint32_t *order;          /* --order memory: the chosen op order */
+  uint8_t *kept_out; /* --order memory: ops kept out of concat-into-output */
   cli_order_result_t order_res;
   int fit_done; /* --mem-limit: cli_fit_plan printed the report */
 } plan_ctx_t;
@@ -228,7 +229,9 @@ static void print_plan_help(void) {
       "                         layout allows, as sub-buffers)\n"
       "      --order file|memory  operator order of a graph: file (default:\n"
       "                         as written) or memory (a topological order\n"
-      "                         with the lowest peak of live bytes)\n"
+      "                         with the lowest peak of live bytes; it may\n"
+      "                         keep a Concat / Split out of concat-into-\n"
+      "                         output where that lowers the peak)\n"
       "      --shared-arena     INPUT... (2 to 64 models): one arena for all;\n"
       "                         models take turns (arena = the largest\n"
       "                         height); weights stay per model, resident\n"
@@ -635,13 +638,15 @@ static nnmem_status_t load_input(plan_ctx_t *c) {
 static nnmem_status_t choose_order(plan_ctx_t *c) {
   size_t n = nnmem_graph_op_count(c->graph);
   c->order = malloc((n ? n : 1) * sizeof *c->order);
-  if (!c->order)
+  c->kept_out = calloc(n ? n : 1, 1);
+  if (!c->order || !c->kept_out)
     return nnmem__diag(&c->diag, NNMEM_ERR_NOMEM, "ordering: out of memory");
   nnmem_order_config_t oc;
   nnmem_order_config_init(&oc);
   oc.alignment = c->opts.align;
   oc.no_reuse = c->opts.no_reuse;
   oc.no_concat_into_output = c->opts.no_concat;
+  oc.concat_ops_out = c->kept_out; /* nesting chosen per op, as the peak */
   nnmem_order_report_t rep;
   memset(&rep, 0, sizeof rep);
   rep.size = sizeof rep;
@@ -657,6 +662,7 @@ static nnmem_status_t choose_order(plan_ctx_t *c) {
   r->parts = rep.parts;
   r->parts_exact = rep.parts_exact;
   r->largest_part = rep.largest_part;
+  r->concat_kept_out = rep.concat_ops_off;
   r->seconds = nnmem__now() - t0;
   return NNMEM_OK;
 }
@@ -677,6 +683,7 @@ static nnmem_status_t analyze(plan_ctx_t *c) {
   lc.no_concat_into_output = c->opts.no_concat;
   lc.alignment = c->opts.align;
   lc.order = c->order;
+  lc.no_concat_ops = c->kept_out;
   nnmem_status_t st = nnmem_liveness_analyze(c->graph, &lc, &c->live, &c->diag);
   if (st == NNMEM_OK) c->problem = nnmem_liveness_problem(c->live);
   return st;
@@ -917,6 +924,7 @@ static void plan_ctx_free(plan_ctx_t *c) {
   nnmem_csv_destroy(c->csv);
   free(c->json);
   free(c->order);
+  free(c->kept_out);
 }
 
 /* The --json report as text in c->json (formatted before files are

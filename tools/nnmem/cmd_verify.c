@@ -267,18 +267,28 @@ static nnmem_status_t load_problem(verify_ctx_t *c) {
   }
   if (st != NNMEM_OK) return st;
   uint32_t *order = NULL; /* a JSON plan's "order" (absent: file order) */
+  uint8_t *kept = NULL;   /* its "concat_kept_out" (absent: none) */
   if (c->plan_in.format == CLI_FMT_JSON)
     st = nnmem_plan_read_json_order(c->plan_in.data, c->plan_in.len,
                                     c->plan_in.name, c->graph, &order, &c->d);
-  if (st != NNMEM_OK) return st;
+  if (st == NNMEM_OK && c->plan_in.format == CLI_FMT_JSON)
+    st = nnmem_plan_read_json_concat_kept_out(c->plan_in.data, c->plan_in.len,
+                                              c->plan_in.name, c->graph, &kept,
+                                              &c->d);
+  if (st != NNMEM_OK) {
+    free(order);
+    return st;
+  }
   nnmem_liveness_config_t lc;
   nnmem_liveness_config_init(&lc);
   lc.alignment = c->o.align;
   lc.no_reuse = c->o.no_reuse;
   lc.no_concat_into_output = c->o.no_concat;
   lc.order = order;
+  lc.no_concat_ops = kept;
   st = nnmem_liveness_analyze(c->graph, &lc, &c->live, &c->d);
   free(order);
+  free(kept);
   if (st == NNMEM_OK) c->p = nnmem_liveness_problem(c->live);
   return st;
 }

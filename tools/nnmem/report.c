@@ -245,6 +245,11 @@ static void put_order(FILE *f, const cli_run_t *r) {
           "", o->exact ? "optimal (proven)" : "best found (not proven)",
           o->parts, plural(o->parts), o->parts_exact, o->largest_part,
           o->seconds * 1e3);
+  if (o->concat_kept_out)
+    fprintf(f,
+            "  %-14s concat-into-output kept out at %zu op%s (the search's "
+            "choice)\n",
+            "", o->concat_kept_out, plural(o->concat_kept_out));
 }
 
 static void report_graph(FILE *f, const cli_run_t *r) {
@@ -357,6 +362,7 @@ static void add_order(nnmem__jw_t *w, const cli_run_t *r) {
   nnmem__jw_kv_u64(w, "parts", o->parts);
   nnmem__jw_kv_u64(w, "parts_exact", o->parts_exact);
   nnmem__jw_kv_u64(w, "largest_part", o->largest_part);
+  nnmem__jw_kv_u64(w, "concat_kept_out", o->concat_kept_out);
   nnmem__jw_kv_double(w, "ms", o->seconds * 1e3);
   nnmem__jw_end(w);
 }
