@@ -155,6 +155,9 @@ typedef struct srch {
   int nest;        /* decompositions open on the stack */
   uint32_t *ustk;  /* decomposition scratch: saved unplaced lists */
   size_t ustk_n, ustk_cap;
+  uint8_t *tight;  /* per section: its bytes fill the capacity exactly */
+  uint8_t *reach;  /* cover(): reachable section boundaries (scratch) */
+  int any_tight;
 } srch_t;
 
 static void srch_free(srch_t *s) {
@@ -162,7 +165,8 @@ static void srch_free(srch_t *s) {
                   s->ov_at,  s->ov,    s->sec_at, s->sec,   s->floor,  s->total,
                   s->total0, s->rank,  s->next,   s->prev,  s->placed, s->umin,
                   s->uarg,   s->trail, s->frames, s->nargs, s->mt,     s->cand,
-                  s->raised, s->cut,   s->nun,    s->ustk};
+                  s->raised, s->cut,   s->nun,    s->ustk,  s->tight,
+                  s->reach};
   for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++)
     free(arrs[i]);
   memset(s, 0, sizeof *s);
@@ -344,6 +348,13 @@ static nnmem_status_t srch_init(srch_t *s, const nnmem_problem_t *p,
   for (size_t q = 0; q < s->ns && st == NNMEM_OK; q++)
     if (s->total0[q] > (uint64_t)INT64_MAX / 4) s->full = 0; /* tree range */
   if (st == NNMEM_OK) st = build_overlaps(s, b);
+  if (st == NNMEM_OK) {
+    s->tight = calloc(s->ns + 1, 1);
+    s->reach = calloc(s->ns + 2, 1);
+    if (!s->tight || !s->reach) st = NNMEM_ERR_NOMEM;
+  }
+  for (size_t q = 0; q < s->ns && st == NNMEM_OK; q++)
+    s->any_tight |= s->tight[q] = s->total0[q] == cap;
   if (st == NNMEM_OK) srch_reset(s);
   return st;
 }
@@ -352,6 +363,7 @@ static nnmem_status_t srch_init(srch_t *s, const nnmem_problem_t *p,
 
 typedef struct pre_key {
   uint64_t k[3];
+  uint64_t tie; /* last key: the index, or a hash of it (restarts) */
   uint32_t idx;
 } pre_key_t;
 
@@ -359,6 +371,7 @@ static int cmp_pre(const void *a, const void *b) {
   const pre_key_t *x = a, *y = b;
   for (int i = 0; i < 3; i++)
     if (x->k[i] != y->k[i]) return x->k[i] > y->k[i] ? -1 : 1; /* desc */
+  if (x->tie != y->tie) return x->tie < y->tie ? -1 : 1;
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
@@ -372,11 +385,18 @@ static const struct {
                  {"OTW", 3}, {"SAW", 3}, {"SWA", 3}};
 #define N_PREORDERS (sizeof PREORDERS / sizeof *PREORDERS)
 
+/* splitmix64's finalizer: the seeded tie break of restarts. */
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 /* Ranks the buffers by the three keys named in `spec` (PREORDERS; all
  * descending, index tie break) and resets the unplaced list to that order.
  */
 static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b,
-                               const char *spec) {
+                               const char *spec, uint64_t seed) {
   size_t n = s->n;
   pre_key_t *keys = malloc((n ? n : 1) * sizeof *keys);
   if (!keys) return NNMEM_ERR_NOMEM;
@@ -396,6 +416,7 @@ static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b,
                                  : UINT64_MAX - x->first; /* 'S' */
     }
     keys[k].idx = (uint32_t)k;
+    keys[k].tie = seed ? mix64(seed * 0x9e3779b97f4a7c15ull + k) : k;
   }
   qsort(keys, n, sizeof *keys, cmp_pre);
   s->head = n ? keys[0].idx : NONE;
@@ -539,6 +560,66 @@ static int section_ok(const srch_t *s, uint32_t q, uint64_t x) {
   return s->total[q] == 0 || fits(s, f, s->total[q]);
 }
 
+/* Step 4b, level cover (zero-slack sections): a tight section q (its
+ * bytes fill C exactly) has no hole, so its free space starts at floor[q]
+ * = h and some unplaced buffer must start exactly at h there. Such a
+ * buffer j has minoff(j) <= h (the floors of all its sections are <= h:
+ * minoffs only rise), h % al(j) == 0 and h + size(j) <= C, and buffers
+ * at the same h are disjoint in time. So the run of sections with
+ * floor <= h around `q` must contain disjoint candidate intervals that
+ * cover each of its tight sections with floor == h: a reachability DP over
+ * section boundaries (skipping is allowed over the other sections).
+ * Returns 0 when no such cover exists. O(run + its section entries). */
+static int cover_ok(srch_t *s, uint32_t q, uint64_t h) {
+  if (q >= s->ns || s->floor[q] > h || h >= s->cap) return 1;
+  uint32_t a = q, z = q + 1, must = 0;
+  while (a > s->q0 && s->floor[a - 1] <= h)
+    a--;
+  while (z < s->q1 && s->floor[z] <= h)
+    z++;
+  for (uint32_t t = a; t < z; t++)
+    must |= s->tight[t] && s->floor[t] == h && s->total[t] > 0;
+  if (!must) return 1;
+  memset(s->reach + a, 0, z - a + 1);
+  s->reach[a] = 1;
+  for (uint32_t t = a; t < z; t++) {
+    if (!s->reach[t]) continue;
+    if (!(s->tight[t] && s->floor[t] == h && s->total[t] > 0))
+      s->reach[t + 1] = 1; /* skip a section that needs no cover at h */
+    for (uint32_t c = s->sec_at[t]; c < s->sec_at[t + 1]; c++) {
+      uint32_t j = s->sec[c];
+      if (s->s0[j] != t || s->placed[j] || s->minoff[j] > h ||
+          h % s->al[j] != 0 || !fits(s, h, s->size[j]))
+        continue;
+      s->reach[s->s1[j]] = 1; /* minoff <= h: s1[j] <= z */
+    }
+  }
+  return s->reach[z];
+}
+
+/* The levels place(k) at [x, e) changed: e over k's span; and below e,
+ * the runs that touched k's span lost k and its neighbours (their minoffs
+ * rose to e) as candidates: walking away from k on either side, each new
+ * highest floor h < e names such a run (the sections between have floors
+ * <= h), the others are unchanged. */
+static int covers_ok(srch_t *s, uint32_t k, uint64_t e) {
+  if (!s->any_tight) return 1;
+  if (!cover_ok(s, s->s0[k], e)) return 0;
+  uint64_t m = 0;
+  for (uint32_t t = s->s0[k]; t-- > s->q0 && s->floor[t] < e;)
+    if (s->floor[t] >= m) {
+      if (!cover_ok(s, t, s->floor[t])) return 0;
+      m = s->floor[t] + 1;
+    }
+  m = 0;
+  for (uint32_t t = s->s1[k]; t < s->q1 && s->floor[t] < e; t++)
+    if (s->floor[t] >= m) {
+      if (!cover_ok(s, t, s->floor[t])) return 0;
+      m = s->floor[t] + 1;
+    }
+  return 1;
+}
+
 /* Step 4: places k at minoff(k) (changes on the trail); returns 1 when
  * the inference still allows a solution, 0 when not, -1 on NOMEM. Full
  * mode keeps the unplaced floor of each section as its argmin (only a
@@ -588,9 +669,11 @@ static int place(srch_t *s, uint32_t k, int *zeroed) {
   }
   for (uint32_t q = s->s0[k]; q < s->s1[k]; q++)
     if (!section_ok(s, q, x)) return 0;
-  if (!s->full) return 1;
-  int64_t t = s->mt[1];
-  return t <= 0 || fits(s, x, (uint64_t)t);
+  if (s->full) {
+    int64_t t = s->mt[1];
+    if (t > 0 && !fits(s, x, (uint64_t)t)) return 0;
+  }
+  return covers_ok(s, k, e);
 }
 
 /* Takes back place(k) (whether it passed or not) but the unplaced list. */
@@ -852,6 +935,11 @@ static void srch_reset(srch_t *s) {
   s->q0 = 0, s->q1 = (uint32_t)s->ns, s->nest = 0, s->ustk_n = 0;
 }
 
+/* Restarts: the tie break of round r's preorderings (0: the index). */
+#ifndef TIE_SEED
+#define TIE_SEED(r) 0
+#endif
+
 /* Step 6 on one partition. */
 static nnmem_status_t decide_part(const nnmem_problem_t *p, const uint32_t *ids,
                                   size_t n, uint64_t align, uint64_t cap,
@@ -866,11 +954,13 @@ static nnmem_status_t decide_part(const nnmem_problem_t *p, const uint32_t *ids,
   }
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   uint64_t limit = n > 16 ? n : 16;
-  while (st == NNMEM_OK && *v == NNMEM__UNKNOWN && !c->stopped) {
+  for (uint64_t round = 0;
+       st == NNMEM_OK && *v == NNMEM__UNKNOWN && !c->stopped; round++) {
     limit = limit > UINT64_MAX / 2 ? UINT64_MAX : limit * 2;
     for (size_t w = 0; w < N_PREORDERS && st == NNMEM_OK; w++) {
       uint64_t used = 0, lim = limit >> PREORDERS[w].shift;
-      st = preorder(&s, b, PREORDERS[w].keys);
+      st = preorder(&s, b, PREORDERS[w].keys,
+                    TIE_SEED(round) ? TIE_SEED(round) * 16 + w : 0);
       if (st == NNMEM_OK) st = dfs(&s, c, lim > 16 ? lim : 16, &used, 0, 0, v);
       if (st == NNMEM_OK && *v == NNMEM__FOUND)
         for (size_t k = 0; k < n; k++)
