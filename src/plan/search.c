@@ -155,18 +155,20 @@ typedef struct srch {
   int nest;        /* decompositions open on the stack */
   uint32_t *ustk;  /* decomposition scratch: saved unplaced lists */
   size_t ustk_n, ustk_cap;
-  uint8_t *tight;  /* per section: its bytes fill the capacity exactly */
-  uint8_t *reach;  /* cover(): reachable section boundaries (scratch) */
+  uint8_t *tight; /* per section: its bytes fill the capacity exactly */
+  uint8_t *reach; /* cover(): reachable section boundaries (scratch) */
   int any_tight;
+  int all_tight;    /* every section tight (full mode only) */
+  int branch_cover; /* this run branches on the lowest hole */
 } srch_t;
 
 static void srch_free(srch_t *s) {
-  void *arrs[] = {s->size,   s->al,    s->minoff, s->off,   s->s0,     s->s1,
-                  s->ov_at,  s->ov,    s->sec_at, s->sec,   s->floor,  s->total,
-                  s->total0, s->rank,  s->next,   s->prev,  s->placed, s->umin,
-                  s->uarg,   s->trail, s->frames, s->nargs, s->mt,     s->cand,
-                  s->raised, s->cut,   s->nun,    s->ustk,  s->tight,
-                  s->reach};
+  void *arrs[] = {s->size,   s->al,     s->minoff, s->off,    s->s0,
+                  s->s1,     s->ov_at,  s->ov,     s->sec_at, s->sec,
+                  s->floor,  s->total,  s->total0, s->rank,   s->next,
+                  s->prev,   s->placed, s->umin,   s->uarg,   s->trail,
+                  s->frames, s->nargs,  s->mt,     s->cand,   s->raised,
+                  s->cut,    s->nun,    s->ustk,   s->tight,  s->reach};
   for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++)
     free(arrs[i]);
   memset(s, 0, sizeof *s);
@@ -353,8 +355,11 @@ static nnmem_status_t srch_init(srch_t *s, const nnmem_problem_t *p,
     s->reach = calloc(s->ns + 2, 1);
     if (!s->tight || !s->reach) st = NNMEM_ERR_NOMEM;
   }
-  for (size_t q = 0; q < s->ns && st == NNMEM_OK; q++)
+  s->all_tight = s->full && s->ns > 0;
+  for (size_t q = 0; q < s->ns && st == NNMEM_OK; q++) {
     s->any_tight |= s->tight[q] = s->total0[q] == cap;
+    s->all_tight &= s->tight[q];
+  }
   if (st == NNMEM_OK) srch_reset(s);
   return st;
 }
@@ -376,13 +381,16 @@ static int cmp_pre(const void *a, const void *b) {
 }
 
 /* The portfolio of step 6: key letters (all descending; T section total,
- * W width in sections, A area, O overlaps, S start, earliest first) and the
- * share of each round's node limit (limit >> shift). */
+ * W width in sections, A area, O overlaps, S start, earliest first), the
+ * share of each round's node limit (limit >> shift) and the branching:
+ * canonical (0) or on the lowest hole (1, cover_candidates; only when every
+ * section is tight, skipped otherwise). */
 static const struct {
   const char *keys;
-  int shift;
-} PREORDERS[] = {{"TWA", 0}, {"AWT", 0}, {"WTA", 0},
-                 {"OTW", 3}, {"SAW", 3}, {"SWA", 3}};
+  int shift, cover;
+} PREORDERS[] = {{"TWA", 0, 0}, {"AWT", 0, 0}, {"WTA", 0, 0}, {"OTW", 3, 0},
+                 {"SAW", 3, 0}, {"SWA", 3, 0}, {"TWA", 0, 1}, {"AWT", 0, 1},
+                 {"WTA", 0, 1}, {"OTW", 3, 1}, {"SAW", 3, 1}, {"SWA", 3, 1}};
 #define N_PREORDERS (sizeof PREORDERS / sizeof *PREORDERS)
 
 /* splitmix64's finalizer: the seeded tie break of restarts. */
@@ -728,6 +736,45 @@ static uint32_t next_candidate(srch_t *s, frame_t *f) {
   return best;
 }
 
+static int cmp_cand_rank(const void *a, const void *b) {
+  const cand_t *x = a, *y = b;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Step 3, all sections tight (zero slack): every section's free space
+ * starts at its floor, so the lowest floor h of the group must be covered
+ * there by exactly one buffer (minoff == h: no floor of the group is below
+ * h). Branching on which buffer covers the section of level h with the
+ * fewest such candidates is complete (each solution has exactly one) and
+ * places in nondecreasing offsets as the canonical order does; it replaces
+ * the canonical candidates (as an exact-cover solver picks its column with
+ * the fewest rows). Candidates in rank order, stored from `at`. */
+static nnmem_status_t cover_candidates(srch_t *s, frame_t *f, size_t at) {
+  uint64_t h = UINT64_MAX;
+  for (uint32_t q = s->q0; q < s->q1; q++)
+    if (s->total[q] > 0 && s->floor[q] < h) h = s->floor[q];
+  uint32_t best = NONE, best_n = UINT32_MAX;
+  for (uint32_t q = s->q0; q < s->q1 && best_n > 0; q++) {
+    if (s->total[q] == 0 || s->floor[q] != h) continue;
+    uint32_t c = 0;
+    for (uint32_t e = s->sec_at[q]; e < s->sec_at[q + 1] && c < best_n; e++) {
+      uint32_t j = s->sec[e];
+      c += !s->placed[j] && s->minoff[j] == h && fits(s, h, s->size[j]);
+    }
+    if (c < best_n) best_n = c, best = q;
+  }
+  if (nnmem__grow((void **)&s->cand, &s->cand_cap, at + s->n, sizeof *s->cand))
+    return NNMEM_ERR_NOMEM;
+  for (uint32_t e = best == NONE ? 0 : s->sec_at[best];
+       best != NONE && e < s->sec_at[best + 1]; e++) {
+    uint32_t j = s->sec[e];
+    if (!s->placed[j] && s->minoff[j] == h && fits(s, h, s->size[j]))
+      s->cand[at + f->n_cand++] = (cand_t){h, s->rank[j], j};
+  }
+  qsort(s->cand + at, f->n_cand, sizeof *s->cand, cmp_cand_rank);
+  return NNMEM_OK;
+}
+
 /* Enters frame f: dominance height and (full mode) the sorted candidates,
  * stored from `at` in s->cand. */
 static nnmem_status_t frame_enter(srch_t *s, frame_t *f, uint64_t lo_off,
@@ -735,6 +782,7 @@ static nnmem_status_t frame_enter(srch_t *s, frame_t *f, uint64_t lo_off,
   f->lo_off = lo_off, f->lo_rank = lo_rank, f->tried = 0, f->chosen = NONE;
   f->cand_at = at, f->n_cand = 0, f->next_cand = 0;
   f->iso_off = UINT64_MAX, f->iso_rank = NONE;
+  if (s->branch_cover) return cover_candidates(s, f, at);
   uint64_t h = UINT64_MAX;
   for (uint32_t k = s->head; k != NONE; k = s->next[k]) {
     uint64_t e, o = s->minoff[k];
@@ -959,6 +1007,8 @@ static nnmem_status_t decide_part(const nnmem_problem_t *p, const uint32_t *ids,
     limit = limit > UINT64_MAX / 2 ? UINT64_MAX : limit * 2;
     for (size_t w = 0; w < N_PREORDERS && st == NNMEM_OK; w++) {
       uint64_t used = 0, lim = limit >> PREORDERS[w].shift;
+      if (PREORDERS[w].cover && !s.all_tight) continue;
+      s.branch_cover = PREORDERS[w].cover;
       st = preorder(&s, b, PREORDERS[w].keys,
                     TIE_SEED(round) ? TIE_SEED(round) * 16 + w : 0);
       if (st == NNMEM_OK) st = dfs(&s, c, lim > 16 ? lim : 16, &used, 0, 0, v);
