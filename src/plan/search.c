@@ -27,13 +27,27 @@
  *      bytes; then inference: every section needs max(floor, x) + total
  *      <= C (its unplaced bytes stack above the floor: they all meet each
  *      other), else backtrack;
+ *   4b. zero-slack inference (cover_ok): a tight section (its bytes fill C)
+ *      has no hole, so some unplaced buffer must start exactly at its floor
+ *      h; the run of sections with floors <= h around it must then hold
+ *      disjoint such candidates (minoff <= h, h aligned for them) covering
+ *      every tight section whose floor is h: a reachability DP over section
+ *      boundaries, run for the levels a placement changed (its new top over
+ *      its span, and each new highest floor walking away from it on either
+ *      side, whose runs lost it and its raised neighbours);
  *   5. all changes go to an undo trail; depth-first, iterative (explicit
  *      frames) inside a group of buffers (step 7), so deep problems need no
  *      deep C stack;
  *   6. round robin over a portfolio of preorderings (PREORDERS: section
  *      total, width, area in three priorities with the whole node limit;
  *      overlaps first and start-time first with 1/8 of it, which place
- *      zero-slack problems the others do not) with node limits doubling
+ *      zero-slack problems the others do not; when every section is tight,
+ *      the same six again branching on the lowest hole instead: the section
+ *      at the lowest floor h with the fewest candidates (minoff == h) takes
+ *      each of them in turn, as an exact-cover solver picks its column
+ *      with the fewest rows: complete, offsets still nondecreasing; it
+ *      places zero-slack problems the canonical order does not, and the
+ *      other way round) with node limits doubling
  *      from the set size, as MiniMalloc does: a run that ends without using
  *      its limit is complete (found or proven infeasible);
  *   7. dynamic decomposition (MiniMalloc section 4.4): a boundary between
@@ -65,6 +79,9 @@
  * alignment (kind "search"); a found plan lowers H. Stops at H == L
  * (optimal) or when the budget, the clock or the stop flag ends it.
  *
+ * Measured on zero-slack problems of 300 buffers (bench/plan --gen
+ * zeroslack:SEED:300, 30 s each): 13 of 20 placed before step 4b and the
+ * lowest-hole branching, 15 with step 4b, 17 with both.
  * Measured on the challenging set (bench/plan --search): decomposition
  * turns F from unplaced in 30 s into 381 nodes; a per-section suffix test
  * (the unplaced buffers above each minoff must fit below C) cut under 4%
@@ -368,7 +385,6 @@ static nnmem_status_t srch_init(srch_t *s, const nnmem_problem_t *p,
 
 typedef struct pre_key {
   uint64_t k[3];
-  uint64_t tie; /* last key: the index, or a hash of it (restarts) */
   uint32_t idx;
 } pre_key_t;
 
@@ -376,7 +392,6 @@ static int cmp_pre(const void *a, const void *b) {
   const pre_key_t *x = a, *y = b;
   for (int i = 0; i < 3; i++)
     if (x->k[i] != y->k[i]) return x->k[i] > y->k[i] ? -1 : 1; /* desc */
-  if (x->tie != y->tie) return x->tie < y->tie ? -1 : 1;
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
@@ -393,18 +408,11 @@ static const struct {
                  {"WTA", 0, 1}, {"OTW", 3, 1}, {"SAW", 3, 1}, {"SWA", 3, 1}};
 #define N_PREORDERS (sizeof PREORDERS / sizeof *PREORDERS)
 
-/* splitmix64's finalizer: the seeded tie break of restarts. */
-static uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Ranks the buffers by the three keys named in `spec` (PREORDERS; all
  * descending, index tie break) and resets the unplaced list to that order.
  */
 static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b,
-                               const char *spec, uint64_t seed) {
+                               const char *spec) {
   size_t n = s->n;
   pre_key_t *keys = malloc((n ? n : 1) * sizeof *keys);
   if (!keys) return NNMEM_ERR_NOMEM;
@@ -424,7 +432,6 @@ static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b,
                                  : UINT64_MAX - x->first; /* 'S' */
     }
     keys[k].idx = (uint32_t)k;
-    keys[k].tie = seed ? mix64(seed * 0x9e3779b97f4a7c15ull + k) : k;
   }
   qsort(keys, n, sizeof *keys, cmp_pre);
   s->head = n ? keys[0].idx : NONE;
@@ -983,11 +990,6 @@ static void srch_reset(srch_t *s) {
   s->q0 = 0, s->q1 = (uint32_t)s->ns, s->nest = 0, s->ustk_n = 0;
 }
 
-/* Restarts: the tie break of round r's preorderings (0: the index). */
-#ifndef TIE_SEED
-#define TIE_SEED(r) 0
-#endif
-
 /* Step 6 on one partition. */
 static nnmem_status_t decide_part(const nnmem_problem_t *p, const uint32_t *ids,
                                   size_t n, uint64_t align, uint64_t cap,
@@ -1002,15 +1004,13 @@ static nnmem_status_t decide_part(const nnmem_problem_t *p, const uint32_t *ids,
   }
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   uint64_t limit = n > 16 ? n : 16;
-  for (uint64_t round = 0;
-       st == NNMEM_OK && *v == NNMEM__UNKNOWN && !c->stopped; round++) {
+  while (st == NNMEM_OK && *v == NNMEM__UNKNOWN && !c->stopped) {
     limit = limit > UINT64_MAX / 2 ? UINT64_MAX : limit * 2;
     for (size_t w = 0; w < N_PREORDERS && st == NNMEM_OK; w++) {
       uint64_t used = 0, lim = limit >> PREORDERS[w].shift;
       if (PREORDERS[w].cover && !s.all_tight) continue;
       s.branch_cover = PREORDERS[w].cover;
-      st = preorder(&s, b, PREORDERS[w].keys,
-                    TIE_SEED(round) ? TIE_SEED(round) * 16 + w : 0);
+      st = preorder(&s, b, PREORDERS[w].keys);
       if (st == NNMEM_OK) st = dfs(&s, c, lim > 16 ? lim : 16, &used, 0, 0, v);
       if (st == NNMEM_OK && *v == NNMEM__FOUND)
         for (size_t k = 0; k < n; k++)
