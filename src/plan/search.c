@@ -429,6 +429,8 @@ static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b,
                      : ch == 'W' ? s->s1[k] - s->s0[k]
                      : ch == 'A' ? area
                      : ch == 'O' ? s->ov_at[k + 1] - s->ov_at[k]
+                     : ch == 'N' ? UINT64_MAX - (s->s1[k] - s->s0[k])
+                     : ch == 'L' ? UINT64_MAX - area
                                  : UINT64_MAX - x->first; /* 'S' */
     }
     keys[k].idx = (uint32_t)k;
