@@ -788,6 +788,7 @@ static nnmem_status_t frame_enter(srch_t *s, frame_t *f, uint64_t lo_off,
   f->lo_off = lo_off, f->lo_rank = lo_rank, f->tried = 0, f->chosen = NONE;
   f->cand_at = at, f->n_cand = 0, f->next_cand = 0;
   f->iso_off = UINT64_MAX, f->iso_rank = NONE;
+  f->min_h = UINT64_MAX;
   if (s->branch_cover) return cover_candidates(s, f, at);
   uint64_t h = UINT64_MAX;
   for (uint32_t k = s->head; k != NONE; k = s->next[k]) {
