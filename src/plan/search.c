@@ -43,15 +43,15 @@
  *   6. round robin over a portfolio of preorderings (PREORDERS: section
  *      total, width, area in three priorities with the whole node limit;
  *      overlaps first and start-time first with 1/8 of it, which place
- *      zero-slack problems the others do not; when every section is tight,
- *      the same six again branching on the lowest hole instead: the section
- *      at the lowest floor h with the fewest candidates (minoff == h) takes
- *      each of them in turn, as an exact-cover solver picks its column
- *      with the fewest rows: complete, offsets still nondecreasing; it
- *      places zero-slack problems the canonical order does not, and the
- *      other way round) with node limits doubling
- *      from the set size, as MiniMalloc does: a run that ends without using
- *      its limit is complete (found or proven infeasible);
+ *      zero-slack problems the others do not) with node limits doubling
+ *      from the set size, as MiniMalloc does: a run that ends without
+ *      using its limit is complete (found or proven infeasible). When
+ *      every section is tight, five of them (not WTA) run again, then
+ *      branching on the lowest hole: the section at the lowest floor h
+ *      with the fewest candidates (minoff == h) takes each of them in
+ *      turn, as an exact-cover solver picks the column with the fewest
+ *      rows (complete; offsets still nondecreasing). It places zero-slack
+ *      problems the canonical order does not, and the other way round;
  *   7. dynamic decomposition (MiniMalloc section 4.4): a boundary between
  *      sections that no unplaced buffer crosses any more (a count per
  *      boundary, lowered by each placement) splits the unplaced buffers
@@ -395,13 +395,14 @@ static int cmp_pre(const void *a, const void *b) {
  * W width in sections, A area, O overlaps, S start, earliest first), the
  * share of each round's node limit (limit >> shift) and the branching:
  * canonical (0) or on the lowest hole (1, cover_candidates; only when every
- * section is tight, skipped otherwise). */
+ * section is tight, skipped otherwise; there T is the same for all, so WTA
+ * would repeat TWA). */
 static const struct {
   const char *keys;
   int shift, cover;
 } PREORDERS[] = {{"TWA", 0, 0}, {"AWT", 0, 0}, {"WTA", 0, 0}, {"OTW", 3, 0},
                  {"SAW", 3, 0}, {"SWA", 3, 0}, {"TWA", 0, 1}, {"AWT", 0, 1},
-                 {"WTA", 0, 1}, {"OTW", 3, 1}, {"SAW", 3, 1}, {"SWA", 3, 1}};
+                 {"OTW", 3, 1}, {"SAW", 3, 1}, {"SWA", 3, 1}};
 #define N_PREORDERS (sizeof PREORDERS / sizeof *PREORDERS)
 
 /* Ranks the buffers by the three keys named in `spec` (PREORDERS; all
@@ -425,8 +426,6 @@ static nnmem_status_t preorder(srch_t *s, const nnmem_buffer_t *b,
                      : ch == 'W' ? s->s1[k] - s->s0[k]
                      : ch == 'A' ? area
                      : ch == 'O' ? s->ov_at[k + 1] - s->ov_at[k]
-                     : ch == 'N' ? UINT64_MAX - (s->s1[k] - s->s0[k])
-                     : ch == 'L' ? UINT64_MAX - area
                                  : UINT64_MAX - x->first; /* 'S' */
     }
     keys[k].idx = (uint32_t)k;
