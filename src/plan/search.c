@@ -27,6 +27,16 @@
  *      bytes; then inference: every section needs max(floor, x) + total
  *      <= C (its unplaced bytes stack above the floor: they all meet each
  *      other), else backtrack;
+ *   4b. zero-slack inference (cover_ok): a tight section (its bytes fill C)
+ *      has no hole, so some unplaced buffer must start exactly at its floor
+ *      h; the run of sections with floors <= h around it must then hold
+ *      disjoint such candidates (minoff <= h, h aligned for them) covering
+ *      every tight section whose floor is h: a reachability DP over section
+ *      boundaries, run for the levels a placement changed (its new top over
+ *      its span, and each new highest floor walking away from it on either
+ *      side, whose runs lost it and its raised neighbours); only when
+ *      every section is tight (on the challenging set, with some tight
+ *      sections, it cut 4 of 110,723 nodes of B and cost it 50% more time);
  *   5. all changes go to an undo trail; depth-first, iterative (explicit
  *      frames) inside a group of buffers (step 7), so deep problems need no
  *      deep C stack;
@@ -34,8 +44,14 @@
  *      total, width, area in three priorities with the whole node limit;
  *      overlaps first and start-time first with 1/8 of it, which place
  *      zero-slack problems the others do not) with node limits doubling
- *      from the set size, as MiniMalloc does: a run that ends without using
- *      its limit is complete (found or proven infeasible);
+ *      from the set size, as MiniMalloc does: a run that ends without
+ *      using its limit is complete (found or proven infeasible). When
+ *      every section is tight, five of them (not WTA) run again, then
+ *      branching on the lowest hole: the section at the lowest floor h
+ *      with the fewest candidates (minoff == h) takes each of them in
+ *      turn, as an exact-cover solver picks the column with the fewest
+ *      rows (complete; offsets still nondecreasing). It places zero-slack
+ *      problems the canonical order does not, and the other way round;
  *   7. dynamic decomposition (MiniMalloc section 4.4): a boundary between
  *      sections that no unplaced buffer crosses any more (a count per
  *      boundary, lowered by each placement) splits the unplaced buffers
@@ -65,6 +81,9 @@
  * alignment (kind "search"); a found plan lowers H. Stops at H == L
  * (optimal) or when the budget, the clock or the stop flag ends it.
  *
+ * Measured on zero-slack problems of 300 buffers (bench/plan --gen
+ * zeroslack:SEED:300, 30 s each): 13 of 20 placed before step 4b and the
+ * lowest-hole branching, 15 with step 4b, 17 with both.
  * Measured on the challenging set (bench/plan --search): decomposition
  * turns F from unplaced in 30 s into 381 nodes; a per-section suffix test
  * (the unplaced buffers above each minoff must fit below C) cut under 4%
@@ -155,14 +174,19 @@ typedef struct srch {
   int nest;        /* decompositions open on the stack */
   uint32_t *ustk;  /* decomposition scratch: saved unplaced lists */
   size_t ustk_n, ustk_cap;
+  uint8_t *tight;   /* per section: its bytes fill the capacity exactly */
+  uint8_t *reach;   /* cover(): reachable section boundaries (scratch) */
+  int all_tight;    /* every section tight (full mode only) */
+  int branch_cover; /* this run branches on the lowest hole */
 } srch_t;
 
 static void srch_free(srch_t *s) {
-  void *arrs[] = {s->size,   s->al,    s->minoff, s->off,   s->s0,     s->s1,
-                  s->ov_at,  s->ov,    s->sec_at, s->sec,   s->floor,  s->total,
-                  s->total0, s->rank,  s->next,   s->prev,  s->placed, s->umin,
-                  s->uarg,   s->trail, s->frames, s->nargs, s->mt,     s->cand,
-                  s->raised, s->cut,   s->nun,    s->ustk};
+  void *arrs[] = {s->size,   s->al,     s->minoff, s->off,    s->s0,
+                  s->s1,     s->ov_at,  s->ov,     s->sec_at, s->sec,
+                  s->floor,  s->total,  s->total0, s->rank,   s->next,
+                  s->prev,   s->placed, s->umin,   s->uarg,   s->trail,
+                  s->frames, s->nargs,  s->mt,     s->cand,   s->raised,
+                  s->cut,    s->nun,    s->ustk,   s->tight,  s->reach};
   for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++)
     free(arrs[i]);
   memset(s, 0, sizeof *s);
@@ -344,6 +368,11 @@ static nnmem_status_t srch_init(srch_t *s, const nnmem_problem_t *p,
   for (size_t q = 0; q < s->ns && st == NNMEM_OK; q++)
     if (s->total0[q] > (uint64_t)INT64_MAX / 4) s->full = 0; /* tree range */
   if (st == NNMEM_OK) st = build_overlaps(s, b);
+  if (st == NNMEM_OK && !(s->reach = calloc(s->ns + 2, 1)))
+    st = NNMEM_ERR_NOMEM;
+  s->all_tight = s->full && s->ns > 0;
+  for (size_t q = 0; q < s->ns && st == NNMEM_OK; q++)
+    s->all_tight &= s->total0[q] == cap;
   if (st == NNMEM_OK) srch_reset(s);
   return st;
 }
@@ -363,13 +392,17 @@ static int cmp_pre(const void *a, const void *b) {
 }
 
 /* The portfolio of step 6: key letters (all descending; T section total,
- * W width in sections, A area, O overlaps, S start, earliest first) and the
- * share of each round's node limit (limit >> shift). */
+ * W width in sections, A area, O overlaps, S start, earliest first), the
+ * share of each round's node limit (limit >> shift) and the branching:
+ * canonical (0) or on the lowest hole (1, cover_candidates; only when every
+ * section is tight, skipped otherwise; there T is the same for all, so WTA
+ * would repeat TWA). */
 static const struct {
   const char *keys;
-  int shift;
-} PREORDERS[] = {{"TWA", 0}, {"AWT", 0}, {"WTA", 0},
-                 {"OTW", 3}, {"SAW", 3}, {"SWA", 3}};
+  int shift, cover;
+} PREORDERS[] = {{"TWA", 0, 0}, {"AWT", 0, 0}, {"WTA", 0, 0}, {"OTW", 3, 0},
+                 {"SAW", 3, 0}, {"SWA", 3, 0}, {"TWA", 0, 1}, {"AWT", 0, 1},
+                 {"OTW", 3, 1}, {"SAW", 3, 1}, {"SWA", 3, 1}};
 #define N_PREORDERS (sizeof PREORDERS / sizeof *PREORDERS)
 
 /* Ranks the buffers by the three keys named in `spec` (PREORDERS; all
@@ -539,6 +572,67 @@ static int section_ok(const srch_t *s, uint32_t q, uint64_t x) {
   return s->total[q] == 0 || fits(s, f, s->total[q]);
 }
 
+/* Step 4b, level cover (zero-slack sections): a tight section q (its
+ * bytes fill C exactly) has no hole, so its free space starts at floor[q]
+ * = h and some unplaced buffer must start exactly at h there. Such a
+ * buffer j has minoff(j) <= h (the floors of all its sections are <= h:
+ * minoffs only rise), h % al(j) == 0 and h + size(j) <= C, and buffers
+ * at the same h are disjoint in time. So the run of sections with
+ * floor <= h around `q` must contain disjoint candidate intervals that
+ * cover each of its tight sections with floor == h: a reachability DP over
+ * section boundaries (skipping is allowed over the other sections). Run
+ * only when every section is tight (s->all_tight). Returns 0 when no such
+ * cover exists. O(run + its section entries). */
+static int cover_ok(srch_t *s, uint32_t q, uint64_t h) {
+  if (q >= s->ns || s->floor[q] > h || h >= s->cap) return 1;
+  uint32_t a = q, z = q + 1, must = 0;
+  while (a > s->q0 && s->floor[a - 1] <= h)
+    a--;
+  while (z < s->q1 && s->floor[z] <= h)
+    z++;
+  for (uint32_t t = a; t < z; t++)
+    must |= s->floor[t] == h && s->total[t] > 0;
+  if (!must) return 1;
+  memset(s->reach + a, 0, z - a + 1);
+  s->reach[a] = 1;
+  for (uint32_t t = a; t < z; t++) {
+    if (!s->reach[t]) continue;
+    if (!(s->floor[t] == h && s->total[t] > 0))
+      s->reach[t + 1] = 1; /* skip a section that needs no cover at h */
+    for (uint32_t c = s->sec_at[t]; c < s->sec_at[t + 1]; c++) {
+      uint32_t j = s->sec[c];
+      if (s->s0[j] != t || s->placed[j] || s->minoff[j] > h ||
+          h % s->al[j] != 0 || !fits(s, h, s->size[j]))
+        continue;
+      s->reach[s->s1[j]] = 1; /* minoff <= h: s1[j] <= z */
+    }
+  }
+  return s->reach[z];
+}
+
+/* The levels place(k) at [x, e) changed: e over k's span; and below e,
+ * the runs that touched k's span lost k and its neighbours (their minoffs
+ * rose to e) as candidates: walking away from k on either side, each new
+ * highest floor h < e names such a run (the sections between have floors
+ * <= h), the others are unchanged. */
+static int covers_ok(srch_t *s, uint32_t k, uint64_t e) {
+  if (!s->all_tight) return 1; /* some slack: measured too weak to pay */
+  if (!cover_ok(s, s->s0[k], e)) return 0;
+  uint64_t m = 0;
+  for (uint32_t t = s->s0[k]; t-- > s->q0 && s->floor[t] < e;)
+    if (s->floor[t] >= m) {
+      if (!cover_ok(s, t, s->floor[t])) return 0;
+      m = s->floor[t] + 1;
+    }
+  m = 0;
+  for (uint32_t t = s->s1[k]; t < s->q1 && s->floor[t] < e; t++)
+    if (s->floor[t] >= m) {
+      if (!cover_ok(s, t, s->floor[t])) return 0;
+      m = s->floor[t] + 1;
+    }
+  return 1;
+}
+
 /* Step 4: places k at minoff(k) (changes on the trail); returns 1 when
  * the inference still allows a solution, 0 when not, -1 on NOMEM. Full
  * mode keeps the unplaced floor of each section as its argmin (only a
@@ -588,9 +682,11 @@ static int place(srch_t *s, uint32_t k, int *zeroed) {
   }
   for (uint32_t q = s->s0[k]; q < s->s1[k]; q++)
     if (!section_ok(s, q, x)) return 0;
-  if (!s->full) return 1;
-  int64_t t = s->mt[1];
-  return t <= 0 || fits(s, x, (uint64_t)t);
+  if (s->full) {
+    int64_t t = s->mt[1];
+    if (t > 0 && !fits(s, x, (uint64_t)t)) return 0;
+  }
+  return covers_ok(s, k, e);
 }
 
 /* Takes back place(k) (whether it passed or not) but the unplaced list. */
@@ -645,6 +741,45 @@ static uint32_t next_candidate(srch_t *s, frame_t *f) {
   return best;
 }
 
+static int cmp_cand_rank(const void *a, const void *b) {
+  const cand_t *x = a, *y = b;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Step 3, all sections tight (zero slack): every section's free space
+ * starts at its floor, so the lowest floor h of the group must be covered
+ * there by exactly one buffer (minoff == h: no floor of the group is below
+ * h). Branching on which buffer covers the section of level h with the
+ * fewest such candidates is complete (each solution has exactly one) and
+ * places in nondecreasing offsets as the canonical order does; it replaces
+ * the canonical candidates (as an exact-cover solver picks its column with
+ * the fewest rows). Candidates in rank order, stored from `at`. */
+static nnmem_status_t cover_candidates(srch_t *s, frame_t *f, size_t at) {
+  uint64_t h = UINT64_MAX;
+  for (uint32_t q = s->q0; q < s->q1; q++)
+    if (s->total[q] > 0 && s->floor[q] < h) h = s->floor[q];
+  uint32_t best = NONE, best_n = UINT32_MAX;
+  for (uint32_t q = s->q0; q < s->q1 && best_n > 0; q++) {
+    if (s->total[q] == 0 || s->floor[q] != h) continue;
+    uint32_t c = 0;
+    for (uint32_t e = s->sec_at[q]; e < s->sec_at[q + 1] && c < best_n; e++) {
+      uint32_t j = s->sec[e];
+      c += !s->placed[j] && s->minoff[j] == h && fits(s, h, s->size[j]);
+    }
+    if (c < best_n) best_n = c, best = q;
+  }
+  if (nnmem__grow((void **)&s->cand, &s->cand_cap, at + s->n, sizeof *s->cand))
+    return NNMEM_ERR_NOMEM;
+  for (uint32_t e = best == NONE ? 0 : s->sec_at[best];
+       best != NONE && e < s->sec_at[best + 1]; e++) {
+    uint32_t j = s->sec[e];
+    if (!s->placed[j] && s->minoff[j] == h && fits(s, h, s->size[j]))
+      s->cand[at + f->n_cand++] = (cand_t){h, s->rank[j], j};
+  }
+  qsort(s->cand + at, f->n_cand, sizeof *s->cand, cmp_cand_rank);
+  return NNMEM_OK;
+}
+
 /* Enters frame f: dominance height and (full mode) the sorted candidates,
  * stored from `at` in s->cand. */
 static nnmem_status_t frame_enter(srch_t *s, frame_t *f, uint64_t lo_off,
@@ -652,6 +787,8 @@ static nnmem_status_t frame_enter(srch_t *s, frame_t *f, uint64_t lo_off,
   f->lo_off = lo_off, f->lo_rank = lo_rank, f->tried = 0, f->chosen = NONE;
   f->cand_at = at, f->n_cand = 0, f->next_cand = 0;
   f->iso_off = UINT64_MAX, f->iso_rank = NONE;
+  f->min_h = UINT64_MAX;
+  if (s->branch_cover) return cover_candidates(s, f, at);
   uint64_t h = UINT64_MAX;
   for (uint32_t k = s->head; k != NONE; k = s->next[k]) {
     uint64_t e, o = s->minoff[k];
@@ -870,6 +1007,8 @@ static nnmem_status_t decide_part(const nnmem_problem_t *p, const uint32_t *ids,
     limit = limit > UINT64_MAX / 2 ? UINT64_MAX : limit * 2;
     for (size_t w = 0; w < N_PREORDERS && st == NNMEM_OK; w++) {
       uint64_t used = 0, lim = limit >> PREORDERS[w].shift;
+      if (PREORDERS[w].cover && !s.all_tight) continue;
+      s.branch_cover = PREORDERS[w].cover;
       st = preorder(&s, b, PREORDERS[w].keys);
       if (st == NNMEM_OK) st = dfs(&s, c, lim > 16 ? lim : 16, &used, 0, 0, v);
       if (st == NNMEM_OK && *v == NNMEM__FOUND)

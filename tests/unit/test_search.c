@@ -183,6 +183,84 @@ static void test_zero_slack(void **state) {
   if (placed < 20) fail_msg("only %d of 20 zero-slack problems placed", placed);
 }
 
+/* Small problems where every step is full at capacity C (rejection
+ * sampling: 3-8 random buffers over steps 0-4, alignment 1 or 2, kept when each
+ * step has the same live sum C), so every section is tight and the search runs
+ * its zero-slack inference and lowest-hole branching: its verdict at C (placed,
+ * or proven infeasible) against the brute force, over fixed seeds. Both
+ * outcomes must occur, else the test would prove nothing about proofs. */
+static void test_tight_brute_force(void **state) {
+  (void)state;
+  int fit = 0, infeasible = 0, searched = 0;
+  for (uint64_t seed = 1; seed <= 3000000 && fit + infeasible < 1000; seed++) {
+    uint64_t r = seed * 0x9E3779B97F4A7C15ULL + 17, live[5] = {0}, c = 0;
+    small_t s = {0};
+    s.n = 3 + tu_rand(&r) % 6;
+    for (size_t i = 0; i < s.n; i++) {
+      s.size[i] = 1 + tu_rand(&r) % 4;
+      s.align[i] = tu_rand(&r) % 3 == 0 ? 2 : 1;
+      s.first[i] = tu_rand(&r) % 5;
+      s.last[i] = s.first[i] + 1 + tu_rand(&r) % (5 - s.first[i]);
+      for (uint64_t t = s.first[i]; t < s.last[i]; t++)
+        live[t] += pad(&s, i, 1);
+    }
+    c = live[0];
+    for (int t = 1; t < 5; t++)
+      if (live[t] != c) c = 0;
+    if (c == 0) continue;
+    uint64_t off[8];
+    int brute = fits_from(&s, 1, c, 0, off);
+    nnmem_problem_t *p = build(&s);
+    nnmem_status_t st;
+    nnmem_plan_status_t ps;
+    nnmem_diag_t d = {{0}};
+    nnmem_plan_t *pl = plan_with(p, 0, c, 0, 1000000, &st, &ps, &d);
+    if (brute && (st != NNMEM_OK || nnmem_plan_height(pl) > c))
+      fail_msg("seed %llu: fits %llu by brute force, search: %s",
+               (unsigned long long)seed, (unsigned long long)c, d.message);
+    if (!brute && (st != NNMEM_ERR_CAPACITY || ps != NNMEM_PLAN_INFEASIBLE))
+      fail_msg("seed %llu: infeasible at %llu by brute force, search: %s",
+               (unsigned long long)seed, (unsigned long long)c,
+               nnmem_status_name(st));
+    fit += brute, infeasible += !brute;
+    searched += pl && nnmem_plan_search_nodes(pl) > 0;
+    nnmem_plan_destroy(pl);
+    nnmem_problem_destroy(p);
+  }
+  printf("tight brute force: %d fit (%d by the search), %d infeasible\n", fit,
+         searched, infeasible);
+  assert_true(searched > 0 && infeasible > 0);
+}
+
+/* Larger zero-slack problems (cut from 4096 x 400, depth 8): every one
+ * placed at the exact capacity within 100,000 nodes, each plan verified. */
+static void test_zero_slack_larger(void **state) {
+  (void)state;
+  int placed = 0;
+  for (uint64_t seed = 1; seed <= 20; seed++) {
+    uint64_t r = seed * 6151 + 5;
+    nnmem_problem_t *p = NULL;
+    assert_ok(nnmem_problem_create(&p));
+    cut(p, &r, 0, 4096, 0, 400, 8);
+    nnmem_status_t st;
+    nnmem_plan_status_t ps;
+    nnmem_diag_t d = {{0}};
+    nnmem_plan_t *pl = plan_with(p, 0, 4096, 0, 100000, &st, &ps, &d);
+    if (st == NNMEM_OK) {
+      placed++;
+      assert_true(nnmem_plan_height(pl) <= 4096);
+    } else {
+      printf("seed %llu (%zu buffers) not placed: %s\n",
+             (unsigned long long)seed, nnmem_problem_count(p), d.message);
+      if (ps != NNMEM_PLAN_UNKNOWN) fail_msg("it fits by construction");
+    }
+    nnmem_plan_destroy(pl);
+    nnmem_problem_destroy(p);
+  }
+  printf("larger zero-slack: %d of 20 placed\n", placed);
+  assert_int_equal(placed, 20);
+}
+
 /* Two runs with the same node budget give the same plan and verdict. */
 static void test_budget_determinism(void **state) {
   (void)state;
@@ -273,6 +351,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_brute_force),
       cmocka_unit_test(test_zero_slack),
+      cmocka_unit_test(test_tight_brute_force),
+      cmocka_unit_test(test_zero_slack_larger),
       cmocka_unit_test(test_budget_determinism),
       cmocka_unit_test(test_stop_flag),
       cmocka_unit_test(test_step_infeasible),
