@@ -77,8 +77,9 @@ NNMEM_API void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size,
  * (that would cost the fast path a lock or an atomic read-modify-write). */
 NNMEM_API void nnmem_free(nnmem_allocator_t *a, void *ptr);
 /* The same with a status: NNMEM_ERR_INVALID for a detected misuse (nothing
- * changes), NNMEM_ERR_NOMEM when the calling thread has no cache and none
- * can be made. */
+ * changes). A thread with no cache (one past its cache's exit, or one for
+ * which none can be made) hands small blocks to their owner's remote
+ * stack, as any non-owner does. */
 NNMEM_API nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr);
 
 /* Returns the calling thread's empty pages to the shared page pool (after

@@ -56,6 +56,7 @@
 #include <string.h>
 
 #include "nnmem/allocator.h"
+#include "runtime/allocator_internal.h"
 #include "runtime/leaks_internal.h"
 #include "runtime/pool_internal.h"
 
@@ -125,12 +126,17 @@ static uint8_t class_of[SMALL_MAX / 16 + 1]; /* by (size + 15) / 16 */
 static pthread_once_t class_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t next_id = 1;
 
-/* initial-exec: one %fs-relative load even in the shared library (24
- * bytes of static TLS, within glibc's reserve should it be dlopen'ed). */
+/* initial-exec: one %fs-relative load even in the shared library (32
+ * bytes of static TLS, within glibc's reserve should it be dlopen'ed).
+ * `exiting`: a cache of this thread was flushed by the key destructor; the
+ * thread makes no new cache (frees that come later, from other destructors
+ * or glibc's thread teardown, go to the owner's remote stack, allocations
+ * to the shared pool), so a dying thread cannot strand a fresh cache. */
 static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
   nnmem_allocator_t *a;
   uint64_t id;
   tcache_t *tc;
+  int exiting;
 } tls_cur;
 
 static void init_classes(void) {
@@ -285,6 +291,7 @@ static void cache_exit(void *v) { /* pthread key destructor */
   nnmem_allocator_t *a = tc->a;
   cache_flush(tc);
   if (tls_cur.tc == tc) tls_cur.a = NULL;
+  tls_cur.exiting = 1;
   alock(a);
   tc->parked = 1;
   pthread_mutex_unlock(&a->lock);
@@ -292,6 +299,7 @@ static void cache_exit(void *v) { /* pthread key destructor */
 
 static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
   tcache_t *tc = pthread_getspecific(a->key);
+  if (!tc && tls_cur.exiting) return NULL;
   if (!tc) {
     alock(a);
     for (tcache_t *t = a->caches; t && !tc; t = t->next_all)
@@ -364,9 +372,11 @@ static __attribute__((noinline)) void *small_alloc_slow(tcache_t *tc,
   }
 }
 
+static void *large_alloc(nnmem_allocator_t *a, size_t size, size_t align);
+
 static inline void *small_alloc(nnmem_allocator_t *a, size_t size) {
   tcache_t *tc = cache_get(a);
-  if (!tc) return NULL;
+  if (__builtin_expect(!tc, 0)) return large_alloc(a, size, 16); /* exiting */
   unsigned cls = class_of[(size + 15) >> 4];
   page_t *pg = tc->avail[cls];
   void *b;
@@ -469,15 +479,14 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   /* cap and bsize never change once the page is published: no race */
   if (__builtin_expect(idx >= pg->cap || idx * pg->bsize != off, 0))
     return misuse(a); /* interior pointer, or in the page's unused tail */
-  tcache_t *tc = cache_get(a);
-  if (!tc) return NNMEM_ERR_NOMEM;
+  tcache_t *tc = cache_get(a); /* NULL: a thread past its cache's exit */
   if (pg->owner == tc) {
     if (__builtin_expect(local_misuse(pg, ptr), 0)) return misuse(a);
     bump(&tc->st.frees[pg->cls], 1);
     local_free(tc, pg, ptr);
     return NNMEM_OK;
   }
-  bump(&tc->st.frees[pg->cls], 1);
+  if (tc) bump(&tc->st.frees[pg->cls], 1);
   tcache_t *owner = pg->owner;
   void *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
   do {
@@ -499,6 +508,41 @@ void nnmem_allocator_thread_flush(nnmem_allocator_t *a) {
   if (!a || a->no_cache) return;
   tcache_t *tc = cache_get(a);
   if (tc) cache_flush(tc);
+}
+
+nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
+                                            const void *ptr, size_t *out) {
+  if (!a || !ptr || !out) return NNMEM_ERR_INVALID;
+  page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
+  if (pg) {
+    uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR;
+    uint64_t idx = (off * pg->recip) >> 32;
+    if (idx >= pg->cap || idx * pg->bsize != off) return NNMEM_ERR_INVALID;
+    *out = pg->bsize;
+    return NNMEM_OK;
+  }
+  uint64_t n = 0;
+  nnmem_status_t st = nnmem_pool_usable_size(a->pool, ptr, &n);
+  if (st == NNMEM_OK) *out = (size_t)n;
+  return st;
+}
+
+void nnmem__allocator_fork_prepare(nnmem_allocator_t *a) {
+  pthread_mutex_lock(&a->lock);
+  nnmem__pool_fork(a->pages_pool, 0);
+  nnmem__pool_fork(a->pool, 0);
+}
+
+void nnmem__allocator_fork_parent(nnmem_allocator_t *a) {
+  nnmem__pool_fork(a->pool, 1);
+  nnmem__pool_fork(a->pages_pool, 1);
+  pthread_mutex_unlock(&a->lock);
+}
+
+void nnmem__allocator_fork_child(nnmem_allocator_t *a) {
+  nnmem__pool_fork(a->pool, 2);
+  nnmem__pool_fork(a->pages_pool, 2);
+  pthread_mutex_init(&a->lock, NULL);
 }
 
 /* ---- lifecycle and stats ----------------------------------------------- */

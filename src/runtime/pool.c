@@ -362,6 +362,16 @@ nnmem_status_t nnmem_pool_free(nnmem_pool_t *pool, void *ptr) {
   return NNMEM_OK;
 }
 
+void nnmem__pool_fork(nnmem_pool_t *pool, int phase) {
+  if (!pool || !pool->thread_safe) return;
+  if (phase == 0)
+    pthread_mutex_lock(&pool->lock);
+  else if (phase == 1)
+    pthread_mutex_unlock(&pool->lock);
+  else
+    pthread_mutex_init(&pool->lock, NULL);
+}
+
 nnmem_status_t nnmem_pool_usable_size(nnmem_pool_t *pool, const void *ptr,
                                       uint64_t *size_out) {
   if (!pool || !ptr || !size_out) return NNMEM_ERR_INVALID;

@@ -120,4 +120,8 @@ static inline void nnmem__config_copy(void *dst, size_t dst_size,
   memcpy(dst, &(uint32_t){(uint32_t)dst_size}, sizeof n);
 }
 
+/* Fork hooks of a pool's mutex (thread-safe pools; a no-op otherwise):
+ * 0 = lock (before fork), 1 = unlock (parent), 2 = re-initialise (child). */
+void nnmem__pool_fork(nnmem_pool_t *pool, int phase);
+
 #endif /* NNMEM_POOL_INTERNAL_H */
