@@ -69,12 +69,11 @@ NNMEM_API void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size,
  * counted (misuse_count). Detected in every build: a foreign pointer, an
  * interior or misaligned pointer, a block-aligned pointer past a small
  * page's last block or (freed on the thread owning the page) into its
- * never-used part, a second free of a large block, a second free on the
- * owner thread of a page's last block out. Debug builds
- * (NNMEM_DEBUG) also catch any second free of a small block on the thread
- * that owns its page (a walk of the page's free list). Not detected: a
- * second free of a small block by a thread other than its page's owner
- * (that would cost the fast path a lock or an atomic read-modify-write). */
+ * never-used part, a second free of any block while it is free (small
+ * blocks: a bit per block, set while handed out, and one set while it
+ * waits on its owner's remote stack). Not detected: a stale second free
+ * by another thread after the block was handed out again (it cannot be
+ * told from a free of the new owner). */
 NNMEM_API void nnmem_free(nnmem_allocator_t *a, void *ptr);
 /* The same with a status: NNMEM_ERR_INVALID for a detected misuse (nothing
  * changes). A thread with no cache (one past its cache's exit, or one for
