@@ -183,7 +183,8 @@ static void create(void) {
     nnmem_allocator_config_t cfg;
     nnmem_allocator_config_init(&cfg);
     nnmem_leaks_config_t off;
-    nnmem_leaks_config_init(&off); /* no leak records under the front */
+    nnmem_leaks_config_init(&off);
+    off.mode = NNMEM_LEAKS_OFF; /* no leak records under the front */
     cfg.backend = be;
     cfg.small_max = SMALL_MAX;
     cfg.large_min = LARGE_MIN;
@@ -355,14 +356,6 @@ API int posix_memalign(void **out, size_t align, size_t n) {
   return 0;
 }
 
-API void *aligned_alloc(size_t align, size_t n) {
-  if (!pow2(align)) {
-    errno = EINVAL;
-    return NULL;
-  }
-  return do_alloc(n, align);
-}
-
 API void *memalign(size_t align, size_t n) {
   if (align > (size_t)1 << 56) {
     errno = EINVAL;
@@ -372,6 +365,12 @@ API void *memalign(size_t align, size_t n) {
   while (a < align)
     a <<= 1; /* glibc rounds a non-power of two up */
   return do_alloc(n, a);
+}
+
+/* glibc 2.36's aligned_alloc is its memalign (2.38 refuses a non-power of
+ * two); the front follows the glibc it runs on (Debian 12). */
+API void *aligned_alloc(size_t align, size_t n) {
+  return memalign(align, n);
 }
 
 API void *valloc(size_t n) {
