@@ -278,9 +278,26 @@ static int double_free_child(void) {
   return 0;
 }
 
+/* Mode "steps" (tests/malloc/record.sh): allocations between step markers
+ * whose recorded lifetimes are known: 1000 B on [0, 2), 2000 B on [1, 3),
+ * 3000 B live at exit on [2, 3). Prints nothing (stdio would allocate). */
+static int steps_child(void) {
+  void (*step)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "nnmem_record_step");
+  if (!step) return 2;
+  char *a = malloc(1000); /* step 0 */
+  step();
+  char *b = malloc(2000); /* step 1 */
+  free(a);
+  step();
+  free(b); /* step 2 */
+  char *c = malloc(3000);
+  return c ? 0 : 3;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "double-free") == 0)
     return double_free_child();
+  if (argc > 1 && strcmp(argv[1], "steps") == 0) return steps_child();
   int front = dlsym(RTLD_DEFAULT, "nnmem_record_step") != NULL;
   printf("allocator: %s\n", front ? "libnnmem_malloc.so" : "glibc");
   test_zero_and_huge();
