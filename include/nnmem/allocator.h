@@ -47,6 +47,10 @@ typedef struct nnmem_allocator_config {
   /* leak records (nnmem/leaks.h), copied at create; NULL: from the
    * environment (NNMEM_LEAKS, off when unset or malformed) */
   const nnmem_leaks_config_t *leaks;
+  /* empty slabs each size class of the shared pool keeps for reuse (see
+   * nnmem_pool_config_t.keep_empty; 0: none): no map / unmap per block
+   * when a few mid-size blocks come and go (the malloc front keeps 1) */
+  uint32_t keep_empty;
 } nnmem_allocator_config_t;
 
 NNMEM_API void nnmem_allocator_config_init(nnmem_allocator_config_t *cfg);

@@ -630,6 +630,7 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   pc.large_min = c.large_min;
   pc.thread_safe = 1;
   pc.alignment = 16;
+  pc.keep_empty = c.keep_empty;
   if (st == NNMEM_OK)
     st = nnmem_pool_create(NNMEM_POOL_TIERED, &pc, a->backend, &a->pool);
   nnmem_pool_config_init(&pc); /* pages: fixed blocks, kept until destroy */

@@ -100,6 +100,7 @@ static nnmem_status_t resolve(nnmem_pool_kind_t kind,
   p->large_min = c->large_min ? c->large_min : (16u << 20);
   p->middle = c->middle == NNMEM_POOL_TIERED ? NNMEM_POOL_TLSF : c->middle;
   p->retain_empty = c->retain_empty != 0;
+  p->keep_empty = c->keep_empty;
   p->low_watermark = c->low_watermark;
   p->replenish = c->replenish != 0;
   p->replenish_percent = c->replenish_percent ? c->replenish_percent : 10;
