@@ -19,9 +19,10 @@
  *           built, walked, freed in random order; three rounds;
  *   realloc 4096 buffers grown by small steps to up to 64 KiB each with
  *           realloc (string building), then freed;
- *   mixed2  2 threads: a producer allocates mixed sizes (16 B..64 KiB, 1 in
- *           256 of 256 KiB..1 MiB) and hands them through a ring to a
- *           consumer, which checks and frees them (cross-thread frees).
+ *   mixed2  2 threads: a producer allocates mixed sizes (16 B..96 KiB, 1 in
+ *           256 of 256 KiB..1 MiB) and hands them in batches of 64 through
+ *           a ring to a consumer, which reads and frees them (cross-thread
+ *           frees).
  * The workloads use a fixed seed (printed) and write and read every block,
  * so no allocator can skip work. Not a test: it asserts nothing. */
 #define _GNU_SOURCE
@@ -49,7 +50,8 @@ static inline uint64_t rnd(uint64_t *s) { /* xorshift64* */
 
 static volatile uint64_t sink;
 
-/* ---- larson --------------------------------------------------------------- */
+/* ---- larson ---------------------------------------------------------------
+ */
 
 #define L_SLOTS 4000
 #define L_OPS 400000
@@ -93,7 +95,8 @@ static void work_larson(void) {
       free(slots[j][k]);
 }
 
-/* ---- small ---------------------------------------------------------------- */
+/* ---- small ----------------------------------------------------------------
+ */
 
 typedef struct node {
   struct node *next;
@@ -129,7 +132,8 @@ static void work_small(void) {
   free(all);
 }
 
-/* ---- realloc -------------------------------------------------------------- */
+/* ---- realloc --------------------------------------------------------------
+ */
 
 static void work_realloc(void) {
   enum { B = 4096 };
@@ -158,9 +162,10 @@ static void work_realloc(void) {
   }
 }
 
-/* ---- mixed2 --------------------------------------------------------------- */
+/* ---- mixed2 ---------------------------------------------------------------
+ */
 
-#define RING 1024
+#define RING 64
 #define M_ITEMS 1500000
 typedef struct ring {
   _Atomic(void *) slot[RING];
@@ -173,25 +178,45 @@ static size_t mixed_size(uint64_t r) {
   return ((size_t)1 << shift) + (size_t)(r >> 32) % ((size_t)1 << shift) / 2;
 }
 
+#define BATCH 64
+
+static void ring_put(ring_t *q, void *p) {
+  size_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+  while (h - atomic_load_explicit(&q->tail, memory_order_acquire) >= RING)
+    sched_yield();
+  atomic_store_explicit(&q->slot[h % RING], p, memory_order_relaxed);
+  atomic_store_explicit(&q->head, h + 1, memory_order_release);
+}
+
+static void *ring_get(ring_t *q) {
+  size_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+  while (atomic_load_explicit(&q->head, memory_order_acquire) == t)
+    sched_yield();
+  void *p = atomic_load_explicit(&q->slot[t % RING], memory_order_relaxed);
+  atomic_store_explicit(&q->tail, t + 1, memory_order_release);
+  return p;
+}
+
+/* Blocks travel in batches of BATCH (the batch array is a block too), so
+ * the threads meet at the ring rarely and the allocator dominates. */
 static void *producer(void *v) {
   ring_t *q = v;
   uint64_t s = SEED;
-  for (size_t i = 0; i < M_ITEMS; i++) {
-    size_t n = mixed_size(rnd(&s));
-    char *p = malloc(n);
-    p[0] = (char)i;
-    p[n - 1] = (char)n;
-    memcpy(p, &n, n >= sizeof n ? sizeof n : 1);
-    size_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
-    while (h - atomic_load_explicit(&q->tail, memory_order_acquire) >= RING)
-      sched_yield();
-    atomic_store_explicit(&q->slot[h % RING], p, memory_order_relaxed);
-    atomic_store_explicit(&q->head, h + 1, memory_order_release);
-    /* the producer also keeps a few short-lived blocks of its own */
-    char *t = malloc(32 + (i & 511));
-    t[0] = 1;
-    sink += (unsigned char)t[0];
-    free(t);
+  for (size_t i = 0; i < M_ITEMS / BATCH; i++) {
+    char **batch = malloc(BATCH * sizeof *batch);
+    for (size_t k = 0; k < BATCH; k++) {
+      size_t n = mixed_size(rnd(&s));
+      char *p = malloc(n);
+      p[0] = (char)k;
+      p[n - 1] = (char)n;
+      batch[k] = p;
+      /* the producer also keeps a few short-lived blocks of its own */
+      char *t = malloc(32 + (k & 511));
+      t[0] = 1;
+      sink += (unsigned char)t[0];
+      free(t);
+    }
+    ring_put(q, batch);
   }
   return NULL;
 }
@@ -199,14 +224,13 @@ static void *producer(void *v) {
 static void *consumer(void *v) {
   ring_t *q = v;
   uint64_t acc = 0;
-  for (size_t i = 0; i < M_ITEMS; i++) {
-    size_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-    while (atomic_load_explicit(&q->head, memory_order_acquire) == t)
-      sched_yield();
-    char *p = atomic_load_explicit(&q->slot[t % RING], memory_order_relaxed);
-    atomic_store_explicit(&q->tail, t + 1, memory_order_release);
-    acc += (unsigned char)p[0];
-    free(p);
+  for (size_t i = 0; i < M_ITEMS / BATCH; i++) {
+    char **batch = ring_get(q);
+    for (size_t k = 0; k < BATCH; k++) {
+      acc += (unsigned char)batch[k][0];
+      free(batch[k]);
+    }
+    free(batch);
   }
   sink += acc;
   return NULL;
@@ -221,7 +245,8 @@ static void work_mixed2(void) {
   pthread_join(b, NULL);
 }
 
-/* ---- driver ----------------------------------------------------------------- */
+/* ---- driver -----------------------------------------------------------------
+ */
 
 typedef struct workload {
   const char *name;
@@ -342,8 +367,8 @@ int main(int argc, char **argv) {
                mr[nn_i] / mr[a]);
       printf("\n");
       if (out)
-        fprintf(out, "%s,%s,%.4f,%.4f,%.1f\n", works[w].name, al[a].name,
-                mw[a], mc[a], mr[a]);
+        fprintf(out, "%s,%s,%.4f,%.4f,%.1f\n", works[w].name, al[a].name, mw[a],
+                mc[a], mr[a]);
     }
   }
   if (out) fclose(out);

@@ -44,7 +44,7 @@ typedef struct slab_pool {
   uint32_t nclasses;
   uint64_t class_size[MAX_CLASSES];
   slab_t *partial[MAX_CLASSES];
-  slab_t *all; /* every slab, linked through a second list */
+  slab_t *all;                 /* every slab, linked through a second list */
   uint32_t empty[MAX_CLASSES]; /* kept empty slabs (at most keep_empty) */
   uint64_t used_bytes, free_bytes;
   uint64_t nslabs;

@@ -6,7 +6,7 @@
  *
  *   program --malloc()--> front.c --nnmem_alloc()--> allocator.c
  *                                                     | <= 8 KiB: thread cache
- *                                                     | < 256 KiB: slab classes
+ *                                                     | < 1 MiB: slab classes
  *                                                     | larger: own mmap region
  *   nnmem's own metadata (pool tables, registry leaves, cache structs)
  *   --malloc()--> ld --wrap --> __wrap_malloc --> glibc's __libc_malloc
@@ -47,8 +47,8 @@
 #include "runtime/allocator_internal.h"
 
 #define API __attribute__((visibility("default")))
-#define SMALL_MAX (256u << 10) /* tiered: slab classes below (no TLSF tier) */
-#define LARGE_MIN (256u << 10) /* tiered: a mapping per block from here */
+#define SMALL_MAX (1u << 20) /* tiered: slab classes below (no TLSF tier) */
+#define LARGE_MIN (1u << 20) /* tiered: a mapping per block from here */
 #define BOOT_SIZE (1u << 20)
 
 /* glibc's own functions, for nnmem's metadata (see the link options in
@@ -188,7 +188,7 @@ static void create(void) {
     cfg.backend = be;
     cfg.small_max = SMALL_MAX;
     cfg.large_min = LARGE_MIN;
-    cfg.keep_empty = 1; /* a slab per class stays: no mmap / munmap churn */
+    cfg.keep_empty = 2; /* a slab per class stays: no mmap / munmap churn */
     cfg.leaks = &off;
     if (nnmem_allocator_create(&cfg, &a) != NNMEM_OK) a = NULL;
   }
