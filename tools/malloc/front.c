@@ -44,6 +44,7 @@
 #include "front.h"
 #include "nnmem/allocator.h"
 #include "nnmem/backend.h"
+#include "common/util.h"
 #include "runtime/allocator_internal.h"
 
 #define API __attribute__((visibility("default")))
@@ -295,7 +296,8 @@ API void *calloc(size_t n, size_t m) {
   }
   void *p = do_alloc(total, 16);
   /* a block of LARGE_MIN or more is a fresh mapping: zero already */
-  if (p && (total < LARGE_MIN || in_boot(p))) memset(p, 0, total);
+  if (p && (total < LARGE_MIN || in_boot(p) || nnmem__debug))
+    memset(p, 0, total); /* debug builds fill fresh blocks with 0xAA */
   return p;
 }
 
