@@ -321,7 +321,10 @@ API void *realloc(void *p, size_t n) {
     return NULL; /* reported; the pointer is left alone */
   }
   if (!in_boot(p) && n <= have && n >= have / 2) {
-    if (__builtin_expect(nnmem__recording, 0)) nnmem__record_resize(p, n);
+    if (__builtin_expect(nnmem__recording, 0)) { /* a new buffer, in place */
+      nnmem__record_free(p);
+      nnmem__record_alloc(p, n);
+    }
     return p;
   }
   size_t want = n;
