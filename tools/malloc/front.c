@@ -303,7 +303,7 @@ API void *calloc(size_t n, size_t m) {
 
 /* Grows or shrinks in place while the block's usable size allows (and a
  * shrink keeps at least half of it); a growing block of 4 KiB or more
- * moves to 1.5x its old size, so a chain of small growths copies O(n)
+ * moves to twice its old size, so a chain of small growths copies O(n)
  * bytes in all. */
 API void *realloc(void *p, size_t n) {
   if (!p) return do_alloc(n, 16);
@@ -328,7 +328,7 @@ API void *realloc(void *p, size_t n) {
     return p;
   }
   size_t want = n;
-  if (n > have && have >= 4096 && have + have / 2 > n) want = have + have / 2;
+  if (n > have && have >= 4096 && 2 * have > n) want = 2 * have;
   void *q = do_alloc(want, 16);
   if (!q && want != n) q = do_alloc(n, 16);
   if (!q) return NULL;
