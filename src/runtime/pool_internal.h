@@ -39,7 +39,7 @@ typedef struct nnmem__pool_params {
   nnmem_pool_kind_t middle;
   int retain_empty;
   uint32_t keep_empty; /* slab: empty slabs a class keeps */
-  int one_region; /* rlist: never take a second chunk (the shape pool) */
+  int one_region;      /* rlist: never take a second chunk (the shape pool) */
   /* fixed: background replenishment (replenish != 0) */
   int replenish;
   uint32_t replenish_percent;
