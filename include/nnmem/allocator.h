@@ -47,6 +47,10 @@ typedef struct nnmem_allocator_config {
   /* leak records (nnmem/leaks.h), copied at create; NULL: from the
    * environment (NNMEM_LEAKS, off when unset or malformed) */
   const nnmem_leaks_config_t *leaks;
+  /* empty slabs each size class of the shared pool keeps for reuse (see
+   * nnmem_pool_config_t.keep_empty; 0: none): no map / unmap per block
+   * when a few mid-size blocks come and go (the malloc front keeps 1) */
+  uint32_t keep_empty;
 } nnmem_allocator_config_t;
 
 NNMEM_API void nnmem_allocator_config_init(nnmem_allocator_config_t *cfg);
@@ -69,16 +73,16 @@ NNMEM_API void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size,
  * counted (misuse_count). Detected in every build: a foreign pointer, an
  * interior or misaligned pointer, a block-aligned pointer past a small
  * page's last block or (freed on the thread owning the page) into its
- * never-used part, a second free of a large block, a second free on the
- * owner thread of a page's last block out. Debug builds
- * (NNMEM_DEBUG) also catch any second free of a small block on the thread
- * that owns its page (a walk of the page's free list). Not detected: a
- * second free of a small block by a thread other than its page's owner
- * (that would cost the fast path a lock or an atomic read-modify-write). */
+ * never-used part, a second free of any block while it is free (small
+ * blocks: a bit per block, set while handed out, and one set while it
+ * waits on its owner's remote stack). Not detected: a stale second free
+ * by another thread after the block was handed out again (it cannot be
+ * told from a free of the new owner). */
 NNMEM_API void nnmem_free(nnmem_allocator_t *a, void *ptr);
 /* The same with a status: NNMEM_ERR_INVALID for a detected misuse (nothing
- * changes), NNMEM_ERR_NOMEM when the calling thread has no cache and none
- * can be made. */
+ * changes). A thread with no cache (one past its cache's exit, or one for
+ * which none can be made) hands small blocks to their owner's remote
+ * stack, as any non-owner does. */
 NNMEM_API nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr);
 
 /* Returns the calling thread's empty pages to the shared page pool (after

@@ -97,6 +97,11 @@ typedef struct nnmem_pool_config {
    * nnmem_pool_destroy waits for a submitted task to finish. */
   void (*replenish_submit)(void *user, void (*task)(void *arg), void *arg);
   void *replenish_user;
+  /* slab classes (slab pools and the tiered pool's small tier): empty
+   * slabs each class keeps for reuse before giving one back to the backend;
+   * 0 = none (every empty slab goes back at once); ignored with
+   * retain_empty */
+  uint32_t keep_empty;
 } nnmem_pool_config_t;
 
 /* Fills `cfg` with defaults (the same as a zeroed struct). */

@@ -31,23 +31,24 @@
  * page's last block (misuse otherwise: interior pointer, page tail); 2. if
  * the page belongs to the calling thread's cache and p is below the bump
  * pointer and the page has a block out (misuse otherwise: never handed
- * out, double free; debug builds also walk the free list), push
+ * out, double free: the page's out bit of the block), push
  * p on the page's free list (a page that empties is
  * returned to the page pool when its class already keeps two empty ones); 3.
  * otherwise push p on the owner cache's remote stack with a CAS (lock-free
  * multi-producer, the owner takes the whole stack with one exchange: no
- * ABA); 4. other pointers go to the shared pool, which rejects foreign ones
- * (misuse). At thread exit (key destructor) the cache drains its remote stack,
- * gives empty pages back and is parked for adoption; pages never change owner.
- * Invariants: a page's used count = blocks handed out - blocks returned to
- * its free list; a page on avail[cls] may have a free or uncarved block
- * (exhausted pages leave it lazily, on the next miss); a page off it rejoins
- * once relink = max(1, cap / 8) blocks are free, so every page with
- * used == 0 is on it; pages with used 0 number empty[cls]; the registry byte of
- * a page is 1 iff the page is a small page. Complexity: O(1) per operation
- * (plus the pool on misses / large sizes). Thread-safety: every call may come
- * from any thread; counters are relaxed atomics written by their owner; destroy
- * must run alone. */
+ * ABA), after setting the block's rem bit with an atomic or (set already:
+ * a second free, refused); 4. other pointers go to the shared pool, which
+ * rejects foreign ones (misuse). At thread exit (key destructor) the cache
+ * drains its remote stack, gives empty pages back and is parked for adoption;
+ * pages never change owner. Invariants: a page's used count = blocks handed out
+ * - blocks returned to its free list; a page on avail[cls] may have a free or
+ * uncarved block (exhausted pages leave it lazily, on the next miss); a page
+ * off it rejoins once relink = max(1, cap / 8) blocks are free, so every page
+ * with used == 0 is on it; pages with used 0 number empty[cls]; the registry
+ * byte of a page is 1 iff the page is a small page. Complexity: O(1) per
+ * operation (plus the pool on misses / large sizes). Thread-safety: every call
+ * may come from any thread; counters are relaxed atomics written by their
+ * owner; destroy must run alone. */
 #define _DEFAULT_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -56,6 +57,7 @@
 #include <string.h>
 
 #include "nnmem/allocator.h"
+#include "runtime/allocator_internal.h"
 #include "runtime/leaks_internal.h"
 #include "runtime/pool_internal.h"
 
@@ -80,6 +82,15 @@ typedef struct page {
   tcache_t *owner;   /* set before the page is published; never changes */
   struct page *next; /* avail stack of the owner's class */
   int in_avail;
+  /* out bit i set: block i is handed out. Written by the owner only
+   * (relaxed load + store, no read-modify-write); read by any thread to
+   * refuse a second free. rem bit i set: block i waits on the owner's
+   * remote stack; set by the freeing thread with an atomic or (the one
+   * that finds it set already refuses: a block is never pushed twice,
+   * which would loop the stack), cleared by the owner's drain. One side
+   * array of 2 x ceil(cap / 64) words (out, then rem): the page layout
+   * and its capacity stay as they were. */
+  _Atomic uint64_t *out, *rem;
 } page_t;
 
 typedef struct tstat { /* written by the owner only (relaxed) */
@@ -125,12 +136,17 @@ static uint8_t class_of[SMALL_MAX / 16 + 1]; /* by (size + 15) / 16 */
 static pthread_once_t class_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t next_id = 1;
 
-/* initial-exec: one %fs-relative load even in the shared library (24
- * bytes of static TLS, within glibc's reserve should it be dlopen'ed). */
+/* initial-exec: one %fs-relative load even in the shared library (32
+ * bytes of static TLS, within glibc's reserve should it be dlopen'ed).
+ * `exiting`: a cache of this thread was flushed by the key destructor; the
+ * thread makes no new cache (frees that come later, from other destructors
+ * or glibc's thread teardown, go to the owner's remote stack, allocations
+ * to the shared pool), so a dying thread cannot strand a fresh cache. */
 static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
   nnmem_allocator_t *a;
   uint64_t id;
   tcache_t *tc;
+  int exiting;
 } tls_cur;
 
 static void init_classes(void) {
@@ -186,6 +202,26 @@ static page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
 
 /* ---- pages ------------------------------------------------------------- */
 
+/* Index of the block at p (p on a block boundary below end). */
+static inline uint32_t blk_index(const page_t *pg, const void *p) {
+  uint64_t off = (uintptr_t)p - (uintptr_t)pg - PAGE_HDR;
+  return (uint32_t)((off * pg->recip) >> 32);
+}
+
+static inline int out_test(const page_t *pg, uint32_t i) {
+  return (int)((atomic_load_explicit(&pg->out[i >> 6], memory_order_relaxed) >>
+                (i & 63)) &
+               1);
+}
+
+/* Owner only: flips bit i (set on hand-out, cleared on return). */
+static inline void out_flip(page_t *pg, uint32_t i) {
+  _Atomic uint64_t *w = &pg->out[i >> 6];
+  atomic_store_explicit(
+      w, atomic_load_explicit(w, memory_order_relaxed) ^ (1ULL << (i & 63)),
+      memory_order_relaxed);
+}
+
 /* The avail stack is singly linked so that push and pop touch only the
  * page itself (no neighbour header: those are cold cache lines). */
 static inline void avail_push(tcache_t *tc, page_t *pg) {
@@ -228,6 +264,13 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->end = (char *)mem + PAGE_HDR + (size_t)cap * pg->bsize;
   pg->relink = cap / 8 ? cap / 8 : 1;
   pg->cap = cap;
+  pg->out = calloc(2 * ((cap + 63) / 64), sizeof *pg->out);
+  pg->rem = pg->out + (cap + 63) / 64;
+  if (!pg->out) {
+    pg->magic = 0;
+    (void)nnmem_pool_free(a->pages_pool, mem);
+    return NULL;
+  }
   pg->owner = tc;
   atomic_store_explicit(s, 1, memory_order_release);
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
@@ -242,12 +285,14 @@ static void page_release(tcache_t *tc, page_t *pg) {
   tc->empty[pg->cls]--;
   atomic_store_explicit(reg_slot(a, (uintptr_t)pg, 0), 0, memory_order_release);
   pg->magic = 0;
+  free((void *)pg->out);
   atomic_fetch_sub_explicit(&a->pages, 1, memory_order_relaxed);
   (void)nnmem_pool_free(a->pages_pool, pg);
 }
 
 /* Returns a block to its page (owner thread only). */
 static void local_free(tcache_t *tc, page_t *pg, void *blk) {
+  out_flip(pg, blk_index(pg, blk));
   if (nnmem__debug) memset(blk, 0x55, pg->bsize);
   *(void **)blk = pg->free;
   pg->free = blk;
@@ -261,7 +306,11 @@ static void drain_remote(tcache_t *tc) {
   void *b = atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
   while (b) {
     void *next = *(void **)b;
-    local_free(tc, (page_t *)((uintptr_t)b & ~(uintptr_t)(PAGE_SIZE - 1)), b);
+    page_t *pg = (page_t *)((uintptr_t)b & ~(uintptr_t)(PAGE_SIZE - 1));
+    uint32_t i = blk_index(pg, b);
+    atomic_fetch_and_explicit(&pg->rem[i >> 6], ~(1ULL << (i & 63)),
+                              memory_order_relaxed);
+    local_free(tc, pg, b);
     b = next;
   }
 }
@@ -285,6 +334,7 @@ static void cache_exit(void *v) { /* pthread key destructor */
   nnmem_allocator_t *a = tc->a;
   cache_flush(tc);
   if (tls_cur.tc == tc) tls_cur.a = NULL;
+  tls_cur.exiting = 1;
   alock(a);
   tc->parked = 1;
   pthread_mutex_unlock(&a->lock);
@@ -292,6 +342,7 @@ static void cache_exit(void *v) { /* pthread key destructor */
 
 static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
   tcache_t *tc = pthread_getspecific(a->key);
+  if (!tc && tls_cur.exiting) return NULL;
   if (!tc) {
     alock(a);
     for (tcache_t *t = a->caches; t && !tc; t = t->next_all)
@@ -343,6 +394,7 @@ static int page_extend(page_t *pg) {
 
 static inline void *page_pop(tcache_t *tc, page_t *pg, void *b) {
   pg->free = *(void **)b;
+  out_flip(pg, blk_index(pg, b));
   if (pg->used++ == 0) tc->empty[pg->cls]--;
   return b;
 }
@@ -364,9 +416,11 @@ static __attribute__((noinline)) void *small_alloc_slow(tcache_t *tc,
   }
 }
 
+static void *large_alloc(nnmem_allocator_t *a, size_t size, size_t align);
+
 static inline void *small_alloc(nnmem_allocator_t *a, size_t size) {
   tcache_t *tc = cache_get(a);
-  if (!tc) return NULL;
+  if (__builtin_expect(!tc, 0)) return large_alloc(a, size, 16); /* exiting */
   unsigned cls = class_of[(size + 15) >> 4];
   page_t *pg = tc->avail[cls];
   void *b;
@@ -443,15 +497,14 @@ static nnmem_status_t misuse(nnmem_allocator_t *a) {
 }
 
 /* Owner-thread checks of a block about to return to its page: never carved
- * (at or past the bump pointer), or the page has no block out (used == 0:
- * a double free, caught in every build); debug builds also walk the free
- * list. Another thread's double free cannot be seen without a race. */
-static inline int local_misuse(const page_t *pg, const void *ptr) {
-  if ((const char *)ptr >= pg->bump || pg->used == 0) return 1;
-  if (nnmem__debug)
-    for (void *f = pg->free; f; f = *(void **)f)
-      if (f == ptr) return 1;
-  return 0;
+ * (at or past the bump pointer), or not handed out (its bit is clear: a
+ * double free). */
+static inline int local_misuse(const page_t *pg, const void *ptr,
+                               uint32_t idx) {
+  return (const char *)ptr >= pg->bump || pg->used == 0 || !out_test(pg, idx) ||
+         ((atomic_load_explicit(&pg->rem[idx >> 6], memory_order_relaxed) >>
+           (idx & 63)) &
+          1);
 }
 
 /* Shared by nnmem_free and nnmem_allocator_free (a static function: no
@@ -469,15 +522,24 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   /* cap and bsize never change once the page is published: no race */
   if (__builtin_expect(idx >= pg->cap || idx * pg->bsize != off, 0))
     return misuse(a); /* interior pointer, or in the page's unused tail */
-  tcache_t *tc = cache_get(a);
-  if (!tc) return NNMEM_ERR_NOMEM;
+  tcache_t *tc = cache_get(a); /* NULL: a thread past its cache's exit */
   if (pg->owner == tc) {
-    if (__builtin_expect(local_misuse(pg, ptr), 0)) return misuse(a);
+    if (__builtin_expect(local_misuse(pg, ptr, (uint32_t)idx), 0))
+      return misuse(a);
     bump(&tc->st.frees[pg->cls], 1);
     local_free(tc, pg, ptr);
     return NNMEM_OK;
   }
-  bump(&tc->st.frees[pg->cls], 1);
+  /* a block already back (out clear) or already on the remote stack (rem
+   * was set) is a second free */
+  if (__builtin_expect(!out_test(pg, (uint32_t)idx), 0)) return misuse(a);
+  uint64_t bit = 1ULL << (idx & 63);
+  if (__builtin_expect(atomic_fetch_or_explicit(&pg->rem[idx >> 6], bit,
+                                                memory_order_relaxed) &
+                           bit,
+                       0))
+    return misuse(a);
+  if (tc) bump(&tc->st.frees[pg->cls], 1);
   tcache_t *owner = pg->owner;
   void *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
   do {
@@ -499,6 +561,41 @@ void nnmem_allocator_thread_flush(nnmem_allocator_t *a) {
   if (!a || a->no_cache) return;
   tcache_t *tc = cache_get(a);
   if (tc) cache_flush(tc);
+}
+
+nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
+                                            const void *ptr, size_t *out) {
+  if (!a || !ptr || !out) return NNMEM_ERR_INVALID;
+  page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
+  if (pg) {
+    uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR;
+    uint64_t idx = (off * pg->recip) >> 32;
+    if (idx >= pg->cap || idx * pg->bsize != off) return NNMEM_ERR_INVALID;
+    *out = pg->bsize;
+    return NNMEM_OK;
+  }
+  uint64_t n = 0;
+  nnmem_status_t st = nnmem_pool_usable_size(a->pool, ptr, &n);
+  if (st == NNMEM_OK) *out = (size_t)n;
+  return st;
+}
+
+void nnmem__allocator_fork_prepare(nnmem_allocator_t *a) {
+  pthread_mutex_lock(&a->lock);
+  nnmem__pool_fork(a->pages_pool, 0);
+  nnmem__pool_fork(a->pool, 0);
+}
+
+void nnmem__allocator_fork_parent(nnmem_allocator_t *a) {
+  nnmem__pool_fork(a->pool, 1);
+  nnmem__pool_fork(a->pages_pool, 1);
+  pthread_mutex_unlock(&a->lock);
+}
+
+void nnmem__allocator_fork_child(nnmem_allocator_t *a) {
+  nnmem__pool_fork(a->pool, 2);
+  nnmem__pool_fork(a->pages_pool, 2);
+  pthread_mutex_init(&a->lock, NULL);
 }
 
 /* ---- lifecycle and stats ----------------------------------------------- */
@@ -533,6 +630,7 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   pc.large_min = c.large_min;
   pc.thread_safe = 1;
   pc.alignment = 16;
+  pc.keep_empty = c.keep_empty;
   if (st == NNMEM_OK)
     st = nnmem_pool_create(NNMEM_POOL_TIERED, &pc, a->backend, &a->pool);
   nnmem_pool_config_init(&pc); /* pages: fixed blocks, kept until destroy */

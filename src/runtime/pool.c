@@ -18,7 +18,7 @@
  * invariants hold; reserved <= capacity.
  * Complexity: O(1) expected plus the impl. Thread-safety: none unless
  * cfg.thread_safe, then one mutex per pool. */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE /* PTHREAD_MUTEX_ADAPTIVE_NP */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +41,8 @@ struct nnmem_pool {
   uint32_t sample_every, sample_tick;
   nnmem_stats_t st; /* counters (fragmentation filled on demand) */
 };
+
+static void mutex_init(pthread_mutex_t *m);
 
 static const char *const kind_names[NNMEM_POOL_KIND_COUNT_] = {
     "tiered", "tlsf", "best-fit", "first-fit",
@@ -100,6 +102,7 @@ static nnmem_status_t resolve(nnmem_pool_kind_t kind,
   p->large_min = c->large_min ? c->large_min : (16u << 20);
   p->middle = c->middle == NNMEM_POOL_TIERED ? NNMEM_POOL_TLSF : c->middle;
   p->retain_empty = c->retain_empty != 0;
+  p->keep_empty = c->keep_empty;
   p->low_watermark = c->low_watermark;
   p->replenish = c->replenish != 0;
   p->replenish_percent = c->replenish_percent ? c->replenish_percent : 10;
@@ -238,7 +241,7 @@ nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
   else /* a label only: a racy counter gives at worst a repeated name */
     snprintf(pool->name, sizeof pool->name, "%s%u", kind_names[kind],
              __atomic_fetch_add(&counter[kind], 1, __ATOMIC_RELAXED));
-  pthread_mutex_init(&pool->lock, NULL);
+  mutex_init(&pool->lock);
   p.lock = lock_cb;
   p.unlock = unlock_cb;
   p.owner = pool;
@@ -264,6 +267,22 @@ void nnmem_pool_destroy(nnmem_pool_t *pool) {
   nnmem__addrmap_free(&pool->live);
   pthread_mutex_destroy(&pool->lock);
   free(pool);
+}
+
+/* An adaptive mutex where glibc has one: a waiter spins a little before it
+ * sleeps, which keeps two threads that alternate on a pool out of the
+ * futex wake / wait round trip. */
+static void mutex_init(pthread_mutex_t *m) {
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+  pthread_mutexattr_t at;
+  if (pthread_mutexattr_init(&at) == 0) {
+    (void)pthread_mutexattr_settype(&at, PTHREAD_MUTEX_ADAPTIVE_NP);
+    int rc = pthread_mutex_init(m, &at);
+    pthread_mutexattr_destroy(&at);
+    if (rc == 0) return;
+  }
+#endif
+  pthread_mutex_init(m, NULL);
 }
 
 static uint64_t now_ns(void) {
@@ -360,6 +379,16 @@ nnmem_status_t nnmem_pool_free(nnmem_pool_t *pool, void *ptr) {
   if (timed) record_latency(pool, t0);
   unlock(pool);
   return NNMEM_OK;
+}
+
+void nnmem__pool_fork(nnmem_pool_t *pool, int phase) {
+  if (!pool || !pool->thread_safe) return;
+  if (phase == 0)
+    pthread_mutex_lock(&pool->lock);
+  else if (phase == 1)
+    pthread_mutex_unlock(&pool->lock);
+  else
+    mutex_init(&pool->lock);
 }
 
 nnmem_status_t nnmem_pool_usable_size(nnmem_pool_t *pool, const void *ptr,

@@ -38,7 +38,8 @@ typedef struct nnmem__pool_params {
   uint64_t small_max, large_min;
   nnmem_pool_kind_t middle;
   int retain_empty;
-  int one_region; /* rlist: never take a second chunk (the shape pool) */
+  uint32_t keep_empty; /* slab: empty slabs a class keeps */
+  int one_region;      /* rlist: never take a second chunk (the shape pool) */
   /* fixed: background replenishment (replenish != 0) */
   int replenish;
   uint32_t replenish_percent;
@@ -119,5 +120,9 @@ static inline void nnmem__config_copy(void *dst, size_t dst_size,
   memcpy(dst, src, n);
   memcpy(dst, &(uint32_t){(uint32_t)dst_size}, sizeof n);
 }
+
+/* Fork hooks of a pool's mutex (thread-safe pools; a no-op otherwise):
+ * 0 = lock (before fork), 1 = unlock (parent), 2 = re-initialise (child). */
+void nnmem__pool_fork(nnmem_pool_t *pool, int phase);
 
 #endif /* NNMEM_POOL_INTERNAL_H */

@@ -15,7 +15,8 @@
  * backend region); 2. take the partial list head, else a new slab; 3. pop a
  * slot; a slab with no free slot leaves the partial list. free: push the
  * slot; a slab that was full rejoins the list; an empty slab goes back to
- * the backend (unless retain_empty).
+ * the backend when its class already keeps keep_empty (default 0) empty
+ * slabs, else it is kept (with retain_empty all are kept).
  * Invariants: 0 <= nfree <= nblocks; the stack holds nfree distinct indices
  * < nblocks; a slab is on its class list iff nfree > 0.
  * Complexity: O(1) alloc and free (class lookup O(log classes)).
@@ -43,7 +44,8 @@ typedef struct slab_pool {
   uint32_t nclasses;
   uint64_t class_size[MAX_CLASSES];
   slab_t *partial[MAX_CLASSES];
-  slab_t *all; /* every slab, linked through a second list */
+  slab_t *all;                 /* every slab, linked through a second list */
+  uint32_t empty[MAX_CLASSES]; /* kept empty slabs (at most keep_empty) */
   uint64_t used_bytes, free_bytes;
   uint64_t nslabs;
 } slab_pool_t;
@@ -134,11 +136,15 @@ static nnmem_status_t sl_alloc(void *self, uint64_t size, uint64_t align,
     *aux = 1;
     return st;
   }
+  int fresh = 0;
   if (!s->partial[cls]) {
     nnmem_status_t st = new_slab(s, (uint32_t)cls);
     if (st != NNMEM_OK) return st;
+    fresh = 1;
   }
   slab_t *sl = s->partial[cls];
+  if (!fresh && sl->nfree == sl->nblocks && s->empty[cls])
+    s->empty[cls]--; /* a kept empty slab is in use again */
   uint32_t i = sl->stack[--sl->nfree];
   if (sl->nfree == 0) list_del(&s->partial[cls], sl);
   s->used_bytes += sl->csize;
@@ -173,7 +179,12 @@ static uint64_t sl_free(void *self, uint64_t addr, void *tag, uint64_t aux) {
   uint64_t c = sl->csize;
   s->used_bytes -= c;
   s->free_bytes += c;
-  if (sl->nfree == sl->nblocks && !s->p.retain_empty) drop_slab(s, sl);
+  if (sl->nfree == sl->nblocks && !s->p.retain_empty) {
+    if (s->empty[sl->cls] >= s->p.keep_empty)
+      drop_slab(s, sl);
+    else
+      s->empty[sl->cls]++; /* hysteresis: no map / unmap per block */
+  }
   return c;
 }
 

@@ -4,7 +4,7 @@
 
 expect_rc 0 --help
 out_has "Usage: nnmem <command>"
-for cmd in plan inspect verify replay; do out_has "  $cmd "; done
+for cmd in plan inspect verify replay record; do out_has "  $cmd "; done
 out_has "Exit codes"
 err_empty
 
@@ -23,6 +23,13 @@ done
 out_has "KiB"
 out_has "KB"
 
+expect_rc 0 record --help
+out_has "Usage: nnmem record [options] -- PROG"
+for opt in --out --malloc-lib --quiet nnmem_record_step; do out_has "$opt"; done
+
+expect_rc 1 recrod
+err_has "did you mean 'record'"
+
 expect_rc 0 verify --help
 out_has "Usage: nnmem verify"
 out_has "--capacity"
@@ -30,7 +37,7 @@ out_has "--capacity"
 # No command: usage on stderr, exit 1.
 expect_rc 1
 err_has "Usage: nnmem"
-err_has "(commands: plan, inspect, verify, replay, run)"
+err_has "(commands: plan, inspect, verify, replay, run, record)"
 out_empty
 
 expect_rc 1 frobnicate

@@ -161,7 +161,8 @@ int cli_fit_plan(const nnmem_graph_t *g, const cli_plan_opts_t *o,
  * filled. */
 int cli_fit_load_device(const char *spec, nnmem_device_t *d,
                         nnmem_diag_t *diag);
-int cli_cmd_run(int argc, char **argv); /* cmd_run.c */
+int cli_cmd_run(int argc, char **argv);    /* cmd_run.c */
+int cli_cmd_record(int argc, char **argv); /* cmd_record.c */
 
 /* ---- report.c ---- */
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The C API edge cases (malloc_edges.c) under glibc and under
+# libnnmem_malloc.so, then a double free under the front: reported once and
+# survived, or an abort with NNMEM_MALLOC_ABORT=1.
+set -u
+so=${NNMEM_MALLOC_SO:?}
+edges=${NNMEM_MALLOC_EDGES:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$edges" > "$tmp/glibc.out" || { cat "$tmp/glibc.out"; fail "glibc run"; }
+grep -q "allocator: glibc" "$tmp/glibc.out" || fail "glibc run not on glibc"
+LD_PRELOAD=$so "$edges" > "$tmp/front.out" 2> "$tmp/front.err" ||
+  { cat "$tmp/front.out" "$tmp/front.err"; fail "front run"; }
+cat "$tmp/front.out"
+grep -q "allocator: libnnmem_malloc.so" "$tmp/front.out" || fail "front not loaded"
+[ -s "$tmp/front.err" ] && { cat "$tmp/front.err"; fail "front run wrote to stderr"; }
+
+# double free and a foreign pointer: one report line, the program goes on
+LD_PRELOAD=$so "$edges" double-free > "$tmp/df.out" 2> "$tmp/df.err"
+rc=$?
+cat "$tmp/df.err"
+[ $rc -eq 0 ] || fail "double free: exit $rc (want 0)"
+grep -qx continued "$tmp/df.out" || fail "double free: did not continue"
+[ "$(grep -c '^nnmem malloc: free(0x[0-9a-f]*): not a live block' "$tmp/df.err")" = 1 ] ||
+  fail "double free: want exactly one report line"
+
+LD_PRELOAD=$so NNMEM_MALLOC_ABORT=1 "$edges" double-free > "$tmp/ab.out" 2> "$tmp/ab.err"
+rc=$?
+[ $rc -eq 134 ] || fail "NNMEM_MALLOC_ABORT=1: exit $rc (want 134, SIGABRT)"
+grep -q "aborting (NNMEM_MALLOC_ABORT=1)" "$tmp/ab.err" || fail "abort message"
+grep -q continued "$tmp/ab.out" && fail "NNMEM_MALLOC_ABORT=1 continued"
+echo "edges: ok"

@@ -1,0 +1,398 @@
+/* front.c - libnnmem_malloc.so: the C allocation functions (malloc, free,
+ * calloc, realloc, reallocarray, posix_memalign, aligned_alloc, memalign,
+ * valloc, pvalloc, malloc_usable_size) on nnmem's thread-caching allocator,
+ * for LD_PRELOAD. It is a program's front, not the library: it may print
+ * (one line on stderr for a bad free) and abort (NNMEM_MALLOC_ABORT=1).
+ *
+ *   program --malloc()--> front.c --nnmem_alloc()--> allocator.c
+ *                                                     | <= 8 KiB: thread cache
+ *                                                     | < 1 MiB: slab classes
+ *                                                     | larger: own mmap region
+ *   nnmem's own metadata (pool tables, registry leaves, cache structs)
+ *   --malloc()--> ld --wrap --> __wrap_malloc --> glibc's __libc_malloc
+ *
+ * Steps of every entry point:
+ *   1. the allocator: created by the first call (or the constructor) under
+ *      a compare-and-swap state word; calls made while it is created (by
+ *      the creating thread: pthread_atfork, libc internals) and calls of
+ *      other threads during creation get bump blocks of a static bootstrap
+ *      arena (16-byte header: the size), which free ignores;
+ *   2. the call itself (the edge cases of glibc's functions: malloc(0) is
+ *      a unique pointer, realloc(p, 0) frees and returns NULL, overflowing
+ *      calloc / reallocarray and sizes over PTRDIFF_MAX fail with ENOMEM,
+ *      a bad alignment fails with EINVAL, memalign rounds it up);
+ *   3. record mode (record.c) sees every successful allocation and free.
+ * A free the allocator rejects (double free, foreign or interior pointer)
+ * changes nothing; the first one is reported on stderr, later ones are
+ * counted silently; NNMEM_MALLOC_ABORT=1 aborts instead.
+ * Fork: pthread_atfork takes the allocator's locks and the recorder's
+ * before fork and gives them back (re-initialised in the child) after.
+ * Thread exit: the allocator's key destructor flushes the thread's cache.
+ * Invariants: a pointer handed out lies in the bootstrap arena or is a
+ * live block of the allocator, never both. Complexity: that of the
+ * allocator. Thread-safety: every function from any thread. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "front.h"
+#include "nnmem/allocator.h"
+#include "nnmem/backend.h"
+#include "common/util.h"
+#include "runtime/allocator_internal.h"
+
+#define API __attribute__((visibility("default")))
+#define SMALL_MAX (1u << 20) /* tiered: slab classes below (no TLSF tier) */
+#define LARGE_MIN (1u << 20) /* tiered: a mapping per block from here */
+#define BOOT_SIZE (1u << 20)
+
+/* glibc's own functions, for nnmem's metadata (see the link options in
+ * tools/malloc/CMakeLists.txt). */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+
+void *__wrap_malloc(size_t n) {
+  return __libc_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t m) {
+  return __libc_calloc(n, m);
+}
+void *__wrap_realloc(void *p, size_t n) {
+  return __libc_realloc(p, n);
+}
+void __wrap_free(void *p) {
+  __libc_free(p);
+}
+void *__wrap_aligned_alloc(size_t al, size_t n) {
+  return __libc_memalign(al, n);
+}
+int __wrap_posix_memalign(void **out, size_t al, size_t n) {
+  void *p = __libc_memalign(al, n);
+  if (!p) return ENOMEM;
+  *out = p;
+  return 0;
+}
+char *__wrap_strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = __libc_malloc(n);
+  return d ? memcpy(d, s, n) : NULL;
+}
+
+enum { ST_NONE, ST_INIT, ST_READY, ST_FAILED };
+static _Atomic int state = ST_NONE;
+static nnmem_allocator_t *heap_a;
+static int abort_on_misuse;
+static _Atomic int misuse_reported;
+static _Thread_local __attribute__((tls_model("initial-exec"))) int in_init;
+
+/* ---- bootstrap arena ---------------------------------------------------- */
+
+static _Alignas(64) unsigned char boot[BOOT_SIZE];
+static _Atomic size_t boot_used;
+
+static inline int in_boot(const void *p) {
+  return (const unsigned char *)p >= boot &&
+         (const unsigned char *)p < boot + BOOT_SIZE;
+}
+
+static void *boot_alloc(size_t n, size_t align) {
+  if (align < 16) align = 16;
+  if (n > BOOT_SIZE || align > 4096) return NULL;
+  size_t need = ((n + 15) & ~(size_t)15) + 16 + align;
+  size_t at = atomic_fetch_add(&boot_used, need);
+  if (at + need > BOOT_SIZE) return NULL;
+  uintptr_t p = ((uintptr_t)(boot + at + 16) + align - 1) & ~(align - 1);
+  ((size_t *)p)[-1] = n;
+  return (void *)p;
+}
+
+static size_t boot_size(const void *p) {
+  return ((const size_t *)p)[-1];
+}
+
+/* ---- messages (no stdio: no allocation while the heap may be broken) -- */
+
+static void say(const char *s) {
+  size_t n = strlen(s);
+  while (n) {
+    ssize_t w = write(2, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= (size_t)w;
+  }
+}
+
+static void bad_pointer(const char *fn, const void *p) {
+  char hex[2 + 16 + 1], *h = hex + sizeof hex - 1;
+  uintptr_t v = (uintptr_t)p;
+  *h = 0;
+  do {
+    *--h = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v);
+  *--h = 'x';
+  *--h = '0';
+  if (abort_on_misuse) {
+    say("nnmem malloc: ");
+    say(fn);
+    say("(");
+    say(h);
+    say("): not a live block (double free or foreign pointer); aborting "
+        "(NNMEM_MALLOC_ABORT=1)\n");
+    abort();
+  }
+  int zero = 0;
+  if (!atomic_compare_exchange_strong(&misuse_reported, &zero, 1)) return;
+  say("nnmem malloc: ");
+  say(fn);
+  say("(");
+  say(h);
+  say("): not a live block (double free or foreign pointer); ignored "
+      "(reported once; NNMEM_MALLOC_ABORT=1 aborts)\n");
+}
+
+/* ---- creation and fork ----------------------------------------------------
+ */
+
+static void fork_prepare(void) {
+  nnmem__record_fork(0);
+  nnmem__allocator_fork_prepare(heap_a);
+}
+static void fork_parent(void) {
+  nnmem__allocator_fork_parent(heap_a);
+  nnmem__record_fork(1);
+}
+static void fork_child(void) {
+  nnmem__allocator_fork_child(heap_a);
+  nnmem__record_fork(2);
+}
+
+static void create(void) {
+  in_init = 1;
+  nnmem_backend_t *be = NULL;
+  nnmem_allocator_t *a = NULL;
+  if (nnmem_backend_mmap_create(NULL, &be) == NNMEM_OK) {
+    nnmem_allocator_config_t cfg;
+    nnmem_allocator_config_init(&cfg);
+    nnmem_leaks_config_t off;
+    nnmem_leaks_config_init(&off);
+    off.mode = NNMEM_LEAKS_OFF; /* no leak records under the front */
+    cfg.backend = be;
+    cfg.small_max = SMALL_MAX;
+    cfg.large_min = LARGE_MIN;
+    cfg.keep_empty = 2; /* a slab per class stays: no mmap / munmap churn */
+    cfg.leaks = &off;
+    if (nnmem_allocator_create(&cfg, &a) != NNMEM_OK) a = NULL;
+  }
+  const char *ab = getenv("NNMEM_MALLOC_ABORT");
+  abort_on_misuse = ab && ab[0] == '1';
+  heap_a = a;
+  if (a) {
+    nnmem__record_init();
+    (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+  }
+  atomic_store_explicit(&state, a ? ST_READY : ST_FAILED, memory_order_release);
+  in_init = 0;
+  if (!a) {
+    say("nnmem malloc: cannot create the allocator (no memory); aborting\n");
+    abort();
+  }
+}
+
+/* The allocator, or NULL while it is being created (bootstrap arena). */
+static __attribute__((noinline)) nnmem_allocator_t *heap_slow(void) {
+  if (in_init) return NULL;
+  int s = ST_NONE;
+  if (atomic_compare_exchange_strong(&state, &s, ST_INIT)) {
+    create();
+    return heap_a;
+  }
+  while ((s = atomic_load_explicit(&state, memory_order_acquire)) == ST_INIT)
+    sched_yield();
+  return s == ST_READY ? heap_a : NULL;
+}
+
+static inline nnmem_allocator_t *heap(void) {
+  if (__builtin_expect(
+          atomic_load_explicit(&state, memory_order_acquire) == ST_READY, 1))
+    return heap_a;
+  return heap_slow();
+}
+
+__attribute__((constructor)) static void front_init(void) {
+  (void)heap();
+}
+
+/* ---- the functions ------------------------------------------------------- */
+
+static inline void *do_alloc(size_t n, size_t align) {
+  if (n > PTRDIFF_MAX) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  nnmem_allocator_t *a = heap();
+  void *p;
+  if (__builtin_expect(!a, 0))
+    p = boot_alloc(n, align);
+  else if (align <= 16)
+    p = nnmem_alloc(a, n ? n : 1);
+  else
+    p = nnmem_alloc_aligned(a, n ? n : 1, align);
+  if (__builtin_expect(!p, 0)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (__builtin_expect(nnmem__recording, 0) && a) nnmem__record_alloc(p, n);
+  return p;
+}
+
+static inline void do_free(const char *fn, void *p) {
+  if (!p || in_boot(p)) return;
+  nnmem_allocator_t *a = heap();
+  if (!a) { /* a pointer from before us: not ours */
+    bad_pointer(fn, p);
+    return;
+  }
+  if (__builtin_expect(nnmem__recording, 0)) nnmem__record_free(p);
+  if (__builtin_expect(nnmem_allocator_free(a, p) != NNMEM_OK, 0))
+    bad_pointer(fn, p);
+}
+
+/* Usable bytes of a live pointer; 0 (and a report unless quiet) when it is
+ * none of ours. */
+static size_t usable(const char *fn, void *p, int quiet) {
+  if (in_boot(p)) return boot_size(p);
+  nnmem_allocator_t *a = heap();
+  size_t n = 0;
+  if (!a || nnmem__allocator_usable_size(a, p, &n) != NNMEM_OK) {
+    if (!quiet) bad_pointer(fn, p);
+    return 0;
+  }
+  return n;
+}
+
+API void *malloc(size_t n) {
+  return do_alloc(n, 16);
+}
+
+API void free(void *p) {
+  do_free("free", p);
+}
+
+API void *calloc(size_t n, size_t m) {
+  size_t total;
+  if (__builtin_mul_overflow(n, m, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  void *p = do_alloc(total, 16);
+  /* a block of LARGE_MIN or more is a fresh mapping: zero already */
+  if (p && (total < LARGE_MIN || in_boot(p) || nnmem__debug))
+    memset(p, 0, total); /* debug builds fill fresh blocks with 0xAA */
+  return p;
+}
+
+/* Grows or shrinks in place while the block's usable size allows (and a
+ * shrink keeps at least half of it); a growing block of 4 KiB or more
+ * moves to twice its old size, so a chain of small growths copies O(n)
+ * bytes in all. */
+API void *realloc(void *p, size_t n) {
+  if (!p) return do_alloc(n, 16);
+  if (n == 0) {
+    do_free("realloc", p);
+    return NULL;
+  }
+  if (n > PTRDIFF_MAX) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t have = usable("realloc", p, 0);
+  if (!have && !in_boot(p)) {
+    errno = EINVAL;
+    return NULL; /* reported; the pointer is left alone */
+  }
+  if (!in_boot(p) && n <= have && n >= have / 2) {
+    if (__builtin_expect(nnmem__recording, 0)) { /* a new buffer, in place */
+      nnmem__record_free(p);
+      nnmem__record_alloc(p, n);
+    }
+    return p;
+  }
+  size_t want = n;
+  if (n > have && have >= 4096 && 2 * have > n) want = 2 * have;
+  void *q = do_alloc(want, 16);
+  if (!q && want != n) q = do_alloc(n, 16);
+  if (!q) return NULL;
+  if (__builtin_expect(nnmem__recording, 0) && want != n)
+    nnmem__record_resize(q, n);
+  memcpy(q, p, have < n ? have : n);
+  do_free("realloc", p);
+  return q;
+}
+
+API void *reallocarray(void *p, size_t n, size_t m) {
+  size_t total;
+  if (__builtin_mul_overflow(n, m, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return realloc(p, total);
+}
+
+static int pow2(size_t x) {
+  return x && !(x & (x - 1));
+}
+
+API int posix_memalign(void **out, size_t align, size_t n) {
+  if (!pow2(align) || align % sizeof(void *)) return EINVAL;
+  int saved = errno;
+  void *p = do_alloc(n, align);
+  errno = saved;
+  if (!p) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+API void *memalign(size_t align, size_t n) {
+  if (align > (size_t)1 << 56) {
+    errno = EINVAL;
+    return NULL;
+  }
+  size_t a = 16;
+  while (a < align)
+    a <<= 1; /* glibc rounds a non-power of two up */
+  return do_alloc(n, a);
+}
+
+/* glibc 2.36's aligned_alloc is its memalign (2.38 refuses a non-power of
+ * two); the front follows the glibc it runs on (Debian 12). */
+API void *aligned_alloc(size_t align, size_t n) {
+  return memalign(align, n);
+}
+
+API void *valloc(size_t n) {
+  return memalign((size_t)sysconf(_SC_PAGESIZE), n);
+}
+
+API void *pvalloc(size_t n) {
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE), r;
+  if (__builtin_add_overflow(n, pg - 1, &r)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  r &= ~(pg - 1);
+  return memalign(pg, r ? r : pg);
+}
+
+API size_t malloc_usable_size(void *p) {
+  return p ? usable("", p, 1) : 0;
+}
