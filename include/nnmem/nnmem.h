@@ -23,6 +23,7 @@
 #include "nnmem/arena.h"
 #include "nnmem/heap.h"
 #include "nnmem/block_state.h"
+#include "nnmem/domain.h"
 #include "nnmem/onnx.h"
 
 #endif /* NNMEM_NNMEM_H */
