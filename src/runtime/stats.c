@@ -24,6 +24,7 @@
 #include "common/text.h"
 #include "nnmem/domain.h"
 #include "nnmem/stats.h"
+#include "runtime/stats_internal.h"
 
 /* Copies the finished text `t` into buf[cap] (NUL-terminated) and frees
  * it; NNMEM_ERR_OVERFLOW (with a truncated, terminated copy) when it does
@@ -284,6 +285,23 @@ static uint64_t dfield(const nnmem_domain_stats_t *s, size_t off) {
   return v;
 }
 
+void nnmem__domain_stats_json(nnmem__jw_t *w, const nnmem_domain_stats_t *s) {
+  char name[NNMEM_STATS_NAME_MAX + 1];
+  snprintf(name, sizeof name, "%.*s", NNMEM_STATS_NAME_MAX, s->name);
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "domain", name);
+  nnmem__jw_kv_u64(w, "id", s->id);
+  nnmem__jw_kv_u64(w, "colour", s->colour);
+  for (size_t m = 0; m < N_DMETRICS; m++)
+    nnmem__jw_kv_u64(w, dmetrics[m].name, dfield(s, dmetrics[m].off));
+  nnmem__jw_key(w, "refused");
+  nnmem__jw_object(w);
+  for (size_t r = 0; r < N_REFUSALS; r++)
+    nnmem__jw_kv_u64(w, refusals[r].reason, dfield(s, refusals[r].off));
+  nnmem__jw_end(w);
+  nnmem__jw_end(w);
+}
+
 nnmem_status_t nnmem_domain_stats_format_json(const nnmem_domain_stats_t *st,
                                               size_t n, char *buf, size_t cap,
                                               size_t *len_out) {
@@ -293,23 +311,8 @@ nnmem_status_t nnmem_domain_stats_format_json(const nnmem_domain_stats_t *st,
   nnmem__text_init(&t);
   nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
   nnmem__jw_array(&w);
-  for (size_t i = 0; i < n; i++) {
-    const nnmem_domain_stats_t *s = &st[i];
-    char name[NNMEM_STATS_NAME_MAX + 1];
-    snprintf(name, sizeof name, "%.*s", NNMEM_STATS_NAME_MAX, s->name);
-    nnmem__jw_object(&w);
-    nnmem__jw_kv_string(&w, "domain", name);
-    nnmem__jw_kv_u64(&w, "id", s->id);
-    nnmem__jw_kv_u64(&w, "colour", s->colour);
-    for (size_t m = 0; m < N_DMETRICS; m++)
-      nnmem__jw_kv_u64(&w, dmetrics[m].name, dfield(s, dmetrics[m].off));
-    nnmem__jw_key(&w, "refused");
-    nnmem__jw_object(&w);
-    for (size_t r = 0; r < N_REFUSALS; r++)
-      nnmem__jw_kv_u64(&w, refusals[r].reason, dfield(s, refusals[r].off));
-    nnmem__jw_end(&w);
-    nnmem__jw_end(&w);
-  }
+  for (size_t i = 0; i < n; i++)
+    nnmem__domain_stats_json(&w, &st[i]);
   nnmem__jw_end(&w);
   return deliver(&t, nnmem__jw_finish(&w), buf, cap, len_out);
 }
