@@ -77,6 +77,17 @@ nnmem_status_t nnmem__addrmap_put(nnmem__addrmap_t *m,
   return NNMEM_OK;
 }
 
+nnmem_status_t nnmem__addrmap_insert(nnmem__addrmap_t *m,
+                                     const nnmem__addrmap_entry_t *e) {
+  if ((m->count + 1) * 4 > m->cap * 3) {
+    nnmem_status_t st = nnmem__addrmap_reserve(m, 1);
+    if (st != NNMEM_OK) return st;
+  }
+  place(m->slots, m->cap, e);
+  m->count++;
+  return NNMEM_OK;
+}
+
 nnmem__addrmap_entry_t *nnmem__addrmap_get(const nnmem__addrmap_t *m,
                                            uint64_t key) {
   if (m->cap == 0 || key == 0) return NULL;
@@ -88,11 +99,8 @@ nnmem__addrmap_entry_t *nnmem__addrmap_get(const nnmem__addrmap_t *m,
   return NULL;
 }
 
-int nnmem__addrmap_remove(nnmem__addrmap_t *m, uint64_t key,
-                          nnmem__addrmap_entry_t *out) {
-  nnmem__addrmap_entry_t *e = nnmem__addrmap_get(m, key);
-  if (!e) return 0;
-  if (out) *out = *e;
+void nnmem__addrmap_remove_entry(nnmem__addrmap_t *m,
+                                 nnmem__addrmap_entry_t *e) {
   size_t mask = m->cap - 1, i = (size_t)(e - m->slots), j = i;
   for (;;) { /* backward shift: pull later entries into the hole */
     j = (j + 1) & mask;
@@ -107,5 +115,13 @@ int nnmem__addrmap_remove(nnmem__addrmap_t *m, uint64_t key,
   }
   m->slots[i].key = 0;
   m->count--;
+}
+
+int nnmem__addrmap_remove(nnmem__addrmap_t *m, uint64_t key,
+                          nnmem__addrmap_entry_t *out) {
+  nnmem__addrmap_entry_t *e = nnmem__addrmap_get(m, key);
+  if (!e) return 0;
+  if (out) *out = *e;
+  nnmem__addrmap_remove_entry(m, e);
   return 1;
 }

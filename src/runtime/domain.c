@@ -225,7 +225,7 @@ nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
   if (s == NNMEM_OK) {
     nnmem__addrmap_entry_t e = {(uint64_t)(uintptr_t)p, size,
                                 st->id | (uint64_t)st->colour << 8, NULL};
-    s = nnmem__addrmap_put(&set->blocks, &e);
+    s = nnmem__addrmap_insert(&set->blocks, &e); /* a new block: absent */
     if (s != NNMEM_OK) (void)under_free(set, st->id, p);
   }
   if (s != NNMEM_OK) {
@@ -292,7 +292,7 @@ nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
                        "domain '%s': the pool refused live block %p: %s",
                        d->st.name, ptr, nnmem_status_str(s));
   free(e->p);
-  nnmem__addrmap_remove(&set->blocks, (uint64_t)(uintptr_t)ptr, NULL);
+  nnmem__addrmap_remove_entry(&set->blocks, e);
   nnmem_domain_stats_t *o = &set->dom[owner]->st;
   o->live_bytes -= size;
   o->live_blocks--;
