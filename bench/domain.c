@@ -274,7 +274,7 @@ static void bench_enforce(nnmem_domain_protect_t prot, int repeat,
     return;
   }
   const char *name = nnmem_domain_protect_name(nnmem_domain_set_protect(set));
-  long n = prot == NNMEM_PROTECT_PKEY ? 2000000 : 200000;
+  long n = prot == NNMEM_PROTECT_PKEY ? 2000000 : 50000;
   double sw[MAX_REPEAT];
   for (int r = 0; r < repeat; r++) {
     double t0 = now();
@@ -285,7 +285,7 @@ static void bench_enforce(nnmem_domain_protect_t prot, int repeat,
   (void)nnmem_domain_enter(set, NULL);
   double sw_ns = median(sw, repeat);
   long keep = g_steps;
-  if (prot != NNMEM_PROTECT_PKEY && g_steps > 200000) g_steps = 200000;
+  if (prot != NNMEM_PROTECT_PKEY && g_steps > 50000) g_steps = 50000;
   way_t ways[2] = {{"no switch", NULL, NULL, dom, set, 0},
                    {"switch every step", NULL, NULL, dom, set, 1}};
   double wall[2], cpu[2];
