@@ -3,14 +3,16 @@
  *
  *   set ── dom[0..n)  (id = index, colour, quota, counters)
  *    │
- *    └── blocks: addrmap  address ──> { size, owner | colour << 8,
- *                                       grants* (NULL, or {read, free}
- *                                       bit masks over domain ids) }
+ *    ├── blocks: domain_table.h  address ──> { size, owner, has-grants }
+ *    └── grants: addrmap         address ──> {read, free} bit masks over
+ *                                            domain ids (only blocks with
+ *                                            grants)
  *
  * Steps of alloc(d, size): 1. misuse checks (size 0, alignment) -> bad
  * input; 2. d.live + size > d.quota -> refused (quota); 3. the underlying
  * pool / allocator (protect sets: d's own pool) -> refused (pool) when it
- * fails; 4. record {size, owner, colour} under the address (a failed
+ * fails; 4. record {size, owner (whose colour the block carries)} under
+ * the address in the block table (src/runtime/domain_table.h; a failed
  * insert gives the block back); 5. counters and peak.
  * Steps of free(d, p): 1. look p up -> not a live block: refused (invalid);
  * 2. owner != d and no FREE grant for d -> refused (denied); 3. free to
@@ -30,10 +32,27 @@
 #include "runtime/domain_internal.h"
 #include "runtime/pool_internal.h"
 
-#define OWNER_MASK 0xffu
+static inline uint32_t owner_of(const nnmem__dt_entry_t *e) {
+  return nnmem__dt_owner(e->meta);
+}
 
-static inline uint32_t owner_of(const nnmem__addrmap_entry_t *e) {
-  return (uint32_t)(e->b & OWNER_MASK);
+nnmem_status_t nnmem__dt_grow(nnmem__dt_t *t) {
+  nnmem__dt_t n = {calloc(t->cap * 2, sizeof *t->slots), t->cap * 2, t->count,
+                   t->shift - 1};
+  if (!n.slots) return NNMEM_ERR_NOMEM;
+  for (size_t i = 0; i < t->cap; i++)
+    if (t->slots[i].key) nnmem__dt_place(&n, t->slots[i].key, t->slots[i].meta);
+  free(t->slots);
+  *t = n;
+  return NNMEM_OK;
+}
+
+/* The grant masks of the block of entry `e` (NULL: none). */
+static nnmem__grants_t *grants_of(const nnmem_domain_set_t *set,
+                                  const nnmem__dt_entry_t *e) {
+  if (!(e->meta & NNMEM__DT_GRANTS)) return NULL;
+  nnmem__addrmap_entry_t *g = nnmem__addrmap_get(&set->grants, e->key);
+  return g ? g->p : NULL;
 }
 
 const char *nnmem_domain_protect_name(nnmem_domain_protect_t p) {
@@ -83,7 +102,11 @@ nnmem_status_t nnmem_domain_set_create(const nnmem_domain_set_config_t *cfg,
   set->pool = c.pool;
   set->allocator = c.allocator;
   set->protect = prot;
-  nnmem__addrmap_init(&set->blocks);
+  nnmem__addrmap_init(&set->grants);
+  if (nnmem__dt_init(&set->blocks) != NNMEM_OK) {
+    free(set);
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain set: no memory");
+  }
   *out = set;
   return NNMEM_OK;
 }
@@ -114,12 +137,13 @@ void nnmem_domain_set_destroy(nnmem_domain_set_t *set) {
   if (set->protect != NNMEM_PROTECT_NONE && set->entered)
     (void)nnmem__protect_switch(set, NULL);
   for (size_t i = 0; i < set->blocks.cap; i++) {
-    nnmem__addrmap_entry_t *e = &set->blocks.slots[i];
+    nnmem__dt_entry_t *e = &set->blocks.slots[i];
     if (!e->key) continue;
     (void)under_free(set, owner_of(e), (void *)(uintptr_t)e->key);
-    free(e->p);
+    free(grants_of(set, e));
   }
-  nnmem__addrmap_free(&set->blocks);
+  nnmem__dt_free(&set->blocks);
+  nnmem__addrmap_free(&set->grants);
   for (uint32_t i = 0; i < set->n; i++) {
     if (set->protect != NNMEM_PROTECT_NONE)
       nnmem__protect_domain_fini(set->dom[i]);
@@ -203,7 +227,8 @@ nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
   if (!d || !out) return NNMEM_ERR_INVALID;
   *out = NULL;
   nnmem_domain_stats_t *st = &d->st;
-  if (size == 0 || (align && !nnmem__is_pow2(align))) {
+  if (size == 0 || size > NNMEM__DT_SIZE_MAX ||
+      (align && !nnmem__is_pow2(align))) {
     st->refused_bad_input++;
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "domain '%s': bad allocation (size %llu, align %llu)",
@@ -223,9 +248,9 @@ nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
   void *p = NULL;
   nnmem_status_t s = under_alloc(set, d, size, align, &p);
   if (s == NNMEM_OK) {
-    nnmem__addrmap_entry_t e = {(uint64_t)(uintptr_t)p, size,
-                                st->id | (uint64_t)st->colour << 8, NULL};
-    s = nnmem__addrmap_insert(&set->blocks, &e); /* a new block: absent */
+    /* a new block: absent from the table */
+    s = nnmem__dt_insert(&set->blocks, (uint64_t)(uintptr_t)p,
+                         size | (uint64_t)st->id << 48);
     if (s != NNMEM_OK) (void)under_free(set, st->id, p);
   }
   if (s != NNMEM_OK) {
@@ -244,12 +269,12 @@ nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
 /* Steps 1-2 of free and the whole of access/grant: the block record of `p`
  * when `d` may use it with `rights` (0: only the owner may), else NULL with
  * the refusal counted and described. */
-static nnmem__addrmap_entry_t *lookup(nnmem_domain_t *d, const void *p,
-                                      uint32_t rights, const char *what,
-                                      nnmem_status_t *s, nnmem_diag_t *diag) {
+static nnmem__dt_entry_t *lookup(nnmem_domain_t *d, const void *p,
+                                 uint32_t rights, const char *what,
+                                 nnmem_status_t *s, nnmem_diag_t *diag) {
   nnmem_domain_set_t *set = d->set;
-  nnmem__addrmap_entry_t *e =
-      p ? nnmem__addrmap_get(&set->blocks, (uint64_t)(uintptr_t)p) : NULL;
+  nnmem__dt_entry_t *e =
+      p ? nnmem__dt_get(&set->blocks, (uint64_t)(uintptr_t)p) : NULL;
   if (!e) {
     d->st.refused_invalid++;
     *s = nnmem__diag(diag, NNMEM_ERR_INVALID,
@@ -261,7 +286,7 @@ static nnmem__addrmap_entry_t *lookup(nnmem_domain_t *d, const void *p,
   d->st.checks++;
   uint32_t owner = owner_of(e);
   if (owner == d->st.id) return e;
-  const nnmem__grants_t *g = e->p;
+  const nnmem__grants_t *g = grants_of(set, e);
   uint64_t bit = 1ULL << d->st.id;
   int ok = rights && g && (!(rights & NNMEM_GRANT_READ) || (g->read & bit)) &&
            (!(rights & NNMEM_GRANT_FREE) || (g->free & bit));
@@ -270,7 +295,8 @@ static nnmem__addrmap_entry_t *lookup(nnmem_domain_t *d, const void *p,
   *s = nnmem__diag(diag, NNMEM_ERR_DENIED,
                    "domain '%s': %s of block %p (%llu bytes) of domain "
                    "'%s' refused: %s",
-                   d->st.name, what, p, (unsigned long long)e->a,
+                   d->st.name, what, p,
+                   (unsigned long long)nnmem__dt_size(e->meta),
                    set->dom[owner]->st.name,
                    rights ? "no grant for it" : "only the owner may");
   return NULL;
@@ -280,19 +306,21 @@ nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
                                  nnmem_diag_t *diag) {
   if (!d) return NNMEM_ERR_INVALID;
   nnmem_status_t s = NNMEM_OK;
-  nnmem__addrmap_entry_t *e =
-      lookup(d, ptr, NNMEM_GRANT_FREE, "free", &s, diag);
+  nnmem__dt_entry_t *e = lookup(d, ptr, NNMEM_GRANT_FREE, "free", &s, diag);
   if (!e) return s;
   nnmem_domain_set_t *set = d->set;
   uint32_t owner = owner_of(e);
-  uint64_t size = e->a;
+  uint64_t size = nnmem__dt_size(e->meta);
   s = under_free(set, owner, ptr);
   if (s != NNMEM_OK) /* the table and the pool disagree: a library bug */
     return nnmem__diag(diag, NNMEM_ERR_STATE,
                        "domain '%s': the pool refused live block %p: %s",
                        d->st.name, ptr, nnmem_status_str(s));
-  free(e->p);
-  nnmem__addrmap_remove_entry(&set->blocks, e);
+  if (e->meta & NNMEM__DT_GRANTS) {
+    nnmem__addrmap_entry_t g;
+    if (nnmem__addrmap_remove(&set->grants, e->key, &g)) free(g.p);
+  }
+  nnmem__dt_remove(&set->blocks, e);
   nnmem_domain_stats_t *o = &set->dom[owner]->st;
   o->live_bytes -= size;
   o->live_blocks--;
@@ -340,14 +368,18 @@ static nnmem_status_t set_grant(nnmem_domain_t *d, void *ptr, uint32_t grantee,
                        d->st.name, what, grantee, set->n);
   }
   nnmem_status_t s = NNMEM_OK;
-  nnmem__addrmap_entry_t *e = lookup(d, ptr, 0, what, &s, diag);
+  nnmem__dt_entry_t *e = lookup(d, ptr, 0, what, &s, diag);
   if (!e) return s;
-  nnmem__grants_t *g = e->p;
+  nnmem__grants_t *g = grants_of(set, e);
   if (!g && on) {
-    g = e->p = calloc(1, sizeof *g);
-    if (!g)
+    g = calloc(1, sizeof *g);
+    nnmem__addrmap_entry_t ge = {e->key, 0, 0, g};
+    if (!g || nnmem__addrmap_put(&set->grants, &ge) != NNMEM_OK) {
+      free(g);
       return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain '%s': %s: no memory",
                          d->st.name, what);
+    }
+    e->meta |= NNMEM__DT_GRANTS;
   }
   uint64_t bit = 1ULL << grantee;
   if (g && on) {
@@ -357,8 +389,9 @@ static nnmem_status_t set_grant(nnmem_domain_t *d, void *ptr, uint32_t grantee,
     if (rights & NNMEM_GRANT_READ) g->read &= ~bit;
     if (rights & NNMEM_GRANT_FREE) g->free &= ~bit;
     if (!g->read && !g->free) {
+      nnmem__addrmap_remove(&set->grants, e->key, NULL);
       free(g);
-      e->p = NULL;
+      e->meta &= ~NNMEM__DT_GRANTS;
     }
   }
   if (on)
@@ -385,12 +418,13 @@ nnmem_status_t nnmem_domain_block_info(const nnmem_domain_set_t *set,
                                        uint32_t *colour_out,
                                        uint64_t *size_out) {
   if (!set || !ptr) return NNMEM_ERR_INVALID;
-  const nnmem__addrmap_entry_t *e =
-      nnmem__addrmap_get(&set->blocks, (uint64_t)(uintptr_t)ptr);
+  const nnmem__dt_entry_t *e =
+      nnmem__dt_get(&set->blocks, (uint64_t)(uintptr_t)ptr);
   if (!e) return NNMEM_ERR_INVALID;
   if (owner_out) *owner_out = owner_of(e);
-  if (colour_out) *colour_out = (uint32_t)(e->b >> 8);
-  if (size_out) *size_out = e->a;
+  if (colour_out) /* the owner's colour: a domain's never changes */
+    *colour_out = owner_of(e) < set->n ? set->dom[owner_of(e)]->st.colour : 0;
+  if (size_out) *size_out = nnmem__dt_size(e->meta);
   return NNMEM_OK;
 }
 
@@ -431,29 +465,42 @@ nnmem_status_t nnmem_domain_set_check(const nnmem_domain_set_t *set,
   if (!set) return NNMEM_ERR_INVALID;
   uint64_t bytes[NNMEM_DOMAIN_MAX] = {0}, blocks[NNMEM_DOMAIN_MAX] = {0};
   uint64_t known = set->n == 64 ? ~0ULL : (1ULL << set->n) - 1;
+  size_t count = 0, with_grants = 0;
   for (size_t i = 0; i < set->blocks.cap; i++) {
-    const nnmem__addrmap_entry_t *e = &set->blocks.slots[i];
+    const nnmem__dt_entry_t *e = &set->blocks.slots[i];
     if (!e->key) continue;
+    count++;
     uint32_t o = owner_of(e);
     if (o >= set->n)
       return nnmem__diag(diag, NNMEM_ERR_STATE,
                          "domain set: block 0x%llx has owner %u of %u",
                          (unsigned long long)e->key, o, set->n);
-    if ((uint32_t)(e->b >> 8) != set->dom[o]->st.colour)
+    if (nnmem__dt_get(&set->blocks, e->key) != e)
       return nnmem__diag(diag, NNMEM_ERR_STATE,
-                         "domain set: block 0x%llx has colour %u, its "
-                         "owner '%s' %u",
-                         (unsigned long long)e->key, (unsigned)(e->b >> 8),
-                         set->dom[o]->st.name, set->dom[o]->st.colour);
-    const nnmem__grants_t *g = e->p;
+                         "domain set: block 0x%llx is off its probe path",
+                         (unsigned long long)e->key);
+    const nnmem__grants_t *g = grants_of(set, e);
+    if ((e->meta & NNMEM__DT_GRANTS) && !g)
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "domain set: block 0x%llx is marked with grants "
+                         "but has none",
+                         (unsigned long long)e->key);
+    with_grants += g != NULL;
     if (g && ((g->read | g->free) & ~known))
       return nnmem__diag(diag, NNMEM_ERR_STATE,
                          "domain set: block 0x%llx grants rights to a "
                          "domain that does not exist",
                          (unsigned long long)e->key);
-    bytes[o] += e->a;
+    bytes[o] += nnmem__dt_size(e->meta);
     blocks[o]++;
   }
+  if (count != set->blocks.count || count * 4 > set->blocks.cap ||
+      with_grants != set->grants.count)
+    return nnmem__diag(diag, NNMEM_ERR_STATE,
+                       "domain set: %zu blocks found, %zu counted, %zu "
+                       "slots; %zu with grants, %zu grant records",
+                       count, set->blocks.count, set->blocks.cap, with_grants,
+                       set->grants.count);
   for (uint32_t i = 0; i < set->n; i++) {
     const nnmem_domain_stats_t *st = &set->dom[i]->st;
     if (st->live_bytes != bytes[i] || st->live_blocks != blocks[i] ||

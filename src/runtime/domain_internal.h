@@ -8,6 +8,7 @@
 
 #include "nnmem/domain.h"
 #include "runtime/addrmap.h"
+#include "runtime/domain_table.h"
 
 /* A protected region: `len` bytes at `base` (mmap), the backend table that
  * hands it to the domain's own pool as its one chunk, and its pkey (-1
@@ -27,8 +28,8 @@ struct nnmem_domain {
   nnmem_pool_t *pool;      /* protect sets only: over `region` */
 };
 
-/* The block table: key = block address; a = requested size; b = owner id
- * (low 8 bits) | colour << 8; p = grant masks (NULL: none). */
+/* The grants of a block (in set->grants under its address, p = this;
+ * the block's table entry has NNMEM__DT_GRANTS set). */
 typedef struct nnmem__grants {
   uint64_t read, free; /* bit i: domain i holds the right */
 } nnmem__grants_t;
@@ -39,7 +40,8 @@ struct nnmem_domain_set {
   nnmem_domain_protect_t protect; /* resolved: NONE, PKEY or MPROTECT */
   uint32_t n;
   nnmem_domain_t *dom[NNMEM_DOMAIN_MAX];
-  nnmem__addrmap_t blocks;
+  nnmem__dt_t blocks;      /* every live block (domain_table.h) */
+  nnmem__addrmap_t grants; /* address -> nnmem__grants_t (p) */
   nnmem_domain_t *entered; /* NULL: trusted (every region open) */
   uint64_t bad_input, enters;
 };
