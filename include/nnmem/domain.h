@@ -130,7 +130,8 @@ NNMEM_API const char *nnmem_domain_name(const nnmem_domain_t *d);
 
 /* Allocates `size` bytes (align: 0 = the pool's, else a power of two) for
  * `d`. NNMEM_ERR_NOMEM when the quota would be passed (live + size > quota)
- * or the pool refuses; NNMEM_ERR_INVALID for size 0 or a bad alignment.
+ * or the pool refuses; NNMEM_ERR_INVALID for size 0, a size of 2^48 or
+ * more, or a bad alignment.
  * Refusals are counted on `d` by reason. *out is NULL on failure. */
 NNMEM_API nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
                                             uint64_t align, void **out,
@@ -192,8 +193,9 @@ typedef struct nnmem_domain_stats {
   uint64_t live_blocks;
   uint64_t allocs, frees; /* successful, by this domain */
   uint64_t frees_granted; /* of those frees: other domains' blocks */
-  uint64_t checks;        /* isolation checks made for this domain (every
-                             free and access call that named a live block) */
+  uint64_t checks;        /* ownership checks made for this domain: every
+                             free, access, grant and revoke call that named
+                             a live block */
   uint64_t refused_quota, refused_pool, refused_denied, refused_invalid,
       refused_bad_input;
   uint64_t grants, revokes; /* successful calls */
