@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/domain_internal.h"
 #include "testutil.h"
 
 typedef struct fixture {
@@ -585,12 +586,48 @@ static void test_replay(void **state) {
   nnmem_problem_destroy(p);
 }
 
+/* The checker can fail: each invariant broken by hand is reported. */
+static void test_check(void **state) {
+  (void)state;
+  fixture_t f;
+  fx_open(&f, 0);
+  nnmem_domain_t *a = mk(f.set, 1000), *b = mk(f.set, 1000);
+  void *p = NULL;
+  assert_ok(nnmem_domain_alloc(a, 100, 0, &p, NULL));
+  assert_ok(nnmem_domain_grant(a, p, 1, NNMEM_GRANT_READ, NULL));
+  nnmem_diag_t d = {{0}};
+  assert_ok(nnmem_domain_set_check(f.set, &d));
+  a->st.live_bytes += 1; /* a counter off by one */
+  assert_int_equal(nnmem_domain_set_check(f.set, &d), NNMEM_ERR_STATE);
+  assert_non_null(strstr(d.message, "domain 'tenant0': counted 101 bytes"));
+  a->st.live_bytes -= 1;
+  nnmem__dt_entry_t *e = nnmem__dt_get(&f.set->blocks, (uintptr_t)p);
+  assert_non_null(e);
+  uint64_t meta = e->meta;
+  e->meta = (meta & ~(63ULL << 48)) | (5ULL << 48); /* an owner that is not */
+  assert_int_equal(nnmem_domain_set_check(f.set, &d), NNMEM_ERR_STATE);
+  assert_non_null(strstr(d.message, "has owner 5 of 2"));
+  e->meta = meta & ~NNMEM__DT_GRANTS; /* grants lost from the entry */
+  assert_int_equal(nnmem_domain_set_check(f.set, &d), NNMEM_ERR_STATE);
+  assert_non_null(strstr(d.message, "1 grant records"));
+  e->meta = meta;
+  nnmem__grants_t *g = nnmem__addrmap_get(&f.set->grants, e->key)->p;
+  g->free |= 1ULL << 9; /* a grant to a domain that does not exist */
+  assert_int_equal(nnmem_domain_set_check(f.set, &d), NNMEM_ERR_STATE);
+  assert_non_null(strstr(d.message, "grants rights to a domain"));
+  g->free = 0;
+  b->st.peak_bytes = 0, b->st.live_bytes = 0; /* still consistent */
+  assert_ok(nnmem_domain_set_check(f.set, &d));
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_grants),    cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_quota),     cmocka_unit_test(test_random),
       cmocka_unit_test(test_allocator), cmocka_unit_test(test_protect),
       cmocka_unit_test(test_format),    cmocka_unit_test(test_replay),
+      cmocka_unit_test(test_check),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
