@@ -77,17 +77,6 @@ nnmem_status_t nnmem__addrmap_put(nnmem__addrmap_t *m,
   return NNMEM_OK;
 }
 
-nnmem_status_t nnmem__addrmap_insert(nnmem__addrmap_t *m,
-                                     const nnmem__addrmap_entry_t *e) {
-  if ((m->count + 1) * 4 > m->cap * 3) {
-    nnmem_status_t st = nnmem__addrmap_reserve(m, 1);
-    if (st != NNMEM_OK) return st;
-  }
-  place(m->slots, m->cap, e);
-  m->count++;
-  return NNMEM_OK;
-}
-
 nnmem__addrmap_entry_t *nnmem__addrmap_get(const nnmem__addrmap_t *m,
                                            uint64_t key) {
   if (m->cap == 0 || key == 0) return NULL;

@@ -29,10 +29,6 @@ nnmem_status_t nnmem__addrmap_reserve(nnmem__addrmap_t *m, size_t extra);
 /* Inserts or replaces; NNMEM_ERR_NOMEM when growing fails. */
 nnmem_status_t nnmem__addrmap_put(nnmem__addrmap_t *m,
                                   const nnmem__addrmap_entry_t *e);
-/* Inserts a key known to be absent (one probe sequence, no lookup first);
- * NNMEM_ERR_NOMEM when growing fails. */
-nnmem_status_t nnmem__addrmap_insert(nnmem__addrmap_t *m,
-                                     const nnmem__addrmap_entry_t *e);
 /* Pointer to the entry or NULL (valid until the next put/remove). */
 nnmem__addrmap_entry_t *nnmem__addrmap_get(const nnmem__addrmap_t *m,
                                            uint64_t key);
