@@ -24,6 +24,7 @@
 #include "nnmem/heap.h"
 #include "nnmem/numa.h"
 #include "nnmem/block_state.h"
+#include "nnmem/domain.h"
 #include "nnmem/onnx.h"
 
 #endif /* NNMEM_NNMEM_H */

@@ -17,21 +17,22 @@ extern "C" {
 #endif
 
 /* X(name, value, description). One list generates the enum and the names. */
-#define NNMEM_STATUS_MAP(X)                             \
-  X(OK, 0, "ok")                                        \
-  X(ERR_INVALID, -1, "invalid argument")                \
-  X(ERR_NOMEM, -2, "out of memory")                     \
-  X(ERR_PARSE, -3, "malformed input")                   \
-  X(ERR_IO, -4, "input/output error")                   \
-  X(ERR_OVERFLOW, -5, "size or count overflows")        \
-  X(ERR_NOT_FOUND, -6, "not found")                     \
-  X(ERR_DUPLICATE, -7, "duplicate name or id")          \
-  X(ERR_CYCLE, -8, "graph has a cycle")                 \
-  X(ERR_CAPACITY, -9, "plan does not fit the capacity") \
-  X(ERR_CONFLICT, -10, "plan is invalid")               \
-  X(ERR_UNSUPPORTED, -11, "unsupported")                \
-  X(ERR_TIMEOUT, -12, "time limit reached")             \
-  X(ERR_STATE, -13, "object is in the wrong state for this call")
+#define NNMEM_STATUS_MAP(X)                                       \
+  X(OK, 0, "ok")                                                  \
+  X(ERR_INVALID, -1, "invalid argument")                          \
+  X(ERR_NOMEM, -2, "out of memory")                               \
+  X(ERR_PARSE, -3, "malformed input")                             \
+  X(ERR_IO, -4, "input/output error")                             \
+  X(ERR_OVERFLOW, -5, "size or count overflows")                  \
+  X(ERR_NOT_FOUND, -6, "not found")                               \
+  X(ERR_DUPLICATE, -7, "duplicate name or id")                    \
+  X(ERR_CYCLE, -8, "graph has a cycle")                           \
+  X(ERR_CAPACITY, -9, "plan does not fit the capacity")           \
+  X(ERR_CONFLICT, -10, "plan is invalid")                         \
+  X(ERR_UNSUPPORTED, -11, "unsupported")                          \
+  X(ERR_TIMEOUT, -12, "time limit reached")                       \
+  X(ERR_STATE, -13, "object is in the wrong state for this call") \
+  X(ERR_DENIED, -14, "denied: the caller's domain has no right to it")
 
 typedef enum nnmem_status {
 #define NNMEM_STATUS_ENUM_(name, value, text) NNMEM_##name = value,

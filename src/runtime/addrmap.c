@@ -88,11 +88,8 @@ nnmem__addrmap_entry_t *nnmem__addrmap_get(const nnmem__addrmap_t *m,
   return NULL;
 }
 
-int nnmem__addrmap_remove(nnmem__addrmap_t *m, uint64_t key,
-                          nnmem__addrmap_entry_t *out) {
-  nnmem__addrmap_entry_t *e = nnmem__addrmap_get(m, key);
-  if (!e) return 0;
-  if (out) *out = *e;
+void nnmem__addrmap_remove_entry(nnmem__addrmap_t *m,
+                                 nnmem__addrmap_entry_t *e) {
   size_t mask = m->cap - 1, i = (size_t)(e - m->slots), j = i;
   for (;;) { /* backward shift: pull later entries into the hole */
     j = (j + 1) & mask;
@@ -107,5 +104,13 @@ int nnmem__addrmap_remove(nnmem__addrmap_t *m, uint64_t key,
   }
   m->slots[i].key = 0;
   m->count--;
+}
+
+int nnmem__addrmap_remove(nnmem__addrmap_t *m, uint64_t key,
+                          nnmem__addrmap_entry_t *out) {
+  nnmem__addrmap_entry_t *e = nnmem__addrmap_get(m, key);
+  if (!e) return 0;
+  if (out) *out = *e;
+  nnmem__addrmap_remove_entry(m, e);
   return 1;
 }

@@ -36,4 +36,8 @@ nnmem__addrmap_entry_t *nnmem__addrmap_get(const nnmem__addrmap_t *m,
 int nnmem__addrmap_remove(nnmem__addrmap_t *m, uint64_t key,
                           nnmem__addrmap_entry_t *out);
 
+/* Removes the entry `e` got from nnmem__addrmap_get (no second lookup). */
+void nnmem__addrmap_remove_entry(nnmem__addrmap_t *m,
+                                 nnmem__addrmap_entry_t *e);
+
 #endif /* NNMEM_ADDRMAP_H */

@@ -1,4 +1,5 @@
-/* stats.c - statistics records and their JSON / Prometheus renderings.
+/* stats.c - statistics records (pools, and tenant domains of
+ * nnmem/domain.h) and their JSON / Prometheus renderings.
  *
  * Steps of each formatter: 1. build the whole text in memory (JSON through
  * the one JSON writer, src/common/json_write.c: exact integers, pretty
@@ -21,7 +22,9 @@
 
 #include "common/json_write.h"
 #include "common/text.h"
+#include "nnmem/domain.h"
 #include "nnmem/stats.h"
+#include "runtime/stats_internal.h"
 
 /* Copies the finished text `t` into buf[cap] (NUL-terminated) and frees
  * it; NNMEM_ERR_OVERFLOW (with a truncated, terminated copy) when it does
@@ -255,5 +258,115 @@ nnmem_status_t nnmem_stats_format_prometheus(const nnmem_stats_t *st, size_t n,
     nnmem__text_printf(&t, "} %.17g\n", st[i].fragmentation);
   }
   prom_histogram(&t, st, n);
+  return deliver(&t, NNMEM_OK, buf, cap, len_out);
+}
+
+/* Tenant domains (nnmem/domain.h): the same two renderings, label
+ * domain="name"; refusals by reason in one family. */
+typedef struct dmetric {
+  const char *name, *type, *help;
+  size_t off;
+} dmetric_t;
+
+#define DU64(f) offsetof(nnmem_domain_stats_t, f)
+static const dmetric_t dmetrics[] = {
+    {"quota_bytes", "gauge", "Bytes the domain may hold live", DU64(quota)},
+    {"live_bytes", "gauge", "Requested bytes the domain holds",
+     DU64(live_bytes)},
+    {"peak_bytes", "gauge", "Peak of live bytes", DU64(peak_bytes)},
+    {"live_blocks", "gauge", "Blocks the domain holds", DU64(live_blocks)},
+    {"allocations_total", "counter", "Successful allocations", DU64(allocs)},
+    {"frees_total", "counter", "Successful frees by the domain", DU64(frees)},
+    {"granted_frees_total", "counter",
+     "Frees of other domains' blocks under a grant", DU64(frees_granted)},
+    {"isolation_checks_total", "counter",
+     "Ownership checks of frees and accesses naming a live block",
+     DU64(checks)},
+    {"grants_total", "counter", "Grants given", DU64(grants)},
+    {"revokes_total", "counter", "Grants revoked", DU64(revokes)},
+};
+#define N_DMETRICS (sizeof dmetrics / sizeof dmetrics[0])
+
+static const struct {
+  const char *reason;
+  size_t off;
+} refusals[] = {{"quota", DU64(refused_quota)},
+                {"pool", DU64(refused_pool)},
+                {"denied", DU64(refused_denied)},
+                {"invalid", DU64(refused_invalid)},
+                {"bad_input", DU64(refused_bad_input)}};
+#define N_REFUSALS (sizeof refusals / sizeof refusals[0])
+
+static uint64_t dfield(const nnmem_domain_stats_t *s, size_t off) {
+  uint64_t v;
+  memcpy(&v, (const char *)s + off, sizeof v);
+  return v;
+}
+
+void nnmem__domain_stats_json(nnmem__jw_t *w, const nnmem_domain_stats_t *s) {
+  char name[NNMEM_STATS_NAME_MAX + 1];
+  snprintf(name, sizeof name, "%.*s", NNMEM_STATS_NAME_MAX, s->name);
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "domain", name);
+  nnmem__jw_kv_u64(w, "id", s->id);
+  nnmem__jw_kv_u64(w, "colour", s->colour);
+  for (size_t m = 0; m < N_DMETRICS; m++)
+    nnmem__jw_kv_u64(w, dmetrics[m].name, dfield(s, dmetrics[m].off));
+  nnmem__jw_key(w, "refused");
+  nnmem__jw_object(w);
+  for (size_t r = 0; r < N_REFUSALS; r++)
+    nnmem__jw_kv_u64(w, refusals[r].reason, dfield(s, refusals[r].off));
+  nnmem__jw_end(w);
+  nnmem__jw_end(w);
+}
+
+nnmem_status_t nnmem_domain_stats_format_json(const nnmem_domain_stats_t *st,
+                                              size_t n, char *buf, size_t cap,
+                                              size_t *len_out) {
+  if ((!st && n) || (!buf && cap)) return NNMEM_ERR_INVALID;
+  nnmem__text_t t;
+  nnmem__jw_t w;
+  nnmem__text_init(&t);
+  nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
+  nnmem__jw_array(&w);
+  for (size_t i = 0; i < n; i++)
+    nnmem__domain_stats_json(&w, &st[i]);
+  nnmem__jw_end(&w);
+  return deliver(&t, nnmem__jw_finish(&w), buf, cap, len_out);
+}
+
+static void put_domain_start(nnmem__text_t *t, const char *name,
+                             const nnmem_domain_stats_t *s) {
+  nnmem__text_printf(t, "%s{domain=\"", name);
+  put_label(t, s->name);
+  nnmem__text_putc(t, '"');
+}
+
+nnmem_status_t nnmem_domain_stats_format_prometheus(
+    const nnmem_domain_stats_t *st, size_t n, char *buf, size_t cap,
+    size_t *len_out) {
+  if ((!st && n) || (!buf && cap)) return NNMEM_ERR_INVALID;
+  nnmem__text_t t;
+  nnmem__text_init(&t);
+  char name[96];
+  for (size_t m = 0; m < N_DMETRICS; m++) {
+    snprintf(name, sizeof name, "nnmem_domain_%s", dmetrics[m].name);
+    put_family(&t, name, dmetrics[m].type, dmetrics[m].help);
+    for (size_t i = 0; i < n; i++) {
+      put_domain_start(&t, name, &st[i]);
+      nnmem__text_printf(&t, "} %llu\n",
+                         (unsigned long long)dfield(&st[i], dmetrics[m].off));
+    }
+  }
+  static const char fam[] = "nnmem_domain_refusals_total";
+  put_family(&t, fam, "counter",
+             "Refused calls by reason: quota, pool, denied (no ownership or "
+             "grant), invalid (not a live block), bad_input");
+  for (size_t i = 0; i < n; i++)
+    for (size_t r = 0; r < N_REFUSALS; r++) {
+      put_domain_start(&t, fam, &st[i]);
+      nnmem__text_printf(&t, ",reason=\"%s\"} %llu\n", refusals[r].reason,
+                         (unsigned long long)dfield(&st[i], refusals[r].off));
+    }
   return deliver(&t, NNMEM_OK, buf, cap, len_out);
 }

@@ -22,8 +22,16 @@
  *      same kind over N simulated nodes (replay_numa.c says who allocates
  *      and frees what): the total and per-node records (allocations,
  *      remote frees, peak reserved bytes), in every output format.
+ *   7. --tenants N [--quota SIZE]: instead, the trace is shared by N tenant
+ *      domains over one pool (nnmem_domain_replay: buffer i belongs to
+ *      tenant i % N; at each free the next tenant first tries to free the
+ *      block without a grant, which must be refused; every fourth block of
+ *      a tenant is freed by the next one under a grant): per-tenant use,
+ *      peak, refusals by reason, isolation checks performed and refused, as
+ *      text, --json (one result with a "per_tenant" list) or --prometheus
+ *      (the pool's families, then nnmem_domain_*{domain="tenantI"}).
  * Errors print "nnmem: <where>: <what>" on stderr and exit 1 (bad input) or
- * 3 (the pool failed: out of memory).
+ * 3 (the pool failed: out of memory; a tenant probe was not refused).
  * Complexity: O(n log n) plus the pools. Thread-safety: single-threaded. */
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +41,7 @@
 #include "suggest.h"
 #include "cli.h"
 #include "common/util.h"
+#include "runtime/stats_internal.h"
 #include "units.h"
 
 int cli_cmd_replay(int argc, char **argv);
@@ -47,7 +56,9 @@ enum {
   ROPT_DEFRAG,
   ROPT_HEAP_CAP,
   ROPT_BACKEND,
-  ROPT_NUMA
+  ROPT_NUMA,
+  ROPT_TENANTS,
+  ROPT_QUOTA
 };
 
 static const cli_opt_t replay_table[] = {
@@ -61,6 +72,8 @@ static const cli_opt_t replay_table[] = {
     {"heap-capacity", 0, 1, ROPT_HEAP_CAP},
     {"backend", 0, 1, ROPT_BACKEND},
     {"numa-nodes", 0, 1, ROPT_NUMA},
+    {"tenants", 0, 1, ROPT_TENANTS},
+    {"quota", 0, 1, ROPT_QUOTA},
     {NULL, 0, 0, 0}};
 
 #define N_REPLAY_POOLS (NNMEM_POOL_SLAB - NNMEM_POOL_TIERED + 1)
@@ -77,6 +90,8 @@ typedef struct replay_opts {
   uint64_t heap_capacity; /* 0 = 1.05 x peak live */
   int backend;            /* BACKEND_* */
   uint32_t numa_nodes;    /* --numa-nodes; 0 = no NUMA run */
+  uint32_t tenants;       /* --tenants; 0 = no domains */
+  uint64_t quota;         /* --quota; UINT64_MAX = none given */
 } replay_opts_t;
 
 enum { BACKEND_SIM = 0, BACKEND_HOST, BACKEND_MMAP, BACKEND_CUDA };
@@ -127,10 +142,20 @@ static void print_replay_help(void) {
       "                        allocated by node i mod N and freed by it,\n"
       "                        every 4th of a node's by the next node;\n"
       "                        per-node stats\n"
+      "      --tenants N       share the trace among N tenant domains (1 to\n"
+      "                        64; buffer i belongs to tenant i % N) over one\n"
+      "                        pool: per-tenant use and peak, refusals by\n"
+      "                        reason, isolation checks (at each free the\n"
+      "                        next tenant tries to free the block without\n"
+      "                        a grant: refused; every 4th block of a tenant\n"
+      "                        is freed by the next one under a grant)\n"
+      "      --quota SIZE      each tenant's quota (default: none); a\n"
+      "                        buffer past it is refused and skipped\n"
       "  -h, --help            show this help\n"
       "TRACE.csv '-' is read from standard input.\n"
       "\n"
-      "Exit codes: 0 ok; 1 bad usage or bad input; 3 the pool failed.\n",
+      "Exit codes: 0 ok; 1 bad usage or bad input; 3 the pool failed (or,\n"
+      "with --tenants, a cross-tenant free without a grant was not refused).\n",
       stdout);
 }
 
@@ -193,6 +218,15 @@ static int set_replay_option(void *opts, int id, const char *v) {
       return cli_usage_error("replay", "bad --numa-nodes '%s': %s", v,
                              why ? why : "must be 1 to 64");
     o->numa_nodes = (uint32_t)n;
+  } else if (id == ROPT_TENANTS) {
+    uint64_t n = 0;
+    if (cli_parse_size(v, &n, &why) != 0 || n < 1 || n > NNMEM_DOMAIN_MAX)
+      return cli_usage_error("replay", "bad --tenants '%s': expected 1 to %d",
+                             v, NNMEM_DOMAIN_MAX);
+    o->tenants = (uint32_t)n;
+  } else if (id == ROPT_QUOTA) {
+    if (cli_parse_size(v, &o->quota, &why) != 0)
+      return cli_usage_error("replay", "bad --quota '%s': %s", v, why);
   } else if (id == ROPT_ALIGN) {
     if (cli_parse_size(v, &o->align, &why) != 0)
       return cli_usage_error("replay", "bad --device-align '%s': %s", v, why);
@@ -210,6 +244,7 @@ static int parse_replay_args(int argc, char **argv, replay_opts_t *o) {
   memset(o, 0, sizeof *o);
   o->kind = NNMEM_POOL_TIERED;
   o->align = 256;
+  o->quota = UINT64_MAX;
   cli_parse_t p = {"replay",
                    replay_table,
                    ROPT_HELP,
@@ -236,6 +271,18 @@ static int parse_replay_args(int argc, char **argv, replay_opts_t *o) {
   if (o->numa_nodes && o->backend != BACKEND_SIM)
     return cli_usage_error("replay",
                            "--numa-nodes runs on simulated devices; drop "
+                           "--backend");
+  if (o->tenants && o->numa_nodes)
+    return cli_usage_error("replay",
+                           "--tenants and --numa-nodes are two different "
+                           "replays; give one");
+  if (o->quota != UINT64_MAX && !o->tenants)
+    return cli_usage_error("replay", "--quota needs --tenants");
+  if (o->tenants && (o->all || o->defrag || o->backend != BACKEND_SIM ||
+                     o->kind == NNMEM_POOL_SHAPE))
+    return cli_usage_error("replay",
+                           "--tenants replays on the simulated device through "
+                           "one pool: no --pool all or shape, --defrag or "
                            "--backend");
   if (o->json && o->prometheus)
     return cli_usage_error("replay",
@@ -468,6 +515,141 @@ static nnmem_status_t run_numa(const replay_opts_t *o, const nnmem_problem_t *p,
   return NNMEM_OK;
 }
 
+/* ---- --tenants: the trace shared by tenant domains ---- */
+
+static uint64_t sum_checks(const nnmem_domain_replay_result_t *r) {
+  uint64_t c = 0;
+  for (uint32_t t = 0; t < r->tenants; t++)
+    c += r->tenant[t].checks;
+  return c;
+}
+
+static void tenants_text(const replay_opts_t *o, const char *pool,
+                         const nnmem_domain_replay_result_t *r) {
+  char a[64], b[64];
+  if (o->quota == UINT64_MAX)
+    snprintf(b, sizeof b, "no quota");
+  else
+    snprintf(b, sizeof b, "quota %s each",
+             cli_fmt_bytes(o->quota, a, sizeof a));
+  printf("tenants: %u (buffer i -> tenant i %% %u), %s, pool %s\n", r->tenants,
+         r->tenants, b, pool);
+  printf("  operations:          %llu (%llu buffers refused and skipped)\n",
+         (unsigned long long)r->operations, (unsigned long long)r->skipped);
+  printf("  peak_live_bytes:     %s\n",
+         cli_fmt_bytes(r->peak_live_bytes, a, sizeof a));
+  printf(
+      "  peak_reserved_bytes: %s  (%s live)\n",
+      cli_fmt_bytes(r->peak_reserved_bytes, a, sizeof a),
+      cli_fmt_ratio(r->peak_reserved_bytes, r->peak_live_bytes, b, sizeof b));
+  printf(
+      "  isolation:           %llu checks; %llu of %llu cross-tenant frees "
+      "without a grant refused; %llu granted frees\n",
+      (unsigned long long)sum_checks(r), (unsigned long long)r->probes_refused,
+      (unsigned long long)r->probes, (unsigned long long)r->granted_frees);
+  printf("  %-10s %12s %8s %8s %8s %8s  %s\n", "tenant", "peak_bytes", "allocs",
+         "frees", "granted", "checks", "refused quota/pool/denied/invalid");
+  for (uint32_t t = 0; t < r->tenants; t++) {
+    const nnmem_domain_stats_t *d = &r->tenant[t];
+    printf("  %-10s %12llu %8llu %8llu %8llu %8llu  %llu/%llu/%llu/%llu\n",
+           d->name, (unsigned long long)d->peak_bytes,
+           (unsigned long long)d->allocs, (unsigned long long)d->frees,
+           (unsigned long long)d->frees_granted, (unsigned long long)d->checks,
+           (unsigned long long)d->refused_quota,
+           (unsigned long long)d->refused_pool,
+           (unsigned long long)d->refused_denied,
+           (unsigned long long)d->refused_invalid);
+  }
+}
+
+static void tenants_json(nnmem__jw_t *w, const replay_opts_t *o,
+                         const char *pool,
+                         const nnmem_domain_replay_result_t *r) {
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "trace", o->trace);
+  nnmem__jw_kv_string(w, "pool", pool);
+  nnmem__jw_kv_u64(w, "tenants", r->tenants);
+  nnmem__jw_kv_string(w, "assignment", "round-robin by buffer index");
+  nnmem__jw_key(w, "quota");
+  if (o->quota == UINT64_MAX)
+    nnmem__jw_null(w);
+  else
+    nnmem__jw_u64(w, o->quota);
+  nnmem__jw_kv_u64(w, "operations", r->operations);
+  nnmem__jw_kv_u64(w, "skipped_buffers", r->skipped);
+  nnmem__jw_kv_u64(w, "peak_live_bytes", r->peak_live_bytes);
+  nnmem__jw_kv_u64(w, "peak_reserved_bytes", r->peak_reserved_bytes);
+  nnmem__jw_key(w, "isolation");
+  nnmem__jw_object(w);
+  nnmem__jw_kv_u64(w, "checks", sum_checks(r));
+  nnmem__jw_kv_u64(w, "probes", r->probes);
+  nnmem__jw_kv_u64(w, "probes_refused", r->probes_refused);
+  nnmem__jw_kv_u64(w, "granted_frees", r->granted_frees);
+  nnmem__jw_end(w);
+  nnmem__jw_key(w, "per_tenant");
+  nnmem__jw_array(w);
+  for (uint32_t t = 0; t < r->tenants; t++)
+    nnmem__domain_stats_json(w, &r->tenant[t]);
+  nnmem__jw_end(w);
+  nnmem__jw_end(w);
+}
+
+/* The pool's families, then the tenants'. */
+static int tenants_prometheus(const nnmem_stats_t *pool,
+                              const nnmem_domain_replay_result_t *r) {
+  size_t l1 = 0, l2 = 0;
+  nnmem_status_t s = nnmem_stats_format_prometheus(pool, 1, NULL, 0, &l1);
+  if (s == NNMEM_ERR_OVERFLOW)
+    s = nnmem_domain_stats_format_prometheus(r->tenant, r->tenants, NULL, 0,
+                                             &l2);
+  char *buf = s == NNMEM_ERR_OVERFLOW ? malloc(l1 + l2 + 1) : NULL;
+  if (buf) s = nnmem_stats_format_prometheus(pool, 1, buf, l1 + 1, &l1);
+  if (buf && s == NNMEM_OK)
+    s = nnmem_domain_stats_format_prometheus(r->tenant, r->tenants, buf + l1,
+                                             l2 + 1, &l2);
+  if (!buf || s != NNMEM_OK) {
+    free(buf);
+    return cli_fail(buf ? s : NNMEM_ERR_NOMEM, NULL);
+  }
+  fwrite(buf, 1, l1 + l2, stdout);
+  free(buf);
+  return CLI_EXIT_OK;
+}
+
+static int run_tenants(const replay_opts_t *o, const nnmem_problem_t *p) {
+  nnmem_diag_t d = {{0}};
+  nnmem_domain_replay_result_t r;
+  nnmem_stats_t pool_st;
+  nnmem_status_t st =
+      nnmem_domain_replay(p, o->kind, o->tenants, o->quota, &r, &pool_st, &d);
+  if (st != NNMEM_OK) {
+    int rc = cli_fail(st, &d);
+    return st == NNMEM_ERR_STATE ? CLI_EXIT_INTERNAL : rc;
+  }
+  const char *pool = nnmem_pool_kind_name(o->kind);
+  snprintf(pool_st.name, sizeof pool_st.name, "%s", pool);
+  int rc = CLI_EXIT_OK;
+  if (o->prometheus) {
+    rc = tenants_prometheus(&pool_st, &r);
+  } else if (o->json) {
+    nnmem__text_t t;
+    nnmem__jw_t w;
+    cli_json_begin(&w, &t, o->json);
+    nnmem__jw_array(&w);
+    tenants_json(&w, o, pool, &r);
+    nnmem__jw_end(&w);
+    rc = cli_json_print(&w, &t);
+  } else {
+    char shown[512];
+    printf("trace: %s (%zu buffers)\n",
+           cli_printable(o->trace, shown, sizeof shown),
+           nnmem_problem_count(p));
+    tenants_text(o, pool, &r);
+  }
+  free(r.tenant);
+  return rc;
+}
+
 int cli_cmd_replay(int argc, char **argv) {
   replay_opts_t o;
   int rc = parse_replay_args(argc, argv, &o);
@@ -477,6 +659,11 @@ int cli_cmd_replay(int argc, char **argv) {
   nnmem_status_t st = cli_read_csv(o.trace, o.max_input, &csv, &d);
   if (st != NNMEM_OK) return cli_fail(st, &d);
   const nnmem_problem_t *p = nnmem_csv_problem(csv);
+  if (o.tenants) {
+    rc = run_tenants(&o, p);
+    nnmem_csv_destroy(csv);
+    return rc;
+  }
   nnmem_backend_t *be = NULL;
   if (o.backend == BACKEND_HOST)
     st = nnmem_backend_host_create(&be);

@@ -1,0 +1,519 @@
+/* domain.c - tenant domains (include/nnmem/domain.h): quotas, colour tags,
+ * ownership checks and grants over one shared block table.
+ *
+ *   set ── dom[0..n)  (id = index, colour, quota, counters)
+ *    │
+ *    ├── blocks: domain_table.h  address ──> { size, owner, has-grants }
+ *    └── grants: addrmap         address ──> {read, free} bit masks over
+ *                                            domain ids (only blocks with
+ *                                            grants)
+ *
+ * Steps of alloc(d, size): 1. misuse checks (size 0, alignment) -> bad
+ * input; 2. d.live + size > d.quota -> refused (quota); 3. the underlying
+ * pool / allocator (protect sets: d's own pool) -> refused (pool) when it
+ * fails; 4. record {size, owner (whose colour the block carries)} under
+ * the address in the block table (src/runtime/domain_table.h; a failed
+ * insert gives the block back); 5. counters and peak.
+ * Steps of free(d, p): 1. look p up -> not a live block: refused (invalid);
+ * 2. owner != d and no FREE grant for d -> refused (denied); 3. free to
+ * where the block came from; 4. drop the record and its grants; 5. the
+ * bytes leave the owner's account, the free counts on d (and as a granted
+ * free when d is not the owner).
+ * Invariants (nnmem_domain_set_check): for every domain, live_bytes and
+ * live_blocks equal the sums over the blocks it owns; live_bytes <= quota;
+ * every owner id < n; grant masks name existing domains only.
+ * Complexity: O(1) expected per call (one hash probe sequence); check and
+ * destroy O(blocks). Thread-safety: none (see the header). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "runtime/domain_internal.h"
+#include "runtime/pool_internal.h"
+
+static inline uint32_t owner_of(const nnmem__dt_entry_t *e) {
+  return nnmem__dt_owner(e->meta);
+}
+
+nnmem_status_t nnmem__dt_grow(nnmem__dt_t *t) {
+  nnmem__dt_t n = {calloc(t->cap * 2, sizeof *t->slots), t->cap * 2, t->count,
+                   t->shift - 1};
+  if (!n.slots) return NNMEM_ERR_NOMEM;
+  for (size_t i = 0; i < t->cap; i++)
+    if (t->slots[i].key) nnmem__dt_place(&n, t->slots[i].key, t->slots[i].meta);
+  free(t->slots);
+  *t = n;
+  return NNMEM_OK;
+}
+
+/* The grant masks of the block of entry `e` (NULL: none). */
+static nnmem__grants_t *grants_of(const nnmem_domain_set_t *set,
+                                  const nnmem__dt_entry_t *e) {
+  if (!(e->meta & NNMEM__DT_GRANTS)) return NULL;
+  nnmem__addrmap_entry_t *g = nnmem__addrmap_get(&set->grants, e->key);
+  return g ? g->p : NULL;
+}
+
+const char *nnmem_domain_protect_name(nnmem_domain_protect_t p) {
+  static const char *const names[] = {"none", "auto", "pkey", "mprotect"};
+  return (unsigned)p < 4 ? names[p] : "?";
+}
+
+void nnmem_domain_set_config_init(nnmem_domain_set_config_t *cfg) {
+  if (!cfg) return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->size = sizeof *cfg;
+}
+
+void nnmem_domain_config_init(nnmem_domain_config_t *cfg) {
+  if (!cfg) return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->size = sizeof *cfg;
+}
+
+nnmem_status_t nnmem_domain_set_create(const nnmem_domain_set_config_t *cfg,
+                                       nnmem_domain_set_t **out,
+                                       nnmem_diag_t *diag) {
+  if (!out) return nnmem__diag(diag, NNMEM_ERR_INVALID, "domain set: NULL out");
+  *out = NULL;
+  nnmem_domain_set_config_t c;
+  nnmem_domain_set_config_init(&c);
+  if (cfg) nnmem__config_copy(&c, sizeof c, cfg);
+  if ((unsigned)c.protect > NNMEM_PROTECT_MPROTECT)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "domain set: unknown protect mode %d", (int)c.protect);
+  if (c.protect == NNMEM_PROTECT_NONE && !c.pool == !c.allocator)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "domain set: give exactly one of pool and allocator "
+                       "(or a protect mode)");
+  if (c.protect != NNMEM_PROTECT_NONE && (c.pool || c.allocator))
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "domain set: with protect %s each domain has its own "
+                       "region and pool; pool and allocator must be NULL",
+                       nnmem_domain_protect_name(c.protect));
+  nnmem_domain_protect_t prot = NNMEM_PROTECT_NONE;
+  if (c.protect != NNMEM_PROTECT_NONE) {
+    nnmem_status_t s = nnmem__protect_resolve(c.protect, &prot, diag);
+    if (s != NNMEM_OK) return s;
+  }
+  nnmem_domain_set_t *set = calloc(1, sizeof *set);
+  if (!set) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain set: no memory");
+  set->pool = c.pool;
+  set->allocator = c.allocator;
+  set->protect = prot;
+  nnmem__addrmap_init(&set->grants);
+  if (nnmem__dt_init(&set->blocks) != NNMEM_OK) {
+    free(set);
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain set: no memory");
+  }
+  *out = set;
+  return NNMEM_OK;
+}
+
+/* Gives a block back to where it came from. */
+static nnmem_status_t under_free(nnmem_domain_set_t *set, uint32_t owner,
+                                 void *p) {
+  if (set->protect != NNMEM_PROTECT_NONE)
+    return nnmem_pool_free(set->dom[owner]->pool, p);
+  if (set->pool) return nnmem_pool_free(set->pool, p);
+  return nnmem_allocator_free(set->allocator, p);
+}
+
+static nnmem_status_t under_alloc(nnmem_domain_set_t *set, nnmem_domain_t *d,
+                                  uint64_t size, uint64_t align, void **out) {
+  if (set->protect != NNMEM_PROTECT_NONE)
+    return nnmem_pool_alloc(d->pool, size, align, out);
+  if (set->pool) return nnmem_pool_alloc(set->pool, size, align, out);
+  if (size > SIZE_MAX) return NNMEM_ERR_NOMEM;
+  *out = align
+             ? nnmem_alloc_aligned(set->allocator, (size_t)size, (size_t)align)
+             : nnmem_alloc(set->allocator, (size_t)size);
+  return *out ? NNMEM_OK : NNMEM_ERR_NOMEM;
+}
+
+void nnmem_domain_set_destroy(nnmem_domain_set_t *set) {
+  if (!set) return;
+  if (set->protect != NNMEM_PROTECT_NONE && set->entered)
+    (void)nnmem__protect_switch(set, NULL);
+  for (size_t i = 0; i < set->blocks.cap; i++) {
+    nnmem__dt_entry_t *e = &set->blocks.slots[i];
+    if (!e->key) continue;
+    (void)under_free(set, owner_of(e), (void *)(uintptr_t)e->key);
+    free(grants_of(set, e));
+  }
+  nnmem__dt_free(&set->blocks);
+  nnmem__addrmap_free(&set->grants);
+  for (uint32_t i = 0; i < set->n; i++) {
+    if (set->protect != NNMEM_PROTECT_NONE)
+      nnmem__protect_domain_fini(set->dom[i]);
+    free(set->dom[i]);
+  }
+  free(set);
+}
+
+nnmem_domain_protect_t nnmem_domain_set_protect(const nnmem_domain_set_t *s) {
+  return s ? s->protect : NNMEM_PROTECT_NONE;
+}
+
+nnmem_status_t nnmem_domain_create(nnmem_domain_set_t *set,
+                                   const nnmem_domain_config_t *cfg,
+                                   nnmem_domain_t **out, nnmem_diag_t *diag) {
+  if (!set || !out)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID, "domain: NULL set or out");
+  *out = NULL;
+  nnmem_domain_config_t c;
+  nnmem_domain_config_init(&c);
+  if (cfg) nnmem__config_copy(&c, sizeof c, cfg);
+  char name[NNMEM_STATS_NAME_MAX];
+  if (c.name)
+    snprintf(name, sizeof name, "%s", c.name);
+  else
+    snprintf(name, sizeof name, "tenant%u", set->n);
+  if (c.quota == 0) {
+    set->bad_input++;
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "domain '%s': quota 0 (a domain needs a quota of at "
+                       "least 1 byte)",
+                       name);
+  }
+  if (set->n >= NNMEM_DOMAIN_MAX) {
+    set->bad_input++;
+    return nnmem__diag(diag, NNMEM_ERR_OVERFLOW,
+                       "domain '%s': a set holds at most %d domains", name,
+                       NNMEM_DOMAIN_MAX);
+  }
+  nnmem_domain_t *d = calloc(1, sizeof *d);
+  if (!d) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain: no memory");
+  d->set = set;
+  d->region.pkey = -1;
+  d->st.size = sizeof d->st;
+  memcpy(d->st.name, name, sizeof name);
+  d->st.id = set->n;
+  d->st.colour = c.colour ? c.colour : set->n + 1;
+  d->st.quota = c.quota;
+  if (set->protect != NNMEM_PROTECT_NONE) {
+    nnmem_status_t s = nnmem__protect_domain_init(set, d, diag);
+    if (s != NNMEM_OK) {
+      free(d);
+      return s;
+    }
+  }
+  set->dom[set->n++] = d;
+  *out = d;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_domain_get(const nnmem_domain_set_t *set, uint32_t id,
+                                nnmem_domain_t **out) {
+  if (!set || !out) return NNMEM_ERR_INVALID;
+  *out = id < set->n ? set->dom[id] : NULL;
+  return *out ? NNMEM_OK : NNMEM_ERR_NOT_FOUND;
+}
+
+uint32_t nnmem_domain_id(const nnmem_domain_t *d) {
+  return d ? d->st.id : UINT32_MAX;
+}
+uint32_t nnmem_domain_colour(const nnmem_domain_t *d) {
+  return d ? d->st.colour : 0;
+}
+const char *nnmem_domain_name(const nnmem_domain_t *d) {
+  return d ? d->st.name : "";
+}
+
+nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
+                                  uint64_t align, void **out,
+                                  nnmem_diag_t *diag) {
+  if (!d || !out) return NNMEM_ERR_INVALID;
+  *out = NULL;
+  nnmem_domain_stats_t *st = &d->st;
+  if (size == 0 || size > NNMEM__DT_SIZE_MAX ||
+      (align && !nnmem__is_pow2(align))) {
+    st->refused_bad_input++;
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "domain '%s': bad allocation (size %llu, align %llu)",
+                       st->name, (unsigned long long)size,
+                       (unsigned long long)align);
+  }
+  if (size > st->quota - st->live_bytes) {
+    st->refused_quota++;
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM,
+                       "domain '%s': %llu bytes would pass its quota (%llu of "
+                       "%llu bytes live)",
+                       st->name, (unsigned long long)size,
+                       (unsigned long long)st->live_bytes,
+                       (unsigned long long)st->quota);
+  }
+  nnmem_domain_set_t *set = d->set;
+  void *p = NULL;
+  nnmem_status_t s = under_alloc(set, d, size, align, &p);
+  if (s == NNMEM_OK) {
+    /* a new block: absent from the table */
+    s = nnmem__dt_insert(&set->blocks, (uint64_t)(uintptr_t)p,
+                         size | (uint64_t)st->id << 48);
+    if (s != NNMEM_OK) (void)under_free(set, st->id, p);
+  }
+  if (s != NNMEM_OK) {
+    st->refused_pool++;
+    return nnmem__diag(diag, s, "domain '%s': the pool refused %llu bytes: %s",
+                       st->name, (unsigned long long)size, nnmem_status_str(s));
+  }
+  st->live_bytes += size;
+  st->live_blocks++;
+  st->allocs++;
+  if (st->live_bytes > st->peak_bytes) st->peak_bytes = st->live_bytes;
+  *out = p;
+  return NNMEM_OK;
+}
+
+/* Steps 1-2 of free and the whole of access/grant: the block record of `p`
+ * when `d` may use it with `rights` (0: only the owner may), else NULL with
+ * the refusal counted and described. */
+static nnmem__dt_entry_t *lookup(nnmem_domain_t *d, const void *p,
+                                 uint32_t rights, const char *what,
+                                 nnmem_status_t *s, nnmem_diag_t *diag) {
+  nnmem_domain_set_t *set = d->set;
+  nnmem__dt_entry_t *e =
+      p ? nnmem__dt_get(&set->blocks, (uint64_t)(uintptr_t)p) : NULL;
+  if (!e) {
+    d->st.refused_invalid++;
+    *s = nnmem__diag(diag, NNMEM_ERR_INVALID,
+                     "domain '%s': %s of %p refused: not a live block of "
+                     "the set (forged, stale or interior pointer)",
+                     d->st.name, what, p);
+    return NULL;
+  }
+  d->st.checks++;
+  uint32_t owner = owner_of(e);
+  if (owner == d->st.id) return e;
+  const nnmem__grants_t *g = grants_of(set, e);
+  uint64_t bit = 1ULL << d->st.id;
+  int ok = rights && g && (!(rights & NNMEM_GRANT_READ) || (g->read & bit)) &&
+           (!(rights & NNMEM_GRANT_FREE) || (g->free & bit));
+  if (ok) return e;
+  d->st.refused_denied++;
+  *s = nnmem__diag(diag, NNMEM_ERR_DENIED,
+                   "domain '%s': %s of block %p (%llu bytes) of domain "
+                   "'%s' refused: %s",
+                   d->st.name, what, p,
+                   (unsigned long long)nnmem__dt_size(e->meta),
+                   set->dom[owner]->st.name,
+                   rights ? "no grant for it" : "only the owner may");
+  return NULL;
+}
+
+nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
+                                 nnmem_diag_t *diag) {
+  if (!d) return NNMEM_ERR_INVALID;
+  nnmem_status_t s = NNMEM_OK;
+  nnmem__dt_entry_t *e = lookup(d, ptr, NNMEM_GRANT_FREE, "free", &s, diag);
+  if (!e) return s;
+  nnmem_domain_set_t *set = d->set;
+  uint32_t owner = owner_of(e);
+  uint64_t size = nnmem__dt_size(e->meta);
+  s = under_free(set, owner, ptr);
+  if (s != NNMEM_OK) /* the table and the pool disagree: a library bug */
+    return nnmem__diag(diag, NNMEM_ERR_STATE,
+                       "domain '%s': the pool refused live block %p: %s",
+                       d->st.name, ptr, nnmem_status_str(s));
+  if (e->meta & NNMEM__DT_GRANTS) {
+    nnmem__addrmap_entry_t g;
+    if (nnmem__addrmap_remove(&set->grants, e->key, &g)) free(g.p);
+  }
+  nnmem__dt_remove(&set->blocks, e);
+  nnmem_domain_stats_t *o = &set->dom[owner]->st;
+  o->live_bytes -= size;
+  o->live_blocks--;
+  d->st.frees++;
+  if (owner != d->st.id) d->st.frees_granted++;
+  return NNMEM_OK;
+}
+
+static int bad_rights(uint32_t rights) {
+  return rights == 0 || (rights & ~(NNMEM_GRANT_READ | NNMEM_GRANT_FREE));
+}
+
+nnmem_status_t nnmem_domain_access(nnmem_domain_t *d, const void *ptr,
+                                   uint32_t rights, nnmem_diag_t *diag) {
+  if (!d) return NNMEM_ERR_INVALID;
+  if (bad_rights(rights)) {
+    d->st.refused_bad_input++;
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "domain '%s': access with rights 0x%x (expected READ "
+                       "and/or FREE)",
+                       d->st.name, rights);
+  }
+  nnmem_status_t s = NNMEM_OK;
+  return lookup(d, ptr, rights, "access", &s, diag) ? NNMEM_OK : s;
+}
+
+/* grant (on = 1) or revoke (on = 0). */
+static nnmem_status_t set_grant(nnmem_domain_t *d, void *ptr, uint32_t grantee,
+                                uint32_t rights, int on, nnmem_diag_t *diag) {
+  if (!d) return NNMEM_ERR_INVALID;
+  const char *what = on ? "grant" : "revoke";
+  if (bad_rights(rights)) {
+    d->st.refused_bad_input++;
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "domain '%s': %s with rights 0x%x (expected READ "
+                       "and/or FREE)",
+                       d->st.name, what, rights);
+  }
+  nnmem_domain_set_t *set = d->set;
+  if (grantee >= set->n) {
+    d->st.refused_bad_input++;
+    return nnmem__diag(diag, NNMEM_ERR_NOT_FOUND,
+                       "domain '%s': %s to domain %u, which does not exist "
+                       "(%u domains)",
+                       d->st.name, what, grantee, set->n);
+  }
+  nnmem_status_t s = NNMEM_OK;
+  nnmem__dt_entry_t *e = lookup(d, ptr, 0, what, &s, diag);
+  if (!e) return s;
+  nnmem__grants_t *g = grants_of(set, e);
+  if (!g && on) {
+    g = calloc(1, sizeof *g);
+    nnmem__addrmap_entry_t ge = {e->key, 0, 0, g};
+    if (!g || nnmem__addrmap_put(&set->grants, &ge) != NNMEM_OK) {
+      free(g);
+      return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain '%s': %s: no memory",
+                         d->st.name, what);
+    }
+    e->meta |= NNMEM__DT_GRANTS;
+  }
+  uint64_t bit = 1ULL << grantee;
+  if (g && on) {
+    if (rights & NNMEM_GRANT_READ) g->read |= bit;
+    if (rights & NNMEM_GRANT_FREE) g->free |= bit;
+  } else if (g) {
+    if (rights & NNMEM_GRANT_READ) g->read &= ~bit;
+    if (rights & NNMEM_GRANT_FREE) g->free &= ~bit;
+    if (!g->read && !g->free) {
+      nnmem__addrmap_remove(&set->grants, e->key, NULL);
+      free(g);
+      e->meta &= ~NNMEM__DT_GRANTS;
+    }
+  }
+  if (on)
+    d->st.grants++;
+  else
+    d->st.revokes++;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_domain_grant(nnmem_domain_t *d, void *ptr,
+                                  uint32_t grantee, uint32_t rights,
+                                  nnmem_diag_t *diag) {
+  return set_grant(d, ptr, grantee, rights, 1, diag);
+}
+
+nnmem_status_t nnmem_domain_revoke(nnmem_domain_t *d, void *ptr,
+                                   uint32_t grantee, uint32_t rights,
+                                   nnmem_diag_t *diag) {
+  return set_grant(d, ptr, grantee, rights, 0, diag);
+}
+
+nnmem_status_t nnmem_domain_block_info(const nnmem_domain_set_t *set,
+                                       const void *ptr, uint32_t *owner_out,
+                                       uint32_t *colour_out,
+                                       uint64_t *size_out) {
+  if (!set || !ptr) return NNMEM_ERR_INVALID;
+  const nnmem__dt_entry_t *e =
+      nnmem__dt_get(&set->blocks, (uint64_t)(uintptr_t)ptr);
+  if (!e) return NNMEM_ERR_INVALID;
+  if (owner_out) *owner_out = owner_of(e);
+  if (colour_out) /* the owner's colour: a domain's never changes */
+    *colour_out = owner_of(e) < set->n ? set->dom[owner_of(e)]->st.colour : 0;
+  if (size_out) *size_out = nnmem__dt_size(e->meta);
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_domain_enter(nnmem_domain_set_t *set, nnmem_domain_t *d) {
+  if (!set || (d && d->set != set)) return NNMEM_ERR_INVALID;
+  if (set->protect == NNMEM_PROTECT_NONE) return NNMEM_ERR_STATE;
+  if (d == set->entered) return NNMEM_OK;
+  nnmem_status_t s = nnmem__protect_switch(set, d);
+  if (s == NNMEM_OK) {
+    set->entered = d;
+    set->enters++;
+  }
+  return s;
+}
+
+nnmem_status_t nnmem_domain_stats(const nnmem_domain_t *d,
+                                  nnmem_domain_stats_t *out) {
+  if (!d || !out) return NNMEM_ERR_INVALID;
+  *out = d->st;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_domain_set_counters(const nnmem_domain_set_t *set,
+                                         nnmem_domain_set_counters_t *out) {
+  if (!set || !out) return NNMEM_ERR_INVALID;
+  memset(out, 0, sizeof *out);
+  out->size = sizeof *out;
+  out->domains = set->n;
+  out->protect = set->protect;
+  out->live_blocks = set->blocks.count;
+  out->bad_input = set->bad_input;
+  out->enters = set->enters;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_domain_set_check(const nnmem_domain_set_t *set,
+                                      nnmem_diag_t *diag) {
+  if (!set) return NNMEM_ERR_INVALID;
+  uint64_t bytes[NNMEM_DOMAIN_MAX] = {0}, blocks[NNMEM_DOMAIN_MAX] = {0};
+  uint64_t known = set->n == 64 ? ~0ULL : (1ULL << set->n) - 1;
+  size_t count = 0, with_grants = 0;
+  for (size_t i = 0; i < set->blocks.cap; i++) {
+    const nnmem__dt_entry_t *e = &set->blocks.slots[i];
+    if (!e->key) continue;
+    count++;
+    uint32_t o = owner_of(e);
+    if (o >= set->n)
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "domain set: block 0x%llx has owner %u of %u",
+                         (unsigned long long)e->key, o, set->n);
+    if (nnmem__dt_get(&set->blocks, e->key) != e)
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "domain set: block 0x%llx is off its probe path",
+                         (unsigned long long)e->key);
+    const nnmem__grants_t *g = grants_of(set, e);
+    if ((e->meta & NNMEM__DT_GRANTS) && !g)
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "domain set: block 0x%llx is marked with grants "
+                         "but has none",
+                         (unsigned long long)e->key);
+    with_grants += g != NULL;
+    if (g && ((g->read | g->free) & ~known))
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "domain set: block 0x%llx grants rights to a "
+                         "domain that does not exist",
+                         (unsigned long long)e->key);
+    bytes[o] += nnmem__dt_size(e->meta);
+    blocks[o]++;
+  }
+  if (count != set->blocks.count || count * 4 > set->blocks.cap ||
+      with_grants != set->grants.count)
+    return nnmem__diag(diag, NNMEM_ERR_STATE,
+                       "domain set: %zu blocks found, %zu counted, %zu "
+                       "slots; %zu with grants, %zu grant records",
+                       count, set->blocks.count, set->blocks.cap, with_grants,
+                       set->grants.count);
+  for (uint32_t i = 0; i < set->n; i++) {
+    const nnmem_domain_stats_t *st = &set->dom[i]->st;
+    if (st->live_bytes != bytes[i] || st->live_blocks != blocks[i] ||
+        st->live_bytes > st->quota || st->peak_bytes < st->live_bytes)
+      return nnmem__diag(
+          diag, NNMEM_ERR_STATE,
+          "domain '%s': counted %llu bytes in %llu blocks, "
+          "the table holds %llu in %llu (quota %llu, peak "
+          "%llu)",
+          st->name, (unsigned long long)st->live_bytes,
+          (unsigned long long)st->live_blocks, (unsigned long long)bytes[i],
+          (unsigned long long)blocks[i], (unsigned long long)st->quota,
+          (unsigned long long)st->peak_bytes);
+  }
+  return NNMEM_OK;
+}
