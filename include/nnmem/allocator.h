@@ -47,6 +47,10 @@ typedef struct nnmem_allocator_config {
   /* leak records (nnmem/leaks.h), copied at create; NULL: from the
    * environment (NNMEM_LEAKS, off when unset or malformed) */
   const nnmem_leaks_config_t *leaks;
+  /* sampled latency (appended): time 1 call in N on every path, the
+   * thread-cache path included (cycle counter calibrated to ns); 0 = 64,
+   * 1 = every call, UINT32_MAX = about never. Also the shared pools'. */
+  uint32_t latency_sample;
 } nnmem_allocator_config_t;
 
 NNMEM_API void nnmem_allocator_config_init(nnmem_allocator_config_t *cfg);

@@ -20,6 +20,7 @@
 #include "nnmem/allocator.h"
 #include "nnmem/leaks.h"
 #include "nnmem/planned.h"
+#include "nnmem/profiler.h"
 #include "nnmem/arena.h"
 #include "nnmem/heap.h"
 #include "nnmem/block_state.h"

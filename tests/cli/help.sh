@@ -30,7 +30,7 @@ out_has "--capacity"
 # No command: usage on stderr, exit 1.
 expect_rc 1
 err_has "Usage: nnmem"
-err_has "(commands: plan, inspect, verify, replay, run)"
+err_has "(commands: plan, inspect, verify, replay, run, diff)"
 out_empty
 
 expect_rc 1 frobnicate

@@ -49,6 +49,8 @@ static void print_help(FILE *f) {
       "                        on a simulated device (--pool KIND|all)\n"
       "  run PLAN.json [MODEL] execute a fitted plan (plan --mem-limit --out)\n"
       "                        on the simulated device with real bytes\n"
+      "  diff A.json B.json    compare two memory profiles (planned and\n"
+      "                        measured) key by key\n"
       "\n"
       "Options:\n"
       "  -h, --help            show this help (also: nnmem <command> "
@@ -90,7 +92,7 @@ static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     fputs(
         "Usage: nnmem <command> [options]   (commands: plan, inspect, verify, "
-        "replay, run)\n"
+        "replay, run, diff)\n"
         "Try 'nnmem --help' for more information.\n",
         stderr);
     return CLI_EXIT_INVALID;
@@ -111,14 +113,15 @@ static int dispatch(int argc, char **argv) {
   if (strcmp(cmd, "inspect") == 0) return cli_cmd_inspect(argc - 2, argv + 2);
   if (strcmp(cmd, "replay") == 0) return cli_cmd_replay(argc - 2, argv + 2);
   if (strcmp(cmd, "run") == 0) return cli_cmd_run(argc - 2, argv + 2);
-  static const char *const commands[] = {"plan",   "inspect", "verify",
-                                         "replay", "run",     "help"};
+  if (strcmp(cmd, "diff") == 0) return cli_cmd_diff(argc - 2, argv + 2);
+  static const char *const commands[] = {"plan", "inspect", "verify", "replay",
+                                         "run",  "diff",    "help"};
   char tail[64];
   if (cmd[0] == '-')
     fprintf(stderr, "nnmem: unknown option '%s'\n", cmd);
   else
     fprintf(stderr, "nnmem: unknown command '%s'%s\n", cmd,
-            cli_did_you_mean(cli_suggest(cmd, commands, 6), tail, sizeof tail));
+            cli_did_you_mean(cli_suggest(cmd, commands, 7), tail, sizeof tail));
   fputs("Try 'nnmem --help' for more information.\n", stderr);
   return CLI_EXIT_INVALID;
 }
