@@ -27,7 +27,7 @@ needs=(
   "libprotobuf-c-dev|header:protobuf-c/protobuf-c.h|protobuf-c headers and library"
   "protobuf-c-compiler|cmd:protoc-c|the protoc-c code generator"
 )
-optional=()
+optional=("libmicrohttpd-dev|header:microhttpd.h|libmicrohttpd (the live /metrics endpoint; without it the endpoint is off)")
 case "$mode" in
 build) ;;
 test)

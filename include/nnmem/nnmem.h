@@ -21,6 +21,7 @@
 #include "nnmem/leaks.h"
 #include "nnmem/planned.h"
 #include "nnmem/profiler.h"
+#include "nnmem/metrics.h"
 #include "nnmem/arena.h"
 #include "nnmem/heap.h"
 #include "nnmem/block_state.h"

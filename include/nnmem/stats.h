@@ -75,8 +75,8 @@ NNMEM_API double nnmem_stats_latency_mean_ns(const nnmem_stats_t *st);
  * per family and a pool="name" label per record, e.g.
  * nnmem_pool_reserved_bytes{pool="tlsf0"} 1048576; the latency histogram
  * nnmem_pool_op_latency_ns has cumulative _bucket{le=...} samples ending
- * in le="+Inf", then _sum and _count; nnmem_pool_cache_hit_ratio (only
- * records with cache lookups) and nnmem_pool_lock_contention_ratio. */
+ * in le="+Inf", then _sum and _count; nnmem_pool_cache_hit_ratio (NaN
+ * for records without cache lookups) and nnmem_pool_lock_contention_ratio. */
 NNMEM_API nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st,
                                                  size_t n, char *buf,
                                                  size_t cap, size_t *len_out);

@@ -257,12 +257,14 @@ nnmem_status_t nnmem_stats_format_prometheus(const nnmem_stats_t *st, size_t n,
     nnmem__text_printf(&t, "} %.17g\n", st[i].fragmentation);
   }
   put_family(&t, "nnmem_pool_cache_hit_ratio", "gauge",
-             "Thread-cache hits / lookups (records with lookups only)");
+             "Thread-cache hits / lookups (NaN without lookups)");
   for (size_t i = 0; i < n; i++) {
     double h = nnmem_stats_hit_rate(&st[i]);
-    if (h != h) continue; /* NaN: no cache lookups */
     put_sample_start(&t, "nnmem_pool_cache_hit_ratio", &st[i]);
-    nnmem__text_printf(&t, "} %.17g\n", h);
+    if (isnan(h)) /* no cache lookups: not 0 (that would alert) */
+      nnmem__text_puts(&t, "} NaN\n");
+    else
+      nnmem__text_printf(&t, "} %.17g\n", h);
   }
   put_family(&t, "nnmem_pool_lock_contention_ratio", "gauge",
              "Failed try-locks / lock acquisitions");
