@@ -2,7 +2,8 @@
 # CLI: `nnmem replay --metrics-port`: the live /metrics endpoint scraped
 # over HTTP while the command runs (--metrics-linger keeps it up) and parsed
 # with a real Prometheus parser (prometheus_client.parser): every pool's
-# label, values equal to the replay's --json figures, the health ratios;
+# label, values equal to the replay's --json figures, the health ratios,
+# every series docs/grafana-*.json query;
 # 404 for other paths; a port in use is reported on stderr and the replay
 # still prints its full report with exit 0; option errors.
 # Skips (77) when no Python has prometheus_client or nnmem was built
@@ -62,6 +63,16 @@ for pool, r in runs.items():
     assert value("nnmem_pool_lock_contention_ratio",
                  "nnmem_pool_lock_contention_ratio", pool) == 0
 assert fams["nnmem_pool_op_latency_ns"].type == "histogram"
+# every series the Grafana dashboard and its alert rules query is served
+import os, re
+names = {s.name for f in fams.values() for s in f.samples}
+docs = os.path.join(os.environ["NNMEM_SOURCE_DIR"], "docs")
+for doc in ("grafana-nnmem.json", "grafana-alerts.json"):
+    text_doc = json.dumps(json.load(open(os.path.join(docs, doc))))
+    used = set(re.findall(r"nnmem_pool_[a-z0-9_]+", text_doc))
+    assert used, doc
+    for n in used:
+        assert n in names, (doc, n)
 try:
     urllib.request.urlopen(url.replace("/metrics", "/other"), timeout=10)
     raise AssertionError("no 404")
