@@ -94,7 +94,9 @@ NNMEM_API void nnmem_allocator_thread_flush(nnmem_allocator_t *a);
  * counts small blocks by their class size; allocated/reserved_bytes count
  * the thread caches' 64 KiB pages as shared-pool blocks; cache_misses are
  * trips to the shared pool for a new page; misuse_count counts rejected
- * frees. Takes the allocator's mutex briefly. While other threads run it
+ * frees; the latency histogram merges the thread caches' sampled calls
+ * (1 in latency_sample, cycle counter) with the shared pools'. Takes the
+ * allocator's mutex briefly. While other threads run it
  * is a snapshot of counters read one cache after the other, not of one
  * instant: the live count and bytes may be off by the operations in
  * flight (never below 0). */

@@ -582,6 +582,39 @@ static void test_cached_path_latency_and_hit_rate(void **state) {
   assert_true(nnmem_stats_lock_contention(&none) == 0.25);
 }
 
+/* Lock contention driven into the contended state: two threads hammer the
+ * shared pool (64 KiB blocks: past the thread caches) until a try-lock
+ * failed (at most 50 rounds); the ratio is then recomputed by hand. */
+static void *hammer(void *arg) {
+  nnmem_allocator_t *a = arg;
+  for (int i = 0; i < 20000; i++)
+    nnmem_free(a, nnmem_alloc(a, 65536));
+  return NULL;
+}
+
+static void test_contention(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = make_alloc(0);
+  nnmem_stats_t s;
+  int round = 0;
+  do {
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++)
+      pthread_create(&th[t], NULL, hammer, a);
+    for (int t = 0; t < 2; t++)
+      pthread_join(th[t], NULL);
+    assert_ok(nnmem_allocator_stats(a, &s));
+  } while (s.lock_contended == 0 && ++round < 50);
+  printf("contention: %llu of %llu acquisitions after %d round(s)\n",
+         (unsigned long long)s.lock_contended,
+         (unsigned long long)s.lock_acquisitions, round + 1);
+  assert_true(s.lock_contended > 0);
+  assert_true(s.lock_acquisitions >= 2 * 2 * 20000ULL); /* alloc + free */
+  assert_true(nnmem_stats_lock_contention(&s) ==
+              (double)s.lock_contended / (double)s.lock_acquisitions);
+  nnmem_allocator_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand_worked),
@@ -593,6 +626,7 @@ int main(void) {
       cmocka_unit_test(test_diff_exact),
       cmocka_unit_test(test_diff_errors),
       cmocka_unit_test(test_cached_path_latency_and_hit_rate),
+      cmocka_unit_test(test_contention),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
