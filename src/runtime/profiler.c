@@ -262,9 +262,11 @@ static nnmem_status_t start(kind_t kind, nnmem_allocator_t *a,
   pr->pool = pool;
   pr->arena = arena;
   st = attach(pr);
-  if (st != NNMEM_OK) {
-    pr->kind = K_ARENA; /* nothing to detach from */
-    nnmem_profiler_destroy(pr);
+  if (st != NNMEM_OK) { /* never attached: nothing to stop or detach */
+    nnmem__addrmap_free(&pr->live);
+    pthread_mutex_destroy(&pr->lock);
+    free(pr->tl);
+    free(pr);
     return st;
   }
   *out = pr;
