@@ -60,7 +60,8 @@ static void print_help(FILE *f) {
       "Exit codes:\n"
       "  0  success (verify: the plan is valid)\n"
       "  1  bad usage or bad input\n"
-      "  2  the plan does not fit --capacity (verify: height > capacity)\n"
+      "  2  the plan does not fit --capacity (verify: height > capacity;\n"
+      "     diff: B's peak exceeds A's by more than --max-excess)\n"
       "  3  internal error (a produced plan failed verification, out of "
       "memory)\n"
       "  4  verify: the plan is invalid (overlapping buffers, a misaligned "
@@ -74,7 +75,8 @@ static void print_help(FILE *f) {
       "  nnmem plan problem.csv --capacity 1MiB --out solved.csv\n"
       "  nnmem verify problem.csv solved.csv\n"
       "  nnmem verify graph.json plan.json --json\n"
-      "  nnmem replay trace.csv --pool tlsf --json\n",
+      "  nnmem replay trace.csv --pool tlsf --json\n"
+      "  nnmem diff planned.json measured.json\n",
       f);
 }
 
