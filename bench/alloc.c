@@ -28,7 +28,12 @@
  *      machine the wall ratio measures the load, the CPU ratio what the
  *      two threads cost each other (shared lines, locks, bandwidth);
  *   5. ratios against every alternative; every row also goes to OUT.csv
- *      (default bench-alloc.csv).
+ *      (default bench-alloc.csv);
+ *   6. (d) the cost of sampled latency (cycle counter on the thread-cache
+ *      path): the ring on three nnmem allocators, latency_sample about
+ *      never / 1 in 64 / every call, and the figures the default one
+ *      reports (latency p50/p99/mean, hit rate, lock contention,
+ *      fragmentation). --only-sampling runs just (d).
  * It asserts nothing about time. Thread-safety: its own threads only. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -400,11 +405,76 @@ static void bench_traces(const char *data, int repeat, FILE *csv) {
   }
 }
 
+/* (d) the cost of sampled latency: the ring on nnmem allocators that differ
+ * only in latency_sample (about never, 1 in 64 = the default, every call),
+ * rounds interleaved, median ns/step by wall and by thread CPU time; then
+ * the figures the sampling produces on the default one (the stats of the
+ * 1-thread and 2-thread rings): latency p50 / p99 / mean, hit rate, lock
+ * contention, fragmentation. */
+static void bench_sampling(int repeat, FILE *csv) {
+  static const uint32_t every[3] = {UINT32_MAX, 64, 1};
+  static const char *const label[3] = {"off", "1/64", "1/1"};
+  static double wall[3][MAX_REPEAT], cpu[3][MAX_REPEAT];
+  uint32_t *slot = malloc(STEPS * sizeof *slot * 2);
+  uint32_t *size = malloc(STEPS * sizeof *size * 2);
+  make_steps(slot, size, 88172645463325252ULL);
+  make_steps(slot + STEPS, size + STEPS, 0x9E3779B97F4A7C15ULL);
+  nnmem_allocator_t *na[3];
+  allocator_t al[3];
+  for (int v = 0; v < 3; v++) {
+    nnmem_allocator_config_t cfg;
+    nnmem_allocator_config_init(&cfg);
+    cfg.latency_sample = every[v];
+    if (nnmem_allocator_create(&cfg, &na[v]) != NNMEM_OK) exit(1);
+    al[v] = (allocator_t){"nnmem", 1, nn_alloc, nn_free, na[v], NULL};
+  }
+  printf(
+      "\n(d) sampled latency: the ring on nnmem with latency_sample off / "
+      "1 in 64 (default) / every call, median of %d\n",
+      repeat);
+  double two[2];
+  for (int r = 0; r < repeat; r++)
+    for (int v = 0; v < 3; v++) {
+      ring_job_t j = {&al[v], slot, size, 0, 0};
+      ring_run(&j);
+      wall[v][r] = j.seconds * 1e9 / STEPS;
+      cpu[v][r] = j.cpu * 1e9 / STEPS;
+    }
+  ring_round(&al[1], slot, size, &(double){0}, two); /* 2 threads: locks */
+  printf("%-10s %12s %12s %12s\n", "sampling", "ns/step", "cpu ns/step",
+         "vs off");
+  double off = median(cpu[0], repeat);
+  for (int v = 0; v < 3; v++) {
+    double w = median(wall[v], repeat), c = median(cpu[v], repeat);
+    printf("%-10s %12.1f %12.1f %11.2f%%\n", label[v], w, c,
+           (c / off - 1) * 100);
+    fprintf(csv, "sampling,%s,,%.2f,%.4f\n", label[v], c, c / off);
+  }
+  nnmem_stats_t st;
+  if (nnmem_allocator_stats(na[1], &st) == NNMEM_OK)
+    printf(
+        "1/64 figures: %llu samples, latency p50 %llu ns, p99 %llu ns, "
+        "mean %.1f ns; hit rate %.4f; lock contention %.4f (%llu of %llu "
+        "acquisitions); fragmentation %.4f\n",
+        (unsigned long long)st.latency_samples,
+        (unsigned long long)nnmem_stats_latency_percentile(&st, 50),
+        (unsigned long long)nnmem_stats_latency_percentile(&st, 99),
+        nnmem_stats_latency_mean_ns(&st), nnmem_stats_hit_rate(&st),
+        nnmem_stats_lock_contention(&st), (unsigned long long)st.lock_contended,
+        (unsigned long long)st.lock_acquisitions, st.fragmentation);
+  for (int v = 0; v < 3; v++)
+    nnmem_allocator_destroy(na[v]);
+  free(slot);
+  free(size);
+}
+
 int main(int argc, char **argv) {
   const char *csv_path = "bench-alloc.csv", *data = NNMEM_DEFAULT_DATA_DIR;
-  int repeat = 7;
+  int repeat = 7, only_sampling = 0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
+    if (strcmp(argv[i], "--only-sampling") == 0)
+      only_sampling = 1;
+    else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
       csv_path = argv[++i];
     else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
       repeat = atoi(argv[++i]);
@@ -413,7 +483,7 @@ int main(int argc, char **argv) {
     else {
       fprintf(stderr,
               "usage: alloc [--csv OUT.csv] [--repeat N] "
-              "[--data DIR]\n");
+              "[--data DIR] [--only-sampling]\n");
       return 1;
     }
   }
@@ -431,8 +501,11 @@ int main(int argc, char **argv) {
           "bench,allocator_or_trace,pool,ns,ratio_or_scaling,"
           "fragmentation\n");
   load_allocators(nn);
-  bench_ring(repeat, csv);
-  bench_traces(data, repeat < 5 ? repeat : 5, csv);
+  if (!only_sampling) {
+    bench_ring(repeat, csv);
+    bench_traces(data, repeat < 5 ? repeat : 5, csv);
+  }
+  bench_sampling(repeat, csv);
   fclose(csv);
   printf("\nrows written to %s\n", csv_path);
   nnmem_allocator_destroy(nn);

@@ -30,6 +30,7 @@ needs=(
 optional=()
 # libnuma: NUMA-bound pools (the build falls back to one node without it)
 optional+=("libnuma-dev|header:numa.h|libnuma (NUMA pools bind node memory; one node without it)")
+optional+=("libmicrohttpd-dev|header:microhttpd.h|libmicrohttpd (the live /metrics endpoint; without it the endpoint is off)")
 case "$mode" in
 build) ;;
 test)

@@ -51,6 +51,10 @@ typedef struct nnmem_allocator_config {
    * nnmem_pool_config_t.keep_empty; 0: none): no map / unmap per block
    * when a few mid-size blocks come and go (the malloc front keeps 1) */
   uint32_t keep_empty;
+  /* sampled latency (appended): time 1 call in N on every path, the
+   * thread-cache path included (cycle counter calibrated to ns); 0 = 64,
+   * 1 = every call, UINT32_MAX = about never. Also the shared pools'. */
+  uint32_t latency_sample;
 } nnmem_allocator_config_t;
 
 NNMEM_API void nnmem_allocator_config_init(nnmem_allocator_config_t *cfg);
@@ -94,7 +98,9 @@ NNMEM_API void nnmem_allocator_thread_flush(nnmem_allocator_t *a);
  * counts small blocks by their class size; allocated/reserved_bytes count
  * the thread caches' 64 KiB pages as shared-pool blocks; cache_misses are
  * trips to the shared pool for a new page; misuse_count counts rejected
- * frees. Takes the allocator's mutex briefly. While other threads run it
+ * frees; the latency histogram merges the thread caches' sampled calls
+ * (1 in latency_sample, cycle counter) with the shared pools'. Takes the
+ * allocator's mutex briefly. While other threads run it
  * is a snapshot of counters read one cache after the other, not of one
  * instant: the live count and bytes may be off by the operations in
  * flight (never below 0). */

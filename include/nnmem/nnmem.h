@@ -20,6 +20,8 @@
 #include "nnmem/allocator.h"
 #include "nnmem/leaks.h"
 #include "nnmem/planned.h"
+#include "nnmem/profiler.h"
+#include "nnmem/metrics.h"
 #include "nnmem/arena.h"
 #include "nnmem/heap.h"
 #include "nnmem/numa.h"

@@ -70,16 +70,26 @@ NNMEM_API void nnmem_stats_init(nnmem_stats_t *st);
 NNMEM_API uint64_t nnmem_stats_latency_percentile(const nnmem_stats_t *st,
                                                   double pct);
 
+/* Thread-cache hits / (hits + misses), NaN when there were no lookups;
+ * lock_contended / lock_acquisitions (0 when none); latency_sum_ns /
+ * latency_samples (NaN when none). */
+NNMEM_API double nnmem_stats_hit_rate(const nnmem_stats_t *st);
+NNMEM_API double nnmem_stats_lock_contention(const nnmem_stats_t *st);
+NNMEM_API double nnmem_stats_latency_mean_ns(const nnmem_stats_t *st);
+
 /* Render `n` records into buf[cap]. On success *len_out (nullable) is the
  * string length (NUL-terminated). NNMEM_ERR_OVERFLOW when cap is too small;
  * *len_out then holds the length needed (call again with len + 1). JSON: an
- * array of objects, one per record, keys named like the fields.
+ * array of objects, one per record, keys named like the fields plus
+ * cache_hit_rate (null without lookups), lock_contention, latency_mean_ns,
+ * latency_p50_ns and latency_p99_ns.
  * Pretty-printed (2-space indentation), every integer exact.
  * Prometheus: text exposition format 0.0.4 with one # HELP / # TYPE pair
  * per family and a pool="name" label per record, e.g.
  * nnmem_pool_reserved_bytes{pool="tlsf0"} 1048576; the latency histogram
  * nnmem_pool_op_latency_ns has cumulative _bucket{le=...} samples ending
- * in le="+Inf", then _sum and _count. */
+ * in le="+Inf", then _sum and _count; nnmem_pool_cache_hit_ratio (NaN
+ * for records without cache lookups) and nnmem_pool_lock_contention_ratio. */
 NNMEM_API nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st,
                                                  size_t n, char *buf,
                                                  size_t cap, size_t *len_out);

@@ -613,3 +613,42 @@ nnmem_status_t nnmem_plan_read_json_order(const char *data, size_t len,
   free(tagged);
   return st;
 }
+
+/* ---- steps 1-2 for other readers of nnmem's JSON (json_exact.h) ---------- */
+
+nnmem_status_t nnmem__json_exact_parse(const char *name, const char *data,
+                                       size_t len, cJSON **out,
+                                       nnmem_diag_t *diag) {
+  *out = NULL;
+  reader_t r = {.name = name, .diag = diag};
+  char *tagged = NULL;
+  nnmem_status_t st = tag_numbers(&r, data, len, &tagged);
+  if (st != NNMEM_OK) return st;
+  const char *end = NULL;
+  cJSON *doc = cJSON_ParseWithLengthOpts(tagged, strlen(tagged) + 1, &end, 1);
+  free(tagged);
+  if (!doc)
+    return nnmem__diag(diag, NNMEM_ERR_PARSE, "%s: not valid JSON", name);
+  if (has_number_key(doc)) {
+    cJSON_Delete(doc);
+    return nnmem__diag(diag, NNMEM_ERR_PARSE,
+                       "%s: not valid JSON: a number as an object key", name);
+  }
+  *out = doc;
+  return NNMEM_OK;
+}
+
+int nnmem__json_exact_u64(const cJSON *j, uint64_t *v) {
+  return tagged_u64(j, v);
+}
+
+int nnmem__json_exact_double(const cJSON *j, double *v) {
+  if (!cJSON_IsString(j) || j->valuestring[0] != NUM_TAG) return -1;
+  char *end = NULL;
+  *v = strtod(j->valuestring + 1, &end);
+  return end && *end == '\0' && end != j->valuestring + 1 ? 0 : -1;
+}
+
+const cJSON *nnmem__json_member(const cJSON *obj, const char *key, int *twice) {
+  return member(obj, key, twice);
+}

@@ -58,7 +58,9 @@
 
 #include "nnmem/allocator.h"
 #include "runtime/allocator_internal.h"
+#include "runtime/cycles.h"
 #include "runtime/leaks_internal.h"
+#include "runtime/profiler_internal.h"
 #include "runtime/pool_internal.h"
 
 #define PAGE_LOG2 16
@@ -96,12 +98,15 @@ typedef struct page {
 typedef struct tstat { /* written by the owner only (relaxed) */
   _Atomic uint64_t misses;
   _Atomic uint64_t allocs[NCLASS], frees[NCLASS]; /* blocks, by class */
+  /* sampled latency of the cached path (alloc and free), in ns */
+  _Atomic uint64_t lat_hist[NNMEM_STATS_LAT_BUCKETS], lat_samples, lat_sum;
 } tstat_t;
 
 struct tcache {
   nnmem_allocator_t *a;
   page_t *avail[NCLASS];
   uint32_t empty[NCLASS]; /* pages with used == 0 kept on avail */
+  uint32_t sample_left;   /* calls until the next timed one (owner only) */
   /* MPSC stack of blocks freed by other threads: written by them, so it
    * has a 128-byte line pair of its own (the owner's hot fields and
    * counters stay out of it; 128: adjacent-line prefetch pairs lines) */
@@ -117,6 +122,7 @@ struct nnmem_allocator {
   nnmem_pool_t *pool;       /* large blocks */
   nnmem_pool_t *pages_pool; /* 64 KiB pages of the thread caches */
   int no_cache;
+  uint32_t sample_every; /* time 1 cached call in this many */
   pthread_key_t key;
   pthread_mutex_t lock; /* tcache list, registry leaves */
   _Atomic uint64_t lock_acq, lock_cont, misuse, pages;
@@ -125,6 +131,9 @@ struct nnmem_allocator {
    * path; set once by create or nnmem_allocator_leaks_enable, freed by
    * destroy */
   _Atomic(nnmem__leaks_t *) leaks;
+  /* the run-time profiler watching (profiler.c), NULL when none: one more
+   * load beside `leaks` on the hot path */
+  _Atomic(nnmem_profiler_t *) prof;
   _Atomic(_Atomic uint8_t *) reg[1u << 16]; /* by address bits 32..47 */
 };
 
@@ -352,6 +361,7 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
     } else if ((tc = aligned_alloc(128, (sizeof *tc + 127) & ~(size_t)127))) {
       memset(tc, 0, sizeof *tc); /* own cache lines: no false sharing */
       tc->a = a;
+      tc->sample_left = a->sample_every;
       tc->next_all = a->caches;
       a->caches = tc;
     }
@@ -418,9 +428,18 @@ static __attribute__((noinline)) void *small_alloc_slow(tcache_t *tc,
 
 static void *large_alloc(nnmem_allocator_t *a, size_t size, size_t align);
 
-static inline void *small_alloc(nnmem_allocator_t *a, size_t size) {
-  tcache_t *tc = cache_get(a);
-  if (__builtin_expect(!tc, 0)) return large_alloc(a, size, 16); /* exiting */
+/* One sampled latency of the cached path: `t0` from nnmem__cycles(). */
+static __attribute__((noinline)) void lat_record(tcache_t *tc, uint64_t t0) {
+  uint64_t ns = nnmem__cycles_to_ns(nnmem__cycles() - t0);
+  unsigned b = ns ? nnmem__log2(ns) : 0;
+  if (b >= NNMEM_STATS_LAT_BUCKETS) b = NNMEM_STATS_LAT_BUCKETS - 1;
+  bump(&tc->st.lat_hist[b], 1);
+  bump(&tc->st.lat_samples, 1);
+  bump(&tc->st.lat_sum, ns);
+  tc->sample_left = tc->a->sample_every;
+}
+
+static inline void *small_alloc_in(tcache_t *tc, size_t size) {
   unsigned cls = class_of[(size + 15) >> 4];
   page_t *pg = tc->avail[cls];
   void *b;
@@ -431,6 +450,23 @@ static inline void *small_alloc(nnmem_allocator_t *a, size_t size) {
   bump(&tc->st.allocs[cls], 1);
   if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
   return b;
+}
+
+static __attribute__((noinline)) void *small_alloc_timed(tcache_t *tc,
+                                                         size_t size) {
+  uint64_t t0 = nnmem__cycles();
+  void *b = small_alloc_in(tc, size);
+  lat_record(tc, t0);
+  return b;
+}
+
+/* Sampling: one owner-only decrement and a predictable branch. */
+static inline void *small_alloc(nnmem_allocator_t *a, size_t size) {
+  tcache_t *tc = cache_get(a);
+  if (__builtin_expect(!tc, 0)) return large_alloc(a, size, 16); /* exiting */
+  if (__builtin_expect(--tc->sample_left == 0, 0))
+    return small_alloc_timed(tc, size);
+  return small_alloc_in(tc, size);
 }
 
 static void *large_alloc(nnmem_allocator_t *a, size_t size, size_t align) {
@@ -458,10 +494,36 @@ static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
   return p;
 }
 
+static inline nnmem_profiler_t *prof_of(nnmem_allocator_t *a) {
+  return atomic_load_explicit(&a->prof, memory_order_acquire);
+}
+
+/* Every allocation while a profiler watches: the allocation as without it
+ * (leak records included), then the profiler's record. */
+static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
+                                                      nnmem_profiler_t *pr,
+                                                      size_t size, size_t align,
+                                                      const char *file,
+                                                      int line) {
+  nnmem__leaks_t *lk = leaks_of(a);
+  void *p;
+  if (lk && nnmem__leaks_wants(lk, size))
+    p = alloc_recorded(a, lk, size, align, file, line);
+  else if (size <= SMALL_MAX && align <= 16 && !a->no_cache)
+    p = small_alloc(a, size);
+  else
+    p = large_alloc(a, size, align);
+  if (p) nnmem__profiler_on_alloc(pr, p, size);
+  return p;
+}
+
 /* Records off: one load and one predictable branch. Sampled: also the
- * thread's byte countdown (inline). */
+ * thread's byte countdown (inline). No profiler: one more load and branch. */
 void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   if (!a || size == 0) return NULL;
+  nnmem_profiler_t *pr = prof_of(a);
+  if (__builtin_expect(pr != NULL, 0))
+    return alloc_profiled(a, pr, size, 16, NULL, 0);
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
     return alloc_recorded(a, lk, size, 16, NULL, 0);
@@ -472,6 +534,8 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
 void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,
                      int line) {
   if (!a || size == 0) return NULL;
+  nnmem_profiler_t *pr = prof_of(a);
+  if (pr) return alloc_profiled(a, pr, size, 16, file, line);
   nnmem__leaks_t *lk = leaks_of(a);
   if (lk && nnmem__leaks_wants(lk, size))
     return alloc_recorded(a, lk, size, 16, file, line);
@@ -481,6 +545,9 @@ void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,
 
 void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align) {
   if (!a || size == 0 || (align & (align - 1))) return NULL;
+  nnmem_profiler_t *pr = prof_of(a);
+  if (__builtin_expect(pr != NULL, 0))
+    return alloc_profiled(a, pr, size, align, NULL, 0);
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
     return alloc_recorded(a, lk, size, align, NULL, 0);
@@ -515,6 +582,9 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
     nnmem__leaks_on_free(lk, ptr);
+  /* before the free: once freed, another thread may get the address */
+  nnmem_profiler_t *pr = prof_of(a);
+  if (__builtin_expect(pr != NULL, 0)) nnmem__profiler_on_free(pr, ptr);
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (!pg) return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
   uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR; /* < 2^16 */
@@ -527,7 +597,13 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
     if (__builtin_expect(local_misuse(pg, ptr, (uint32_t)idx), 0))
       return misuse(a);
     bump(&tc->st.frees[pg->cls], 1);
-    local_free(tc, pg, ptr);
+    if (__builtin_expect(--tc->sample_left == 0, 0)) {
+      uint64_t t0 = nnmem__cycles();
+      local_free(tc, pg, ptr);
+      lat_record(tc, t0);
+    } else {
+      local_free(tc, pg, ptr);
+    }
     return NNMEM_OK;
   }
   /* a block already back (out clear) or already on the remote stack (rem
@@ -619,6 +695,8 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   if (!a) return NNMEM_ERR_NOMEM;
   a->id = atomic_fetch_add(&next_id, 1);
   a->no_cache = c.no_thread_cache != 0;
+  a->sample_every = c.latency_sample ? c.latency_sample : 64;
+  if (a->sample_every != 1) (void)nnmem__ns_per_cycle(); /* calibrate now */
   a->backend = c.backend;
   nnmem_status_t st = NNMEM_OK;
   if (!a->backend) st = nnmem_backend_host_create(&a->owned_backend);
@@ -631,6 +709,7 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   pc.thread_safe = 1;
   pc.alignment = 16;
   pc.keep_empty = c.keep_empty;
+  pc.latency_sample = c.latency_sample;
   if (st == NNMEM_OK)
     st = nnmem_pool_create(NNMEM_POOL_TIERED, &pc, a->backend, &a->pool);
   nnmem_pool_config_init(&pc); /* pages: fixed blocks, kept until destroy */
@@ -700,6 +779,10 @@ nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
   alock(a);
   for (tcache_t *t = a->caches; t; t = t->next_all) {
     uint64_t miss = ld(&t->st.misses), n = 0;
+    for (unsigned b = 0; b < NNMEM_STATS_LAT_BUCKETS; b++)
+      out->latency_hist[b] += ld(&t->st.lat_hist[b]);
+    out->latency_samples += ld(&t->st.lat_samples);
+    out->latency_sum_ns += ld(&t->st.lat_sum);
     for (unsigned c = 0; c < NCLASS; c++) {
       uint64_t x = ld(&t->st.allocs[c]), y = ld(&t->st.frees[c]);
       n += x;
@@ -737,6 +820,10 @@ nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
   out->misuse_count += ld(&a->misuse);
   out->lock_acquisitions += ld(&a->lock_acq) + pg.lock_acquisitions;
   out->lock_contended += ld(&a->lock_cont) + pg.lock_contended;
+  for (unsigned b = 0; b < NNMEM_STATS_LAT_BUCKETS; b++)
+    out->latency_hist[b] += pg.latency_hist[b];
+  out->latency_samples += pg.latency_samples;
+  out->latency_sum_ns += pg.latency_sum_ns;
   snprintf(out->name, sizeof out->name, "allocator");
   return NNMEM_OK;
 }
@@ -798,4 +885,17 @@ nnmem_status_t nnmem_allocator_leaks_summary(nnmem_allocator_t *a,
   if (!lk) return NNMEM_ERR_STATE;
   nnmem__leaks_summary(lk, out);
   return NNMEM_OK;
+}
+
+/* ---- run-time profiler (profiler.c) ------------------------------------- */
+
+nnmem_status_t nnmem__allocator_attach_profiler(nnmem_allocator_t *a,
+                                                nnmem_profiler_t *pr) {
+  if (!pr) {
+    atomic_store_explicit(&a->prof, NULL, memory_order_release);
+    return NNMEM_OK;
+  }
+  nnmem_profiler_t *none = NULL;
+  return atomic_compare_exchange_strong(&a->prof, &none, pr) ? NNMEM_OK
+                                                             : NNMEM_ERR_STATE;
 }

@@ -1,6 +1,7 @@
 /* pool.c - the generic pool layer shared by every pool kind: argument
  * checks, the table of live blocks (misuse detection), statistics, the
- * optional mutex, sampled latency and debug fills.
+ * optional mutex, sampled latency (1 op in latency_sample timed with the
+ * cycle counter of cycles.h, calibrated to ns) and debug fills.
  *
  * Steps of nnmem_pool_alloc:
  *   1. reject size 0, size > 2^56, alignment not a power of two;
@@ -20,11 +21,14 @@
  * cfg.thread_safe, then one mutex per pool. */
 #define _GNU_SOURCE /* PTHREAD_MUTEX_ADAPTIVE_NP */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "runtime/addrmap.h"
+#include "runtime/cycles.h"
+#include "runtime/profiler_internal.h"
 #include "runtime/pool_internal.h"
 
 #define MAX_SIZE (1ULL << 56)
@@ -40,6 +44,9 @@ struct nnmem_pool {
   pthread_mutex_t lock;
   uint32_t sample_every, sample_tick;
   nnmem_stats_t st; /* counters (fragmentation filled on demand) */
+  /* the run-time profiler watching this pool (profiler.c), NULL when none:
+   * one load per call */
+  _Atomic(nnmem_profiler_t *) prof;
 };
 
 static void mutex_init(pthread_mutex_t *m);
@@ -234,6 +241,8 @@ nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
   pool->thread_safe = c.thread_safe != 0 || p.replenish;
   pool->backed = (backend->flags & NNMEM_BACKEND_BACKED) != 0;
   pool->sample_every = c.latency_sample ? c.latency_sample : 64;
+  (void)nnmem__ns_per_cycle(); /* calibrate now (once per process, 2 ms),
+                                  not in the first timed call's lock */
   nnmem__addrmap_init(&pool->live);
   nnmem_stats_init(&pool->st);
   if (c.name)
@@ -285,14 +294,8 @@ static void mutex_init(pthread_mutex_t *m) {
   pthread_mutex_init(m, NULL);
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void record_latency(nnmem_pool_t *pool, uint64_t t0) {
-  uint64_t d = now_ns() - t0;
+  uint64_t d = nnmem__cycles_to_ns(nnmem__cycles() - t0);
   unsigned b = d ? nnmem__log2(d) : 0;
   if (b >= NNMEM_STATS_LAT_BUCKETS) b = NNMEM_STATS_LAT_BUCKETS - 1;
   pool->st.latency_hist[b]++;
@@ -346,20 +349,27 @@ nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
     return NNMEM_ERR_INVALID;
   lock(pool);
   int timed = sample(pool);
-  uint64_t t0 = timed ? now_ns() : 0;
+  uint64_t t0 = timed ? nnmem__cycles() : 0;
   nnmem_status_t st = alloc_locked(pool, size, align, out);
   if (st != NNMEM_OK) pool->st.failed_count++;
   if (timed) record_latency(pool, t0);
   unlock(pool);
+  nnmem_profiler_t *pr =
+      atomic_load_explicit(&pool->prof, memory_order_acquire);
+  if (pr && st == NNMEM_OK) nnmem__profiler_on_alloc(pr, *out, size);
   return st;
 }
 
 nnmem_status_t nnmem_pool_free(nnmem_pool_t *pool, void *ptr) {
   if (!pool || !ptr) return NNMEM_ERR_INVALID;
   uint64_t addr = (uint64_t)(uintptr_t)ptr;
+  /* before the free: once freed, another thread may get the address */
+  nnmem_profiler_t *pr =
+      atomic_load_explicit(&pool->prof, memory_order_acquire);
+  if (pr) nnmem__profiler_on_free(pr, ptr);
   lock(pool);
   int timed = sample(pool);
-  uint64_t t0 = timed ? now_ns() : 0;
+  uint64_t t0 = timed ? nnmem__cycles() : 0;
   nnmem__addrmap_entry_t e;
   if ((addr & (pool->granule - 1)) ||
       !nnmem__addrmap_remove(&pool->live, addr, &e)) {
@@ -389,6 +399,18 @@ void nnmem__pool_fork(nnmem_pool_t *pool, int phase) {
     pthread_mutex_unlock(&pool->lock);
   else
     mutex_init(&pool->lock);
+}
+
+nnmem_status_t nnmem__pool_attach_profiler(nnmem_pool_t *pool,
+                                           nnmem_profiler_t *pr) {
+  if (!pr) {
+    atomic_store_explicit(&pool->prof, NULL, memory_order_release);
+    return NNMEM_OK;
+  }
+  nnmem_profiler_t *none = NULL;
+  return atomic_compare_exchange_strong(&pool->prof, &none, pr)
+             ? NNMEM_OK
+             : NNMEM_ERR_STATE;
 }
 
 nnmem_status_t nnmem_pool_usable_size(nnmem_pool_t *pool, const void *ptr,

@@ -17,6 +17,7 @@
  *     the last, open-ended bucket, then le="+Inf", _sum (ns) and _count,
  *     with _count == the +Inf bucket.
  * Complexity: O(n * metrics). Thread-safety: pure functions. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -181,6 +182,39 @@ static void put_sample_start(nnmem__text_t *t, const char *name,
   nnmem__text_putc(t, '"');
 }
 
+double nnmem_stats_hit_rate(const nnmem_stats_t *st) {
+  if (!st || !(st->cache_hits + st->cache_misses)) return NAN;
+  return (double)st->cache_hits / (double)(st->cache_hits + st->cache_misses);
+}
+
+double nnmem_stats_lock_contention(const nnmem_stats_t *st) {
+  if (!st || !st->lock_acquisitions) return 0.0;
+  return (double)st->lock_contended / (double)st->lock_acquisitions;
+}
+
+double nnmem_stats_latency_mean_ns(const nnmem_stats_t *st) {
+  if (!st || !st->latency_samples) return NAN;
+  return (double)st->latency_sum_ns / (double)st->latency_samples;
+}
+
+void nnmem__stats_json_object(nnmem__jw_t *w, const nnmem_stats_t *s) {
+  char name[NNMEM_STATS_NAME_MAX + 1];
+  snprintf(name, sizeof name, "%.*s", NNMEM_STATS_NAME_MAX, s->name);
+  nnmem__jw_object(w);
+  nnmem__jw_kv_string(w, "pool", name);
+  for (size_t m = 0; m < N_METRICS; m++)
+    nnmem__jw_kv_u64(w, metrics[m].name, field(s, metrics[m].off));
+  nnmem__jw_kv_double(w, "fragmentation", s->fragmentation);
+  nnmem__jw_kv_double(w, "cache_hit_rate", nnmem_stats_hit_rate(s));
+  nnmem__jw_kv_double(w, "lock_contention", nnmem_stats_lock_contention(s));
+  nnmem__jw_kv_u64(w, "latency_samples", s->latency_samples);
+  nnmem__jw_kv_u64(w, "latency_sum_ns", s->latency_sum_ns);
+  nnmem__jw_kv_double(w, "latency_mean_ns", nnmem_stats_latency_mean_ns(s));
+  nnmem__jw_kv_u64(w, "latency_p50_ns", nnmem_stats_latency_percentile(s, 50));
+  nnmem__jw_kv_u64(w, "latency_p99_ns", nnmem_stats_latency_percentile(s, 99));
+  nnmem__jw_end(w);
+}
+
 nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st, size_t n,
                                        char *buf, size_t cap, size_t *len_out) {
   if ((!st && n) || (!buf && cap)) return NNMEM_ERR_INVALID;
@@ -189,23 +223,8 @@ nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st, size_t n,
   nnmem__text_init(&t);
   nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
   nnmem__jw_array(&w);
-  for (size_t i = 0; i < n; i++) {
-    const nnmem_stats_t *s = &st[i];
-    char name[NNMEM_STATS_NAME_MAX + 1];
-    snprintf(name, sizeof name, "%.*s", NNMEM_STATS_NAME_MAX, s->name);
-    nnmem__jw_object(&w);
-    nnmem__jw_kv_string(&w, "pool", name);
-    for (size_t m = 0; m < N_METRICS; m++)
-      nnmem__jw_kv_u64(&w, metrics[m].name, field(s, metrics[m].off));
-    nnmem__jw_kv_double(&w, "fragmentation", s->fragmentation);
-    nnmem__jw_kv_u64(&w, "latency_samples", s->latency_samples);
-    nnmem__jw_kv_u64(&w, "latency_sum_ns", s->latency_sum_ns);
-    nnmem__jw_kv_u64(&w, "latency_p50_ns",
-                     nnmem_stats_latency_percentile(s, 50));
-    nnmem__jw_kv_u64(&w, "latency_p99_ns",
-                     nnmem_stats_latency_percentile(s, 99));
-    nnmem__jw_end(&w);
-  }
+  for (size_t i = 0; i < n; i++)
+    nnmem__stats_json_object(&w, &st[i]);
   nnmem__jw_end(&w);
   return deliver(&t, nnmem__jw_finish(&w), buf, cap, len_out);
 }
@@ -256,6 +275,22 @@ nnmem_status_t nnmem_stats_format_prometheus(const nnmem_stats_t *st, size_t n,
   for (size_t i = 0; i < n; i++) {
     put_sample_start(&t, "nnmem_pool_fragmentation_ratio", &st[i]);
     nnmem__text_printf(&t, "} %.17g\n", st[i].fragmentation);
+  }
+  put_family(&t, "nnmem_pool_cache_hit_ratio", "gauge",
+             "Thread-cache hits / lookups (NaN without lookups)");
+  for (size_t i = 0; i < n; i++) {
+    double h = nnmem_stats_hit_rate(&st[i]);
+    put_sample_start(&t, "nnmem_pool_cache_hit_ratio", &st[i]);
+    if (isnan(h)) /* no cache lookups: not 0 (that would alert) */
+      nnmem__text_puts(&t, "} NaN\n");
+    else
+      nnmem__text_printf(&t, "} %.17g\n", h);
+  }
+  put_family(&t, "nnmem_pool_lock_contention_ratio", "gauge",
+             "Failed try-locks / lock acquisitions");
+  for (size_t i = 0; i < n; i++) {
+    put_sample_start(&t, "nnmem_pool_lock_contention_ratio", &st[i]);
+    nnmem__text_printf(&t, "} %.17g\n", nnmem_stats_lock_contention(&st[i]));
   }
   prom_histogram(&t, st, n);
   return deliver(&t, NNMEM_OK, buf, cap, len_out);

@@ -117,6 +117,7 @@ typedef struct cli_run {
  * returns the process exit code. */
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_verify(int argc, char **argv);
+int cli_cmd_diff(int argc, char **argv); /* cmd_diff.c */
 int cli_cmd_inspect(int argc, char **argv);
 
 /* --json[=pretty|compact] of every command: JSON through the one writer

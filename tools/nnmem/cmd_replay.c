@@ -13,6 +13,10 @@
  *      results, one per pool, through the one JSON writer);
  *   4. --prometheus: every pool's stats after its replay, one label set
  *      (pool="KIND") per pool, in the text exposition format;
+ *   4b. --metrics-port: a live endpoint (nnmem/metrics.h) serves /metrics
+ *      while the command runs, each pool's stats once its replay is done
+ *      (and --metrics-linger seconds after); a port in use is reported
+ *      on stderr and the replay goes on without it;
  *   5. --defrag off|auto: the trace also runs through a handle heap
  *      (nnmem_heap_replay) of --heap-capacity bytes (default 1.05 x the
  *      peak live bytes), without compaction and, for auto, with it: two more
@@ -33,8 +37,10 @@
  * Errors print "nnmem: <where>: <what>" on stderr and exit 1 (bad input) or
  * 3 (the pool failed: out of memory; a tenant probe was not refused).
  * Complexity: O(n log n) plus the pools. Thread-safety: single-threaded. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "args.h"
 #include "replay_numa.h"
@@ -58,7 +64,10 @@ enum {
   ROPT_BACKEND,
   ROPT_NUMA,
   ROPT_TENANTS,
-  ROPT_QUOTA
+  ROPT_QUOTA,
+  ROPT_METRICS_PORT,
+  ROPT_METRICS_ADDR,
+  ROPT_METRICS_LINGER
 };
 
 static const cli_opt_t replay_table[] = {
@@ -74,6 +83,9 @@ static const cli_opt_t replay_table[] = {
     {"numa-nodes", 0, 1, ROPT_NUMA},
     {"tenants", 0, 1, ROPT_TENANTS},
     {"quota", 0, 1, ROPT_QUOTA},
+    {"metrics-port", 0, 1, ROPT_METRICS_PORT},
+    {"metrics-addr", 0, 1, ROPT_METRICS_ADDR},
+    {"metrics-linger", 0, 1, ROPT_METRICS_LINGER},
     {NULL, 0, 0, 0}};
 
 #define N_REPLAY_POOLS (NNMEM_POOL_SLAB - NNMEM_POOL_TIERED + 1)
@@ -92,6 +104,10 @@ typedef struct replay_opts {
   uint32_t numa_nodes;    /* --numa-nodes; 0 = no NUMA run */
   uint32_t tenants;       /* --tenants; 0 = no domains */
   uint64_t quota;         /* --quota; UINT64_MAX = none given */
+  int metrics;            /* --metrics-port given */
+  uint16_t metrics_port;
+  const char *metrics_addr; /* NULL = 127.0.0.1 */
+  double metrics_linger;    /* seconds to keep serving after the replay */
 } replay_opts_t;
 
 enum { BACKEND_SIM = 0, BACKEND_HOST, BACKEND_MMAP, BACKEND_CUDA };
@@ -151,6 +167,15 @@ static void print_replay_help(void) {
       "                        is freed by the next one under a grant)\n"
       "      --quota SIZE      each tenant's quota (default: none); a\n"
       "                        buffer past it is refused and skipped\n"
+      "      --metrics-port N  serve /metrics (Prometheus text format) on\n"
+      "                        this port while the command runs: each pool's\n"
+      "                        stats once its replay is done; 0 = any free\n"
+      "                        port\n"
+      "                        (the address is printed on stderr). A port\n"
+      "                        in use is reported and the replay goes on\n"
+      "                        without the endpoint\n"
+      "      --metrics-addr A  the address to bind (default 127.0.0.1)\n"
+      "      --metrics-linger S  keep serving S seconds after the replay\n"
       "  -h, --help            show this help\n"
       "TRACE.csv '-' is read from standard input.\n"
       "\n"
@@ -166,6 +191,24 @@ static int set_replay_option(void *opts, int id, const char *v) {
     return cli_json_option("replay", v, &o->json);
   } else if (id == ROPT_PROM) {
     o->prometheus = 1;
+  } else if (id == ROPT_METRICS_PORT) {
+    char *end = NULL;
+    unsigned long port = strtoul(v, &end, 10);
+    if (!*v || *end || port > 65535 || v[0] == '-')
+      return cli_usage_error("replay",
+                             "--metrics-port wants 0..65535, not '%s'", v);
+    o->metrics = 1;
+    o->metrics_port = (uint16_t)port;
+  } else if (id == ROPT_METRICS_ADDR) {
+    o->metrics_addr = v;
+  } else if (id == ROPT_METRICS_LINGER) {
+    char *end = NULL;
+    o->metrics_linger = strtod(v, &end);
+    if (!*v || *end || !(o->metrics_linger >= 0) || o->metrics_linger > 86400)
+      return cli_usage_error("replay",
+                             "--metrics-linger wants seconds in [0, 86400], "
+                             "not '%s'",
+                             v);
   } else if (id == ROPT_MAX_INPUT) {
     return cli_parse_max_input("replay", v, &o->max_input);
   } else if (id == ROPT_DEFRAG) {
@@ -288,6 +331,10 @@ static int parse_replay_args(int argc, char **argv, replay_opts_t *o) {
     return cli_usage_error("replay",
                            "--json and --prometheus are two output formats; "
                            "give one");
+  if ((o->metrics_addr || o->metrics_linger > 0) && !o->metrics)
+    return cli_usage_error("replay",
+                           "--metrics-addr and --metrics-linger need "
+                           "--metrics-port");
   return -1;
 }
 
@@ -650,6 +697,62 @@ static int run_tenants(const replay_opts_t *o, const nnmem_problem_t *p) {
   return rc;
 }
 
+/* ---- --metrics-port: what /metrics serves while the command runs ------ */
+
+static struct {
+  pthread_mutex_t lock; /* the server's thread reads, the replay writes */
+  nnmem_stats_t st[N_REPLAY_POOLS];
+  size_t n;
+} served = {PTHREAD_MUTEX_INITIALIZER, {{0}}, 0};
+
+static nnmem_status_t collect_served(void *ctx, nnmem_stats_t *out, size_t cap,
+                                     size_t *n) {
+  (void)ctx;
+  pthread_mutex_lock(&served.lock);
+  *n = served.n < cap ? served.n : cap;
+  memcpy(out, served.st, *n * sizeof *out);
+  pthread_mutex_unlock(&served.lock);
+  return NNMEM_OK;
+}
+
+static void publish(const nnmem_stats_t *st) {
+  pthread_mutex_lock(&served.lock);
+  if (served.n < N_REPLAY_POOLS) served.st[served.n++] = *st;
+  pthread_mutex_unlock(&served.lock);
+}
+
+/* Starts the endpoint; on failure says so on stderr and returns NULL: the
+ * replay goes on without it. */
+static nnmem_metrics_t *metrics_start(const replay_opts_t *o) {
+  nnmem_metrics_config_t mc;
+  nnmem_metrics_config_init(&mc);
+  mc.addr = o->metrics_addr;
+  mc.port = o->metrics_port;
+  mc.collect = collect_served;
+  nnmem_metrics_t *m = NULL;
+  nnmem_diag_t d = {{0}};
+  if (nnmem_metrics_start(&mc, &m, &d) != NNMEM_OK) {
+    fprintf(stderr, "nnmem: %s; replaying without the endpoint\n", d.message);
+    return NULL;
+  }
+  const char *a = o->metrics_addr ? o->metrics_addr : "127.0.0.1";
+  int v6 = strchr(a, ':') != NULL;
+  fprintf(stderr, "nnmem: metrics on http://%s%s%s:%u/metrics\n", v6 ? "[" : "",
+          a, v6 ? "]" : "", (unsigned)nnmem_metrics_port(m));
+  fflush(stderr);
+  return m;
+}
+
+static void metrics_finish(nnmem_metrics_t *m, double linger) {
+  if (!m) return;
+  fflush(stdout); /* the report first, then the lingering endpoint */
+  struct timespec ts = {(time_t)linger,
+                        (long)((linger - (double)(time_t)linger) * 1e9)};
+  while (linger > 0 && nanosleep(&ts, &ts) != 0) {
+  }
+  nnmem_metrics_stop(m);
+}
+
 int cli_cmd_replay(int argc, char **argv) {
   replay_opts_t o;
   int rc = parse_replay_args(argc, argv, &o);
@@ -679,6 +782,7 @@ int cli_cmd_replay(int argc, char **argv) {
     nnmem_csv_destroy(csv);
     return cli_fail(st, &d);
   }
+  nnmem_metrics_t *ms = o.metrics ? metrics_start(&o) : NULL;
   nnmem_pool_kind_t first = o.all ? NNMEM_POOL_TIERED : o.kind;
   nnmem_pool_kind_t last = o.all ? NNMEM_POOL_SLAB : o.kind;
   nnmem_stats_t stats[N_REPLAY_POOLS + NNMEM_NUMA_MAX_NODES + 1];
@@ -700,6 +804,7 @@ int cli_cmd_replay(int argc, char **argv) {
     const char *name = nnmem_pool_kind_name((nnmem_pool_kind_t)k);
     snprintf(sp->name, sizeof sp->name, "%s", name); /* label = the kind */
     n_stats++;
+    if (ms) publish(sp);
     if (o.json)
       put_json(&w, o.trace, name, &r);
     else if (!o.prometheus)
@@ -713,13 +818,16 @@ int cli_cmd_replay(int argc, char **argv) {
   nnmem_backend_destroy(be);
   if (st != NNMEM_OK) {
     nnmem__text_free(&t);
-    return cli_fail(st, &d);
-  }
-  if (o.prometheus) {
+    rc = cli_fail(st, &d);
+  } else if (o.prometheus) {
     nnmem__text_free(&t);
-    return print_prometheus(stats, n_stats);
+    rc = print_prometheus(stats, n_stats);
+  } else if (o.json) {
+    rc = cli_json_print(&w, &t);
+  } else {
+    nnmem__text_free(&t);
+    rc = CLI_EXIT_OK;
   }
-  if (o.json) return cli_json_print(&w, &t);
-  nnmem__text_free(&t);
-  return CLI_EXIT_OK;
+  metrics_finish(ms, o.metrics_linger);
+  return rc;
 }

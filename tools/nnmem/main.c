@@ -52,6 +52,8 @@ static void print_help(FILE *f) {
       "                        on the simulated device with real bytes\n"
       "  record -- PROG [ARGS] run PROG on libnnmem_malloc.so and write its\n"
       "                        allocation trace (a MiniMalloc problem)\n"
+      "  diff A.json B.json    compare two memory profiles (planned and\n"
+      "                        measured) key by key\n"
       "\n"
       "Options:\n"
       "  -h, --help            show this help (also: nnmem <command> "
@@ -61,7 +63,8 @@ static void print_help(FILE *f) {
       "Exit codes:\n"
       "  0  success (verify: the plan is valid)\n"
       "  1  bad usage or bad input\n"
-      "  2  the plan does not fit --capacity (verify: height > capacity)\n"
+      "  2  the plan does not fit --capacity (verify: height > capacity;\n"
+      "     diff: B's peak exceeds A's by more than --max-excess)\n"
       "  3  internal error (a produced plan failed verification, out of "
       "memory)\n"
       "  4  verify: the plan is invalid (overlapping buffers, a misaligned "
@@ -75,7 +78,8 @@ static void print_help(FILE *f) {
       "  nnmem plan problem.csv --capacity 1MiB --out solved.csv\n"
       "  nnmem verify problem.csv solved.csv\n"
       "  nnmem verify graph.json plan.json --json\n"
-      "  nnmem replay trace.csv --pool tlsf --json\n",
+      "  nnmem replay trace.csv --pool tlsf --json\n"
+      "  nnmem diff planned.json measured.json\n",
       f);
 }
 
@@ -93,7 +97,7 @@ static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     fputs(
         "Usage: nnmem <command> [options]   (commands: plan, inspect, verify, "
-        "replay, run, record)\n"
+        "replay, run, record, diff)\n"
         "Try 'nnmem --help' for more information.\n",
         stderr);
     return CLI_EXIT_INVALID;
@@ -115,14 +119,15 @@ static int dispatch(int argc, char **argv) {
   if (strcmp(cmd, "replay") == 0) return cli_cmd_replay(argc - 2, argv + 2);
   if (strcmp(cmd, "run") == 0) return cli_cmd_run(argc - 2, argv + 2);
   if (strcmp(cmd, "record") == 0) return cli_cmd_record(argc - 2, argv + 2);
+  if (strcmp(cmd, "diff") == 0) return cli_cmd_diff(argc - 2, argv + 2);
   static const char *const commands[] = {"plan", "inspect", "verify", "replay",
-                                         "run",  "record",  "help"};
+                                         "run",  "record",  "diff",   "help"};
   char tail[64];
   if (cmd[0] == '-')
     fprintf(stderr, "nnmem: unknown option '%s'\n", cmd);
   else
     fprintf(stderr, "nnmem: unknown command '%s'%s\n", cmd,
-            cli_did_you_mean(cli_suggest(cmd, commands, 7), tail, sizeof tail));
+            cli_did_you_mean(cli_suggest(cmd, commands, 8), tail, sizeof tail));
   fputs("Try 'nnmem --help' for more information.\n", stderr);
   return CLI_EXIT_INVALID;
 }
