@@ -756,6 +756,17 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a) {
     a->caches = t->next_all;
     free(t);
   }
+  /* the pages still registered: their block bits, then the pages */
+  for (size_t hi = 0; hi < (1u << 16); hi++) {
+    _Atomic uint8_t *leaf =
+        atomic_load_explicit(&a->reg[hi], memory_order_relaxed);
+    for (size_t i = 0; leaf && i < (1u << 16); i++)
+      if (atomic_load_explicit(&leaf[i], memory_order_relaxed)) {
+        page_t *pg =
+            (page_t *)(((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2));
+        if (pg->magic == PAGE_MAGIC) free((void *)pg->out);
+      }
+  }
   nnmem_pool_destroy(a->pool);       /* every large block */
   nnmem_pool_destroy(a->pages_pool); /* every page */
   for (size_t i = 0; i < (1u << 16); i++)

@@ -19,7 +19,9 @@ Other fences (```, ```sh, ```c, ```text) are never run. A runnable block
 right after a line `<!-- tour: needs-data -->` runs only when the shared
 data folder is given (NNMEM_DATA_DIR; it is then reachable as
 `../shared/data`, as from a checkout next to it), and is reported as
-skipped otherwise. A runnable block right after `<!-- tour: skip REASON -->`
+skipped otherwise; one after `<!-- tour: needs-malloc-front -->` runs only
+when libnnmem_malloc.so sits next to the nnmem binary (it is not built
+with sanitizers). A runnable block right after `<!-- tour: skip REASON -->`
 is never run (say why); the skip is reported.
 
 How commands run. All blocks run in order in one scratch folder holding
@@ -59,6 +61,7 @@ import tempfile
 
 SKIP_RE = re.compile(r"^\s*<!--\s*tour:\s*skip\b(.*?)-->\s*$")
 DATA_RE = re.compile(r"^\s*<!--\s*tour:\s*needs-data\s*-->\s*$")
+MALLOC_RE = re.compile(r"^\s*<!--\s*tour:\s*needs-malloc-front\s*-->\s*$")
 FENCE_RE = re.compile(r"^(\s*)(```+|~~~+)\s*([^\s`]*)")
 VARIABLE = [
     # 0.12 ms, 4 ms
@@ -76,7 +79,7 @@ class Command:
         self.expected = []
 
 
-def parse(readme_lines, have_data=False):
+def parse(readme_lines, have_data=False, have_malloc=True):
     """Returns (blocks, skipped): blocks are lists of Commands; skipped are
     (line number, reason) of blocks marked tour: skip, and of those marked
     tour: needs-data unless have_data."""
@@ -86,9 +89,13 @@ def parse(readme_lines, have_data=False):
     while i < n:
         line = readme_lines[i]
         m = SKIP_RE.match(line)
-        if m or DATA_RE.match(line):
+        if m or DATA_RE.match(line) or MALLOC_RE.match(line):
             if m:
                 skip_reason = m.group(1).strip().strip("()") or "marked skip"
+            elif MALLOC_RE.match(line):
+                if not have_malloc:
+                    skip_reason = ("needs libnnmem_malloc.so (not built with "
+                                   "sanitizers)")
             elif not have_data:
                 skip_reason = "needs ../shared/data, NNMEM_DATA_DIR not given"
             i += 1
@@ -180,7 +187,10 @@ def run_tour(readme, binary, source, data_dir, quiet=False):
     """Returns the number of failed commands (raises on a malformed README)."""
     with open(readme) as f:
         lines = f.read().split("\n")
-    blocks, skipped = parse(lines, data_dir is not None)
+    have_malloc = os.path.exists(
+        os.path.join(os.path.dirname(os.path.abspath(binary)),
+                     "libnnmem_malloc.so"))
+    blocks, skipped = parse(lines, data_dir is not None, have_malloc)
     n_cmds = sum(len(b) for b in blocks)
     if n_cmds == 0:
         print("%s: no runnable ```console blocks found" % readme)
