@@ -568,6 +568,23 @@ static nnmem_status_t read_kept_out(reader_t *r, const cJSON *doc,
   return NNMEM_OK;
 }
 
+/* Steps 1-2 for the readers of one member of a plan JSON (the order, the
+ * ops kept out of concat-into-output): the document with its numbers
+ * tagged, which must be an object. */
+static nnmem_status_t parse_plan_object(reader_t *r, const char *data,
+                                        size_t len, cJSON **doc) {
+  char *tagged = NULL;
+  nnmem_status_t st = tag_numbers(r, data, len, &tagged);
+  if (st != NNMEM_OK) return st;
+  const char *end = NULL;
+  *doc = cJSON_ParseWithLengthOpts(tagged, strlen(tagged) + 1, &end, 1);
+  free(tagged);
+  if (!*doc || !cJSON_IsObject(*doc))
+    return nnmem__diag(r->diag, NNMEM_ERR_PARSE, "%s: not a JSON object",
+                       r->name);
+  return NNMEM_OK;
+}
+
 nnmem_status_t nnmem_plan_read_json_concat_kept_out(
     const char *data, size_t len, const char *display_name,
     const nnmem_graph_t *g, uint8_t **kept_out, nnmem_diag_t *diag) {
@@ -576,17 +593,10 @@ nnmem_status_t nnmem_plan_read_json_concat_kept_out(
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "nnmem_plan_read_json_concat_kept_out: NULL argument");
   reader_t r = {.name = display_name ? display_name : "<plan>", .diag = diag};
-  char *tagged = NULL;
-  nnmem_status_t st = tag_numbers(&r, data, len, &tagged);
-  if (st != NNMEM_OK) return st;
-  const char *end = NULL;
-  cJSON *doc = cJSON_ParseWithLengthOpts(tagged, strlen(tagged) + 1, &end, 1);
-  if (!doc || !cJSON_IsObject(doc))
-    st = nnmem__diag(diag, NNMEM_ERR_PARSE, "%s: not a JSON object", r.name);
-  else
-    st = read_kept_out(&r, doc, g, kept_out);
+  cJSON *doc = NULL;
+  nnmem_status_t st = parse_plan_object(&r, data, len, &doc);
+  if (st == NNMEM_OK) st = read_kept_out(&r, doc, g, kept_out);
   cJSON_Delete(doc);
-  free(tagged);
   return st;
 }
 
@@ -600,17 +610,10 @@ nnmem_status_t nnmem_plan_read_json_order(const char *data, size_t len,
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "nnmem_plan_read_json_order: NULL argument");
   reader_t r = {.name = display_name ? display_name : "<plan>", .diag = diag};
-  char *tagged = NULL;
-  nnmem_status_t st = tag_numbers(&r, data, len, &tagged);
-  if (st != NNMEM_OK) return st;
-  const char *end = NULL;
-  cJSON *doc = cJSON_ParseWithLengthOpts(tagged, strlen(tagged) + 1, &end, 1);
-  if (!doc || !cJSON_IsObject(doc))
-    st = nnmem__diag(diag, NNMEM_ERR_PARSE, "%s: not a JSON object", r.name);
-  else
-    st = read_order(&r, doc, g, order_out);
+  cJSON *doc = NULL;
+  nnmem_status_t st = parse_plan_object(&r, data, len, &doc);
+  if (st == NNMEM_OK) st = read_order(&r, doc, g, order_out);
   cJSON_Delete(doc);
-  free(tagged);
   return st;
 }
 
