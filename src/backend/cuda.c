@@ -96,7 +96,8 @@ static nnmem_status_t cu_alloc(void *ctx, uint64_t size, uint64_t align,
   nnmem_status_t st = nnmem__cuda_enter(c, "cuMemAlloc");
   if (st) return st;
   cu_ptr_t base = 0;
-  st = nnmem__cuda_status(c, c->api.mem_alloc(&base, (size_t)want), "cuMemAlloc");
+  st = nnmem__cuda_status(c, c->api.mem_alloc(&base, (size_t)want),
+                          "cuMemAlloc");
   cu_ptr_t addr = base;
   if (st == NNMEM_OK && pad && (base & pad)) {
     addr = (base + pad) & ~(cu_ptr_t)pad;
@@ -138,10 +139,12 @@ static nnmem_status_t cu_copy(void *ctx, void *dst, const void *src, uint64_t n,
   cu_ptr_t d = (cu_ptr_t)(uintptr_t)dst, s = (cu_ptr_t)(uintptr_t)src;
   switch (kind) {
     case NNMEM_COPY_HOST_TO_DEVICE:
-      st = nnmem__cuda_status(c, c->api.htod(d, src, (size_t)n), "cuMemcpyHtoD");
+      st =
+          nnmem__cuda_status(c, c->api.htod(d, src, (size_t)n), "cuMemcpyHtoD");
       break;
     case NNMEM_COPY_DEVICE_TO_HOST:
-      st = nnmem__cuda_status(c, c->api.dtoh(dst, s, (size_t)n), "cuMemcpyDtoH");
+      st =
+          nnmem__cuda_status(c, c->api.dtoh(dst, s, (size_t)n), "cuMemcpyDtoH");
       break;
     case NNMEM_COPY_DEVICE_TO_DEVICE:
       st = nnmem__cuda_status(c, c->api.dtod(d, s, (size_t)n), "cuMemcpyDtoD");
@@ -159,9 +162,9 @@ static nnmem_status_t cu_memset(void *ctx, void *dst, int value, uint64_t n) {
   nnmem_status_t st = nnmem__cuda_enter(c, "cuMemsetD8");
   if (st) return st;
   st = nnmem__cuda_status(c,
-                 c->api.memset_d8((cu_ptr_t)(uintptr_t)dst,
-                                  (unsigned char)value, (size_t)n),
-                 "cuMemsetD8");
+                          c->api.memset_d8((cu_ptr_t)(uintptr_t)dst,
+                                           (unsigned char)value, (size_t)n),
+                          "cuMemsetD8");
   nnmem__cuda_leave(c);
   return st;
 }
@@ -237,10 +240,11 @@ nnmem_status_t nnmem_backend_cuda_create(const nnmem_cuda_config_t *cfg,
                        cfg->device, n, n == 1 ? "" : "s");
   }
   if (st == NNMEM_OK)
-    st = nnmem__cuda_status(c, c->api.device_get(&c->dev, cfg->device), "cuDeviceGet");
+    st = nnmem__cuda_status(c, c->api.device_get(&c->dev, cfg->device),
+                            "cuDeviceGet");
   if (st == NNMEM_OK)
     st = nnmem__cuda_status(c, c->api.ctx_retain(&c->ctx, c->dev),
-                   "cuDevicePrimaryCtxRetain");
+                            "cuDevicePrimaryCtxRetain");
   if (st != NNMEM_OK) {
     c->ctx = NULL; /* not retained */
     nnmem__diag(diag, st == NNMEM_ERR_IO ? NNMEM_ERR_UNSUPPORTED : st,
@@ -273,8 +277,8 @@ cuda_t *nnmem__cuda_of(const nnmem_backend_t *b) {
   return b->ctx;
 }
 
-nnmem_status_t nnmem__cuda_load(cuda_t *c, const char *const *names,
-                                size_t n, void **slots, nnmem_diag_t *diag) {
+nnmem_status_t nnmem__cuda_load(cuda_t *c, const char *const *names, size_t n,
+                                void **slots, nnmem_diag_t *diag) {
   for (size_t i = 0; i < n; i++) {
     slots[i] = dlsym(c->lib, names[i]);
     if (!slots[i])

@@ -70,8 +70,8 @@ typedef struct cuda {
 } cuda_t;
 
 cuda_t *nnmem__cuda_of(const nnmem_backend_t *b);
-nnmem_status_t nnmem__cuda_load(cuda_t *c, const char *const *names,
-                                size_t n, void **slots, nnmem_diag_t *diag);
+nnmem_status_t nnmem__cuda_load(cuda_t *c, const char *const *names, size_t n,
+                                void **slots, nnmem_diag_t *diag);
 nnmem_status_t nnmem__cuda_status(cuda_t *c, cu_result_t r, const char *what);
 nnmem_status_t nnmem__cuda_enter(cuda_t *c, const char *what);
 void nnmem__cuda_leave(cuda_t *c);

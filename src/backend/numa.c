@@ -85,13 +85,12 @@ static uint64_t region_len(const numa_backend_t *m, uint64_t size) {
 }
 
 static nnmem_status_t nb_alloc(void *ctx, uint64_t size, uint64_t align,
-                                 void **out) {
+                               void **out) {
   numa_backend_t *m = ctx;
   if (size > (uint64_t)SIZE_MAX / 4 || align > (uint64_t)SIZE_MAX / 4)
     return NNMEM_ERR_NOMEM;
   uint64_t len = region_len(m, size);
-  void *p =
-      nnmem__map_aligned(len, align < m->page ? m->page : align, m->page);
+  void *p = nnmem__map_aligned(len, align < m->page ? m->page : align, m->page);
   if (!p) return NNMEM_ERR_NOMEM;
   unsigned long mask[NNMEM_NUMA_MAX_NODES / (8 * sizeof(unsigned long)) + 1];
   memset(mask, 0, sizeof mask);
@@ -112,7 +111,7 @@ static nnmem_status_t nb_free(void *ctx, void *ptr, uint64_t size) {
 }
 
 static nnmem_status_t nb_mem_info(void *ctx, uint64_t *free_bytes,
-                                    uint64_t *total_bytes) {
+                                  uint64_t *total_bytes) {
   numa_backend_t *m = ctx;
   long long fr = 0, total = numa_node_size64(m->node, &fr);
   if (total < 0) return NNMEM_ERR_UNSUPPORTED;
