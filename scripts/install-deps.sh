@@ -17,7 +17,7 @@ set -uo pipefail
 mode=${1:-build}
 
 # need: package|probe|what (probe: cmd:NAME, header:PATH, dir:PATH,
-# py:MODULE)
+# py:MODULE for python3 on PATH, pyany:MODULE for it or /usr/bin/python3)
 needs=(
   "cmake|cmd:cmake|CMake"
   "make|cmd:make|make"
