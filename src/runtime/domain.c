@@ -8,6 +8,10 @@
  *                                            domain ids (only blocks with
  *                                            grants)
  *
+ * Over a pool, the owner (id + 1) rides in the pool's own record of the
+ * block (the one every pool free looks up to validate the pointer), so a
+ * free checks owner and pointer in one lookup; only one set per pool can
+ * (the first: nnmem__pool_claim_owners), a second one uses the table.
  * Over an allocator, each domain also has a tagged cache of its own
  * (allocator_internal.h): a small block (<= 8 KiB, alignment <= 16) comes
  * from pages that hold only that domain's blocks, so its owner is read
@@ -113,6 +117,8 @@ nnmem_status_t nnmem_domain_set_create(const nnmem_domain_set_config_t *cfg,
   nnmem_domain_set_t *set = calloc(1, sizeof *set);
   if (!set) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain set: no memory");
   set->pool = c.pool;
+  if (c.pool && prot == NNMEM_PROTECT_NONE)
+    set->owned = nnmem__pool_claim_owners(c.pool, set);
   set->allocator = c.allocator;
   set->protect = prot;
   nnmem__addrmap_init(&set->grants);
@@ -156,10 +162,27 @@ static void cache_block_free(void *user, void *blk, uint32_t usable) {
   nnmem__tcache_free(d->cache, blk);
 }
 
+/* Set destroy: a pool block of a domain and its grants go. */
+static void owned_block_free(void *user, void *blk, uint32_t owner,
+                             uint64_t requested) {
+  nnmem_domain_set_t *set = user;
+  nnmem__addrmap_entry_t g;
+  uint32_t actual;
+  (void)requested;
+  if (set->grants.count &&
+      nnmem__addrmap_remove(&set->grants, (uint64_t)(uintptr_t)blk, &g))
+    free(g.p);
+  (void)nnmem__pool_free_owned(set->pool, blk, owner, &actual, &requested);
+}
+
 void nnmem_domain_set_destroy(nnmem_domain_set_t *set) {
   if (!set) return;
   if (set->protect != NNMEM_PROTECT_NONE && set->entered)
     (void)nnmem__protect_switch(set, NULL);
+  if (set->owned) {
+    (void)nnmem__pool_each_owned(set->pool, owned_block_free, set);
+    (void)nnmem__pool_claim_owners(set->pool, NULL);
+  }
   for (uint32_t i = 0; i < set->n; i++) {
     nnmem_domain_t *d = set->dom[i];
     if (!d->cache) continue;
@@ -316,8 +339,12 @@ nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
   void *p = NULL;
   if (d->cache && size <= NNMEM__SMALL_MAX && align <= 16)
     return cache_alloc(d, (size_t)size, out, diag);
-  nnmem_status_t s = under_alloc(set, d, size, align, &p);
-  if (s == NNMEM_OK) {
+  nnmem_status_t s;
+  if (set->owned) /* the owner in the pool's record: no table insert */
+    s = nnmem__pool_alloc_owned(set->pool, size, align, st->id + 1, &p);
+  else
+    s = under_alloc(set, d, size, align, &p);
+  if (s == NNMEM_OK && !set->owned) {
     /* a new block: absent from the table */
     s = nnmem__dt_insert(&set->blocks, (uint64_t)(uintptr_t)p,
                          size | (uint64_t)st->id << 48);
@@ -360,6 +387,15 @@ static int cache_block(const nnmem_domain_set_t *set, const void *p,
 static int find_block(const nnmem_domain_set_t *set, const void *p,
                       blk_t *b) {
   if (cache_block(set, p, b)) return 1;
+  uint32_t o;
+  uint64_t req;
+  if (set->owned) {
+    if (nnmem__pool_owner(set->pool, p, &o, &req) != NNMEM_OK || o == 0 ||
+        o > set->n)
+      return 0;
+    *b = (blk_t){(uint64_t)(uintptr_t)p, req, o - 1, NULL};
+    return 1;
+  }
   nnmem__dt_entry_t *e =
       p ? nnmem__dt_get(&set->blocks, (uint64_t)(uintptr_t)p) : NULL;
   if (!e) return 0;
@@ -426,11 +462,35 @@ nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
     d->st.frees++;
     return NNMEM_OK;
   }
+  if (set->owned) { /* one lookup in the pool: pointer and owner */
+    uint32_t actual;
+    uint64_t req;
+    if (nnmem__pool_free_owned(set->pool, ptr, d->st.id + 1, &actual, &req) ==
+        NNMEM_OK) {
+      nnmem__addrmap_entry_t g;
+      if (set->grants.count &&
+          nnmem__addrmap_remove(&set->grants, (uint64_t)(uintptr_t)ptr, &g))
+        free(g.p);
+      d->st.checks++;
+      d->st.live_bytes -= req;
+      d->st.live_blocks--;
+      d->st.frees++;
+      return NNMEM_OK;
+    }
+  }
   nnmem_status_t s = NNMEM_OK;
   blk_t b;
   if (!lookup(d, ptr, NNMEM_GRANT_FREE, "free", &b, &s, diag)) return s;
   nnmem_domain_t *o = set->dom[b.owner];
-  if (b.e) {
+  if (set->owned) {
+    uint32_t actual;
+    uint64_t req;
+    s = nnmem__pool_free_owned(set->pool, ptr, b.owner + 1, &actual, &req);
+    if (s != NNMEM_OK)
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "domain '%s': the pool refused live block %p: %s",
+                         d->st.name, ptr, nnmem_status_str(s));
+  } else if (b.e) {
     s = under_free(set, b.owner, ptr);
     if (s != NNMEM_OK) /* the table and the pool disagree: a library bug */
       return nnmem__diag(diag, NNMEM_ERR_STATE,
@@ -604,11 +664,30 @@ static void cache_sum_block(void *user, void *blk, uint32_t usable) {
     c->with_grants += grants_at(c->set, &b) != NULL;
 }
 
+static void owned_sum_block(void *user, void *blk, uint32_t owner,
+                            uint64_t requested) {
+  cache_sum_t *c = user;
+  blk_t b;
+  if (owner == 0 || owner > c->set->n) {
+    c->mislabelled++;
+    return;
+  }
+  c->bytes[owner - 1] += requested;
+  c->blocks[owner - 1]++;
+  if (!find_block(c->set, blk, &b) || b.owner != owner - 1)
+    c->mislabelled++;
+  else
+    c->with_grants += grants_at(c->set, &b) != NULL;
+}
+
 nnmem_status_t nnmem_domain_set_check(const nnmem_domain_set_t *set,
                                       nnmem_diag_t *diag) {
   if (!set) return NNMEM_ERR_INVALID;
   uint64_t bytes[NNMEM_DOMAIN_MAX] = {0}, blocks[NNMEM_DOMAIN_MAX] = {0};
   cache_sum_t cs = {set, 0, bytes, blocks, 0, 0};
+  if (set->owned &&
+      nnmem__pool_each_owned(set->pool, owned_sum_block, &cs) != NNMEM_OK)
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain set check: no memory");
   for (uint32_t i = 0; i < set->n; i++) {
     if (!set->dom[i]->cache) continue;
     cs.owner = i;
@@ -618,8 +697,8 @@ nnmem_status_t nnmem_domain_set_check(const nnmem_domain_set_t *set,
   }
   if (cs.mislabelled)
     return nnmem__diag(diag, NNMEM_ERR_STATE,
-                       "domain set: %zu blocks of a domain's cache are not "
-                       "seen as its own",
+                       "domain set: %zu blocks of a domain's cache or "
+                       "pool records are not seen as its own",
                        cs.mislabelled);
   uint64_t known = set->n == 64 ? ~0ULL : (1ULL << set->n) - 1;
   size_t count = 0, with_grants = 0;

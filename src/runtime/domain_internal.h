@@ -40,6 +40,8 @@ typedef struct nnmem__grants {
 
 struct nnmem_domain_set {
   nnmem_pool_t *pool;
+  int owned; /* pool sets: blocks carry id + 1 in the pool's own record
+                (pool_internal.h), not in `blocks` */
   nnmem_allocator_t *allocator;
   nnmem_domain_protect_t protect; /* resolved: NONE, PKEY or MPROTECT */
   uint32_t n;

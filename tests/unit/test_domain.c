@@ -705,20 +705,29 @@ static void test_replay(void **state) {
   nnmem_problem_destroy(p);
 }
 
-/* The checker can fail: each invariant broken by hand is reported. */
+/* The checker can fail: each invariant broken by hand is reported. The
+ * block table first (an allocator set's blocks over 8 KiB live there),
+ * then the owners in a pool's records. */
 static void test_check(void **state) {
   (void)state;
-  fixture_t f;
-  fx_open(&f, 0);
-  nnmem_domain_t *a = mk(f.set, 1000), *b = mk(f.set, 1000);
+  nnmem_allocator_t *al = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &al));
+  nnmem_domain_set_config_t c;
+  nnmem_domain_set_config_init(&c);
+  c.allocator = al;
+  struct {
+    nnmem_domain_set_t *set;
+  } f = {NULL};
+  assert_ok(nnmem_domain_set_create(&c, &f.set, NULL));
+  nnmem_domain_t *a = mk(f.set, 100000), *b = mk(f.set, 100000);
   void *p = NULL;
-  assert_ok(nnmem_domain_alloc(a, 100, 0, &p, NULL));
+  assert_ok(nnmem_domain_alloc(a, 10000, 0, &p, NULL));
   assert_ok(nnmem_domain_grant(a, p, 1, NNMEM_GRANT_READ, NULL));
   nnmem_diag_t d = {{0}};
   assert_ok(nnmem_domain_set_check(f.set, &d));
   a->st.live_bytes += 1; /* a counter off by one */
   assert_int_equal(nnmem_domain_set_check(f.set, &d), NNMEM_ERR_STATE);
-  assert_non_null(strstr(d.message, "domain 'tenant0': counted 101 bytes"));
+  assert_non_null(strstr(d.message, "domain 'tenant0': counted 10001 bytes"));
   a->st.live_bytes -= 1;
   nnmem__dt_entry_t *e = nnmem__dt_get(&f.set->blocks, (uintptr_t)p);
   assert_non_null(e);
@@ -737,7 +746,39 @@ static void test_check(void **state) {
   g->free = 0;
   b->st.peak_bytes = 0, b->st.live_bytes = 0; /* still consistent */
   assert_ok(nnmem_domain_set_check(f.set, &d));
-  fx_close(&f);
+  nnmem_domain_set_destroy(f.set);
+  nnmem_allocator_destroy(al);
+  /* a pool set: the owners ride in the pool's records */
+  fixture_t h;
+  fx_open(&h, 0);
+  a = mk(h.set, 1000);
+  assert_ok(nnmem_domain_alloc(a, 100, 0, &p, NULL));
+  assert_int_equal(h.set->blocks.count, 0); /* not in the table */
+  a->st.live_bytes += 1;
+  assert_int_equal(nnmem_domain_set_check(h.set, &d), NNMEM_ERR_STATE);
+  assert_non_null(strstr(d.message, "domain 'tenant0': counted 101 bytes"));
+  a->st.live_bytes -= 1;
+  /* a grant record of no live block */
+  nnmem__addrmap_entry_t ge = {(uintptr_t)p + 4096, 0, 0, NULL};
+  assert_ok(nnmem__addrmap_put(&h.set->grants, &ge));
+  assert_int_equal(nnmem_domain_set_check(h.set, &d), NNMEM_ERR_STATE);
+  assert_non_null(strstr(d.message, "1 grant records"));
+  nnmem__addrmap_remove(&h.set->grants, ge.key, NULL);
+  /* a second set over the same pool keeps its own table */
+  nnmem_domain_set_config_t c2;
+  nnmem_domain_set_config_init(&c2);
+  c2.pool = h.pool;
+  nnmem_domain_set_t *s2 = NULL;
+  assert_ok(nnmem_domain_set_create(&c2, &s2, NULL));
+  nnmem_domain_t *x = mk(s2, 1000);
+  void *q = NULL;
+  assert_ok(nnmem_domain_alloc(x, 100, 0, &q, NULL));
+  assert_int_equal(s2->blocks.count, 1);
+  assert_int_equal(nnmem_domain_free(a, q, NULL), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_domain_free(x, p, NULL), NNMEM_ERR_INVALID);
+  assert_ok(nnmem_domain_set_check(s2, NULL));
+  nnmem_domain_set_destroy(s2);
+  fx_close(&h);
 }
 
 int main(void) {
