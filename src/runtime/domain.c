@@ -283,8 +283,28 @@ const char *nnmem_domain_name(const nnmem_domain_t *d) {
   return d ? d->st.name : "";
 }
 
-static nnmem_status_t refuse_quota(nnmem_domain_t *d, uint64_t size,
-                                   nnmem_diag_t *diag) {
+/* The refusals of alloc, out of its way (cold). */
+static __attribute__((cold, noinline)) nnmem_status_t
+refuse_bad_alloc(nnmem_domain_t *d, uint64_t size, uint64_t align,
+                 nnmem_diag_t *diag) {
+  d->st.refused_bad_input++;
+  return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                     "domain '%s': bad allocation (size %llu, align %llu)",
+                     d->st.name, (unsigned long long)size,
+                     (unsigned long long)align);
+}
+
+static __attribute__((cold, noinline)) nnmem_status_t
+refuse_pool(nnmem_domain_t *d, uint64_t size, nnmem_status_t s,
+            nnmem_diag_t *diag) {
+  d->st.refused_pool++;
+  return nnmem__diag(diag, s, "domain '%s': the pool refused %llu bytes: %s",
+                     d->st.name, (unsigned long long)size,
+                     nnmem_status_str(s));
+}
+
+static __attribute__((cold, noinline)) nnmem_status_t
+refuse_quota(nnmem_domain_t *d, uint64_t size, nnmem_diag_t *diag) {
   nnmem_domain_stats_t *st = &d->st;
   st->refused_quota++;
   return nnmem__diag(diag, NNMEM_ERR_NOMEM,
@@ -326,15 +346,12 @@ nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
   if (!d || !out) return NNMEM_ERR_INVALID;
   *out = NULL;
   nnmem_domain_stats_t *st = &d->st;
-  if (size == 0 || size > NNMEM__DT_SIZE_MAX ||
-      (align && !nnmem__is_pow2(align))) {
-    st->refused_bad_input++;
-    return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "domain '%s': bad allocation (size %llu, align %llu)",
-                       st->name, (unsigned long long)size,
-                       (unsigned long long)align);
-  }
-  if (size > st->quota - st->live_bytes) return refuse_quota(d, size, diag);
+  if (__builtin_expect(size == 0 || size > NNMEM__DT_SIZE_MAX ||
+                           (align & (align - 1)),
+                       0))
+    return refuse_bad_alloc(d, size, align, diag);
+  if (__builtin_expect(size > st->quota - st->live_bytes, 0))
+    return refuse_quota(d, size, diag);
   nnmem_domain_set_t *set = d->set;
   void *p = NULL;
   if (d->cache && size <= NNMEM__SMALL_MAX && align <= 16)
@@ -350,11 +367,8 @@ nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
                          size | (uint64_t)st->id << 48);
     if (s != NNMEM_OK) (void)under_free(set, st->id, p);
   }
-  if (s != NNMEM_OK) {
-    st->refused_pool++;
-    return nnmem__diag(diag, s, "domain '%s': the pool refused %llu bytes: %s",
-                       st->name, (unsigned long long)size, nnmem_status_str(s));
-  }
+  if (__builtin_expect(s != NNMEM_OK, 0))
+    return refuse_pool(d, size, s, diag);
   st->live_bytes += size;
   st->live_blocks++;
   st->allocs++;
@@ -450,18 +464,6 @@ nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
   nnmem_domain_set_t *set = d->set;
   const void *tag;
   uint32_t usable;
-  /* the owner frees a block of its cache, no grants anywhere: a registry
-   * load and a compare of the page's tag */
-  if (d->cache && !set->grants.count &&
-      nnmem__allocator_block_tag(set->allocator, ptr, &tag, &usable) &&
-      tag == d) {
-    nnmem__tcache_free(d->cache, ptr);
-    d->st.checks++;
-    d->st.live_bytes -= usable;
-    d->st.live_blocks--;
-    d->st.frees++;
-    return NNMEM_OK;
-  }
   if (set->owned) { /* one lookup in the pool: pointer and owner */
     uint32_t actual;
     uint64_t req;
@@ -477,6 +479,18 @@ nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
       d->st.frees++;
       return NNMEM_OK;
     }
+  }
+  /* the owner frees a block of its cache, no grants anywhere: a registry
+   * load and a compare of the page's tag */
+  if (d->cache && !set->grants.count &&
+      nnmem__allocator_block_tag(set->allocator, ptr, &tag, &usable) &&
+      tag == d) {
+    nnmem__tcache_free(d->cache, ptr);
+    d->st.checks++;
+    d->st.live_bytes -= usable;
+    d->st.live_blocks--;
+    d->st.frees++;
+    return NNMEM_OK;
   }
   nnmem_status_t s = NNMEM_OK;
   blk_t b;

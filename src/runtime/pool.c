@@ -347,16 +347,14 @@ static nnmem_status_t alloc_locked(nnmem_pool_t *pool, uint64_t size,
   return NNMEM_OK;
 }
 
-nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
-                                uint64_t align, void **out) {
-  if (out) *out = NULL;
-  if (!pool || !out || size == 0 || size > MAX_SIZE || (align & (align - 1)) ||
-      align > MAX_SIZE)
-    return NNMEM_ERR_INVALID;
+/* nnmem_pool_alloc and nnmem__pool_alloc_owned (arguments checked). */
+static inline nnmem_status_t pool_alloc(nnmem_pool_t *pool, uint64_t size,
+                                        uint64_t align, uint64_t owner,
+                                        void **out) {
   lock(pool);
   int timed = sample(pool);
   uint64_t t0 = timed ? nnmem__cycles() : 0;
-  nnmem_status_t st = alloc_locked(pool, size, align, 0, out);
+  nnmem_status_t st = alloc_locked(pool, size, align, owner, out);
   if (st != NNMEM_OK) pool->st.failed_count++;
   if (timed) record_latency(pool, t0);
   unlock(pool);
@@ -364,6 +362,15 @@ nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
       atomic_load_explicit(&pool->prof, memory_order_acquire);
   if (pr && st == NNMEM_OK) nnmem__profiler_on_alloc(pr, *out, size);
   return st;
+}
+
+nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
+                                uint64_t align, void **out) {
+  if (out) *out = NULL;
+  if (!pool || !out || size == 0 || size > MAX_SIZE || (align & (align - 1)) ||
+      align > MAX_SIZE)
+    return NNMEM_ERR_INVALID;
+  return pool_alloc(pool, size, align, 0, out);
 }
 
 /* The debug fill, the impl's free and the counters of a live record
@@ -417,14 +424,11 @@ nnmem_status_t nnmem__pool_alloc_owned(nnmem_pool_t *pool, uint64_t size,
                                        uint64_t align, uint32_t owner,
                                        void **out) {
   *out = NULL;
-  if (size == 0 || size > MAX_SIZE || (align & (align - 1)) ||
-      align > MAX_SIZE || owner == 0 || owner >= 128)
+  if (__builtin_expect(size - 1 >= MAX_SIZE || (align & (align - 1)) ||
+                           align > MAX_SIZE || owner - 1 >= 127,
+                       0))
     return NNMEM_ERR_INVALID;
-  lock(pool);
-  nnmem_status_t st = alloc_locked(pool, size, align, owner, out);
-  if (st != NNMEM_OK) pool->st.failed_count++;
-  unlock(pool);
-  return st;
+  return pool_alloc(pool, size, align, owner, out);
 }
 
 nnmem_status_t nnmem__pool_owner(nnmem_pool_t *pool, const void *ptr,
@@ -443,7 +447,19 @@ nnmem_status_t nnmem__pool_owner(nnmem_pool_t *pool, const void *ptr,
 nnmem_status_t nnmem__pool_free_owned(nnmem_pool_t *pool, void *ptr,
                                       uint32_t owner, uint32_t *actual,
                                       uint64_t *requested) {
+  nnmem_profiler_t *pr =
+      atomic_load_explicit(&pool->prof, memory_order_acquire);
+  if (__builtin_expect(pr != NULL, 0)) { /* told while the block is live,
+                                            outside the pool lock */
+    uint32_t o;
+    uint64_t r;
+    if (nnmem__pool_owner(pool, ptr, &o, &r) == NNMEM_OK && o == owner &&
+        owner != 0)
+      nnmem__profiler_on_free(pr, ptr);
+  }
   lock(pool);
+  int timed = sample(pool);
+  uint64_t t0 = timed ? nnmem__cycles() : 0;
   nnmem__addrmap_entry_t *e =
       ptr ? nnmem__addrmap_get(&pool->live, (uint64_t)(uintptr_t)ptr) : NULL;
   nnmem_status_t st = NNMEM_ERR_INVALID;
@@ -458,6 +474,7 @@ nnmem_status_t nnmem__pool_free_owned(nnmem_pool_t *pool, void *ptr,
     free_record_locked(pool, ptr, &rec);
     st = NNMEM_OK;
   }
+  if (timed) record_latency(pool, t0);
   unlock(pool);
   return st;
 }
