@@ -46,8 +46,8 @@
  * blocks by their start address; domains live until their set is
  * destroyed; destroy a set before its pool or allocator. A domain's blocks
  * are freed through the domain: a block given to nnmem_free or
- * nnmem_pool_free directly leaves the domain's counters stale (the set's
- * checker reports it). Allocations through a domain over an allocator
+ * nnmem_pool_free directly leaves the domain's counters stale.
+ * Allocations through a domain over an allocator
  * bypass the allocator's leak records and latency sampling.
  *
  * Thread-safety: a set and its domains are NOT synchronized: one thread at
