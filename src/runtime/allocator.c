@@ -116,8 +116,9 @@ struct tcache {
   int parked;
   /* a tagged cache (nnmem__tcache_create): belongs to no thread but to
    * `tag` (a tenant domain), never adopted while tagged; NULL for a
-   * thread's cache */
-  const void *tag;
+   * thread's cache. Atomic: a set on another thread may read it while
+   * this one is released (relaxed: it only says whose page it is) */
+  _Atomic(const void *) tag;
 };
 
 struct nnmem_allocator {
@@ -688,7 +689,7 @@ nnmem_status_t nnmem__tcache_create(nnmem_allocator_t *a, const void *tag,
   memset(tc, 0, sizeof *tc);
   tc->a = a;
   tc->sample_left = UINT32_MAX; /* not sampled: no clock on this path */
-  tc->tag = tag;
+  atomic_store_explicit(&tc->tag, tag, memory_order_relaxed);
   alock(a);
   tc->next_all = a->caches; /* stats see it; destroy frees it */
   a->caches = tc;
@@ -701,7 +702,8 @@ void nnmem__tcache_release(nnmem__tcache_t *tc) {
   if (!tc) return;
   cache_flush(tc);
   alock(tc->a);
-  tc->tag = NULL; /* an ordinary parked cache now: a thread may adopt it */
+  /* an ordinary parked cache now: a thread may adopt it */
+  atomic_store_explicit(&tc->tag, NULL, memory_order_relaxed);
   tc->sample_left = tc->a->sample_every;
   tc->parked = 1;
   pthread_mutex_unlock(&tc->a->lock);
@@ -713,19 +715,25 @@ void *nnmem__tcache_alloc(nnmem__tcache_t *tc, size_t size, uint32_t *usable) {
   return b;
 }
 
-int nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
-                               const void **tag, uint32_t *usable) {
+/* Reads only what never changes once a page is published (and the tag,
+ * atomically): any thread may ask about any page. */
+const void *nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
+                                       uint32_t *usable) {
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
-  if (!pg) return 0;
-  const void *t = pg->owner->tag; /* NULL: a thread's page, not looked at */
+  if (!pg) return NULL;
   uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR;
   uint64_t idx = (off * pg->recip) >> 32;
-  if (!t || idx >= pg->cap || idx * pg->bsize != off ||
-      local_misuse(pg, ptr, (uint32_t)idx))
-    return 0; /* interior, page tail, never handed out, freed */
-  *tag = t;
+  if (idx >= pg->cap || idx * pg->bsize != off)
+    return NULL; /* interior pointer or page tail */
   *usable = pg->bsize;
-  return 1;
+  return atomic_load_explicit(&pg->owner->tag, memory_order_relaxed);
+}
+
+int nnmem__tcache_block_live(const void *ptr) {
+  const page_t *pg =
+      (const page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
+  uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR;
+  return !local_misuse(pg, ptr, (uint32_t)((off * pg->recip) >> 32));
 }
 
 void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr) {

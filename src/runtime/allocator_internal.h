@@ -47,13 +47,17 @@ void nnmem__tcache_release(nnmem__tcache_t *tc);
  * usable size; NULL when out of memory. */
 #define NNMEM__SMALL_MAX 8192u
 void *nnmem__tcache_alloc(nnmem__tcache_t *tc, size_t size, uint32_t *usable);
-/* 1 with the owner's tag and the usable size when `ptr` is a live block of
- * a tagged cache of `a` (the start of a block handed out and not freed); 0
- * otherwise (no small page, a thread cache's page, interior pointer, never
- * handed out, freed or waiting on a remote stack). */
-int nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
-                               const void **tag, uint32_t *usable);
-/* Frees a block that nnmem__allocator_block_tag found live with tc's tag. */
+/* The tag of the tagged cache whose page holds a block starting at `ptr`,
+ * and the block's usable size; NULL when there is none (no small page of
+ * `a`, a thread cache's page, interior pointer, page tail). It reads only
+ * what never changes once a page is published: any thread may ask. */
+const void *nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
+                                       uint32_t *usable);
+/* 1 when the block at `ptr` (found by nnmem__allocator_block_tag) is live:
+ * handed out, not freed, not waiting on a remote stack. Reads the page's
+ * owner-side state: only the tagged cache's user may ask. */
+int nnmem__tcache_block_live(const void *ptr);
+/* Frees a live block of tc (both calls above said so). */
 void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr);
 /* Calls fn for every live block of tc (collected first, so fn may free
  * it). O(registered pages + blocks). NNMEM_ERR_NOMEM: fn was not called. */

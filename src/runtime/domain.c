@@ -387,13 +387,13 @@ typedef struct blk {
 /* 1 when p is a live block of one of this set's tagged caches. */
 static int cache_block(const nnmem_domain_set_t *set, const void *p,
                        blk_t *b) {
-  const void *tag;
   uint32_t usable;
-  if (!set->allocator || !p ||
-      !nnmem__allocator_block_tag(set->allocator, p, &tag, &usable))
-    return 0;
-  const nnmem_domain_t *o = tag; /* a live domain: release untags */
-  if (o->set != set) return 0;   /* a block of another set */
+  const nnmem_domain_t *o =
+      set->allocator && p
+          ? nnmem__allocator_block_tag(set->allocator, p, &usable)
+          : NULL; /* a live domain's: release untags */
+  /* another set's page (used by another thread) is not looked into */
+  if (!o || o->set != set || !nnmem__tcache_block_live(p)) return 0;
   *b = (blk_t){(uint64_t)(uintptr_t)p, usable, o->st.id, NULL};
   return 1;
 }
@@ -462,7 +462,6 @@ nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
                                  nnmem_diag_t *diag) {
   if (!d) return NNMEM_ERR_INVALID;
   nnmem_domain_set_t *set = d->set;
-  const void *tag;
   uint32_t usable;
   if (set->owned) { /* one lookup in the pool: pointer and owner */
     uint32_t actual;
@@ -483,8 +482,8 @@ nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
   /* the owner frees a block of its cache, no grants anywhere: a registry
    * load and a compare of the page's tag */
   if (d->cache && !set->grants.count &&
-      nnmem__allocator_block_tag(set->allocator, ptr, &tag, &usable) &&
-      tag == d) {
+      nnmem__allocator_block_tag(set->allocator, ptr, &usable) == d &&
+      nnmem__tcache_block_live(ptr)) {
     nnmem__tcache_free(d->cache, ptr);
     d->st.checks++;
     d->st.live_bytes -= usable;
