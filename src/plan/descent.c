@@ -13,6 +13,8 @@
  *   1. capacity C below the best height H: one decision search at C, with
  *      the whole budget; found -> the plan; proven infeasible -> status
  *      infeasible, bound roundup(C + 1, g); else unknown;
+ *   2a. optimal: the peak window searched exactly at L and the rest placed
+ *      around it (anchor.c; a window proven infeasible raises the bound);
  *   2. optimal: targets L first (often met exactly on real traces), then
  *      bisection between the search's low end and H - g; each step gets
  *      half of the nodes and of the time left; found -> H drops to the
@@ -26,6 +28,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "plan/anchor.h"
 #include "plan/place.h"
 #include "plan/problem_internal.h"
 #include "plan/search.h"
@@ -149,7 +152,16 @@ nnmem_status_t nnmem__search_improve(const nnmem_problem_t *p, uint64_t align,
       out->status = NNMEM_PLAN_UNKNOWN;
   }
   uint64_t low = out->bound; /* searched up to here (proven or not) */
-  int first = 1;
+  int first = 1, window_infeasible = 0;
+  if (st == NNMEM_OK && optimal && out->status == NNMEM_PLAN_FEASIBLE &&
+      low < *height) { /* step 2a: the peak window first (anchor.c) */
+    st = nnmem__anchor(p, align, low, ctl, offsets, height,
+                       &window_infeasible);
+    if (st == NNMEM_OK && window_infeasible) {
+      low = out->bound = round_up(low + 1, g);
+      out->bound_kind = NNMEM_BOUND_SEARCH;
+    }
+  }
   while (st == NNMEM_OK && optimal && out->status == NNMEM_PLAN_FEASIBLE &&
          low < *height && !ctl->stopped && ctl->node_budget > 0) {
     /* step 2: the bound first, then the middle (a multiple of g) */
