@@ -71,8 +71,7 @@ static nnmem_status_t window(anchor_t *a, uint64_t lo, uint64_t hi,
   for (size_t i = 0; i < a->n && st == NNMEM_OK; i++) {
     const nnmem_buffer_t *x = &a->b[i];
     a->in[i] = 0;
-    if (x->first >= hi || x->last <= lo ||
-        nnmem__padded_size(x, a->align) == 0)
+    if (x->first >= hi || x->last <= lo || nnmem__padded_size(x, a->align) == 0)
       continue;
     if (*m == MAX_WINDOW) {
       st = NNMEM_ERR_CAPACITY; /* too wide: not searched */
@@ -99,7 +98,8 @@ static nnmem_status_t place_rest(anchor_t *a, size_t m, uint64_t *h) {
   nnmem__occ_t *o = NULL;
   nnmem_status_t st = nnmem__occ_create(a->p, &o);
   *h = 0;
-  for (size_t i = 0; i < a->n; i++) a->tmp[i] = 0;
+  for (size_t i = 0; i < a->n; i++)
+    a->tmp[i] = 0;
   for (size_t k = 0; k < m && st == NNMEM_OK; k++) {
     uint32_t i = a->map[k];
     uint64_t s = nnmem__padded_size(&a->b[i], a->align);
@@ -138,8 +138,8 @@ static nnmem_status_t decide(anchor_t *a, const nnmem_problem_t *w, size_t m,
   ctl->node_budget = share;
   ctl->target = target; /* for progress reports */
   if (deadline > 0) ctl->deadline = now + (deadline - now) / 8;
-  nnmem_status_t st = nnmem__search_decide(w, a->set, m, a->align, target,
-                                           ctl, NULL, a->woff, v);
+  nnmem_status_t st = nnmem__search_decide(w, a->set, m, a->align, target, ctl,
+                                           NULL, a->woff, v);
   ctl->node_budget = left - (share - ctl->node_budget);
   ctl->deadline = deadline;
   if ((ctl->stopped == 3 && ctl->node_budget > 0) ||
@@ -178,8 +178,7 @@ static int spent(const nnmem__search_ctl_t *ctl) {
 
 nnmem_status_t nnmem__anchor(const nnmem_problem_t *p, uint64_t align,
                              uint64_t target, nnmem__search_ctl_t *ctl,
-                             uint64_t *off, uint64_t *height,
-                             int *infeasible) {
+                             uint64_t *off, uint64_t *height, int *infeasible) {
   size_t n = nnmem_problem_count(p);
   uint64_t bytes = 0, peak = 0;
   *infeasible = 0;

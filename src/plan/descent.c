@@ -155,8 +155,7 @@ nnmem_status_t nnmem__search_improve(const nnmem_problem_t *p, uint64_t align,
   int first = 1, window_infeasible = 0;
   if (st == NNMEM_OK && optimal && out->status == NNMEM_PLAN_FEASIBLE &&
       low < *height) { /* step 2a: the peak window first (anchor.c) */
-    st = nnmem__anchor(p, align, low, ctl, offsets, height,
-                       &window_infeasible);
+    st = nnmem__anchor(p, align, low, ctl, offsets, height, &window_infeasible);
     if (st == NNMEM_OK && window_infeasible) {
       low = out->bound = round_up(low + 1, g);
       out->bound_kind = NNMEM_BOUND_SEARCH;

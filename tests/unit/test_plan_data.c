@@ -57,8 +57,8 @@ static void test_traces_all_strategies(void **state) {
  * at 2,052 B above; the peak window of anchor.c closes both). */
 static void test_traces_optimal(void **state) {
   (void)state;
-  static const char *const proven[] = {"pangu_2.6B", "bert_base",
-                                       "resnet50", "tiny_bert"};
+  static const char *const proven[] = {"pangu_2.6B", "bert_base", "resnet50",
+                                       "tiny_bert"};
   for (size_t t = 0; t < sizeof proven / sizeof *proven; t++) {
     char rel[128];
     snprintf(rel, sizeof rel, "traces/%s.csv", proven[t]);
