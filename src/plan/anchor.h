@@ -9,6 +9,12 @@
  * a placement of every buffer). */
 #define NNMEM__ANCHOR_MAX_BUFFERS 200000
 
+/* For a capacity (decision) the anchoring runs first on sets of more
+ * buffers than this only: the decision search's full mode (search.c) places
+ * smaller ones itself (the MiniMalloc set, zero-slack problems), and the
+ * windows would only take nodes from it. */
+#define NNMEM__ANCHOR_MIN_DECIDE 4096
+
 /* Tries to lower the valid plan `off` of `p` (height *height, in and out)
  * to at most `target`: for windows of growing width around the step with
  * the most live bytes, a decision search (search.c) places the buffers

@@ -10,9 +10,11 @@
  * C infeasible raises it to roundup(C + 1, g) ("search").
  *
  * Improve (nnmem__search_improve):
- *   1. capacity C below the best height H: one decision search at C, with
- *      the whole budget; found -> the plan; proven infeasible -> status
- *      infeasible, bound roundup(C + 1, g); else unknown;
+ *   1. capacity C below the best height H: on sets of over
+ *      NNMEM__ANCHOR_MIN_DECIDE buffers the peak window first (anchor.c);
+ *      then one decision search at C, with the whole budget; found -> the
+ *      plan; proven infeasible -> status infeasible, bound
+ *      roundup(C + 1, g); else unknown;
  *   2a. optimal: the peak window searched exactly at L and the rest placed
  *      around it (anchor.c; a window proven infeasible raises the bound);
  *   2. optimal: targets L first (often met exactly on real traces), then
@@ -135,9 +137,16 @@ nnmem_status_t nnmem__search_improve(const nnmem_problem_t *p, uint64_t align,
   ctl->best = *height, ctl->bound = lb;
   nnmem__verdict_t v = NNMEM__FOUND;
   if (capacity && *height > capacity) { /* step 1 */
+    int window_no = 0;
     if (capacity < lb)
       v = NNMEM__INFEASIBLE;
-    else
+    else if (m > NNMEM__ANCHOR_MIN_DECIDE) /* step 1a: the peak window */
+      st = nnmem__anchor(p, align, capacity, ctl, offsets, height, &window_no);
+    if (st == NNMEM_OK && capacity >= lb && window_no)
+      v = NNMEM__INFEASIBLE;
+    else if (st == NNMEM_OK && capacity >= lb && *height <= capacity)
+      memcpy(tmp, offsets, n * sizeof *tmp); /* found: v stays FOUND */
+    else if (st == NNMEM_OK && capacity >= lb)
       st = step(p, set, m, align, capacity, 1, ctl, offsets, tmp, &v);
     if (st == NNMEM_OK && v == NNMEM__FOUND) {
       memcpy(offsets, tmp, n * sizeof *tmp);
