@@ -162,9 +162,10 @@ void bench_zeroslack(int count, size_t n, int *failures) {
 static void traces(const char *dir, int *failures) {
   static const char *const names[] = {"resnet50", "tiny_bert", "bert_base",
                                       "pangu_2.6B", "iopddl_S_1"};
-  printf("\ntraces, --optimal --time-limit 1\n");
-  printf("%-12s %8s %16s %16s %10s %8s %8s %10s\n", "trace", "buffers",
-         "height", "bound", "h/bound", "seconds", "cpu s", "status");
+  printf("\ntraces, --optimal --time-limit 1 (heuristics: auto alone)\n");
+  printf("%-12s %8s %16s %16s %10s %10s %8s %8s %10s\n", "trace", "buffers",
+         "height", "bound", "heuristics", "h/bound", "seconds", "cpu s",
+         "status");
   for (size_t i = 0; i < 5; i++) {
     char path[4096];
     nnmem_csv_t *csv = NULL;
@@ -173,16 +174,21 @@ static void traces(const char *dir, int *failures) {
     if (!p) continue;
     nnmem_planner_config_t cfg;
     nnmem_planner_config_init(&cfg);
-    cfg.optimal = 1;
-    cfg.time_limit_s = 1;
     nnmem_plan_t *pl = NULL;
     double s[2];
+    uint64_t h0 = 0; /* the heuristics alone, the same run */
+    if (run(p, &cfg, failures, &pl, s) == NNMEM_OK) h0 = nnmem_plan_height(pl);
+    nnmem_plan_destroy(pl);
+    pl = NULL;
+    cfg.optimal = 1;
+    cfg.time_limit_s = 1;
     if (run(p, &cfg, failures, &pl, s) == NNMEM_OK) {
       uint64_t h = nnmem_plan_height(pl), b = nnmem_plan_bound(pl);
-      printf("%-12s %8zu %16llu %16llu %10.5f %8.3f %8.3f %10s\n", names[i],
-             nnmem_problem_count(p), (unsigned long long)h,
-             (unsigned long long)b, b ? (double)h / (double)b : 1.0, s[0], s[1],
-             nnmem_plan_status_name(nnmem_plan_status(pl)));
+      double r0 = b ? (double)h0 / (double)b : 1.0;
+      printf("%-12s %8zu %16llu %16llu %10.5f %10.5f %8.3f %8.3f %10s\n",
+             names[i], nnmem_problem_count(p), (unsigned long long)h,
+             (unsigned long long)b, r0, b ? (double)h / (double)b : 1.0, s[0],
+             s[1], nnmem_plan_status_name(nnmem_plan_status(pl)));
     }
     nnmem_plan_destroy(pl);
     nnmem_csv_destroy(csv);

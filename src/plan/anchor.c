@@ -128,8 +128,9 @@ static nnmem_status_t place_rest(anchor_t *a, size_t m, uint64_t *h) {
   return st;
 }
 
-/* Step 3: the decision search on window `w` with 1/8 of the nodes and of
- * the time left; the rest is given back. */
+/* Step 3: the decision search on window `w` with 1/8 of the nodes and 1/4
+ * of the time left (a window that does not finish ends the widening); the
+ * rest is given back. */
 static nnmem_status_t decide(anchor_t *a, const nnmem_problem_t *w, size_t m,
                              uint64_t target, nnmem__search_ctl_t *ctl,
                              nnmem__verdict_t *v) {
@@ -137,7 +138,7 @@ static nnmem_status_t decide(anchor_t *a, const nnmem_problem_t *w, size_t m,
   double deadline = ctl->deadline, now = nnmem__now();
   ctl->node_budget = share;
   ctl->target = target; /* for progress reports */
-  if (deadline > 0) ctl->deadline = now + (deadline - now) / 8;
+  if (deadline > 0) ctl->deadline = now + (deadline - now) / 4;
   nnmem_status_t st = nnmem__search_decide(w, a->set, m, a->align, target, ctl,
                                            NULL, a->woff, v);
   ctl->node_budget = left - (share - ctl->node_budget);
