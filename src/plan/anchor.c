@@ -9,33 +9,43 @@
  * and the other steps have slack enough for the greedy.
  *
  * Algorithm, target height C (the bound first, from descent.c):
- *   1. P = a step with the most live bytes (nnmem_problem_peak);
+ *   1. cut time where no buffer crosses into partitions (their plans are
+ *      independent) and find in each its peak, the earliest step with its
+ *      most live bytes; the partition with the highest peak gets a window;
  *   2. for w = 1, 2, 4, ... up to MAX_HALF_WIDTH, while the best plan is
- *      above C: the window [P - w, P + w] and the buffers meeting it, each
- *      cut to it (lifetime intersected with the window) into a problem of
- *      their own;
+ *      above C: in each partition with a window, the buffers meeting
+ *      [peak - w, peak + w], each cut to it (lifetime intersected with
+ *      the window), form one problem;
  *   3. decision search (search.c) on that problem at C with a share of
- *      the nodes: found -> those offsets, kept for the whole buffers;
- *      proven infeasible -> so is every plan of the full problem (a
- *      window is a relaxation: fewer conflicts), stop; unknown -> stop
- *      (wider windows are harder);
+ *      the nodes and of the time: found -> those offsets, kept for the
+ *      whole buffers; proven infeasible -> so is every plan of the full
+ *      problem (the windows are a relaxation: fewer conflicts), stop;
+ *      unknown -> stop (wider windows are harder);
  *   4. the other buffers, in greedy-size order (size desc, first step
  *      asc), go by best fit into the gaps the placed ones leave during
  *      their lifetimes (the occupancy map, occupancy.c, as in place.c);
- *      the plan is kept when lower than the best.
- * Validity of step 3's offsets in the full problem: two window buffers
- * whose lifetimes meet also meet inside the window (three intervals that
- * meet pairwise share a point, Helly in one dimension), so the search kept
- * them apart; step 4 avoids everything placed. The caller verifies
- * independently (verify.c).
+ *      the plan is kept when lower than the best;
+ *   5. partitions where that plan still passes C get a window of their
+ *      own (a trace of several training iterations has one peak each) and
+ *      the same width runs again; else the next width.
+ * Validity of step 3's offsets in the full problem: two buffers of one
+ * window whose lifetimes meet also meet inside the window (three intervals
+ * that meet pairwise share a point, Helly in one dimension), so the search
+ * kept them apart; buffers of different partitions never meet; step 4
+ * avoids everything placed. The caller verifies independently (verify.c).
+ * One window per partition: a second peak inside the same partition is
+ * not given one (two windows would need the buffers between them too).
  *
  * Measured (bench/plan --search, `nnmem plan T --optimal`): pangu_2.6B
- * reaches the bound at w = 8 (from 1.00758 x), bert_base at w = 32 (from
- * a 2,052 B gap); see README "Search".
+ * reaches the bound at w = 4 (from 1.00758 x), bert_base at w = 32 (from
+ * a 2,052 B gap); two pangu_2.6B iterations one after the other (37,384
+ * buffers, two partitions) at w = 4 with the second window added in
+ * step 5; see README "Search".
  *
- * Complexity: per window, the search on the window's buffers (node
- * budget) plus one placement of the other buffers, O(n log T) sets of the
- * occupancy map. Memory O(n). Thread-safety: reentrant. */
+ * Complexity: O(n log n) for the partitions; per window the search on the
+ * window's buffers (node budget) plus one placement of the other buffers,
+ * O(n log T) sets of the occupancy map. Memory O(n). Thread-safety:
+ * reentrant. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,24 +70,44 @@ typedef struct anchor {
   uint64_t *tmp;   /* plan being built */
   nnmem__range_t *gaps;
   size_t cap;
+  uint32_t *part;  /* buffer -> time partition (no buffer crosses a cut) */
+  uint64_t *ppeak; /* partition -> a step with its most live bytes */
+  uint64_t *plive; /* partition -> those bytes */
+  uint8_t *on;     /* partition has a window (around its ppeak) */
+  size_t nparts;
 } anchor_t;
 
-/* Builds the problem of the buffers meeting [lo, hi), cut to it. */
-static nnmem_status_t window(anchor_t *a, uint64_t lo, uint64_t hi,
-                             nnmem_problem_t **out, size_t *m) {
-  nnmem_problem_t *w = NULL;
-  nnmem_status_t st = nnmem_problem_create(&w);
+/* The window of buffer i's partition, [c - w, c + w + 1) around its peak
+ * c, when it has one; 0 if none or if it passes 2^64 - 1. */
+static int window_of(const anchor_t *a, size_t i, uint64_t w, uint64_t *lo,
+                     uint64_t *hi) {
+  uint32_t q = a->part[i];
+  uint64_t c = a->ppeak[q];
+  if (!a->on[q] || c + w + 1 <= c) return 0;
+  *lo = c > w ? c - w : 0, *hi = c + w + 1;
+  return 1;
+}
+
+/* Builds the problem of the buffers meeting the window of their partition,
+ * each cut to it. Buffers of different partitions never meet, so the
+ * argument for one window holds in each (see the header). */
+static nnmem_status_t window(anchor_t *a, uint64_t w, nnmem_problem_t **out,
+                             size_t *m) {
+  nnmem_problem_t *wp = NULL;
+  nnmem_status_t st = nnmem_problem_create(&wp);
   *m = 0;
   for (size_t i = 0; i < a->n && st == NNMEM_OK; i++) {
     const nnmem_buffer_t *x = &a->b[i];
+    uint64_t lo, hi;
     a->in[i] = 0;
-    if (x->first >= hi || x->last <= lo || nnmem__padded_size(x, a->align) == 0)
+    if (nnmem__padded_size(x, a->align) == 0 || !window_of(a, i, w, &lo, &hi) ||
+        x->first >= hi || x->last <= lo)
       continue;
     if (*m == MAX_WINDOW) {
       st = NNMEM_ERR_CAPACITY; /* too wide: not searched */
       break;
     }
-    st = nnmem_problem_add(w, NULL, x->size, x->align,
+    st = nnmem_problem_add(wp, NULL, x->size, x->align,
                            x->first > lo ? x->first : lo,
                            x->last < hi ? x->last : hi, NULL);
     a->in[i] = 1;
@@ -85,11 +115,72 @@ static nnmem_status_t window(anchor_t *a, uint64_t lo, uint64_t hi,
     ++*m;
   }
   if (st != NNMEM_OK) {
-    nnmem_problem_destroy(w);
+    nnmem_problem_destroy(wp);
     return st;
   }
-  *out = w;
+  *out = wp;
   return NNMEM_OK;
+}
+
+typedef struct tev {
+  uint64_t t;
+  uint32_t i;
+  int start;
+} tev_t;
+
+static int tev_cmp(const void *x, const void *y) {
+  const tev_t *a = x, *b = y;
+  if (a->t != b->t) return a->t < b->t ? -1 : 1;
+  if (a->start != b->start) return a->start - b->start; /* ends first */
+  return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* Time partitions (a new one starts where no nonzero buffer crosses) and
+ * the step with the most live bytes in each (the earliest on ties). */
+static nnmem_status_t partitions(anchor_t *a) {
+  size_t n = a->n, k = 0;
+  tev_t *e = malloc((n ? 2 * n : 1) * sizeof *e);
+  uint64_t *best = a->plive;
+  if (!e) return NNMEM_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) {
+    a->part[i] = 0;
+    if (nnmem__padded_size(&a->b[i], a->align) == 0) continue;
+    e[k++] = (tev_t){a->b[i].first, (uint32_t)i, 1};
+    e[k++] = (tev_t){a->b[i].last, (uint32_t)i, 0};
+  }
+  qsort(e, k, sizeof *e, tev_cmp);
+  uint64_t live = 0;
+  size_t open = 0, pid = 0;
+  for (size_t j = 0; j < k; j++) {
+    uint32_t i = e[j].i;
+    uint64_t s = nnmem__padded_size(&a->b[i], a->align);
+    if (e[j].start) {
+      if (open == 0 && j > 0) pid++;
+      open++, live += s; /* no overflow: the bound was computed */
+      a->part[i] = (uint32_t)pid;
+    } else {
+      open--, live -= s;
+    }
+    int last_at_t = j + 1 == k || e[j + 1].t != e[j].t;
+    if (e[j].start && last_at_t && live > best[pid])
+      best[pid] = live, a->ppeak[pid] = e[j].t;
+  }
+  a->nparts = k ? pid + 1 : 0;
+  free(e);
+  return NNMEM_OK;
+}
+
+/* Gives a window to the partitions where the plan in tmp passes
+ * `target`; returns how many got one. */
+static size_t add_windows(anchor_t *a, uint64_t target) {
+  size_t added = 0;
+  for (size_t i = 0; i < a->n; i++) {
+    uint64_t s = nnmem__padded_size(&a->b[i], a->align);
+    if (s == 0 || a->tmp[i] + s <= target || a->on[a->part[i]]) continue;
+    a->on[a->part[i]] = 1;
+    added++;
+  }
+  return added;
 }
 
 /* Step 4: the window's offsets kept, the rest by best fit; *h the height.
@@ -151,7 +242,8 @@ static nnmem_status_t decide(anchor_t *a, const nnmem_problem_t *w, size_t m,
 
 static void anchor_free(anchor_t *a) {
   free(a->order), free(a->map), free(a->set), free(a->in), free(a->woff);
-  free(a->tmp), free(a->gaps);
+  free(a->tmp), free(a->gaps), free(a->part), free(a->ppeak);
+  free(a->plive), free(a->on);
 }
 
 static nnmem_status_t anchor_init(anchor_t *a, const nnmem_problem_t *p,
@@ -165,8 +257,15 @@ static nnmem_status_t anchor_init(anchor_t *a, const nnmem_problem_t *p,
   a->in = calloc(m, sizeof *a->in);
   a->woff = malloc(m * sizeof *a->woff);
   a->tmp = malloc(m * sizeof *a->tmp);
-  if (!a->order || !a->map || !a->set || !a->in || !a->woff || !a->tmp)
+  a->part = malloc(m * sizeof *a->part);
+  a->ppeak = calloc(m, sizeof *a->ppeak);
+  a->plive = calloc(m, sizeof *a->plive);
+  a->on = calloc(m, sizeof *a->on);
+  if (!a->order || !a->map || !a->set || !a->in || !a->woff || !a->tmp ||
+      !a->part || !a->ppeak || !a->plive || !a->on)
     return NNMEM_ERR_NOMEM;
+  nnmem_status_t st = partitions(a);
+  if (st != NNMEM_OK) return st;
   return nnmem__order(p, align, NNMEM__ORDER_SIZE_FIRST, a->order);
 }
 
@@ -181,7 +280,7 @@ nnmem_status_t nnmem__anchor(const nnmem_problem_t *p, uint64_t align,
                              uint64_t target, nnmem__search_ctl_t *ctl,
                              uint64_t *off, uint64_t *height, int *infeasible) {
   size_t n = nnmem_problem_count(p);
-  uint64_t bytes = 0, peak = 0;
+  uint64_t bytes = 0, peak = 0; /* the live bytes fit in 64 bits */
   *infeasible = 0;
   if (*height <= target || n > NNMEM__ANCHOR_MAX_BUFFERS ||
       nnmem_problem_gapped_count(p) || nnmem_problem_child_count(p) ||
@@ -192,15 +291,21 @@ nnmem_status_t nnmem__anchor(const nnmem_problem_t *p, uint64_t align,
   /* half of what is left for the descent */
   uint64_t keep = ctl->node_budget - ctl->node_budget / 2;
   ctl->node_budget -= keep;
-  for (uint64_t w = 1; w <= MAX_HALF_WIDTH && st == NNMEM_OK; w *= 2) {
+  if (st == NNMEM_OK && a.nparts) { /* step 1: the highest partition */
+    size_t top = 0;
+    for (size_t q = 1; q < a.nparts; q++)
+      if (a.plive[q] > a.plive[top]) top = q;
+    a.on[top] = 1;
+  }
+  uint64_t w = 1;
+  while (w <= MAX_HALF_WIDTH && st == NNMEM_OK) {
     if (*height <= target || spent(ctl)) break;
     nnmem_problem_t *wp = NULL;
     size_t m = 0;
-    uint64_t lo = peak > w ? peak - w : 0, hi = peak + w + 1, h = 0;
-    if (hi < peak) break; /* the window's end passes 2^64 - 1 */
-    st = window(&a, lo, hi, &wp, &m);
-    if (st == NNMEM_ERR_CAPACITY) { /* wider than the search takes */
-      st = NNMEM_OK;
+    uint64_t h = 0;
+    st = window(&a, w, &wp, &m);
+    if (st == NNMEM_ERR_CAPACITY || st == NNMEM_ERR_OVERFLOW) {
+      st = NNMEM_OK; /* wider than the search takes, or past 2^64 - 1 */
       break;
     }
     nnmem__verdict_t v = NNMEM__UNKNOWN;
@@ -212,12 +317,18 @@ nnmem_status_t nnmem__anchor(const nnmem_problem_t *p, uint64_t align,
     st = place_rest(&a, m, &h);
     if (st == NNMEM_ERR_OVERFLOW) { /* this window's plan only */
       st = NNMEM_OK;
+      w *= 2;
       continue;
     }
-    if (st == NNMEM_OK && h < *height) {
+    if (st != NNMEM_OK) break;
+    if (h < *height) {
       memcpy(off, a.tmp, n * sizeof *off);
       *height = h;
     }
+    /* step 5: partitions still above the target get a window of their own,
+     * at the same width; else the next width */
+    if (h > target && add_windows(&a, target) > 0) continue;
+    w *= 2;
   }
   ctl->node_budget += keep;
   anchor_free(&a);

@@ -155,6 +155,45 @@ static void test_training_traces(void **state) {
   assert_int_equal(closed, above); /* and the window closes each */
 }
 
+/* Two copies of a trace one after the other (two time partitions, each
+ * with the same peak): the first window leaves the second copy's misfit,
+ * and the window step 5 adds closes it. */
+static void test_two_iterations(void **state) {
+  (void)state;
+  static const uint64_t seeds[] = {15, 45};
+  for (size_t q = 0; q < 2; q++) {
+    nnmem_problem_t *one = training_trace(seeds[q], 400), *p = NULL;
+    const nnmem_buffer_t *b = nnmem_problem_buffers(one);
+    size_t n1 = nnmem_problem_count(one);
+    uint64_t end = 0;
+    for (size_t i = 0; i < n1; i++)
+      end = b[i].last > end ? b[i].last : end;
+    assert_ok(nnmem_problem_create(&p));
+    for (uint64_t copy = 0; copy < 2; copy++)
+      for (size_t i = 0; i < n1; i++)
+        assert_ok(nnmem_problem_add(p, NULL, b[i].size, 1,
+                                    b[i].first + copy * end,
+                                    b[i].last + copy * end, NULL));
+    size_t n = nnmem_problem_count(p);
+    uint64_t *off = malloc(n * sizeof *off), lb = max_live(p);
+    assert_non_null(off);
+    uint64_t h0 = greedy(p, 1, off), h = h0;
+    nnmem__search_ctl_t ctl = {0};
+    ctl.node_budget = 1000000;
+    int inf = 0;
+    assert_ok(nnmem__anchor(p, 1, lb, &ctl, off, &h, &inf));
+    verified(p, off, 1, h);
+    print_message("two copies of seed %llu: greedy %.5f x, anchored %.5f x\n",
+                  (unsigned long long)seeds[q], (double)h0 / (double)lb,
+                  (double)h / (double)lb);
+    assert_true(h0 > lb);
+    assert_int_equal(h, lb);
+    free(off);
+    nnmem_problem_destroy(p);
+    nnmem_problem_destroy(one);
+  }
+}
+
 /* A target below the peak step's live bytes: every window proves it
  * infeasible at once and the plan is left as it was. */
 static void test_infeasible_target(void **state) {
@@ -222,6 +261,7 @@ static void test_gapped_untouched(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_training_traces),
+      cmocka_unit_test(test_two_iterations),
       cmocka_unit_test(test_infeasible_target),
       cmocka_unit_test(test_aligned_deterministic),
       cmocka_unit_test(test_gapped_untouched),
