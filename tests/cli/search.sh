@@ -69,6 +69,11 @@ if [ -f "$I" ]; then
   [ "$rc" = 0 ] || fail "plan --optimal after Ctrl-C: exit $rc"
   out_has "stopped by Ctrl-C"
   expect_rc 0 verify "$I" "$T/f.csv"
+  # at its bound the search declines iopddl_S_1 (over 2^25 overlap pairs and
+  # section entries): it says so, not "time limit"
+  expect_rc 2 plan "$I" --capacity 1498635932 --out "$T/no.csv"
+  err_has "no plan found within the search (too many overlapping buffers"
+  no_file "$T/no.csv"
 fi
 GEN="$(dirname "$NNMEM_BIN")/bench/plan"
 if [ -x "$GEN" ]; then
