@@ -159,32 +159,71 @@ void bench_zeroslack(int count, size_t n, int *failures) {
          count, 100.0 * placed / count, worst, worst_cpu);
 }
 
+/* One row of the trace table: auto alone, then --optimal --time-limit 1. */
+static void trace_row(const char *name, const nnmem_problem_t *p,
+                      int *failures) {
+  nnmem_planner_config_t cfg;
+  nnmem_planner_config_init(&cfg);
+  nnmem_plan_t *pl = NULL;
+  double s[2];
+  uint64_t h0 = 0; /* the heuristics alone, the same run */
+  if (run(p, &cfg, failures, &pl, s) == NNMEM_OK) h0 = nnmem_plan_height(pl);
+  nnmem_plan_destroy(pl);
+  pl = NULL;
+  cfg.optimal = 1;
+  cfg.time_limit_s = 1;
+  if (run(p, &cfg, failures, &pl, s) == NNMEM_OK) {
+    uint64_t h = nnmem_plan_height(pl), b = nnmem_plan_bound(pl);
+    double r0 = b ? (double)h0 / (double)b : 1.0;
+    printf("%-14s %8zu %16llu %16llu %10.5f %10.5f %8.3f %8.3f %10s\n", name,
+           nnmem_problem_count(p), (unsigned long long)h, (unsigned long long)b,
+           r0, b ? (double)h / (double)b : 1.0, s[0], s[1],
+           nnmem_plan_status_name(nnmem_plan_status(pl)));
+  }
+  nnmem_plan_destroy(pl);
+}
+
+/* Two copies of p one after the other in time (two training iterations). */
+static nnmem_problem_t *twice(const nnmem_problem_t *p) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  size_t n = nnmem_problem_count(p);
+  uint64_t end = 0;
+  nnmem_problem_t *q = NULL;
+  for (size_t i = 0; i < n; i++)
+    end = b[i].last > end ? b[i].last : end;
+  if (nnmem_problem_create(&q) != NNMEM_OK) return NULL;
+  for (uint64_t c = 0; c < 2; c++)
+    for (size_t i = 0; i < n; i++)
+      if (nnmem_problem_add(q, NULL, b[i].size, b[i].align,
+                            b[i].first + c * end, b[i].last + c * end,
+                            NULL) != NNMEM_OK) {
+        nnmem_problem_destroy(q);
+        return NULL;
+      }
+  return q;
+}
+
 static void traces(const char *dir, int *failures) {
   static const char *const names[] = {"resnet50", "tiny_bert", "bert_base",
                                       "pangu_2.6B", "iopddl_S_1"};
-  printf("\ntraces, --optimal --time-limit 1\n");
-  printf("%-12s %8s %16s %16s %10s %8s %8s %10s\n", "trace", "buffers",
-         "height", "bound", "h/bound", "seconds", "cpu s", "status");
+  printf(
+      "\ntraces, --optimal --time-limit 1 (heuristics: auto alone; x2: "
+      "two copies one after the other)\n");
+  printf("%-14s %8s %16s %16s %10s %10s %8s %8s %10s\n", "trace", "buffers",
+         "height", "bound", "heuristics", "h/bound", "seconds", "cpu s",
+         "status");
   for (size_t i = 0; i < 5; i++) {
     char path[4096];
     nnmem_csv_t *csv = NULL;
     snprintf(path, sizeof path, "%s/traces/%s.csv", dir, names[i]);
     nnmem_problem_t *p = load(path, &csv);
     if (!p) continue;
-    nnmem_planner_config_t cfg;
-    nnmem_planner_config_init(&cfg);
-    cfg.optimal = 1;
-    cfg.time_limit_s = 1;
-    nnmem_plan_t *pl = NULL;
-    double s[2];
-    if (run(p, &cfg, failures, &pl, s) == NNMEM_OK) {
-      uint64_t h = nnmem_plan_height(pl), b = nnmem_plan_bound(pl);
-      printf("%-12s %8zu %16llu %16llu %10.5f %8.3f %8.3f %10s\n", names[i],
-             nnmem_problem_count(p), (unsigned long long)h,
-             (unsigned long long)b, b ? (double)h / (double)b : 1.0, s[0], s[1],
-             nnmem_plan_status_name(nnmem_plan_status(pl)));
+    trace_row(names[i], p, failures);
+    if (strcmp(names[i], "pangu_2.6B") == 0) {
+      nnmem_problem_t *q = twice(p);
+      if (q) trace_row("pangu_2.6B x2", q, failures);
+      nnmem_problem_destroy(q);
     }
-    nnmem_plan_destroy(pl);
     nnmem_csv_destroy(csv);
   }
 }

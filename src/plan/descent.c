@@ -10,9 +10,13 @@
  * C infeasible raises it to roundup(C + 1, g) ("search").
  *
  * Improve (nnmem__search_improve):
- *   1. capacity C below the best height H: one decision search at C, with
- *      the whole budget; found -> the plan; proven infeasible -> status
- *      infeasible, bound roundup(C + 1, g); else unknown;
+ *   1. capacity C below the best height H: on sets of over
+ *      NNMEM__ANCHOR_MIN_DECIDE buffers the peak window first (anchor.c);
+ *      then one decision search at C, with the whole budget; found -> the
+ *      plan; proven infeasible -> status infeasible, bound
+ *      roundup(C + 1, g); else unknown;
+ *   2a. optimal: the peak window searched exactly at L and the rest placed
+ *      around it (anchor.c; a window proven infeasible raises the bound);
  *   2. optimal: targets L first (often met exactly on real traces), then
  *      bisection between the search's low end and H - g; each step gets
  *      half of the nodes and of the time left; found -> H drops to the
@@ -26,6 +30,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "plan/anchor.h"
 #include "plan/place.h"
 #include "plan/problem_internal.h"
 #include "plan/search.h"
@@ -132,9 +137,16 @@ nnmem_status_t nnmem__search_improve(const nnmem_problem_t *p, uint64_t align,
   ctl->best = *height, ctl->bound = lb;
   nnmem__verdict_t v = NNMEM__FOUND;
   if (capacity && *height > capacity) { /* step 1 */
+    int window_no = 0;
     if (capacity < lb)
       v = NNMEM__INFEASIBLE;
-    else
+    else if (m > NNMEM__ANCHOR_MIN_DECIDE) /* step 1a: the peak window */
+      st = nnmem__anchor(p, align, capacity, ctl, offsets, height, &window_no);
+    if (st == NNMEM_OK && capacity >= lb && window_no)
+      v = NNMEM__INFEASIBLE;
+    else if (st == NNMEM_OK && capacity >= lb && *height <= capacity)
+      memcpy(tmp, offsets, n * sizeof *tmp); /* found: v stays FOUND */
+    else if (st == NNMEM_OK && capacity >= lb)
       st = step(p, set, m, align, capacity, 1, ctl, offsets, tmp, &v);
     if (st == NNMEM_OK && v == NNMEM__FOUND) {
       memcpy(offsets, tmp, n * sizeof *tmp);
@@ -149,7 +161,15 @@ nnmem_status_t nnmem__search_improve(const nnmem_problem_t *p, uint64_t align,
       out->status = NNMEM_PLAN_UNKNOWN;
   }
   uint64_t low = out->bound; /* searched up to here (proven or not) */
-  int first = 1;
+  int first = 1, window_infeasible = 0;
+  if (st == NNMEM_OK && optimal && out->status == NNMEM_PLAN_FEASIBLE &&
+      low < *height) { /* step 2a: the peak window first (anchor.c) */
+    st = nnmem__anchor(p, align, low, ctl, offsets, height, &window_infeasible);
+    if (st == NNMEM_OK && window_infeasible) {
+      low = out->bound = round_up(low + 1, g);
+      out->bound_kind = NNMEM_BOUND_SEARCH;
+    }
+  }
   while (st == NNMEM_OK && optimal && out->status == NNMEM_PLAN_FEASIBLE &&
          low < *height && !ctl->stopped && ctl->node_budget > 0) {
     /* step 2: the bound first, then the middle (a multiple of g) */

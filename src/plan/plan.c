@@ -439,7 +439,9 @@ static nnmem_status_t capacity_diag(const nnmem_plan_t *pl, uint64_t capacity,
                        "(not proven infeasible)",
                        pl->stopped == 1   ? "search (interrupted)"
                        : pl->stopped == 3 ? "search budget (--node-budget)"
-                                          : "time limit",
+                       : pl->stopped == 2
+                           ? "time limit"
+                           : "search (too many overlapping buffers to search)",
                        h, cap, lb);
   return nnmem__diag(diag, NNMEM_ERR_CAPACITY,
                      "does not fit: best height %llu > capacity %llu "
