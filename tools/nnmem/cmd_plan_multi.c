@@ -281,6 +281,8 @@ static nnmem_status_t format_plans(const multi_t *m, char **out) {
   nnmem__jw_kv_string(&w, "mode",
                       m->buckets ? "shape-buckets" : "shared-arena");
   nnmem__jw_kv_u64(&w, "arena_bytes", m->lay.size);
+  if (m->buckets) /* the dim each plan's "value" binds (nnmem verify) */
+    nnmem__jw_kv_string(&w, "dim", m->o->onnx.buckets.name);
   nnmem__jw_key(&w, "plans");
   nnmem__jw_array(&w);
   for (size_t i = 0; i < m->n && st == NNMEM_OK; i++) {
