@@ -703,7 +703,8 @@ nnmem_status_t nnmem__fit_build_round(fitter_t *x, uint32_t ahead,
   /* the links serve copies in issue order; copies issued at one step go
    * earliest deadline first, so a later-needed copy never delays one
    * needed sooner that was issued with it */
-  qsort(f->copies, f->n_copies, sizeof *f->copies, cmp_copy);
+  if (f->n_copies > 1)
+    qsort(f->copies, f->n_copies, sizeof *f->copies, cmp_copy);
   st = plan_tier(x, x->main, f->limit);
   for (uint32_t t = 0; t < f->dev.n_tiers && st == NNMEM_OK; t++)
     if (t != x->main)
