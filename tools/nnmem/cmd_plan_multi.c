@@ -269,7 +269,8 @@ static nnmem_status_t format_doc(const multi_t *m, int json, int profiles,
 
 /* The --out document: the layout and every plan in the plan JSON form of
  * `nnmem plan --out x.json` (bases added to nothing: offsets stay relative
- * to the model's base). */
+ * to the model's base); buckets also name their dim ("dim"), so `nnmem
+ * verify` can bind each plan's "value" (nnmem_multi_plan_read_json). */
 static nnmem_status_t format_plans(const multi_t *m, char **out) {
   nnmem__text_t t;
   nnmem__jw_t w;
