@@ -65,8 +65,9 @@ static int unit_multiplier(const char *u, uint64_t *mult) {
   char low[8];
   size_t n = strlen(u);
   if (n >= sizeof low) return -1;
-  for (size_t i = 0; i <= n; i++)
+  for (size_t i = 0; i < n && i + 1 < sizeof low; i++)
     low[i] = (char)tolower((unsigned char)u[i]);
+  low[n] = '\0';
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
     if (strcmp(low, units[i].name) == 0) {
       *mult = units[i].mult;
