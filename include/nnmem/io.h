@@ -144,6 +144,60 @@ NNMEM_API nnmem_status_t nnmem_plan_read_json_concat_kept_out(
     const char *data, size_t len, const char *display_name,
     const nnmem_graph_t *g, uint8_t **kept_out, nnmem_diag_t *diag);
 
+/* ---- multi-plan documents ---------------------------------------------------
+ * What `nnmem plan a.onnx b.onnx --shared-arena --out x.json` and `nnmem plan
+ * m.onnx --dim NAME=LO..HI --out x.json` write ("format":
+ * "nnmem-shared-arena", version 1): "mode" ("shared-arena" or
+ * "shape-buckets"), "arena_bytes", "dim" (shape buckets: the bucketed dim's
+ * name) and "plans", each {label, input, value (buckets), group, base, plan}
+ * where "plan" is a plan JSON as nnmem_plan_read_json reads it.
+ * The reader checks the document's own structure and every plan's buffers;
+ * whether each plan solves its model's problem, and whether the arena holds
+ * the plans, is for the caller (nnmem verify) with the models in hand. */
+typedef struct nnmem_multi_plan nnmem_multi_plan_t;
+
+typedef struct nnmem_multi_plan_entry {
+  const char *label;  /* "models/a.onnx" or "batch=8" */
+  const char *input;  /* the model as given to nnmem plan */
+  int has_value;      /* shape buckets: 1 */
+  int64_t value;      /* the bucket's value of the dim (>= 1) */
+  uint32_t group;     /* 0: runs alone; else its --concurrent group */
+  uint64_t base;      /* where the plan's offsets start in the arena */
+  uint64_t alignment; /* the plan's "alignment" (1 when absent) */
+  const nnmem_problem_t *problem; /* the plan's buffers (alignment 1) */
+  const uint64_t *offsets;        /* their offsets, relative to base */
+} nnmem_multi_plan_entry_t;
+
+/* Reads a multi-plan document (integers exact up to 2^64 - 1). Errors name
+ * the file, the plan (plans[i] and its label) and the key or buffer:
+ * NNMEM_ERR_PARSE (structure, a wrong format tag or version, a bucket
+ * document without "dim" or a plan without "value"), NNMEM_ERR_DUPLICATE.
+ * *out: destroy with nnmem_multi_plan_destroy. */
+NNMEM_API nnmem_status_t nnmem_multi_plan_read_json(const char *data,
+                                                    size_t len,
+                                                    const char *display_name,
+                                                    nnmem_multi_plan_t **out,
+                                                    nnmem_diag_t *diag);
+NNMEM_API void nnmem_multi_plan_destroy(nnmem_multi_plan_t *m);
+/* 1 for a shape-bucket document; its dim name (NULL for shared arenas). */
+NNMEM_API int nnmem_multi_plan_is_buckets(const nnmem_multi_plan_t *m);
+NNMEM_API const char *nnmem_multi_plan_dim(const nnmem_multi_plan_t *m);
+NNMEM_API uint64_t nnmem_multi_plan_arena_bytes(const nnmem_multi_plan_t *m);
+NNMEM_API size_t nnmem_multi_plan_count(const nnmem_multi_plan_t *m);
+/* Plan i (pointers valid until destroy); NNMEM_ERR_INVALID past the end. */
+NNMEM_API nnmem_status_t nnmem_multi_plan_entry(
+    const nnmem_multi_plan_t *m, size_t i, nnmem_multi_plan_entry_t *out);
+/* Plan i's "order" and "concat_kept_out" against its graph, as
+ * nnmem_plan_read_json_order / _concat_kept_out (NULL when absent). */
+NNMEM_API nnmem_status_t nnmem_multi_plan_order(const nnmem_multi_plan_t *m,
+                                                size_t i,
+                                                const nnmem_graph_t *g,
+                                                uint32_t **order_out,
+                                                nnmem_diag_t *diag);
+NNMEM_API nnmem_status_t nnmem_multi_plan_concat_kept_out(
+    const nnmem_multi_plan_t *m, size_t i, const nnmem_graph_t *g,
+    uint8_t **kept_out, nnmem_diag_t *diag);
+
 /* The text nnmem_plan_write_json writes, as a new malloc'd string. */
 NNMEM_API nnmem_status_t nnmem_plan_format_json(
     const nnmem_graph_t *g, const nnmem_liveness_t *l, const nnmem_plan_t *plan,

@@ -34,10 +34,18 @@
  *   6. Plan the main tier with capacity = limit (plan.h); on
  *      NNMEM_ERR_CAPACITY lower the target and continue step 5; host tier
  *      planned without a capacity. Every tier's plan passes
- *      nnmem_plan_verify (shares no code with the planner).
- *   7. Costs: op times from the cost model (cost.c); a timeline with one
- *      FIFO link per direction: copies begin at max(issue time, link free),
- *      an op waits for the copies due before it; exposed = end - compute.
+ *      nnmem_plan_verify (shares no code with the planner). Then the
+ *      prefetch leads grow where memory allows (fit_leads.c). The copies
+ *      are listed by issue step, earliest deadline first within a step.
+ *   7. Costs: op times from the cost model (cost.c); the timeline
+ *      (timeline.c): one link per direction serving issued copies earliest
+ *      deadline first; an op waits for the copies due before it; exposed =
+ *      end - compute.
+ *   8. Steps 1-7 run with stream windows chosen at most 1, 4 and 12 steps
+ *      ahead (short windows move the fewest bytes, long ones leave room
+ *      for prefetch); a fit replaces the best so far when it is no worse
+ *      in bytes and exposed time, or cuts the exposed time by over 5 %
+ *      within 5 % of the fewest bytes seen (nnmem_fit).
  * Invariants: a value's device buffer is active at every step that
  * accesses it; a copy in writes a device buffer active from its start step;
  * a copy out reads one active until its done step; host copies are live
@@ -452,7 +460,8 @@ static nnmem_status_t plan_tier(fitter_t *x, uint32_t t, uint64_t cap) {
   nnmem_planner_config_init(&pc);
   pc.alignment = f->dev.tiers[t].alignment;
   pc.capacity = cap;
-  pc.node_budget = 20000; /* a quick search: the fitter retries */
+  /* a quick search: the fitter retries; trials of alap_leads quicker */
+  pc.node_budget = x->trial ? 4000 : 20000;
   nnmem_diag_t d = {{0}};
   nnmem_status_t st = nnmem_problem_check(f->problems[t], &d);
   if (st != NNMEM_OK)
@@ -578,8 +587,6 @@ static size_t choose_onchip(fitter_t *x, uint32_t t, uint64_t *live, hot_t *h) {
   return taken;
 }
 
-static nnmem_status_t build_round(fitter_t *x, uint32_t ahead,
-                                  nnmem_interval_t *scratch);
 
 /* Fills the on-chip tiers and re-plans every tier; when a tier's plan does
  * not fit (the placement heuristics are not monotone) the on-chip values
@@ -597,11 +604,11 @@ static nnmem_status_t place_onchip(fitter_t *x, uint32_t ahead) {
   for (uint32_t t = 0; t < x->main && st == NNMEM_OK; t++)
     taken += choose_onchip(x, t, live, h);
   if (st == NNMEM_OK && taken) {
-    st = build_round(x, ahead, scratch);
+    st = nnmem__fit_build_round(x, ahead, scratch);
     if (st == NNMEM_ERR_CAPACITY) {
       for (size_t i = 0; i < x->n_v; i++)
         x->v[i].tier = x->main;
-      st = build_round(x, ahead, scratch);
+      st = nnmem__fit_build_round(x, ahead, scratch);
     }
   }
   free(live);
@@ -637,38 +644,6 @@ static void onchip_times(fitter_t *x) {
 /* ---- step 7: costs --------------------------------------------------------
  */
 
-static void compute_costs(fitter_t *x) {
-  nnmem_fit_t *f = x->f;
-  nnmem_fit_costs_t *c = &f->costs;
-  memset(c, 0, sizeof *c);
-  double link = f->dev.tiers[x->main].link_bandwidth;
-  double free_at[2] = {0, 0}, T = 0;
-  double *end = calloc(f->n_copies ? f->n_copies : 1, sizeof *end);
-  for (uint64_t s = 0; s < x->S; s++) {
-    for (size_t i = 0; i < f->n_copies; i++) {
-      const nnmem_fit_copy_t *cp = &f->copies[i];
-      if (cp->start != s) continue;
-      double t = (double)cp->bytes / link,
-             b = T > free_at[cp->dir] ? T : free_at[cp->dir];
-      if (end) end[i] = b + t;
-      free_at[cp->dir] = b + t;
-      c->transfer_s += t;
-      c->transfer_bytes += cp->bytes;
-      if (cp->dir == NNMEM_COPY_IN &&
-          f->kinds[cp->dev_tier][cp->dev_buffer] == FIT_KIND_WEIGHT)
-        c->stream_bytes += cp->bytes;
-      else
-        c->offload_bytes += cp->bytes;
-    }
-    for (size_t i = 0; i < f->n_copies && end; i++)
-      if (f->copies[i].done == s && end[i] > T) T = end[i];
-    T += x->op_s[s];
-    c->compute_s += x->op_s[s];
-  }
-  free(end);
-  c->total_s = T;
-  c->exposed_s = T - c->compute_s > 0 ? T - c->compute_s : 0;
-}
 
 /* ---- the driver -----------------------------------------------------------
  */
@@ -693,9 +668,19 @@ static void reset_round(fitter_t *x) {
   }
 }
 
+static int cmp_copy(const void *a, const void *b) {
+  const nnmem_fit_copy_t *x = a, *y = b;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  if (x->done != y->done) return x->done < y->done ? -1 : 1;
+  if (x->dir != y->dir) return x->dir < y->dir ? -1 : 1;
+  if (x->dev_buffer != y->dev_buffer)
+    return x->dev_buffer < y->dev_buffer ? -1 : 1;
+  return x->host_buffer < y->host_buffer ? -1 : x->host_buffer > y->host_buffer;
+}
+
 /* Builds every tier's problem from the moves applied so far and plans it;
  * NNMEM_ERR_CAPACITY when the main tier does not fit the limit. */
-static nnmem_status_t build_round(fitter_t *x, uint32_t ahead,
+nnmem_status_t nnmem__fit_build_round(fitter_t *x, uint32_t ahead,
                                   nnmem_interval_t *scratch) {
   nnmem_fit_t *f = x->f;
   reset_round(x);
@@ -715,131 +700,16 @@ static nnmem_status_t build_round(fitter_t *x, uint32_t ahead,
   if (st != NNMEM_OK) return st;
   for (size_t i = 0; i < f->n_copies; i++)
     f->copies[i].dev_buffer = x->v[f->copies[i].dev_buffer].tbuf;
+  /* the links serve copies in issue order; copies issued at one step go
+   * earliest deadline first, so a later-needed copy never delays one
+   * needed sooner that was issued with it */
+  if (f->n_copies > 1)
+    qsort(f->copies, f->n_copies, sizeof *f->copies, cmp_copy);
   st = plan_tier(x, x->main, f->limit);
   for (uint32_t t = 0; t < f->dev.n_tiers && st == NNMEM_OK; t++)
     if (t != x->main)
       st = plan_tier(x, t,
                      t + 1 < f->dev.n_tiers ? f->dev.tiers[t].capacity : 0);
-  return st;
-}
-
-typedef struct alap_copy {
-  uint64_t use;
-  double t;
-  size_t c; /* the stream move */
-  uint64_t lead;
-} alap_copy_t;
-
-static int cmp_alap_desc(const void *a, const void *b) {
-  const alap_copy_t *x = a, *y = b;
-  return x->use < y->use ? 1 : x->use > y->use ? -1 : 0;
-}
-
-/* Extends each copy's lead towards its link-aware lead, last use first,
- * as far as the profile stays <= target (one lead at a time: a copy whose
- * full lead does not fit gets the longest that does). */
-static void extend_leads(fitter_t *x, const alap_copy_t *cp, size_t k,
-                         uint64_t target, nnmem_interval_t *w) {
-  for (size_t j = 0; j < k; j++) {
-    const cand_t *c = &x->cands[cp[j].c];
-    uint64_t old = x->v[c->v].min_lead;
-    const fv_t *v = &x->v[c->v];
-    for (uint64_t lead = cp[j].lead; lead > old; lead--) {
-      nnmem__fit_set_min_lead(x, c, lead, w);
-      /* only steps within `lead` before a use changed */
-      uint64_t lo = v->acc[0] > lead ? v->acc[0] - lead : 0, peak = 0;
-      for (uint64_t s = lo; s <= v->acc[v->n_acc - 1] && s < x->S; s++)
-        if (x->prof[s] > peak) peak = x->prof[s];
-      if (peak <= target) break;
-      nnmem__fit_set_min_lead(x, c, old, w);
-    }
-  }
-}
-
-/* Link-aware leads: the copies in share one link, so a copy must start
- * early enough that every later one still finishes before its use. Going
- * back from the last use: finish = min(start time of its use step, start
- * of the next copy), start = finish - bytes / link; the lead is the steps
- * back to the step that begins before that start (as late as possible, so
- * no longer than the link needs). Each lead is extended only as far as
- * the profile stays under a target (the profile's peak with the leads
- * before, then 3 % below it when fragmentation keeps the tier from
- * planning); when neither plans, the leads before stay. */
-static nnmem_status_t alap_leads(fitter_t *x, uint32_t ahead) {
-  size_t n = 0, wcap = 0;
-  for (size_t i = 0; i < x->n_v; i++)
-    if (x->v[i].n_acc > wcap) wcap = x->v[i].n_acc;
-  for (size_t i = 0; i < x->n_c; i++)
-    if (x->cands[i].applied && x->cands[i].kind == NNMEM_MOVE_STREAM)
-      n += x->v[x->cands[i].v].n_acc;
-  if (!n) return NNMEM_OK;
-  double *T = malloc((x->S + 1) * sizeof *T);
-  alap_copy_t *cp = malloc(n * sizeof *cp);
-  nnmem_interval_t *w = malloc((wcap + 1) * sizeof *w);
-  uint64_t *saved = malloc((x->n_v ? x->n_v : 1) * sizeof *saved);
-  if (!T || !cp || !w || !saved) {
-    free(T), free(cp), free(w), free(saved);
-    return NNMEM_ERR_NOMEM;
-  }
-  for (size_t i = 0; i < x->n_v; i++)
-    saved[i] = x->v[i].min_lead;
-  T[0] = 0;
-  for (uint64_t s = 0; s < x->S; s++)
-    T[s + 1] = T[s] + x->op_s[s];
-  double link = x->f->dev.tiers[x->main].link_bandwidth;
-  size_t k = 0;
-  for (size_t i = 0; i < x->n_c; i++) {
-    const cand_t *c = &x->cands[i];
-    if (!c->applied || c->kind != NNMEM_MOVE_STREAM) continue;
-    fv_t *v = &x->v[c->v];
-    size_t nw = nnmem__fit_stream_windows(x, v, c->ahead, w);
-    for (size_t j = 0; j < nw; j++) { /* the first use in each window */
-      uint64_t u = w[j].last - 1;
-      for (size_t a = 0; a < v->n_acc; a++)
-        if (v->acc[a] >= w[j].first) {
-          u = v->acc[a];
-          break;
-        }
-      cp[k++] = (alap_copy_t){u, (double)v->size / link, i, 0};
-    }
-  }
-  qsort(cp, k, sizeof *cp, cmp_alap_desc);
-  double latest = T[x->S];
-  for (size_t j = 0; j < k; j++) {
-    double finish = T[cp[j].use] < latest ? T[cp[j].use] : latest;
-    double start = finish - cp[j].t;
-    latest = start;
-    uint64_t s = cp[j].use;
-    while (s > 0 && T[s] > start)
-      s--;
-    uint64_t lead = cp[j].use - s;
-    cp[j].lead = lead > 64 ? 64 : lead;
-  }
-  /* the profile's peak with the leads that planned: longer leads fill
-   * the valleys below it, so the tier's plan stays about as hard */
-  nnmem__fit_rebuild_profile(x, ahead, w);
-  uint64_t peak = 0;
-  for (uint64_t s = 0; s < x->S; s++)
-    if (x->prof[s] > peak) peak = x->prof[s];
-  nnmem_status_t st = NNMEM_ERR_CAPACITY;
-  static const double shrink[] = {1.0, 0.97};
-  for (size_t r = 0; r < 2 && st == NNMEM_ERR_CAPACITY; r++) {
-    for (size_t i = 0; i < x->n_v; i++)
-      x->v[i].min_lead = saved[i];
-    nnmem__fit_rebuild_profile(x, ahead, w);
-    extend_leads(x, cp, k, (uint64_t)((double)peak * shrink[r]), w);
-    st = build_round(x, ahead, w);
-  }
-  if (st == NNMEM_ERR_CAPACITY) { /* back to the leads that fitted */
-    for (size_t i = 0; i < x->n_v; i++)
-      x->v[i].min_lead = saved[i];
-    nnmem__fit_rebuild_profile(x, ahead, w);
-    st = build_round(x, ahead, w);
-  }
-  free(T);
-  free(cp);
-  free(w);
-  free(saved);
   return st;
 }
 
@@ -877,7 +747,7 @@ static nnmem_status_t fit_rounds(fitter_t *x, uint32_t ahead) {
     if (peak > x->f->limit && nnmem__fit_halve_leads(x, ahead, scratch))
       continue;
     if (peak > x->f->limit) break; /* nothing more can move */
-    st = build_round(x, ahead, scratch);
+    st = nnmem__fit_build_round(x, ahead, scratch);
     if (st == NNMEM_ERR_CAPACITY && r < 0 &&
         nnmem__fit_halve_leads(x, ahead,
                                scratch)) { /* fragmentation: tighter windows */
@@ -917,7 +787,8 @@ nnmem_status_t nnmem__fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg) {
   x->op_flops = calloc(x->S + 1, sizeof *x->op_flops);
   x->op_bytes = calloc(x->S + 1, sizeof *x->op_bytes);
   x->prof = calloc(x->S + 1, sizeof *x->prof);
-  if (!x->op_s || !x->prof || !x->op_flops || !x->op_bytes)
+  x->prof_before = calloc(x->S + 1, sizeof *x->prof_before);
+  if (!x->op_s || !x->prof || !x->prof_before || !x->op_flops || !x->op_bytes)
     return NNMEM_ERR_NOMEM;
   return NNMEM_OK;
 }
@@ -952,11 +823,12 @@ void nnmem__fitter_free(fitter_t *x) {
   free(x->op_flops);
   free(x->op_bytes);
   free(x->prof);
+  free(x->prof_before);
   free(x->cands);
   nnmem_liveness_destroy(x->live);
 }
 
-static nnmem_status_t fit_main(fitter_t *x) {
+static nnmem_status_t fit_main(fitter_t *x, uint32_t ahead) {
   nnmem_fit_t *f = x->f;
   int64_t *wval = NULL;
   nnmem_status_t st = nnmem__fit_setup(x, x->cfg);
@@ -970,16 +842,65 @@ static nnmem_status_t fit_main(fitter_t *x) {
   }
   if (st == NNMEM_OK && f->limit < f->min_footprint)
     st = no_fit(x, "does not fit: limit");
-  uint32_t ahead = x->cfg->max_ahead ? x->cfg->max_ahead : 8;
   if (st == NNMEM_OK) st = nnmem__fit_make_cands(x, ahead);
   if (st == NNMEM_OK) st = fit_rounds(x, ahead);
-  if (st == NNMEM_OK) st = alap_leads(x, ahead);
+  if (st == NNMEM_OK) st = nnmem__fit_alap_leads(x, ahead);
   if (st == NNMEM_OK) st = place_onchip(x, ahead);
   if (st == NNMEM_OK) st = build_accesses(x, wval);
   if (st == NNMEM_OK) onchip_times(x);
-  if (st == NNMEM_OK) compute_costs(x);
+  if (st == NNMEM_OK) nnmem__fit_compute_costs(x);
   free(wval);
   return st;
+}
+
+/* One fit whose moves are chosen with stream windows of at most `ahead`
+ * steps (alap_leads lengthens them afterwards where memory allows). */
+static nnmem_status_t fit_once(const nnmem_graph_t *g, const nnmem_device_t *d,
+                               uint64_t limit, const nnmem_fit_config_t *cfg,
+                               uint32_t ahead, nnmem_fit_t **out,
+                               nnmem_diag_t *diag) {
+  nnmem_fit_t *f = calloc(1, sizeof *f);
+  if (!f) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "fit: out of memory");
+  f->dev = *d;
+  fitter_t x;
+  memset(&x, 0, sizeof x);
+  x.g = g;
+  x.cfg = cfg;
+  x.f = f;
+  x.diag = diag;
+  x.main = nnmem_device_main_tier(d);
+  f->limit = limit ? limit : d->tiers[x.main].capacity;
+  f->graph_digest = nnmem_graph_digest(g);
+  f->model_name = nnmem__strdup(nnmem_graph_name(g) ? nnmem_graph_name(g) : "");
+  nnmem_status_t st = f->model_name ? fit_main(&x, ahead) : NNMEM_ERR_NOMEM;
+  nnmem__fitter_free(&x);
+  if (st != NNMEM_OK) {
+    if (st == NNMEM_ERR_NOMEM && diag && !diag->message[0])
+      nnmem__diag(diag, st, "fit: out of memory");
+    nnmem_fit_destroy(f);
+    return st;
+  }
+  *out = f;
+  return NNMEM_OK;
+}
+
+/* The moves chosen with windows of one step move about the fewest bytes
+ * (a window held for a prefetch must be paid for by moving other bytes);
+ * longer windows leave room for longer prefetches but may move more.
+ * Each window bound below is fitted, and a fit replaces the best so far
+ * when it is no worse in both bytes and exposed time (better in one), or
+ * when it cuts the exposed time by over 5 % while moving at most 5 % more
+ * bytes than the fewest seen. cfg->max_ahead fits once with that bound. */
+static const uint32_t fit_aheads[] = {1, 4, 12};
+#define FIT_SLACK 0.05
+
+static int fit_better(const nnmem_fit_t *b, const nnmem_fit_t *a,
+                      uint64_t fewest) {
+  double eb = b->costs.exposed_s, ea = a->costs.exposed_s;
+  uint64_t bb = b->costs.transfer_bytes, ba = a->costs.transfer_bytes;
+  if (bb <= ba && eb <= ea && (bb < ba || eb < ea)) return 1;
+  return (double)bb <= (1 + FIT_SLACK) * (double)fewest &&
+         eb < (1 - FIT_SLACK) * ea;
 }
 
 nnmem_status_t nnmem_fit(const nnmem_graph_t *g, const nnmem_device_t *d,
@@ -994,30 +915,43 @@ nnmem_status_t nnmem_fit(const nnmem_graph_t *g, const nnmem_device_t *d,
     return nnmem__diag(diag, st, "device '%s': %s", d->name, dd.message);
   nnmem_fit_config_t defaults;
   nnmem_fit_config_init(&defaults);
+  if (!cfg) cfg = &defaults;
   double t0 = nnmem__now();
-  nnmem_fit_t *f = calloc(1, sizeof *f);
-  if (!f) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "fit: out of memory");
-  f->dev = *d;
-  fitter_t x;
-  memset(&x, 0, sizeof x);
-  x.g = g;
-  x.cfg = cfg ? cfg : &defaults;
-  x.f = f;
-  x.diag = diag;
-  x.main = nnmem_device_main_tier(d);
-  f->limit = limit ? limit : d->tiers[x.main].capacity;
-  f->graph_digest = nnmem_graph_digest(g);
-  f->model_name = nnmem__strdup(nnmem_graph_name(g) ? nnmem_graph_name(g) : "");
-  st = f->model_name ? fit_main(&x) : NNMEM_ERR_NOMEM;
-  nnmem__fitter_free(&x);
-  if (st != NNMEM_OK) {
-    if (st == NNMEM_ERR_NOMEM && diag && !diag->message[0])
-      nnmem__diag(diag, st, "fit: out of memory");
-    nnmem_fit_destroy(f);
-    return st;
+  nnmem_fit_t *best = NULL;
+  nnmem_status_t first = NNMEM_OK;
+  nnmem_diag_t first_diag = {{0}};
+  uint64_t fewest = UINT64_MAX;
+  size_t n = cfg->max_ahead ? 1 : sizeof fit_aheads / sizeof *fit_aheads;
+  for (size_t i = 0; i < n; i++) {
+    nnmem_fit_t *f = NULL;
+    nnmem_diag_t di = {{0}};
+    st = fit_once(g, d, limit, cfg, cfg->max_ahead ? cfg->max_ahead
+                                                   : fit_aheads[i],
+                  &f, &di);
+    if (i == 0) first = st, first_diag = di;
+    if (st != NNMEM_OK && st != NNMEM_ERR_CAPACITY) { /* a real error */
+      nnmem_fit_destroy(best);
+      if (diag) *diag = di;
+      return st;
+    }
+    if (st != NNMEM_OK) continue;
+    if (!best || fit_better(f, best, fewest)) {
+      nnmem_fit_destroy(best);
+      best = f;
+    } else {
+      nnmem_fit_destroy(f);
+      f = NULL;
+    }
+    if (best->costs.transfer_bytes < fewest) fewest = best->costs.transfer_bytes;
+    if (f && f->costs.transfer_bytes < fewest) fewest = f->costs.transfer_bytes;
+    if (!best->n_moves || best->costs.exposed_s <= 0) break; /* nothing to gain */
   }
-  f->seconds = nnmem__now() - t0;
-  *out = f;
+  if (!best) {
+    if (diag) *diag = first_diag; /* the first attempt's reason */
+    return first != NNMEM_OK ? first : st;
+  }
+  best->seconds = nnmem__now() - t0;
+  *out = best;
   return NNMEM_OK;
 }
 

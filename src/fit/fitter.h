@@ -51,10 +51,13 @@ typedef struct fitter {
   double *op_flops; /* FLOPs of step s */
   double *op_bytes; /* bytes its operands move (cost model) */
   uint64_t *prof;   /* main-tier live bytes per step */
+  uint64_t *prof_before; /* alap_leads: prof before a tried extension */
   cand_t *cands;
   size_t n_c, cap_c;
   uint32_t main;
   uint64_t S;
+  int group_leads; /* alap_leads: extend a lead with the copies it passes */
+  int trial;       /* alap_leads: a trial round (a smaller search budget) */
   nnmem_diag_t *diag;
 } fitter_t;
 
@@ -69,6 +72,13 @@ int nnmem__fit_cmp_step_root(const void *a, const void *b);
 nnmem_status_t nnmem__fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg);
 nnmem_status_t nnmem__fit_values(fitter_t *x, int64_t **wval_out);
 void nnmem__fitter_free(fitter_t *x);
+
+nnmem_status_t nnmem__fit_build_round(fitter_t *x, uint32_t ahead,
+                                      nnmem_interval_t *scratch);
+void nnmem__fit_compute_costs(fitter_t *x);
+
+/* fit_leads.c */
+nnmem_status_t nnmem__fit_alap_leads(fitter_t *x, uint32_t ahead);
 
 /* fit_moves.c */
 nnmem_status_t nnmem__fit_make_cands(fitter_t *x, uint32_t max_ahead);

@@ -8,6 +8,8 @@
 #include <cjson/cJSON.h>
 
 #include "common/util.h"
+#include "nnmem/graph.h"
+#include "nnmem/problem.h"
 
 /* Parses data[0, len) (nothing but whitespace after the document); errors
  * name `name` with line:column where known. *out: cJSON_Delete it. */
@@ -20,5 +22,23 @@ int nnmem__json_exact_u64(const cJSON *j, uint64_t *v);
 int nnmem__json_exact_double(const cJSON *j, double *v);
 /* Member `key` of obj (NULL when absent); *twice = 1 when given twice. */
 const cJSON *nnmem__json_member(const cJSON *obj, const char *key, int *twice);
+
+/* A plan JSON object `doc` already parsed by nnmem__json_exact_parse (a
+ * member of a larger document): its buffers, "order" and "concat_kept_out"
+ * as nnmem_plan_read_json, _order and _concat_kept_out read them; errors
+ * name `name`. */
+nnmem_status_t nnmem__plan_read_doc(const char *name, const cJSON *doc,
+                                    nnmem_problem_t **problem_out,
+                                    uint64_t **offsets_out,
+                                    nnmem_diag_t *diag);
+nnmem_status_t nnmem__plan_read_doc_order(const char *name, const cJSON *doc,
+                                          const nnmem_graph_t *g,
+                                          uint32_t **order_out,
+                                          nnmem_diag_t *diag);
+nnmem_status_t nnmem__plan_read_doc_kept_out(const char *name,
+                                             const cJSON *doc,
+                                             const nnmem_graph_t *g,
+                                             uint8_t **kept_out,
+                                             nnmem_diag_t *diag);
 
 #endif /* NNMEM_JSON_EXACT_H */

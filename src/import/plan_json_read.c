@@ -617,6 +617,47 @@ nnmem_status_t nnmem_plan_read_json_order(const char *data, size_t len,
   return st;
 }
 
+/* ---- readers of a plan object inside another document (json_exact.h) ---- */
+
+nnmem_status_t nnmem__plan_read_doc(const char *name, const cJSON *doc,
+                                    nnmem_problem_t **problem_out,
+                                    uint64_t **offsets_out,
+                                    nnmem_diag_t *diag) {
+  reader_t r = {name, NULL, NULL, diag, NULL, NULL};
+  *problem_out = NULL;
+  *offsets_out = NULL;
+  nnmem_status_t st = read_doc(&r, doc);
+  free(r.parent);
+  free(r.parent_off);
+  if (st != NNMEM_OK) {
+    nnmem_problem_destroy(r.p);
+    free(r.offs);
+    return st;
+  }
+  *problem_out = r.p;
+  *offsets_out = r.offs;
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem__plan_read_doc_order(const char *name, const cJSON *doc,
+                                          const nnmem_graph_t *g,
+                                          uint32_t **order_out,
+                                          nnmem_diag_t *diag) {
+  reader_t r = {.name = name, .diag = diag};
+  *order_out = NULL;
+  return read_order(&r, doc, g, order_out);
+}
+
+nnmem_status_t nnmem__plan_read_doc_kept_out(const char *name,
+                                             const cJSON *doc,
+                                             const nnmem_graph_t *g,
+                                             uint8_t **kept_out,
+                                             nnmem_diag_t *diag) {
+  reader_t r = {.name = name, .diag = diag};
+  *kept_out = NULL;
+  return read_kept_out(&r, doc, g, kept_out);
+}
+
 /* ---- steps 1-2 for other readers of nnmem's JSON (json_exact.h) ---------- */
 
 nnmem_status_t nnmem__json_exact_parse(const char *name, const char *data,

@@ -290,6 +290,65 @@ static void test_zoo_limits(void **state) {
   }
 }
 
+/* The choice among stream windows (fit.c step 8) against fits made with one
+ * window bound each (cfg.max_ahead): the default fit is never slower than
+ * the shortest-window fit, moves at most 5 % more bytes than the fewest of
+ * them, and is one of them (same bytes and exposed time); copies are
+ * listed by issue step, earliest deadline first within a step; the run
+ * passes. */
+static void test_window_choice(void **state) {
+  (void)state;
+  nnmem_device_t d;
+  assert_ok(nnmem_device_preset("edge-npu", &d));
+  nnmem_graph_t *g;
+  assert_ok(nnmem_zoo_build("mobilenetv2", 1, &g, NULL));
+  nnmem_fit_t *f = NULL;
+  assert_ok(nnmem_fit(g, &d, UINT64_MAX / 4, NULL, &f, NULL));
+  uint64_t peak = nnmem_fit_unconstrained_peak(f);
+  uint64_t minf = nnmem_fit_min_footprint(f, NULL);
+  nnmem_fit_destroy(f);
+  const uint32_t aheads[] = {1, 4, 12};
+  for (int pct = 50; pct >= 30; pct -= 20) {
+    uint64_t limit = peak / 100 * (uint64_t)pct;
+    if (limit < minf + minf / 4) limit = minf + minf / 4;
+    nnmem_fit_costs_t c[3], best;
+    uint64_t fewest = UINT64_MAX;
+    int found = 0;
+    for (size_t i = 0; i < 3; i++) {
+      nnmem_fit_config_t cfg;
+      nnmem_fit_config_init(&cfg);
+      cfg.max_ahead = aheads[i];
+      assert_ok(nnmem_fit(g, &d, limit, &cfg, &f, NULL));
+      check_fit(f, g, limit);
+      nnmem_fit_costs(f, &c[i]);
+      if (c[i].transfer_bytes < fewest) fewest = c[i].transfer_bytes;
+      nnmem_fit_destroy(f);
+    }
+    assert_ok(nnmem_fit(g, &d, limit, NULL, &f, NULL));
+    check_fit(f, g, limit);
+    nnmem_fit_costs(f, &best);
+    const nnmem_fit_copy_t *cp;
+    size_t n = nnmem_fit_copies(f, &cp);
+    for (size_t i = 1; i < n; i++)
+      assert_true(cp[i - 1].start < cp[i].start ||
+                  (cp[i - 1].start == cp[i].start &&
+                   cp[i - 1].done <= cp[i].done));
+    nnmem_fit_destroy(f);
+    assert_true(best.exposed_s <= c[0].exposed_s);
+    assert_true((double)best.transfer_bytes <= 1.05 * (double)fewest);
+    for (size_t i = 0; i < 3; i++)
+      found |= best.transfer_bytes == c[i].transfer_bytes &&
+               best.exposed_s == c[i].exposed_s;
+    assert_true(found);
+    printf("mobilenetv2 %d%%: exposed %.3f ms (windows 1/4/12: %.3f %.3f "
+           "%.3f), bytes %llu\n",
+           pct, best.exposed_s * 1e3, c[0].exposed_s * 1e3,
+           c[1].exposed_s * 1e3, c[2].exposed_s * 1e3,
+           (unsigned long long)best.transfer_bytes);
+  }
+  nnmem_graph_destroy(g);
+}
+
 /* On-chip placement: with the sram tier some buffers live there, its plan
  * fits its capacity, the estimated compute time drops, the run passes. */
 static void test_onchip(void **state) {
@@ -499,6 +558,7 @@ int main(void) {
       cmocka_unit_test(test_cost_by_hand),
       cmocka_unit_test(test_min_footprint_by_hand),
       cmocka_unit_test(test_zoo_limits),
+      cmocka_unit_test(test_window_choice),
       cmocka_unit_test(test_onchip),
       cmocka_unit_test(test_offload),
       cmocka_unit_test(test_fault_injection),

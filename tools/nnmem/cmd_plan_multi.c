@@ -269,7 +269,8 @@ static nnmem_status_t format_doc(const multi_t *m, int json, int profiles,
 
 /* The --out document: the layout and every plan in the plan JSON form of
  * `nnmem plan --out x.json` (bases added to nothing: offsets stay relative
- * to the model's base). */
+ * to the model's base); buckets also name their dim ("dim"), so `nnmem
+ * verify` can bind each plan's "value" (nnmem_multi_plan_read_json). */
 static nnmem_status_t format_plans(const multi_t *m, char **out) {
   nnmem__text_t t;
   nnmem__jw_t w;
@@ -281,6 +282,8 @@ static nnmem_status_t format_plans(const multi_t *m, char **out) {
   nnmem__jw_kv_string(&w, "mode",
                       m->buckets ? "shape-buckets" : "shared-arena");
   nnmem__jw_kv_u64(&w, "arena_bytes", m->lay.size);
+  if (m->buckets) /* the dim each plan's "value" binds (nnmem verify) */
+    nnmem__jw_kv_string(&w, "dim", m->o->onnx.buckets.name);
   nnmem__jw_key(&w, "plans");
   nnmem__jw_array(&w);
   for (size_t i = 0; i < m->n && st == NNMEM_OK; i++) {

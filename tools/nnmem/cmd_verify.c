@@ -10,6 +10,9 @@
  *                                    ONNX model (.onnx; --dim/--dtype/--layout
  *                                    as given to `nnmem plan`)
  *   verify MODEL PLAN.csv            a graph's CSV plan (id,...,offset)
+ *   verify MODEL... DOC.json         a multi-plan document (shared arena or
+ *                                    shape buckets; see "multi-plan
+ *                                    documents" below)
  *
  * Steps:
  *   1. options; a graph or model PROBLEM needs a PLAN;
@@ -83,6 +86,12 @@ typedef struct verify_opts {
   int no_concat;
   uint64_t max_input; /* --max-input-size; 0 = default */
   cli_onnx_opts_t onnx;
+  /* a multi-plan document: the models before it (problem_path, then
+     these), the document is solution_path */
+  const char *rest[CLI_MAX_MODELS];
+  size_t n_rest;
+  const char *models[CLI_MAX_MODELS + 1];
+  size_t n_models;
 } verify_opts_t;
 
 /* What is checked: the problem, its offsets, and what owns them. */
@@ -96,11 +105,14 @@ typedef struct verify_ctx {
   const nnmem_problem_t *p;
   uint64_t *offs;
   nnmem_diag_t d;
+  const nnmem_multi_plan_t *multi; /* checking plan mi of a document */
+  size_t mi;
 } verify_ctx_t;
 
 static void print_verify_help(void) {
   fputs(
       "Usage: nnmem verify PROBLEM [PLAN] [options]\n"
+      "       nnmem verify MODEL... DOC.json [options]\n"
       "\n"
       "Checks a plan with the independent verifier: buffers whose lifetimes\n"
       "[first, last) intersect must not share bytes, every offset must be a\n"
@@ -118,6 +130,13 @@ static void print_verify_help(void) {
       "--layout, --no-reuse; --align defaults to the plan JSON's\n"
       "alignment). Either input may be '-' (standard input; the format\n"
       "comes from the content).\n"
+      "\n"
+      "DOC.json from `nnmem plan A B --shared-arena --out` is checked with\n"
+      "the models A B in the document's order; from `nnmem plan M --dim\n"
+      "NAME=LO..HI --out` with the one model M (each bucket with NAME bound\n"
+      "to its value). Every plan is verified as above, then the arena: each\n"
+      "plan within arena_bytes at an aligned base, --concurrent plans\n"
+      "disjoint; --capacity bounds the arena.\n"
       "\n"
       "Options:\n"
       "  -a, --align SIZE      required alignment of every offset\n"
@@ -185,16 +204,26 @@ static int parse_verify_args(int argc, char **argv, verify_opts_t *o) {
                    set_verify_option,
                    o,
                    {&o->problem_path, &o->solution_path, NULL},
-                   NULL,
-                   0,
-                   NULL};
+                   o->rest,
+                   CLI_MAX_MODELS - 1,
+                   &o->n_rest};
   int e = cli_args_parse(&p, argc, argv);
   if (e >= 0) return e;
   if (!o->problem_path) return cli_usage_error("verify", "missing PROBLEM");
+  /* MODEL... DOC.json: the last argument is the plan (document) */
+  o->models[o->n_models++] = o->problem_path;
+  if (o->n_rest) {
+    o->models[o->n_models++] = o->solution_path;
+    for (size_t i = 0; i + 1 < o->n_rest; i++)
+      o->models[o->n_models++] = o->rest[i];
+    o->solution_path = o->rest[o->n_rest - 1];
+  }
   if (o->json && o->quiet)
     return cli_usage_error("verify", "--json and --quiet do not combine");
-  if (o->solution_path && strcmp(o->problem_path, "-") == 0 &&
-      strcmp(o->solution_path, "-") == 0)
+  size_t stdin_uses = o->solution_path && !strcmp(o->solution_path, "-");
+  for (size_t i = 0; i < o->n_models; i++)
+    stdin_uses += strcmp(o->models[i], "-") == 0;
+  if (stdin_uses > 1)
     return cli_usage_error("verify", "only one input can be '-' (stdin)");
   if (o->solution_path && strcmp(o->solution_path, "-") != 0 &&
       cli_format_of_name(o->solution_path) != CLI_FMT_JSON &&
@@ -268,7 +297,12 @@ static nnmem_status_t load_problem(verify_ctx_t *c) {
   if (st != NNMEM_OK) return st;
   uint32_t *order = NULL; /* a JSON plan's "order" (absent: file order) */
   uint8_t *kept = NULL;   /* its "concat_kept_out" (absent: none) */
-  if (c->plan_in.format == CLI_FMT_JSON)
+  if (c->multi) {
+    st = nnmem_multi_plan_order(c->multi, c->mi, c->graph, &order, &c->d);
+    if (st == NNMEM_OK)
+      st = nnmem_multi_plan_concat_kept_out(c->multi, c->mi, c->graph, &kept,
+                                            &c->d);
+  } else if (c->plan_in.format == CLI_FMT_JSON)
     st = nnmem_plan_read_json_order(c->plan_in.data, c->plan_in.len,
                                     c->plan_in.name, c->graph, &order, &c->d);
   if (st == NNMEM_OK && c->plan_in.format == CLI_FMT_JSON)
@@ -369,6 +403,11 @@ static nnmem_status_t load_offsets(verify_ctx_t *c) {
   }
   nnmem_status_t st;
   const cli_input_t *pin = &c->plan_in;
+  if (c->multi) {
+    nnmem_multi_plan_entry_t e;
+    st = nnmem_multi_plan_entry(c->multi, c->mi, &e);
+    return st == NNMEM_OK ? match_plan(c, e.problem, e.offsets, 1) : st;
+  }
   if (pin->format == CLI_FMT_JSON) {
     nnmem_problem_t *s = NULL;
     uint64_t *so = NULL;
@@ -522,11 +561,291 @@ static int check(verify_ctx_t *c) {
   return e;
 }
 
+/* ---- multi-plan documents ------------------------------------------------
+ * verify MODEL... DOC.json, DOC written by `nnmem plan --shared-arena --out`
+ * (one model per plan, in the document's order) or `nnmem plan --dim
+ * NAME=LO..HI --out` (one model; plan i is checked with NAME bound to its
+ * "value"):
+ *   M1. read DOC (nnmem_multi_plan_read_json: structure and every plan's
+ *       buffers); the number of models must fit the mode;
+ *   M2. per plan, steps 2-4 above: the model's problem in the plan's order
+ *       with the plan's alignment (or --align), the plan's buffers matched by
+ *       id, nnmem_plan_verify; a verdict line per plan;
+ *   M3. the arena claim with the independent layout checker
+ *       (nnmem_arena_layout_check): every plan inside [base, base + height)
+ *       within arena_bytes at a base that keeps its alignment, checked plan
+ *       by plan, then plans of one --concurrent group pairwise disjoint; the
+ *       error names the plan(s); --capacity bounds arena_bytes.
+ * Exit: the first plan's non-zero code, else 4 for a broken arena claim,
+ * else 2 over --capacity, else 0. */
+
+typedef struct multi_result {
+  uint64_t height, lb;
+  int code;
+  const char *violation;
+} multi_result_t;
+
+static const char *violation_name(const nnmem_verify_report_t *r) {
+  return r->valid           ? NULL
+         : r->has_conflict  ? "conflict"
+         : r->overflow      ? "overflow"
+         : r->misaligned    ? "misaligned"
+         : r->bad_child     ? "sub_buffer"
+         : r->over_capacity ? "over_capacity"
+                            : "invalid";
+}
+
+/* M2 for plan i of m against `model`: 1 exit code in *res, or a load
+ * error (returned, printed). */
+static int verify_one_plan(const verify_opts_t *o, const nnmem_multi_plan_t *m,
+                           size_t i, const char *model, multi_result_t *res) {
+  nnmem_multi_plan_entry_t e;
+  verify_ctx_t c;
+  memset(&c, 0, sizeof c);
+  if (nnmem_multi_plan_entry(m, i, &e) != NNMEM_OK) return CLI_EXIT_INTERNAL;
+  char where[300];
+  snprintf(where, sizeof where, "%s: plans[%zu] ('%.80s')", o->solution_path,
+           i, e.label);
+  c.o = *o;
+  c.o.problem_path = model;
+  c.o.solution_path = where;
+  c.o.capacity = 0; /* --capacity bounds the arena (M3) */
+  if (!o->align_given) c.o.align = e.alignment;
+  c.multi = m;
+  c.mi = i;
+  int code = 0;
+  if (nnmem_multi_plan_is_buckets(m)) {
+    if (c.o.onnx.n_dims == CLI_MAX_DIMS)
+      return cli_usage_error("verify", "too many --dim options");
+    c.o.onnx.dims[c.o.onnx.n_dims++] =
+        (nnmem_onnx_dim_t){nnmem_multi_plan_dim(m), e.value};
+  }
+  const char *base_m = strrchr(model, '/'), *base_e = strrchr(e.input, '/');
+  base_m = base_m ? base_m + 1 : model;
+  base_e = base_e ? base_e + 1 : e.input;
+  if (strcmp(base_m, base_e) != 0 && !o->quiet && !o->json)
+    fprintf(stderr,
+            "nnmem verify: note: %s was planned from '%s', checked "
+            "against '%s'\n",
+            where, e.input, model);
+  nnmem_status_t st = cli_input_read(&c.in, model, o->max_input, &c.d);
+  if (st == NNMEM_OK && nnmem_multi_plan_is_buckets(m) &&
+      c.in.format != CLI_FMT_ONNX)
+    st = nnmem__diag(&c.d, NNMEM_ERR_INVALID,
+                     "%s: shape buckets bind '%s': '%s' is not an ONNX model",
+                     where, nnmem_multi_plan_dim(m), model);
+  if (st == NNMEM_OK) st = load_problem(&c);
+  if (st == NNMEM_OK) st = load_offsets(&c);
+  nnmem_verify_report_t rep;
+  memset(&rep, 0, sizeof rep);
+  if (st == NNMEM_OK) {
+    st = nnmem_plan_verify(c.p, c.offs, c.o.align, 0, &rep, &c.d);
+    if (st == NNMEM_ERR_CONFLICT && !rep.valid) st = NNMEM_OK;
+  }
+  if (st == NNMEM_OK) st = nnmem_problem_lower_bound(c.p, c.o.align, &res->lb);
+  if (st != NNMEM_OK) {
+    code = cli_fail(st, &c.d);
+  } else {
+    res->height = rep.height;
+    res->code = verdict_code(&rep);
+    res->violation = violation_name(&rep);
+    if (!o->quiet && !o->json) {
+      printf("%s: ", where);
+      print_text(&c, &rep, res->lb);
+    }
+  }
+  cli_input_free(&c.in);
+  free(c.offs);
+  nnmem_liveness_destroy(c.live);
+  nnmem_graph_destroy(c.graph);
+  nnmem_csv_destroy(c.csv);
+  return code;
+}
+
+/* M3: NULL when the arena holds every plan, else what is wrong in msg. */
+static const char *check_arena(const nnmem_multi_plan_t *m,
+                               const multi_result_t *r, char *msg,
+                               size_t cap) {
+  size_t n = nnmem_multi_plan_count(m);
+  uint64_t size = nnmem_multi_plan_arena_bytes(m);
+  nnmem_diag_t d = {{0}};
+  for (size_t i = 0; i < n; i++) {
+    nnmem_multi_plan_entry_t e;
+    nnmem_arena_layout_config_t lc;
+    nnmem_multi_plan_entry(m, i, &e);
+    nnmem_arena_layout_config_init(&lc);
+    lc.alignment = e.alignment;
+    if (nnmem_arena_layout_check(&r[i].height, 1, &lc, &e.base, size, &d)) {
+      if (e.base % e.alignment)
+        snprintf(msg, cap,
+                 "plans[%zu] ('%.80s'): base %llu is not a multiple of the "
+                 "plan's alignment %llu",
+                 i, e.label, (unsigned long long)e.base,
+                 (unsigned long long)e.alignment);
+      else
+        snprintf(msg, cap,
+                 "plans[%zu] ('%.80s') at base %llu with height %llu does "
+                 "not fit the arena of %llu bytes",
+                 i, e.label, (unsigned long long)e.base,
+                 (unsigned long long)r[i].height, (unsigned long long)size);
+      return msg;
+    }
+    for (size_t j = 0; j < i; j++) {
+      nnmem_multi_plan_entry_t f;
+      nnmem_multi_plan_entry(m, j, &f);
+      if (!e.group || e.group != f.group) continue;
+      uint64_t h[2] = {r[j].height, r[i].height}, b[2] = {f.base, e.base};
+      uint32_t g[2] = {1, 1};
+      nnmem_arena_layout_config_init(&lc);
+      lc.groups = g;
+      if (nnmem_arena_layout_check(h, 2, &lc, b, size, &d)) {
+        snprintf(msg, cap,
+                 "plans[%zu] ('%.80s') [%llu, +%llu) and plans[%zu] "
+                 "('%.80s') [%llu, +%llu) run concurrently (group %u) but "
+                 "overlap",
+                 j, f.label, (unsigned long long)f.base,
+                 (unsigned long long)r[j].height, i, e.label,
+                 (unsigned long long)e.base, (unsigned long long)r[i].height,
+                 e.group);
+        return msg;
+      }
+    }
+  }
+  return NULL;
+}
+
+static int print_multi_json(const verify_opts_t *o, const nnmem_multi_plan_t *m,
+                            const multi_result_t *r, const char *arena_bad,
+                            int code) {
+  nnmem__text_t t;
+  nnmem__jw_t w;
+  cli_json_begin(&w, &t, o->json);
+  nnmem__jw_object(&w);
+  nnmem__jw_kv_bool(&w, "valid", code == 0);
+  nnmem__jw_kv_string(&w, "plan", o->solution_path);
+  nnmem__jw_kv_string(&w, "mode", nnmem_multi_plan_is_buckets(m)
+                                      ? "shape-buckets"
+                                      : "shared-arena");
+  nnmem__jw_kv_u64(&w, "arena_bytes", nnmem_multi_plan_arena_bytes(m));
+  nnmem__jw_kv_u64(&w, "capacity", o->capacity);
+  nnmem__jw_kv_string(&w, "arena_violation", arena_bad);
+  nnmem__jw_key(&w, "plans");
+  nnmem__jw_array(&w);
+  for (size_t i = 0; i < nnmem_multi_plan_count(m); i++) {
+    nnmem_multi_plan_entry_t e;
+    nnmem_multi_plan_entry(m, i, &e);
+    nnmem__jw_object(&w);
+    nnmem__jw_kv_string(&w, "label", e.label);
+    nnmem__jw_kv_string(&w, "model",
+                        o->models[o->n_models == 1 ? 0 : i]);
+    nnmem__jw_kv_bool(&w, "valid", r[i].code == 0);
+    nnmem__jw_kv_u64(&w, "base", e.base);
+    nnmem__jw_kv_u64(&w, "height", r[i].height);
+    nnmem__jw_kv_u64(&w, "lower_bound", r[i].lb);
+    nnmem__jw_kv_string(&w, "violation", r[i].violation);
+    nnmem__jw_end(&w);
+  }
+  nnmem__jw_end(&w);
+  nnmem__jw_end(&w);
+  return cli_json_print(&w, &t);
+}
+
+static int verify_multi_doc(const verify_opts_t *o, const nnmem_multi_plan_t *m) {
+  size_t n = nnmem_multi_plan_count(m);
+  int buckets = nnmem_multi_plan_is_buckets(m);
+  if (buckets ? o->n_models != 1 : o->n_models != n)
+    return cli_usage_error(
+        "verify", "%s holds %zu %s: give %s before it (got %zu)",
+        o->solution_path, n, buckets ? "shape buckets" : "plans",
+        buckets ? "the one model" : "their models in the same order",
+        o->n_models);
+  if (buckets && o->onnx.has_buckets)
+    return cli_usage_error("verify", "--dim with a range: the buckets come "
+                                     "from the document");
+  multi_result_t *r = calloc(n, sizeof *r);
+  if (!r) return cli_fail(NNMEM_ERR_NOMEM, NULL);
+  int code = 0;
+  for (size_t i = 0; i < n; i++) {
+    int e = verify_one_plan(o, m, i, o->models[buckets ? 0 : i], &r[i]);
+    if (e) {
+      free(r);
+      return e;
+    }
+    if (!code) code = r[i].code;
+  }
+  char msg[600];
+  const char *bad = check_arena(m, r, msg, sizeof msg);
+  uint64_t arena = nnmem_multi_plan_arena_bytes(m);
+  if (!code && bad) code = CLI_EXIT_PLAN_INVALID;
+  if (!code && o->capacity && arena > o->capacity) code = CLI_EXIT_NOFIT;
+  if (o->json) {
+    int je = print_multi_json(o, m, r, bad, code);
+    free(r);
+    return je ? je : code;
+  }
+  if (!o->quiet) {
+    if (bad)
+      printf("arena: invalid: %s\n", bad);
+    else if (o->capacity && arena > o->capacity)
+      printf("arena: over capacity: %llu > capacity %llu\n",
+             (unsigned long long)arena, (unsigned long long)o->capacity);
+    else
+      printf("arena: %llu bytes hold all %zu plans (%s)%s\n",
+             (unsigned long long)arena, n,
+             buckets ? "one bucket at a time"
+                     : "concurrent groups disjoint, the rest take turns",
+             code ? "; but a plan is invalid" : "");
+  }
+  free(r);
+  return code;
+}
+
+/* 1 when the JSON text is a multi-plan document (by its format tag). */
+static int is_multi_doc(const cli_input_t *in) {
+  cJSON *j = cJSON_ParseWithLength(in->data, in->len);
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "format");
+  int r = cJSON_IsString(f) && !strcmp(f->valuestring, "nnmem-shared-arena");
+  cJSON_Delete(j);
+  return r;
+}
+
+/* -1 when PLAN is not a multi-plan document and one model is given (the
+ * single-plan forms go on), else the exit code of checking it. */
+static int verify_multi_maybe(const verify_opts_t *o) {
+  if (o->n_models == 1 && (!strcmp(o->solution_path, "-") ||
+                           cli_format_of_name(o->solution_path) != CLI_FMT_JSON))
+    return -1;
+  cli_input_t in;
+  nnmem_diag_t d = {{0}};
+  memset(&in, 0, sizeof in);
+  nnmem_status_t st = cli_input_read(&in, o->solution_path, o->max_input, &d);
+  if (st != NNMEM_OK) return o->n_models == 1 ? -1 : cli_fail(st, &d);
+  int multi = in.format == CLI_FMT_JSON && is_multi_doc(&in);
+  int e = -1;
+  if (!multi && o->n_models > 1) {
+    e = cli_usage_error("verify",
+                        "%zu models: PLAN '%s' must be a multi-plan document "
+                        "(nnmem plan --shared-arena --out)",
+                        o->n_models, o->solution_path);
+  } else if (multi) {
+    nnmem_multi_plan_t *m = NULL;
+    st = nnmem_multi_plan_read_json(in.data, in.len, in.name, &m, &d);
+    e = st == NNMEM_OK ? verify_multi_doc(o, m) : cli_fail(st, &d);
+    nnmem_multi_plan_destroy(m);
+  }
+  cli_input_free(&in);
+  return e;
+}
+
 int cli_cmd_verify(int argc, char **argv) {
   verify_ctx_t c;
   memset(&c, 0, sizeof c);
   int e = parse_verify_args(argc, argv, &c.o);
   if (e >= 0) return e;
+  if (c.o.solution_path) {
+    e = verify_multi_maybe(&c.o);
+    if (e >= 0) return e;
+  }
   e = read_inputs(&c);
   if (e < 0) {
     if (!c.o.align_given && c.o.solution_path &&
