@@ -470,6 +470,8 @@ static void render_json(nnmem__leaks_t *lk, nnmem__text_t *t, site_t *s,
                 lk->head.mode == NNMEM_LEAKS_SAMPLED ? lk->sample_bytes : 1);
   nnmem__jw_key(&w, "dropped");
   nnmem__jw_u64(&w, atomic_load(&lk->dropped));
+  nnmem__jw_key(&w, "unwinder");
+  nnmem__jw_string(&w, lk->depth ? nnmem__leaks_unwinder() : NULL);
   nnmem__jw_key(&w, "sites");
   nnmem__jw_array(&w);
   nnmem__text_t f;

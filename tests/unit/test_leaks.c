@@ -155,6 +155,9 @@ static void test_backtrace_sites(void **state) {
   assert_true(num(cJSON_GetArrayItem(sites, 1), "bytes") == 500);
   assert_true(cJSON_IsNull(
       cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(sites, 0), "file")));
+  const char *uw = cJSON_GetObjectItemCaseSensitive(j, "unwinder")->valuestring;
+  assert_true(strcmp(uw, "libunwind") == 0 ||
+              strcmp(uw, "glibc backtrace()") == 0);
   /* the first frame of each site is the return address inside via_two /
    * via_one (whichever unwinder the records use: libunwind or glibc): it
    * names the function, or the module with an offset inside it */
