@@ -203,7 +203,7 @@ static void create(void) {
     cfg.leaks = &off;
     const char *ab = getenv("NNMEM_MALLOC_ABORT");
     abort_on_misuse = ab && ab[0] == '1';
-    /* small frees are queued and returned 32 at a time (their cache misses
+    /* small frees are queued and returned FREE_BATCH at a time (their cache misses
      * overlap); a bad one is then reported at the flush. Aborting on
      * misuse wants the bad call itself: no queue then. */
     cfg.free_batch = abort_on_misuse ? 0 : FREE_BATCH;
