@@ -49,7 +49,7 @@ typedef struct nnmem_allocator_config {
   const nnmem_leaks_config_t *leaks;
   /* empty slabs each size class of the shared pool keeps for reuse (see
    * nnmem_pool_config_t.keep_empty; 0: none): no map / unmap per block
-   * when a few mid-size blocks come and go (the malloc front keeps 1) */
+   * when a few mid-size blocks come and go (the malloc front keeps 32) */
   uint32_t keep_empty;
   /* sampled latency (appended): time 1 call in N on every path, the
    * thread-cache path included (cycle counter calibrated to ns); 0 = 64,

@@ -535,7 +535,11 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
 
 /* Records off: one load and one predictable branch. Sampled: also the
  * thread's byte countdown (inline). No profiler: one more load and branch. */
-void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
+/* nnmem_alloc past its fast path: every case (hooks, large sizes, no
+ * cache, a miss, a timed call), kept out of line so that the fast path
+ * saves no registers. */
+static __attribute__((noinline)) void *alloc_general(nnmem_allocator_t *a,
+                                                     size_t size) {
   if (!a || size == 0) return NULL;
   nnmem_profiler_t *pr = prof_of(a);
   if (__builtin_expect(pr != NULL, 0))
@@ -545,6 +549,30 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
     return alloc_recorded(a, lk, size, 16, NULL, 0);
   if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
   return large_alloc(a, size, 16);
+}
+
+/* The fast path: a small size, no hooks, the thread's cache current, no
+ * timed call due, a block on the first available page. Anything else is
+ * alloc_general (the same checks in the same order, so the result is the
+ * same). */
+void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
+  if (__builtin_expect(!a || size - 1 >= SMALL_MAX || a->no_cache ||
+                           prof_of(a) || leaks_of(a) || tls_cur.a != a ||
+                           tls_cur.id != a->id,
+                       0))
+    return alloc_general(a, size);
+  tcache_t *tc = tls_cur.tc;
+  if (__builtin_expect(tc->sample_left <= 1, 0)) return alloc_general(a, size);
+  unsigned cls = class_of[(size + 15) >> 4];
+  page_t *pg = tc->avail[cls];
+  void *b;
+  if (__builtin_expect(!pg || !(b = pg->free), 0))
+    return alloc_general(a, size);
+  tc->sample_left--;
+  page_pop(tc, pg, b);
+  bump(&tc->st.allocs[cls], 1);
+  if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
+  return b;
 }
 
 void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,
@@ -676,9 +704,9 @@ static void flush_pending(tcache_t *tc) {
   }
 }
 
-/* Shared by nnmem_free and nnmem_allocator_free (a static function: no
- * PLT call between the two in the shared library). */
-static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
+/* allocator_free past its fast path (every case). */
+static __attribute__((noinline)) nnmem_status_t free_general(
+    nnmem_allocator_t *a, void *ptr) {
   if (!a) return NNMEM_ERR_INVALID;
   if (!ptr) return NNMEM_OK;
   nnmem__leaks_t *lk = leaks_of(a);
@@ -704,6 +732,30 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   if (__builtin_expect(idx < 0, 0)) return misuse(a);
   /* NULL tc: a thread past its cache's exit */
   return small_free(a, cache_get(a), pg, ptr, (uint32_t)idx);
+}
+
+/* Shared by nnmem_free and nnmem_allocator_free (a static function: no
+ * PLT call between the two in the shared library). The fast path queues a
+ * small block (free_batch, no hooks, the thread's cache current); anything
+ * else is free_general, which makes the same checks in the same order. */
+static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
+  uintptr_t p = (uintptr_t)ptr;
+  if (__builtin_expect(!a || !a->free_batch || !(p & (PAGE_SIZE - 1)) ||
+                           (p >> 48) || prof_of(a) || leaks_of(a) ||
+                           tls_cur.a != a || tls_cur.id != a->id,
+                       0))
+    return free_general(a, ptr);
+  _Atomic uint8_t *leaf =
+      atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
+  if (__builtin_expect(
+          !leaf || !atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                         memory_order_acquire),
+          0))
+    return free_general(a, ptr); /* not a small page */
+  tcache_t *tc = tls_cur.tc;
+  tc->pend[tc->npend++] = ptr;
+  if (__builtin_expect(tc->npend >= a->free_batch, 0)) flush_pending(tc);
+  return NNMEM_OK;
 }
 
 nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {

@@ -158,28 +158,35 @@ static void test_backtrace_sites(void **state) {
   const char *uw = cJSON_GetObjectItemCaseSensitive(j, "unwinder")->valuestring;
   assert_true(strcmp(uw, "libunwind") == 0 ||
               strcmp(uw, "glibc backtrace()") == 0);
-  /* the first frame of each site is the return address inside via_two /
-   * via_one (whichever unwinder the records use: libunwind or glibc): it
-   * names the function, or the module with an offset inside it */
+  /* a frame of each site is the return address inside via_two / via_one
+   * (whichever unwinder the records use: libunwind or glibc): it names the
+   * function, or the module with an offset inside it. In an optimised
+   * build it is the first frame; unoptimised, the allocator's own frames
+   * come first (the records skip a fixed two). */
   for (int k = 0; k < 2; k++) {
     void *fn = k == 0 ? (void *)via_two : (void *)via_one;
     const char *name = k == 0 ? "via_two+0x" : "via_one+0x";
     const cJSON *st =
         cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(sites, k), "stack");
-    const char *f0 = cJSON_GetArrayItem(st, 0)->valuestring;
     Dl_info di;
     assert_true(dladdr(fn, &di) && di.dli_fname);
     const char *base = strrchr(di.dli_fname, '/');
     base = base ? base + 1 : di.dli_fname;
-    if (strncmp(f0, name, strlen(name)) == 0) continue;
     size_t bl = strlen(base);
-    if (strncmp(f0, base, bl) != 0 || strncmp(f0 + bl, "+0x", 3) != 0)
-      fail_msg("site %d: first frame '%s' is not in %s", k, f0, name);
-    uintptr_t off = (uintptr_t)strtoull(f0 + bl + 3, NULL, 16);
     uintptr_t lo = (uintptr_t)fn - (uintptr_t)di.dli_fbase;
-    if (off <= lo || off > lo + 64)
-      fail_msg("site %d: first frame '%s' is outside %s (at +0x%lx)", k, f0,
-               name, (unsigned long)lo);
+    int found = 0;
+    for (const cJSON *f = st ? st->child : NULL; f && !found; f = f->next) {
+      const char *s = f->valuestring;
+      if (strncmp(s, name, strlen(name)) == 0) {
+        found = 1;
+      } else if (strncmp(s, base, bl) == 0 && strncmp(s + bl, "+0x", 3) == 0) {
+        uintptr_t off = (uintptr_t)strtoull(s + bl + 3, NULL, 16);
+        found = off > lo && off <= lo + 64;
+      }
+    }
+    if (!found)
+      fail_msg("site %d: no frame inside %s (at %s+0x%lx); first '%s'", k, name,
+               base, (unsigned long)lo, cJSON_GetArrayItem(st, 0)->valuestring);
   }
   cJSON_Delete(j);
   for (int i = 0; i < 10; i++)
