@@ -535,52 +535,40 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
 
 /* Records off: one load and one predictable branch. Sampled: also the
  * thread's byte countdown (inline). No profiler: one more load and branch. */
-/* nnmem_alloc past its fast path: every case (hooks, large sizes, no
- * cache, a miss, a timed call), kept out of line so that the fast path
- * saves no registers. */
-static __attribute__((noinline)) void *alloc_general(nnmem_allocator_t *a,
-                                                     size_t size) {
-  if (!a || size == 0) return NULL;
+/* nnmem_alloc past its fast path, hooks done: large sizes, no cache, a
+ * cache not yet current, a miss, a timed call. Out of line so that the
+ * fast path saves no registers. */
+static __attribute__((noinline)) void *alloc_plain(nnmem_allocator_t *a,
+                                                   size_t size) {
+  if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
+  return large_alloc(a, size, 16);
+}
+
+/* The fast path: a small size, the thread's cache current, no timed call
+ * due, a block on the first available page. The hooks come first and the
+ * same way for every size (a watched or recorded allocation always takes
+ * nnmem_alloc -> alloc_profiled / alloc_recorded, so one call site gives
+ * one backtrace); records off: one load and a branch; sampled: the
+ * countdown inline. Anything else is alloc_plain (the same choice as
+ * before the fast path existed). */
+void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
+  if (__builtin_expect(!a || size == 0, 0)) return NULL;
   nnmem_profiler_t *pr = prof_of(a);
   if (__builtin_expect(pr != NULL, 0))
     return alloc_profiled(a, pr, size, 16, NULL, 0);
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
     return alloc_recorded(a, lk, size, 16, NULL, 0);
-  if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
-  return large_alloc(a, size, 16);
-}
-
-/* The fast path: a small size, no profiler, the thread's cache current, no
- * timed call due, a block on the first available page (leak records: off,
- * or sampled and no sample due). Anything else is alloc_general or, once
- * the sampling countdown is charged, small_alloc (the same checks in the
- * same order, so the result is the same). */
-/* small_alloc out of line: the fast path's fallback once the leak
- * records' countdown has been charged (alloc_general would charge it
- * again). */
-static __attribute__((noinline)) void *small_alloc_general(nnmem_allocator_t *a,
-                                                           size_t size) {
-  return small_alloc(a, size);
-}
-
-void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
-  if (__builtin_expect(!a || size - 1 >= SMALL_MAX || a->no_cache ||
-                           prof_of(a) || tls_cur.a != a || tls_cur.id != a->id,
+  if (__builtin_expect(size > SMALL_MAX || a->no_cache || tls_cur.a != a ||
+                           tls_cur.id != a->id,
                        0))
-    return alloc_general(a, size);
-  /* records off: one load and a branch; sampled: the countdown inline */
-  nnmem__leaks_t *lk = leaks_of(a);
-  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
-    return alloc_recorded(a, lk, size, 16, NULL, 0);
+    return alloc_plain(a, size);
   tcache_t *tc = tls_cur.tc;
-  if (__builtin_expect(tc->sample_left <= 1, 0))
-    return small_alloc_general(a, size);
+  if (__builtin_expect(tc->sample_left <= 1, 0)) return alloc_plain(a, size);
   unsigned cls = class_of[(size + 15) >> 4];
   page_t *pg = tc->avail[cls];
   void *b;
-  if (__builtin_expect(!pg || !(b = pg->free), 0))
-    return small_alloc_general(a, size);
+  if (__builtin_expect(!pg || !(b = pg->free), 0)) return alloc_plain(a, size);
   tc->sample_left--;
   page_pop(tc, pg, b);
   bump(&tc->st.allocs[cls], 1);
