@@ -204,21 +204,27 @@ static uint64_t mix(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
-/* (b) the isolation count, on an unbacked simulated device. */
-static void bench_isolation(FILE *csv) {
+/* (b) the isolation count, on a TLSF pool over an unbacked simulated
+ * device (blocks in the set's table) or on the allocator (small blocks in
+ * the domains' own pages, the owner read from the page). */
+static void bench_isolation(FILE *csv, int use_allocator) {
   const uint64_t seed = 20261201;
   uint64_t rng = seed;
   nnmem_backend_t *dev = NULL;
   nnmem_pool_t *pool = NULL;
+  nnmem_allocator_t *al = NULL;
   nnmem_domain_t *dom[TENANTS];
-  if (nnmem_backend_sim_create(NULL, &dev) != NNMEM_OK ||
-      nnmem_pool_create(NNMEM_POOL_TLSF, NULL, dev, &pool) != NNMEM_OK)
+  if (use_allocator ? nnmem_allocator_create(NULL, &al) != NNMEM_OK
+                    : nnmem_backend_sim_create(NULL, &dev) != NNMEM_OK ||
+                          nnmem_pool_create(NNMEM_POOL_TLSF, NULL, dev,
+                                            &pool) != NNMEM_OK)
     return;
   nnmem_domain_set_t *set =
-      make_set(pool, NULL, NNMEM_PROTECT_NONE, 1u << 20, dom);
+      make_set(pool, al, NNMEM_PROTECT_NONE, 1u << 20, dom);
   enum { SLOTS = 4096 };
   static void *p[SLOTS];
   static uint32_t owner[SLOTS], granted_to[SLOTS]; /* +1; 0 = none */
+  memset(p, 0, sizeof p); /* a second run starts empty */
   uint64_t tried = 0, refused = 0, granted = 0, ok_granted = 0, ops = 1000000;
   double t0 = now();
   for (uint64_t op = 0; op < ops; op++) {
@@ -248,19 +254,22 @@ static void bench_isolation(FILE *csv) {
   }
   double dt = now() - t0;
   printf(
-      "\n(b) isolation: %llu random operations by %d tenants (seed %llu): "
-      "%llu cross-tenant frees without a grant tried, %llu refused "
+      "\n(b) isolation (%s): %llu random operations by %d tenants (seed "
+      "%llu): %llu cross-tenant frees without a grant tried, %llu refused "
       "(%.2f%%); %llu with a grant, %llu done; %.1f ns/operation\n",
-      (unsigned long long)ops, TENANTS, (unsigned long long)seed,
+      use_allocator ? "allocator" : "tlsf", (unsigned long long)ops, TENANTS,
+      (unsigned long long)seed,
       (unsigned long long)tried, (unsigned long long)refused,
       tried ? 100.0 * (double)refused / (double)tried : 0.0,
       (unsigned long long)granted, (unsigned long long)ok_granted,
       dt * 1e9 / (double)ops);
-  fprintf(csv, "isolation,tried,%llu,refused,%llu\n", (unsigned long long)tried,
+  fprintf(csv, "isolation,%s,tried,%llu,refused,%llu\n",
+          use_allocator ? "allocator" : "tlsf", (unsigned long long)tried,
           (unsigned long long)refused);
   nnmem_domain_set_destroy(set);
   nnmem_pool_destroy(pool);
   nnmem_backend_destroy(dev);
+  nnmem_allocator_destroy(al);
 }
 
 /* (c) switch cost and the ring under enforcement. */
@@ -339,7 +348,10 @@ int main(int argc, char **argv) {
     size[s] = 16 + (uint32_t)(rnd(&seed) % 4081);
   }
   if (strchr(only, 'a')) bench_tagging(repeat, slot, size, csv);
-  if (strchr(only, 'b')) bench_isolation(csv);
+  if (strchr(only, 'b')) {
+    bench_isolation(csv, 0);
+    bench_isolation(csv, 1);
+  }
   if (strchr(only, 'c')) {
     printf("\n(c) enforcement on host memory (%d tenants, one region each)\n",
            TENANTS);

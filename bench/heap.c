@@ -1,6 +1,6 @@
 /* bench/heap.c - the handle heap benchmark (not part of `make test`):
  *
- *   heap [--csv OUT.csv] [--data DIR] [--seed N]
+ *   heap [--csv OUT.csv] [--data DIR] [--seed N] [--only 1|2|3|4]
  *
  * Steps:
  *   1. fragmentation: every trace of DIR/dsa/traces, the same trace with
@@ -22,7 +22,9 @@
  *      (GB/s = bytes moved / wall seconds, median of 5);
  *   4. pin/unpin on the ring: 1,024 live handles, 10^7 steps each pinning a
  *      random handle, writing one byte and unpinning, against the same loop
- *      with raw pointers: ns per call = (handle loop - raw loop) / 2 calls;
+ *      with raw pointers, rounds interleaved: ns per call = (handle loop -
+ *      raw loop) / 2 calls, by wall time and by thread CPU time (which
+ *      time slices lost to other processes do not inflate), medians of 5;
  *   5. rows also go to OUT.csv (default bench-heap.csv).
  * It asserts nothing about time. Thread-safety: one thread. */
 #define _GNU_SOURCE
@@ -33,6 +35,12 @@
 
 #include "nnmem/nnmem.h"
 #include "bench_util.h"
+
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static uint64_t rnd(uint64_t *s) {
   *s ^= *s >> 12;
@@ -304,9 +312,9 @@ static void pin_ring(FILE *csv, uint64_t seed) {
   uint32_t *slot = malloc(STEPS * sizeof *slot);
   for (int s = 0; s < STEPS; s++)
     slot[s] = (uint32_t)(rnd(&seed) % RING);
-  double th[5], tr[5];
+  double th[5], tr[5], ch[5], cr[5];
   for (int r = 0; r < 5; r++) {
-    double t0 = now();
+    double t0 = now(), c0 = cpu_now();
     for (int s = 0; s < STEPS; s++) {
       char *p;
       nnmem_handle_pin(h, hd[slot[s]], (void **)&p);
@@ -314,20 +322,27 @@ static void pin_ring(FILE *csv, uint64_t seed) {
       nnmem_handle_unpin(h, hd[slot[s]]);
     }
     th[r] = now() - t0;
+    ch[r] = cpu_now() - c0;
     t0 = now();
+    c0 = cpu_now();
     for (int s = 0; s < STEPS; s++)
       *(volatile char *)raw[slot[s]] = 1;
     tr[r] = now() - t0;
+    cr[r] = cpu_now() - c0;
   }
   qsort(th, 5, sizeof *th, cmp_dbl);
   qsort(tr, 5, sizeof *tr, cmp_dbl);
+  qsort(ch, 5, sizeof *ch, cmp_dbl);
+  qsort(cr, 5, sizeof *cr, cmp_dbl);
   double per = (th[2] - tr[2]) / STEPS / 2 * 1e9;
+  double per_cpu = (ch[2] - cr[2]) / STEPS / 2 * 1e9;
   printf(
       "  handle step %.2f ns, raw step %.2f ns: pin/unpin %.2f ns per "
-      "call\n",
-      th[2] / STEPS * 1e9, tr[2] / STEPS * 1e9, per);
-  fprintf(csv, "pin_unpin,ring,%.3f,%.3f,%.3f\n", th[2] / STEPS * 1e9,
-          tr[2] / STEPS * 1e9, per);
+      "call (thread CPU: %.2f, %.2f: %.2f ns per call)\n",
+      th[2] / STEPS * 1e9, tr[2] / STEPS * 1e9, per, ch[2] / STEPS * 1e9,
+      cr[2] / STEPS * 1e9, per_cpu);
+  fprintf(csv, "pin_unpin,ring,%.3f,%.3f,%.3f,%.3f\n", th[2] / STEPS * 1e9,
+          tr[2] / STEPS * 1e9, per, per_cpu);
   free(slot);
   nnmem_heap_destroy(h);
 }
@@ -335,6 +350,7 @@ static void pin_ring(FILE *csv, uint64_t seed) {
 int main(int argc, char **argv) {
   const char *csv_path = "bench-heap.csv", *dir = NNMEM_DEFAULT_DATA_DIR;
   uint64_t seed = 42;
+  int only = 0; /* 0: every part; else just that one */
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--csv"))
       csv_path = argv[i + 1];
@@ -342,6 +358,8 @@ int main(int argc, char **argv) {
       dir = argv[i + 1];
     else if (!strcmp(argv[i], "--seed"))
       seed = strtoull(argv[i + 1], 0, 10);
+    else if (!strcmp(argv[i], "--only"))
+      only = atoi(argv[i + 1]);
   }
   FILE *csv = fopen(csv_path, "w");
   if (!csv) return 1;
@@ -368,27 +386,30 @@ int main(int argc, char **argv) {
       continue;
     }
     const nnmem_problem_t *p = nnmem_csv_problem(csvs[t]);
-    frag_row(csv, traces[t], p, seed);
     probs[t] = randomized(p, seed + (uint64_t)t);
+    if (only && only != 1) continue;
+    frag_row(csv, traces[t], p, seed);
     snprintf(name, sizeof name, "%s-random", traces[t]);
     frag_row(csv, name, probs[t], seed);
   }
   nnmem_problem_t *mx = mixed(seed, 400000);
-  frag_row(csv, "mixed-400k", mx, seed);
+  if (!only || only == 1) frag_row(csv, "mixed-400k", mx, seed);
   printf(
       "\n(2) growable segment (no compaction): peak committed / peak "
       "live vs the best chunked pool's peak reserved / peak live\n");
   printf("  %-12s %9s %9s %9s %9s %-9s\n", "trace", "4KiB", "64KiB", "2MiB",
          "best pool", "(kind)");
-  for (int t = 0; t < 5; t++)
+  for (int t = 0; t < 5 && (!only || only == 2); t++)
     if (csvs[t]) growable_row(csv, traces[t], nnmem_csv_problem(csvs[t]));
-  growable_row(csv, "mixed-400k", mx);
+  if (!only || only == 2) growable_row(csv, "mixed-400k", mx);
   printf(
       "\n(3) compaction of 256 MiB (128 x 2 MiB blocks moved) in a host "
       "segment, median of 5\n");
   uint64_t rc = 0, rr = 0;
-  double copy = compact_gbps(0, &rc), remap = compact_gbps(1, &rr);
-  {
+  double copy = 0, remap = 0;
+  if (!only || only == 3) {
+    copy = compact_gbps(0, &rc);
+    remap = compact_gbps(1, &rr);
     size_t len = 128u << 20;
     char *a = malloc(len * 2);
     memset(a, 1, len * 2);
@@ -403,16 +424,16 @@ int main(int argc, char **argv) {
            t[2]);
     fprintf(csv, "compact,memmove-baseline,%.3f\n", t[2]);
     free(a);
+    printf("  copy  %8.2f GB/s (remapped %llu bytes)\n", copy,
+           (unsigned long long)rc);
+    printf("  remap %8.2f GB/s (remapped %llu bytes)  remap/copy %.1fx\n",
+           remap, (unsigned long long)rr, remap / copy);
+    fprintf(csv, "compact,copy,%.3f\ncompact,remap,%.3f\n", copy, remap);
   }
-  printf("  copy  %8.2f GB/s (remapped %llu bytes)\n", copy,
-         (unsigned long long)rc);
-  printf("  remap %8.2f GB/s (remapped %llu bytes)  remap/copy %.1fx\n", remap,
-         (unsigned long long)rr, remap / copy);
-  fprintf(csv, "compact,copy,%.3f\ncompact,remap,%.3f\n", copy, remap);
   printf(
       "\n(4) ring: 1,024 handles, pin + 1-byte write + unpin, median of "
       "5 x 10^7 steps\n");
-  pin_ring(csv, seed);
+  if (!only || only == 4) pin_ring(csv, seed);
   for (int t = 0; t < 5; t++) {
     nnmem_problem_destroy(probs[t]);
     nnmem_csv_destroy(csvs[t]);

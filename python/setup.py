@@ -1,9 +1,13 @@
-"""Builds the nnmem command-line tool with CMake and ships it inside the
-package (nnmem/_bin/nnmem). The Python API runs that tool and reads its JSON
-reports, so every planner feature is available with no C ABI to mirror.
+"""Builds the nnmem command-line tool and the shared library with CMake and
+ships both inside the package (nnmem/_bin/nnmem, nnmem/_lib/libnnmem.so).
+The planner API runs that tool and reads its JSON reports, so every planner
+feature is available with no C ABI to mirror; the runtime API (Pool,
+Allocator) calls the library with ctypes.
 
 Environment:
   NNMEM_PREBUILT_CLI=PATH  ship this binary instead of building one
+  NNMEM_PREBUILT_LIB=PATH  ship this libnnmem.so (with NNMEM_PREBUILT_CLI;
+                           without it the package has no runtime API)
   NNMEM_CMAKE_ARGS="..."   extra arguments for the CMake configure step
 """
 import os
@@ -25,8 +29,11 @@ class BuildWithCli(build_py):
         dest = Path(self.build_lib) / "nnmem" / "_bin"
         dest.mkdir(parents=True, exist_ok=True)
         prebuilt = os.environ.get("NNMEM_PREBUILT_CLI")
+        lib = None
         if prebuilt:
             src = Path(prebuilt)
+            if os.environ.get("NNMEM_PREBUILT_LIB"):
+                lib = Path(os.environ["NNMEM_PREBUILT_LIB"])
         else:
             if not (ROOT / "CMakeLists.txt").is_file():
                 raise SystemExit(
@@ -42,13 +49,22 @@ class BuildWithCli(build_py):
             cfg += shlex.split(os.environ.get("NNMEM_CMAKE_ARGS", ""))
             subprocess.check_call(cfg)
             subprocess.check_call(["cmake", "--build", str(build), "--target",
-                                   "nnmem_cli", "-j", str(os.cpu_count() or 2)])
+                                   "nnmem_cli", "nnmem_shared", "-j",
+                                   str(os.cpu_count() or 2)])
             src = build / "nnmem"
+            lib = build / "libnnmem.so"
         if not src.is_file():
             raise SystemExit(f"nnmem: no command-line tool at {src}")
         target = dest / "nnmem"
         shutil.copy2(src, target)
         target.chmod(0o755)
+        if lib is not None:
+            if not lib.is_file():
+                raise SystemExit(f"nnmem: no shared library at {lib}")
+            libdir = Path(self.build_lib) / "nnmem" / "_lib"
+            libdir.mkdir(parents=True, exist_ok=True)
+            # the real file, under the name native.py looks for first
+            shutil.copyfile(lib.resolve(), libdir / "libnnmem.so")
 
 
 class BinaryDistribution(Distribution):

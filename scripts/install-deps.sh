@@ -17,7 +17,8 @@ set -uo pipefail
 mode=${1:-build}
 
 # need: package|probe|what (probe: cmd:NAME, header:PATH, dir:PATH,
-# py:MODULE, lib:SONAME)
+# py:MODULE for python3 on PATH, pyany:MODULE for it or /usr/bin/python3,
+# lib:SONAME)
 needs=(
   "cmake|cmd:cmake|CMake"
   "make|cmd:make|make"
@@ -38,6 +39,7 @@ test)
   needs+=("libcmocka-dev|header:cmocka.h|cmocka (unit tests)")
   needs+=("python3|cmd:python3|Python 3 (CLI tests: the README tour, exact JSON checks)")
   needs+=("python3-prometheus-client|py:prometheus_client|the Prometheus text parser (export tests)")
+  needs+=("python3-pytest|pyany:pytest|pytest (the Python package tests)")
   needs+=("libxml2-dev|header:libxml/parser.h|libxml2 (test_map reads the SVG back)")
   needs+=("chromium|cmd:chromium|headless Chromium (the HTML memory map test, about 20 s)")
   optional+=("libonnx-testdata|dir:/usr/share/libonnx-testdata|ONNX conformance models (tests skip without them)")
@@ -61,6 +63,13 @@ probe() {
   dir) [ -d "$arg" ] ;;
   lib) ldconfig -p 2>/dev/null | grep -qF "$arg" ;;
   py) command -v python3 >/dev/null 2>&1 && python3 -c "import $arg" 2>/dev/null ;;
+  pyany) # the system python3 or the first on PATH (tests try both)
+    for py in python3 /usr/bin/python3; do
+      command -v "$py" >/dev/null 2>&1 && "$py" -c "import $arg" 2>/dev/null &&
+        return 0
+    done
+    return 1
+    ;;
   header)
     command -v "${CC:-cc}" >/dev/null 2>&1 &&
       printf '#include <%s>\n' "$arg" | "${CC:-cc}" -E -x c - >/dev/null 2>&1

@@ -1,9 +1,14 @@
 /* nnmem/domain.h - tenant domains: quotas, colour tags, grants and
  * (optionally) hardware-enforced isolation of host memory.
  *
- *   nnmem_domain_set_t   the registry several tenants share: one table of
- *                        every live block (owner, colour, size, grants) over
- *                        one underlying pool or allocator;
+ *   nnmem_domain_set_t   the registry several tenants share over one
+ *                        underlying pool or allocator: who owns each live
+ *                        block (its colour, size, grants). The owner rides
+ *                        with the block where the source allows: over an
+ *                        allocator a small block (<= 8 KiB, alignment
+ *                        <= 16) comes from pages of its domain's own cache;
+ *                        over a pool (the first set on it) the pool's
+ *                        record of the block holds it; else a block table;
  *   nnmem_domain_t       one tenant: a quota in bytes, a colour tag carried
  *                        by every block it owns, counters.
  *
@@ -39,7 +44,11 @@
  *
  * Limits: at most NNMEM_DOMAIN_MAX domains per set; grants name whole
  * blocks by their start address; domains live until their set is
- * destroyed.
+ * destroyed; destroy a set before its pool or allocator. A domain's blocks
+ * are freed through the domain: a block given to nnmem_free or
+ * nnmem_pool_free directly leaves the domain's counters stale.
+ * Allocations through a domain over an allocator
+ * bypass the allocator's leak records and latency sampling.
  *
  * Thread-safety: a set and its domains are NOT synchronized: one thread at
  * a time (callers sharing a set wrap it in their own lock). Under pkeys
@@ -163,8 +172,10 @@ NNMEM_API nnmem_status_t nnmem_domain_revoke(nnmem_domain_t *d, void *ptr,
                                              uint32_t grantee, uint32_t rights,
                                              nnmem_diag_t *diag);
 
-/* Owner id, colour tag and requested size of a live block of the set
- * (each out pointer may be NULL). NNMEM_ERR_INVALID for other pointers. */
+/* Owner id, colour tag and size of a live block of the set (each out
+ * pointer may be NULL): the bytes charged to the owner (the request; over
+ * an allocator a small block's size class). NNMEM_ERR_INVALID for other
+ * pointers. */
 NNMEM_API nnmem_status_t nnmem_domain_block_info(const nnmem_domain_set_t *set,
                                                  const void *ptr,
                                                  uint32_t *owner_out,
@@ -189,7 +200,9 @@ typedef struct nnmem_domain_stats {
   char name[NNMEM_STATS_NAME_MAX]; /* the domain's label */
   uint32_t id, colour;
   uint64_t quota;
-  uint64_t live_bytes, peak_bytes; /* requested bytes held */
+  uint64_t live_bytes, peak_bytes; /* bytes held: the requests (over an
+                                      allocator, a small block counts its
+                                      size class, the bytes it holds) */
   uint64_t live_blocks;
   uint64_t allocs, frees; /* successful, by this domain */
   uint64_t frees_granted; /* of those frees: other domains' blocks */
@@ -218,9 +231,10 @@ NNMEM_API nnmem_status_t nnmem_domain_set_counters(
     const nnmem_domain_set_t *set, nnmem_domain_set_counters_t *out);
 
 /* Walks every invariant: per domain live bytes and blocks equal the sums
- * over the block table, live <= quota, owners exist, grant masks name only
- * existing domains. NNMEM_ERR_STATE and diag on the first violation.
- * O(blocks). */
+ * over the block table, the domains' cache pages and the pool's owned
+ * records, each such block is seen as its owner's, live <= quota, owners
+ * exist, grant masks name only existing domains and only live blocks.
+ * NNMEM_ERR_STATE and diag on the first violation. O(blocks + pages). */
 NNMEM_API nnmem_status_t nnmem_domain_set_check(const nnmem_domain_set_t *set,
                                                 nnmem_diag_t *diag);
 

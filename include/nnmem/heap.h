@@ -185,6 +185,8 @@ typedef struct nnmem_heap_replay_result {
   uint64_t peak_top;             /* highest end offset (address range used) */
   double frag_mean, frag_max;    /* over allocations */
   uint64_t compactions, bytes_moved;
+  uint64_t compactions_latency; /* of compactions: by the latency signal */
+  uint64_t lat_samples;         /* allocations timed for it */
   uint64_t failed_at; /* 1-based buffer index of the first allocation that
                          did not fit (0 = all fit) */
 } nnmem_heap_replay_result_t;

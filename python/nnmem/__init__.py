@@ -11,7 +11,10 @@ Bad input raises NnmemError with the tool's message and exit code; a plan
 that does not fit a limit is not an error: `fits` is False and `message`
 says why.
 
-Thread-safety: each call is an independent process; calls may run from
+Runtime memory (pools, the allocator) goes through the shared library
+with ctypes instead: nnmem.Pool, nnmem.Allocator (see nnmem/native.py).
+
+Thread-safety: each planner call is an independent process; calls may run from
 several threads at once.
 """
 import json
@@ -24,10 +27,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._version import __version__
+from .native import Allocator, NativeError, Pool, library_path
 
 __all__ = ["plan", "inspect", "verify", "replay", "run", "version",
            "cli_path", "PlanResult", "VerifyResult", "RunResult", "NnmemError",
-           "__version__"]
+           "Pool", "Allocator", "NativeError", "library_path", "__version__"]
 
 PathLike = Union[str, os.PathLike]
 Size = Union[int, str]

@@ -10,6 +10,7 @@
 #define _DEFAULT_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "backend/backend_internal.h"
@@ -78,4 +79,18 @@ nnmem_status_t nnmem__backend_host_mem_info(void *ctx, uint64_t *free_bytes,
 
 void nnmem__backend_free_ctx(void *ctx) {
   free(ctx);
+}
+
+void *nnmem__map_aligned(uint64_t len, uint64_t align, uint64_t page) {
+  uint64_t span = align > page ? len + align : len;
+  char *raw = mmap(NULL, (size_t)span, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return NULL;
+  if (span == len) return raw;
+  uintptr_t a =
+      ((uintptr_t)raw + (uintptr_t)align - 1) & ~(uintptr_t)(align - 1);
+  uint64_t head = a - (uintptr_t)raw, tail = span - head - len;
+  if (head) munmap(raw, (size_t)head);
+  if (tail) munmap((char *)a + len, (size_t)tail);
+  return (void *)a;
 }

@@ -38,36 +38,8 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "backend/cuda_internal.h"
 #include "nnmem/backend.h"
-
-/* The driver API types used (cuda.h). */
-typedef int cu_result_t; /* CUresult: 0 = CUDA_SUCCESS */
-typedef int cu_device_t; /* CUdevice */
-typedef struct cu_ctx *cu_context_t;
-typedef unsigned long long cu_ptr_t; /* CUdeviceptr (64-bit) */
-#define CU_SUCCESS 0
-#define CU_ERROR_INVALID_VALUE 1
-#define CU_ERROR_OUT_OF_MEMORY 2
-
-typedef struct cu_api {
-  cu_result_t (*init)(unsigned);
-  cu_result_t (*device_count)(int *);
-  cu_result_t (*device_get)(cu_device_t *, int);
-  cu_result_t (*device_name)(char *, int, cu_device_t);
-  cu_result_t (*ctx_retain)(cu_context_t *, cu_device_t);
-  cu_result_t (*ctx_release)(cu_device_t);
-  cu_result_t (*ctx_push)(cu_context_t);
-  cu_result_t (*ctx_pop)(cu_context_t *);
-  cu_result_t (*mem_alloc)(cu_ptr_t *, size_t);
-  cu_result_t (*mem_free)(cu_ptr_t);
-  cu_result_t (*htod)(cu_ptr_t, const void *, size_t);
-  cu_result_t (*dtoh)(void *, cu_ptr_t, size_t);
-  cu_result_t (*dtod)(cu_ptr_t, cu_ptr_t, size_t);
-  cu_result_t (*memset_d8)(cu_ptr_t, unsigned char, size_t);
-  cu_result_t (*mem_info)(size_t *, size_t *);
-  cu_result_t (*error_name)(cu_result_t, const char **);
-  cu_result_t (*error_string)(cu_result_t, const char **);
-} cu_api_t;
 
 /* Entry point names, in the order of cu_api_t's members. */
 static const char *const cu_names[] = {"cuInit",
@@ -88,27 +60,8 @@ static const char *const cu_names[] = {"cuInit",
                                        "cuGetErrorName",
                                        "cuGetErrorString"};
 
-/* An over-allocated region: the aligned address handed out and the base
- * the driver returned. */
-typedef struct moved {
-  cu_ptr_t addr, base;
-} moved_t;
-
-typedef struct cuda {
-  nnmem_backend_t table; /* handed out; freed with the rest */
-  void *lib;
-  cu_api_t api;
-  cu_device_t dev;
-  cu_context_t ctx;
-  pthread_mutex_t mu;
-  moved_t *moved; /* regions whose address is not their base */
-  size_t n_moved, moved_cap;
-  char last_error[256];
-  char name[128];
-} cuda_t;
-
 /* Maps a driver result to a status, keeping its name and text. */
-static nnmem_status_t cu_status(cuda_t *c, cu_result_t r, const char *what) {
+nnmem_status_t nnmem__cuda_status(cuda_t *c, cu_result_t r, const char *what) {
   if (r == CU_SUCCESS) return NNMEM_OK;
   const char *name = NULL, *text = NULL;
   if (c->api.error_name) c->api.error_name(r, &name);
@@ -121,14 +74,14 @@ static nnmem_status_t cu_status(cuda_t *c, cu_result_t r, const char *what) {
 }
 
 /* Runs with the context current and the mutex held: enter / leave. */
-static nnmem_status_t enter(cuda_t *c, const char *what) {
+nnmem_status_t nnmem__cuda_enter(cuda_t *c, const char *what) {
   pthread_mutex_lock(&c->mu);
-  nnmem_status_t st = cu_status(c, c->api.ctx_push(c->ctx), what);
+  nnmem_status_t st = nnmem__cuda_status(c, c->api.ctx_push(c->ctx), what);
   if (st) pthread_mutex_unlock(&c->mu);
   return st;
 }
 
-static void leave(cuda_t *c) {
+void nnmem__cuda_leave(cuda_t *c) {
   cu_context_t popped;
   c->api.ctx_pop(&popped);
   pthread_mutex_unlock(&c->mu);
@@ -140,10 +93,11 @@ static nnmem_status_t cu_alloc(void *ctx, uint64_t size, uint64_t align,
   uint64_t want = size, pad = align > 256 ? align - 1 : 0;
   if (nnmem__add_overflow(size, pad, &want) || want > SIZE_MAX)
     return NNMEM_ERR_NOMEM;
-  nnmem_status_t st = enter(c, "cuMemAlloc");
+  nnmem_status_t st = nnmem__cuda_enter(c, "cuMemAlloc");
   if (st) return st;
   cu_ptr_t base = 0;
-  st = cu_status(c, c->api.mem_alloc(&base, (size_t)want), "cuMemAlloc");
+  st = nnmem__cuda_status(c, c->api.mem_alloc(&base, (size_t)want),
+                          "cuMemAlloc");
   cu_ptr_t addr = base;
   if (st == NNMEM_OK && pad && (base & pad)) {
     addr = (base + pad) & ~(cu_ptr_t)pad;
@@ -154,7 +108,7 @@ static nnmem_status_t cu_alloc(void *ctx, uint64_t size, uint64_t align,
     else
       c->api.mem_free(base);
   }
-  leave(c);
+  nnmem__cuda_leave(c);
   if (st == NNMEM_OK) *out = (void *)(uintptr_t)addr;
   return st;
 }
@@ -163,7 +117,7 @@ static nnmem_status_t cu_free(void *ctx, void *ptr, uint64_t size) {
   cuda_t *c = ctx;
   (void)size;
   cu_ptr_t addr = (cu_ptr_t)(uintptr_t)ptr, base = addr;
-  nnmem_status_t st = enter(c, "cuMemFree");
+  nnmem_status_t st = nnmem__cuda_enter(c, "cuMemFree");
   if (st) return st;
   for (size_t i = 0; i < c->n_moved; i++)
     if (c->moved[i].addr == addr) {
@@ -171,8 +125,8 @@ static nnmem_status_t cu_free(void *ctx, void *ptr, uint64_t size) {
       c->moved[i] = c->moved[--c->n_moved];
       break;
     }
-  st = cu_status(c, c->api.mem_free(base), "cuMemFree");
-  leave(c);
+  st = nnmem__cuda_status(c, c->api.mem_free(base), "cuMemFree");
+  nnmem__cuda_leave(c);
   return st;
 }
 
@@ -180,36 +134,38 @@ static nnmem_status_t cu_copy(void *ctx, void *dst, const void *src, uint64_t n,
                               nnmem_copy_kind_t kind) {
   cuda_t *c = ctx;
   if (n > SIZE_MAX) return NNMEM_ERR_INVALID;
-  nnmem_status_t st = enter(c, "cuMemcpy");
+  nnmem_status_t st = nnmem__cuda_enter(c, "cuMemcpy");
   if (st) return st;
   cu_ptr_t d = (cu_ptr_t)(uintptr_t)dst, s = (cu_ptr_t)(uintptr_t)src;
   switch (kind) {
     case NNMEM_COPY_HOST_TO_DEVICE:
-      st = cu_status(c, c->api.htod(d, src, (size_t)n), "cuMemcpyHtoD");
+      st =
+          nnmem__cuda_status(c, c->api.htod(d, src, (size_t)n), "cuMemcpyHtoD");
       break;
     case NNMEM_COPY_DEVICE_TO_HOST:
-      st = cu_status(c, c->api.dtoh(dst, s, (size_t)n), "cuMemcpyDtoH");
+      st =
+          nnmem__cuda_status(c, c->api.dtoh(dst, s, (size_t)n), "cuMemcpyDtoH");
       break;
     case NNMEM_COPY_DEVICE_TO_DEVICE:
-      st = cu_status(c, c->api.dtod(d, s, (size_t)n), "cuMemcpyDtoD");
+      st = nnmem__cuda_status(c, c->api.dtod(d, s, (size_t)n), "cuMemcpyDtoD");
       break;
     default:
       st = NNMEM_ERR_INVALID;
   }
-  leave(c);
+  nnmem__cuda_leave(c);
   return st;
 }
 
 static nnmem_status_t cu_memset(void *ctx, void *dst, int value, uint64_t n) {
   cuda_t *c = ctx;
   if (n > SIZE_MAX) return NNMEM_ERR_INVALID;
-  nnmem_status_t st = enter(c, "cuMemsetD8");
+  nnmem_status_t st = nnmem__cuda_enter(c, "cuMemsetD8");
   if (st) return st;
-  st = cu_status(c,
-                 c->api.memset_d8((cu_ptr_t)(uintptr_t)dst,
-                                  (unsigned char)value, (size_t)n),
-                 "cuMemsetD8");
-  leave(c);
+  st = nnmem__cuda_status(c,
+                          c->api.memset_d8((cu_ptr_t)(uintptr_t)dst,
+                                           (unsigned char)value, (size_t)n),
+                          "cuMemsetD8");
+  nnmem__cuda_leave(c);
   return st;
 }
 
@@ -217,10 +173,10 @@ static nnmem_status_t cu_mem_info(void *ctx, uint64_t *free_bytes,
                                   uint64_t *total_bytes) {
   cuda_t *c = ctx;
   size_t f = 0, t = 0;
-  nnmem_status_t st = enter(c, "cuMemGetInfo");
+  nnmem_status_t st = nnmem__cuda_enter(c, "cuMemGetInfo");
   if (st) return st;
-  st = cu_status(c, c->api.mem_info(&f, &t), "cuMemGetInfo");
-  leave(c);
+  st = nnmem__cuda_status(c, c->api.mem_info(&f, &t), "cuMemGetInfo");
+  nnmem__cuda_leave(c);
   if (st == NNMEM_OK) *free_bytes = f, *total_bytes = t;
   return st;
 }
@@ -255,7 +211,9 @@ nnmem_status_t nnmem_backend_cuda_create(const nnmem_cuda_config_t *cfg,
     free(c);
     return NNMEM_ERR_NOMEM;
   }
+  nnmem_status_t st;
   c->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  snprintf(c->path, sizeof c->path, "%s", path);
   if (!c->lib) {
     const char *why = dlerror();
     cuda_release(c);
@@ -263,20 +221,16 @@ nnmem_status_t nnmem_backend_cuda_create(const nnmem_cuda_config_t *cfg,
                        "cuda backend: no CUDA driver: cannot open %s (%s)",
                        path, why ? why : "dlopen failed");
   }
-  void **slot = (void **)&c->api;
-  for (size_t i = 0; i < sizeof cu_names / sizeof *cu_names; i++) {
-    slot[i] = dlsym(c->lib, cu_names[i]);
-    if (!slot[i]) {
-      cuda_release(c);
-      return nnmem__diag(diag, NNMEM_ERR_UNSUPPORTED,
-                         "cuda backend: %s has no %s (driver too old?)", path,
-                         cu_names[i]);
-    }
+  st = nnmem__cuda_load(c, cu_names, sizeof cu_names / sizeof *cu_names,
+                        (void **)&c->api, diag);
+  if (st) {
+    cuda_release(c);
+    return st;
   }
   int count = 0;
-  nnmem_status_t st = cu_status(c, c->api.init(0), "cuInit");
+  st = nnmem__cuda_status(c, c->api.init(0), "cuInit");
   if (st == NNMEM_OK)
-    st = cu_status(c, c->api.device_count(&count), "cuDeviceGetCount");
+    st = nnmem__cuda_status(c, c->api.device_count(&count), "cuDeviceGetCount");
   if (st == NNMEM_OK && (cfg->device < 0 || cfg->device >= count)) {
     int n = count;
     cuda_release(c);
@@ -286,10 +240,11 @@ nnmem_status_t nnmem_backend_cuda_create(const nnmem_cuda_config_t *cfg,
                        cfg->device, n, n == 1 ? "" : "s");
   }
   if (st == NNMEM_OK)
-    st = cu_status(c, c->api.device_get(&c->dev, cfg->device), "cuDeviceGet");
+    st = nnmem__cuda_status(c, c->api.device_get(&c->dev, cfg->device),
+                            "cuDeviceGet");
   if (st == NNMEM_OK)
-    st = cu_status(c, c->api.ctx_retain(&c->ctx, c->dev),
-                   "cuDevicePrimaryCtxRetain");
+    st = nnmem__cuda_status(c, c->api.ctx_retain(&c->ctx, c->dev),
+                            "cuDevicePrimaryCtxRetain");
   if (st != NNMEM_OK) {
     c->ctx = NULL; /* not retained */
     nnmem__diag(diag, st == NNMEM_ERR_IO ? NNMEM_ERR_UNSUPPORTED : st,
@@ -314,6 +269,23 @@ nnmem_status_t nnmem_backend_cuda_create(const nnmem_cuda_config_t *cfg,
                          .mem_info = cu_mem_info,
                          .destroy = cu_destroy};
   *out = b;
+  return NNMEM_OK;
+}
+
+cuda_t *nnmem__cuda_of(const nnmem_backend_t *b) {
+  if (!b || b->destroy != cu_destroy || !b->ctx) return NULL;
+  return b->ctx;
+}
+
+nnmem_status_t nnmem__cuda_load(cuda_t *c, const char *const *names, size_t n,
+                                void **slots, nnmem_diag_t *diag) {
+  for (size_t i = 0; i < n; i++) {
+    slots[i] = dlsym(c->lib, names[i]);
+    if (!slots[i])
+      return nnmem__diag(diag, NNMEM_ERR_UNSUPPORTED,
+                         "cuda backend: %s has no %s (driver too old?)",
+                         c->path, names[i]);
+  }
   return NNMEM_OK;
 }
 

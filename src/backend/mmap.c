@@ -40,26 +40,6 @@ static uint64_t region_len(const mmap_backend_t *m, uint64_t size) {
   return (size + g - 1) & ~(g - 1);
 }
 
-static void *map_plain(uint64_t len) {
-  void *p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? NULL : p;
-}
-
-/* Maps len bytes aligned to align (> page): map len + align, then unmap
- * the unaligned head and the tail. */
-static void *map_aligned(uint64_t len, uint64_t align) {
-  uint64_t span = len + align;
-  char *raw = map_plain(span);
-  if (!raw) return NULL;
-  uintptr_t a =
-      ((uintptr_t)raw + (uintptr_t)align - 1) & ~(uintptr_t)(align - 1);
-  uint64_t head = a - (uintptr_t)raw, tail = span - head - len;
-  if (head) munmap(raw, (size_t)head);
-  if (tail) munmap((char *)a + len, (size_t)tail);
-  return (void *)a;
-}
-
 static nnmem_status_t mmap_alloc(void *ctx, uint64_t size, uint64_t align,
                                  void **out) {
   mmap_backend_t *m = ctx;
@@ -81,7 +61,7 @@ static nnmem_status_t mmap_alloc(void *ctx, uint64_t size, uint64_t align,
   if (!p) { /* transparent huge pages need 2 MiB-aligned regions too */
     uint64_t g = m->huge ? HUGE_PAGE : m->page;
     if (align < g) align = g;
-    p = align <= m->page ? map_plain(len) : map_aligned(len, align);
+    p = nnmem__map_aligned(len, align, m->page);
 #ifdef MADV_HUGEPAGE
     if (p && m->huge) (void)madvise(p, (size_t)len, MADV_HUGEPAGE);
 #endif

@@ -84,28 +84,13 @@ static uint64_t region_len(const numa_backend_t *m, uint64_t size) {
   return (size + m->page - 1) & ~(m->page - 1);
 }
 
-/* len bytes aligned to align (>= page): over-map and trim when larger. */
-static void *map_aligned(uint64_t len, uint64_t align, uint64_t page) {
-  uint64_t span = align > page ? len + align : len;
-  char *raw = mmap(NULL, (size_t)span, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return NULL;
-  if (span == len) return raw;
-  uintptr_t a =
-      ((uintptr_t)raw + (uintptr_t)align - 1) & ~(uintptr_t)(align - 1);
-  uint64_t head = a - (uintptr_t)raw, tail = span - head - len;
-  if (head) munmap(raw, (size_t)head);
-  if (tail) munmap((char *)a + len, (size_t)tail);
-  return (void *)a;
-}
-
 static nnmem_status_t nb_alloc(void *ctx, uint64_t size, uint64_t align,
-                                 void **out) {
+                               void **out) {
   numa_backend_t *m = ctx;
   if (size > (uint64_t)SIZE_MAX / 4 || align > (uint64_t)SIZE_MAX / 4)
     return NNMEM_ERR_NOMEM;
   uint64_t len = region_len(m, size);
-  void *p = map_aligned(len, align < m->page ? m->page : align, m->page);
+  void *p = nnmem__map_aligned(len, align < m->page ? m->page : align, m->page);
   if (!p) return NNMEM_ERR_NOMEM;
   unsigned long mask[NNMEM_NUMA_MAX_NODES / (8 * sizeof(unsigned long)) + 1];
   memset(mask, 0, sizeof mask);
@@ -126,7 +111,7 @@ static nnmem_status_t nb_free(void *ctx, void *ptr, uint64_t size) {
 }
 
 static nnmem_status_t nb_mem_info(void *ctx, uint64_t *free_bytes,
-                                    uint64_t *total_bytes) {
+                                  uint64_t *total_bytes) {
   numa_backend_t *m = ctx;
   long long fr = 0, total = numa_node_size64(m->node, &fr);
   if (total < 0) return NNMEM_ERR_UNSUPPORTED;

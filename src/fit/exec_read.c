@@ -92,7 +92,7 @@ static nnmem_status_t read_buffer(rd_t *r, const cJSON *b, const char *path,
   if (gaps) {
     if (!cJSON_IsArray(gaps)) return bad(r, path, "gaps: must be an array");
     for (const cJSON *g = gaps->child; g; g = g->next) {
-      uint64_t a, e;
+      uint64_t a = 0, e = 0;
       char gp[200];
       snprintf(gp, sizeof gp, "%s.gaps", path);
       if (!cJSON_IsArray(g) || cJSON_GetArraySize(g) != 2 ||
@@ -177,7 +177,7 @@ static nnmem_status_t read_refs(rd_t *r, const cJSON *a, const char *path,
   *n_out = n;
   if (!*out) return NNMEM_ERR_NOMEM;
   for (const cJSON *e = a->child; e; e = e->next, i++) {
-    uint64_t t, b;
+    uint64_t t = 0, b = 0;
     char p[96];
     snprintf(p, sizeof p, "%s[%zu]", path, i);
     if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 ||

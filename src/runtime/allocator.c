@@ -124,6 +124,11 @@ struct tcache {
   _Alignas(128) tstat_t st;
   tcache_t *next_all;
   int parked;
+  /* a tagged cache (nnmem__tcache_create): belongs to no thread but to
+   * `tag` (a tenant domain), never adopted while tagged; NULL for a
+   * thread's cache. Atomic: a set on another thread may read it while
+   * this one is released (relaxed: it only says whose page it is) */
+  _Atomic(const void *) tag;
 };
 
 struct nnmem_allocator {
@@ -807,6 +812,100 @@ void nnmem__allocator_fork_child(nnmem_allocator_t *a) {
   nnmem__pool_fork(a->pool, 2);
   nnmem__pool_fork(a->pages_pool, 2);
   pthread_mutex_init(&a->lock, NULL);
+}
+
+/* ---- tagged caches (allocator_internal.h) -------------------------------- */
+
+nnmem_status_t nnmem__tcache_create(nnmem_allocator_t *a, const void *tag,
+                                    nnmem__tcache_t **out) {
+  if (!a || !tag || !out || a->no_cache) return NNMEM_ERR_INVALID;
+  tcache_t *tc = aligned_alloc(128, (sizeof *tc + 127) & ~(size_t)127);
+  if (!tc) return NNMEM_ERR_NOMEM;
+  memset(tc, 0, sizeof *tc);
+  tc->a = a;
+  tc->sample_left = UINT32_MAX; /* not sampled: no clock on this path */
+  atomic_store_explicit(&tc->tag, tag, memory_order_relaxed);
+  alock(a);
+  tc->next_all = a->caches; /* stats see it; destroy frees it */
+  a->caches = tc;
+  pthread_mutex_unlock(&a->lock);
+  *out = tc;
+  return NNMEM_OK;
+}
+
+void nnmem__tcache_release(nnmem__tcache_t *tc) {
+  if (!tc) return;
+  cache_flush(tc);
+  alock(tc->a);
+  /* an ordinary parked cache now: a thread may adopt it */
+  atomic_store_explicit(&tc->tag, NULL, memory_order_relaxed);
+  tc->sample_left = tc->a->sample_every;
+  tc->parked = 1;
+  pthread_mutex_unlock(&tc->a->lock);
+}
+
+void *nnmem__tcache_alloc(nnmem__tcache_t *tc, size_t size, uint32_t *usable) {
+  void *b = small_alloc_in(tc, size);
+  if (b) *usable = class_size[class_of[(size + 15) >> 4]];
+  return b;
+}
+
+/* Reads only what never changes once a page is published (and the tag,
+ * atomically): any thread may ask about any page. */
+const void *nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
+                                       uint32_t *usable) {
+  page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
+  if (!pg) return NULL;
+  if (small_index(pg, ptr) < 0)
+    return NULL; /* in the block bits, interior pointer or page tail */
+  *usable = pg->bsize;
+  return atomic_load_explicit(&pg->owner->tag, memory_order_relaxed);
+}
+
+int nnmem__tcache_block_live(const void *ptr) {
+  const page_t *pg =
+      (const page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
+  int64_t idx = small_index(pg, ptr);
+  return idx >= 0 && !local_misuse(pg, ptr, (uint32_t)idx);
+}
+
+void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr) {
+  page_t *pg = (page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
+  bump(&tc->st.frees[pg->cls], 1);
+  local_free(tc, pg, ptr, blk_index(pg, ptr));
+}
+
+nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
+                                  void (*fn)(void *user, void *blk,
+                                             uint32_t usable),
+                                  void *user) {
+  nnmem_allocator_t *a = tc->a;
+  size_t n = 0, cap = 0;
+  void **blk = NULL;
+  nnmem_status_t s = NNMEM_OK;
+  for (size_t hi = 0; hi < (1u << 16) && s == NNMEM_OK; hi++) {
+    _Atomic uint8_t *leaf =
+        atomic_load_explicit(&a->reg[hi], memory_order_acquire);
+    for (size_t i = 0; leaf && i < (1u << 16) && s == NNMEM_OK; i++) {
+      if (!atomic_load_explicit(&leaf[i], memory_order_acquire)) continue;
+      page_t *pg =
+          (page_t *)(((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2));
+      if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
+      for (uint32_t k = 0; k < pg->cap && s == NNMEM_OK; k++) {
+        char *b = (char *)pg + pg->first + (size_t)k * pg->bsize;
+        if (local_misuse(pg, b, k)) continue;
+        s = nnmem__grow((void **)&blk, &cap, n + 1, sizeof *blk);
+        if (s == NNMEM_OK) blk[n++] = b;
+      }
+    }
+  }
+  /* after the walk: fn may free the block and with it its page */
+  for (size_t k = 0; k < n && s == NNMEM_OK; k++) {
+    page_t *pg = (page_t *)((uintptr_t)blk[k] & ~(uintptr_t)(PAGE_SIZE - 1));
+    fn(user, blk[k], pg->bsize);
+  }
+  free(blk);
+  return s;
 }
 
 /* ---- lifecycle and stats ----------------------------------------------- */

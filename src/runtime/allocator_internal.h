@@ -22,4 +22,48 @@ void nnmem__allocator_fork_prepare(nnmem_allocator_t *a);
 void nnmem__allocator_fork_parent(nnmem_allocator_t *a);
 void nnmem__allocator_fork_child(nnmem_allocator_t *a);
 
+/* Tagged caches: a thread cache that belongs to no thread but to a tag
+ * (tenant domains, domain.c). Its pages hold only its blocks, so the owner
+ * of a small block is one load from the block's page header
+ * (page->owner->tag): no table of blocks on the allocation path.
+ *
+ *   registry --> page header { owner = tagged cache { tag = domain } }
+ *
+ * Thread-safety: the calls on one tagged cache are serialized by the
+ * caller (any thread, one at a time); a block of it freed with nnmem_free
+ * by a thread goes to its remote stack as for any cache. Allocations of a
+ * tagged cache bypass the leak records, the profiler and latency sampling.
+ * Release every tagged cache before destroying the allocator. */
+typedef struct tcache nnmem__tcache_t;
+
+/* A new tagged cache (tag != NULL). NNMEM_ERR_INVALID without thread
+ * caches (config no_thread_cache); NNMEM_ERR_NOMEM. */
+nnmem_status_t nnmem__tcache_create(nnmem_allocator_t *a, const void *tag,
+                                    nnmem__tcache_t **out);
+/* Flushes the cache and hands it back untagged (a thread may adopt it);
+ * its remaining blocks stay valid. */
+void nnmem__tcache_release(nnmem__tcache_t *tc);
+/* A small block (size <= NNMEM__SMALL_MAX, alignment 16) from tc and its
+ * usable size; NULL when out of memory. */
+#define NNMEM__SMALL_MAX 8192u
+void *nnmem__tcache_alloc(nnmem__tcache_t *tc, size_t size, uint32_t *usable);
+/* The tag of the tagged cache whose page holds a block starting at `ptr`,
+ * and the block's usable size; NULL when there is none (no small page of
+ * `a`, a thread cache's page, interior pointer, page tail). It reads only
+ * what never changes once a page is published: any thread may ask. */
+const void *nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
+                                       uint32_t *usable);
+/* 1 when the block at `ptr` (found by nnmem__allocator_block_tag) is live:
+ * handed out, not freed, not waiting on a remote stack. Reads the page's
+ * owner-side state: only the tagged cache's user may ask. */
+int nnmem__tcache_block_live(const void *ptr);
+/* Frees a live block of tc (both calls above said so). */
+void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr);
+/* Calls fn for every live block of tc (collected first, so fn may free
+ * it). O(registered pages + blocks). NNMEM_ERR_NOMEM: fn was not called. */
+nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
+                                  void (*fn)(void *user, void *blk,
+                                             uint32_t usable),
+                                  void *user);
+
 #endif /* NNMEM_ALLOCATOR_INTERNAL_H */

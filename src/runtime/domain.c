@@ -1,12 +1,25 @@
 /* domain.c - tenant domains (include/nnmem/domain.h): quotas, colour tags,
  * ownership checks and grants over one shared block table.
  *
- *   set ── dom[0..n)  (id = index, colour, quota, counters)
+ *   set ── dom[0..n)  (id = index, colour, quota, counters, cache)
  *    │
  *    ├── blocks: domain_table.h  address ──> { size, owner, has-grants }
  *    └── grants: addrmap         address ──> {read, free} bit masks over
  *                                            domain ids (only blocks with
  *                                            grants)
+ *
+ * Over a pool, the owner (id + 1) rides in the pool's own record of the
+ * block (the one every pool free looks up to validate the pointer), so a
+ * free checks owner and pointer in one lookup; only one set per pool can
+ * (the first: nnmem__pool_claim_owners), a second one uses the table.
+ * Over an allocator, each domain also has a tagged cache of its own
+ * (allocator_internal.h): a small block (<= 8 KiB, alignment <= 16) comes
+ * from pages that hold only that domain's blocks, so its owner is read
+ * from the page header (page -> cache -> tag = domain) and the block is
+ * not in the table: alloc and free do a registry load and a compare
+ * instead of a table insert and removal. Such a block is charged its
+ * usable size (the size class), the bytes the allocator holds for it;
+ * larger blocks and pool sets use the table and charge the request.
  *
  * Steps of alloc(d, size): 1. misuse checks (size 0, alignment) -> bad
  * input; 2. d.live + size > d.quota -> refused (quota); 3. the underlying
@@ -22,8 +35,12 @@
  * Invariants (nnmem_domain_set_check): for every domain, live_bytes and
  * live_blocks equal the sums over the blocks it owns; live_bytes <= quota;
  * every owner id < n; grant masks name existing domains only.
- * Complexity: O(1) expected per call (one hash probe sequence); check and
- * destroy O(blocks). Thread-safety: none (see the header). */
+ * Tagged-cache blocks: the page's owner tag is a domain of this set, the
+ * block is live in the allocator (handed out, not freed), and its usable
+ * size is in its owner's live_bytes.
+ * Complexity: O(1) expected per call (one hash probe sequence or one
+ * registry load); check and destroy O(blocks + registered pages).
+ * Thread-safety: none (see the header). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +117,8 @@ nnmem_status_t nnmem_domain_set_create(const nnmem_domain_set_config_t *cfg,
   nnmem_domain_set_t *set = calloc(1, sizeof *set);
   if (!set) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain set: no memory");
   set->pool = c.pool;
+  if (c.pool && prot == NNMEM_PROTECT_NONE)
+    set->owned = nnmem__pool_claim_owners(c.pool, set);
   set->allocator = c.allocator;
   set->protect = prot;
   nnmem__addrmap_init(&set->grants);
@@ -132,10 +151,45 @@ static nnmem_status_t under_alloc(nnmem_domain_set_t *set, nnmem_domain_t *d,
   return *out ? NNMEM_OK : NNMEM_ERR_NOMEM;
 }
 
+/* Set destroy: a tagged-cache block and its grants go. */
+static void cache_block_free(void *user, void *blk, uint32_t usable) {
+  nnmem_domain_t *d = user;
+  nnmem__addrmap_entry_t g;
+  (void)usable;
+  if (d->set->grants.count &&
+      nnmem__addrmap_remove(&d->set->grants, (uint64_t)(uintptr_t)blk, &g))
+    free(g.p);
+  nnmem__tcache_free(d->cache, blk);
+}
+
+/* Set destroy: a pool block of a domain and its grants go. */
+static void owned_block_free(void *user, void *blk, uint32_t owner,
+                             uint64_t requested) {
+  nnmem_domain_set_t *set = user;
+  nnmem__addrmap_entry_t g;
+  uint32_t actual;
+  (void)requested;
+  if (set->grants.count &&
+      nnmem__addrmap_remove(&set->grants, (uint64_t)(uintptr_t)blk, &g))
+    free(g.p);
+  (void)nnmem__pool_free_owned(set->pool, blk, owner, &actual, &requested);
+}
+
 void nnmem_domain_set_destroy(nnmem_domain_set_t *set) {
   if (!set) return;
   if (set->protect != NNMEM_PROTECT_NONE && set->entered)
     (void)nnmem__protect_switch(set, NULL);
+  if (set->owned) {
+    (void)nnmem__pool_each_owned(set->pool, owned_block_free, set);
+    (void)nnmem__pool_claim_owners(set->pool, NULL);
+  }
+  for (uint32_t i = 0; i < set->n; i++) {
+    nnmem_domain_t *d = set->dom[i];
+    if (!d->cache) continue;
+    /* out of memory for the walk: the blocks stay with the allocator */
+    (void)nnmem__tcache_each(d->cache, cache_block_free, d);
+    nnmem__tcache_release(d->cache);
+  }
   for (size_t i = 0; i < set->blocks.cap; i++) {
     nnmem__dt_entry_t *e = &set->blocks.slots[i];
     if (!e->key) continue;
@@ -199,6 +253,14 @@ nnmem_status_t nnmem_domain_create(nnmem_domain_set_t *set,
       return s;
     }
   }
+  if (set->allocator) { /* INVALID: no thread caches, the table serves */
+    nnmem_status_t s = nnmem__tcache_create(set->allocator, d, &d->cache);
+    if (s == NNMEM_ERR_NOMEM) {
+      free(d);
+      return nnmem__diag(diag, s, "domain '%s': no memory for its cache",
+                         name);
+    }
+  }
   set->dom[set->n++] = d;
   *out = d;
   return NNMEM_OK;
@@ -221,43 +283,92 @@ const char *nnmem_domain_name(const nnmem_domain_t *d) {
   return d ? d->st.name : "";
 }
 
+/* The refusals of alloc, out of its way (cold). */
+static __attribute__((cold, noinline)) nnmem_status_t
+refuse_bad_alloc(nnmem_domain_t *d, uint64_t size, uint64_t align,
+                 nnmem_diag_t *diag) {
+  d->st.refused_bad_input++;
+  return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                     "domain '%s': bad allocation (size %llu, align %llu)",
+                     d->st.name, (unsigned long long)size,
+                     (unsigned long long)align);
+}
+
+static __attribute__((cold, noinline)) nnmem_status_t
+refuse_pool(nnmem_domain_t *d, uint64_t size, nnmem_status_t s,
+            nnmem_diag_t *diag) {
+  d->st.refused_pool++;
+  return nnmem__diag(diag, s, "domain '%s': the pool refused %llu bytes: %s",
+                     d->st.name, (unsigned long long)size,
+                     nnmem_status_str(s));
+}
+
+static __attribute__((cold, noinline)) nnmem_status_t
+refuse_quota(nnmem_domain_t *d, uint64_t size, nnmem_diag_t *diag) {
+  nnmem_domain_stats_t *st = &d->st;
+  st->refused_quota++;
+  return nnmem__diag(diag, NNMEM_ERR_NOMEM,
+                     "domain '%s': %llu bytes would pass its quota (%llu of "
+                     "%llu bytes live)",
+                     st->name, (unsigned long long)size,
+                     (unsigned long long)st->live_bytes,
+                     (unsigned long long)st->quota);
+}
+
+/* A small block from the domain's tagged cache, charged its usable size:
+ * no table record (the page knows the owner). */
+static nnmem_status_t cache_alloc(nnmem_domain_t *d, size_t size, void **out,
+                                  nnmem_diag_t *diag) {
+  nnmem_domain_stats_t *st = &d->st;
+  uint32_t usable = 0;
+  void *p = nnmem__tcache_alloc(d->cache, size, &usable);
+  if (__builtin_expect(!p, 0)) {
+    st->refused_pool++;
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM,
+                       "domain '%s': the allocator refused %llu bytes",
+                       st->name, (unsigned long long)size);
+  }
+  if (__builtin_expect(usable > st->quota - st->live_bytes, 0)) {
+    nnmem__tcache_free(d->cache, p);
+    return refuse_quota(d, usable, diag);
+  }
+  st->live_bytes += usable;
+  st->live_blocks++;
+  st->allocs++;
+  if (st->live_bytes > st->peak_bytes) st->peak_bytes = st->live_bytes;
+  *out = p;
+  return NNMEM_OK;
+}
+
 nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
                                   uint64_t align, void **out,
                                   nnmem_diag_t *diag) {
   if (!d || !out) return NNMEM_ERR_INVALID;
   *out = NULL;
   nnmem_domain_stats_t *st = &d->st;
-  if (size == 0 || size > NNMEM__DT_SIZE_MAX ||
-      (align && !nnmem__is_pow2(align))) {
-    st->refused_bad_input++;
-    return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "domain '%s': bad allocation (size %llu, align %llu)",
-                       st->name, (unsigned long long)size,
-                       (unsigned long long)align);
-  }
-  if (size > st->quota - st->live_bytes) {
-    st->refused_quota++;
-    return nnmem__diag(diag, NNMEM_ERR_NOMEM,
-                       "domain '%s': %llu bytes would pass its quota (%llu of "
-                       "%llu bytes live)",
-                       st->name, (unsigned long long)size,
-                       (unsigned long long)st->live_bytes,
-                       (unsigned long long)st->quota);
-  }
+  if (__builtin_expect(size == 0 || size > NNMEM__DT_SIZE_MAX ||
+                           (align & (align - 1)),
+                       0))
+    return refuse_bad_alloc(d, size, align, diag);
+  if (__builtin_expect(size > st->quota - st->live_bytes, 0))
+    return refuse_quota(d, size, diag);
   nnmem_domain_set_t *set = d->set;
   void *p = NULL;
-  nnmem_status_t s = under_alloc(set, d, size, align, &p);
-  if (s == NNMEM_OK) {
+  if (d->cache && size <= NNMEM__SMALL_MAX && align <= 16)
+    return cache_alloc(d, (size_t)size, out, diag);
+  nnmem_status_t s;
+  if (set->owned) /* the owner in the pool's record: no table insert */
+    s = nnmem__pool_alloc_owned(set->pool, size, align, st->id + 1, &p);
+  else
+    s = under_alloc(set, d, size, align, &p);
+  if (s == NNMEM_OK && !set->owned) {
     /* a new block: absent from the table */
     s = nnmem__dt_insert(&set->blocks, (uint64_t)(uintptr_t)p,
                          size | (uint64_t)st->id << 48);
     if (s != NNMEM_OK) (void)under_free(set, st->id, p);
   }
-  if (s != NNMEM_OK) {
-    st->refused_pool++;
-    return nnmem__diag(diag, s, "domain '%s': the pool refused %llu bytes: %s",
-                       st->name, (unsigned long long)size, nnmem_status_str(s));
-  }
+  if (__builtin_expect(s != NNMEM_OK, 0))
+    return refuse_pool(d, size, s, diag);
   st->live_bytes += size;
   st->live_blocks++;
   st->allocs++;
@@ -266,66 +377,150 @@ nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
   return NNMEM_OK;
 }
 
-/* Steps 1-2 of free and the whole of access/grant: the block record of `p`
- * when `d` may use it with `rights` (0: only the owner may), else NULL with
- * the refusal counted and described. */
-static nnmem__dt_entry_t *lookup(nnmem_domain_t *d, const void *p,
-                                 uint32_t rights, const char *what,
-                                 nnmem_status_t *s, nnmem_diag_t *diag) {
-  nnmem_domain_set_t *set = d->set;
+/* A live block of the set as the checks see it. */
+typedef struct blk {
+  uint64_t key, size;     /* address; bytes charged to the owner */
+  uint32_t owner;         /* domain id */
+  nnmem__dt_entry_t *e;   /* its table record; NULL: a tagged-cache block */
+} blk_t;
+
+/* 1 when p is a live block of one of this set's tagged caches. */
+static int cache_block(const nnmem_domain_set_t *set, const void *p,
+                       blk_t *b) {
+  uint32_t usable;
+  const nnmem_domain_t *o =
+      set->allocator && p
+          ? nnmem__allocator_block_tag(set->allocator, p, &usable)
+          : NULL; /* a live domain's: release untags */
+  /* another set's page (used by another thread) is not looked into */
+  if (!o || o->set != set || !nnmem__tcache_block_live(p)) return 0;
+  *b = (blk_t){(uint64_t)(uintptr_t)p, usable, o->st.id, NULL};
+  return 1;
+}
+
+static int find_block(const nnmem_domain_set_t *set, const void *p,
+                      blk_t *b) {
+  if (cache_block(set, p, b)) return 1;
+  uint32_t o;
+  uint64_t req;
+  if (set->owned) {
+    if (nnmem__pool_owner(set->pool, p, &o, &req) != NNMEM_OK || o == 0 ||
+        o > set->n)
+      return 0;
+    *b = (blk_t){(uint64_t)(uintptr_t)p, req, o - 1, NULL};
+    return 1;
+  }
   nnmem__dt_entry_t *e =
       p ? nnmem__dt_get(&set->blocks, (uint64_t)(uintptr_t)p) : NULL;
-  if (!e) {
+  if (!e) return 0;
+  *b = (blk_t){e->key, nnmem__dt_size(e->meta), owner_of(e), e};
+  return 1;
+}
+
+/* The grant masks of block b (NULL: none). */
+static nnmem__grants_t *grants_at(const nnmem_domain_set_t *set,
+                                  const blk_t *b) {
+  if (b->e) return grants_of(set, b->e);
+  if (!set->grants.count) return NULL;
+  nnmem__addrmap_entry_t *g = nnmem__addrmap_get(&set->grants, b->key);
+  return g ? g->p : NULL;
+}
+
+/* Steps 1-2 of free and the whole of access/grant: 1 with the block of `p`
+ * when `d` may use it with `rights` (0: only the owner may), else 0 with
+ * the refusal counted and described. */
+static int lookup(nnmem_domain_t *d, const void *p, uint32_t rights,
+                  const char *what, blk_t *b, nnmem_status_t *s,
+                  nnmem_diag_t *diag) {
+  nnmem_domain_set_t *set = d->set;
+  if (!find_block(set, p, b)) {
     d->st.refused_invalid++;
     *s = nnmem__diag(diag, NNMEM_ERR_INVALID,
                      "domain '%s': %s of %p refused: not a live block of "
                      "the set (forged, stale or interior pointer)",
                      d->st.name, what, p);
-    return NULL;
+    return 0;
   }
   d->st.checks++;
-  uint32_t owner = owner_of(e);
-  if (owner == d->st.id) return e;
-  const nnmem__grants_t *g = grants_of(set, e);
+  if (b->owner == d->st.id) return 1;
+  const nnmem__grants_t *g = grants_at(set, b);
   uint64_t bit = 1ULL << d->st.id;
   int ok = rights && g && (!(rights & NNMEM_GRANT_READ) || (g->read & bit)) &&
            (!(rights & NNMEM_GRANT_FREE) || (g->free & bit));
-  if (ok) return e;
+  if (ok) return 1;
   d->st.refused_denied++;
   *s = nnmem__diag(diag, NNMEM_ERR_DENIED,
                    "domain '%s': %s of block %p (%llu bytes) of domain "
                    "'%s' refused: %s",
-                   d->st.name, what, p,
-                   (unsigned long long)nnmem__dt_size(e->meta),
-                   set->dom[owner]->st.name,
+                   d->st.name, what, p, (unsigned long long)b->size,
+                   set->dom[b->owner]->st.name,
                    rights ? "no grant for it" : "only the owner may");
-  return NULL;
+  return 0;
 }
 
 nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
                                  nnmem_diag_t *diag) {
   if (!d) return NNMEM_ERR_INVALID;
-  nnmem_status_t s = NNMEM_OK;
-  nnmem__dt_entry_t *e = lookup(d, ptr, NNMEM_GRANT_FREE, "free", &s, diag);
-  if (!e) return s;
   nnmem_domain_set_t *set = d->set;
-  uint32_t owner = owner_of(e);
-  uint64_t size = nnmem__dt_size(e->meta);
-  s = under_free(set, owner, ptr);
-  if (s != NNMEM_OK) /* the table and the pool disagree: a library bug */
-    return nnmem__diag(diag, NNMEM_ERR_STATE,
-                       "domain '%s': the pool refused live block %p: %s",
-                       d->st.name, ptr, nnmem_status_str(s));
-  if (e->meta & NNMEM__DT_GRANTS) {
-    nnmem__addrmap_entry_t g;
-    if (nnmem__addrmap_remove(&set->grants, e->key, &g)) free(g.p);
+  uint32_t usable;
+  if (set->owned) { /* one lookup in the pool: pointer and owner */
+    uint32_t actual;
+    uint64_t req;
+    if (nnmem__pool_free_owned(set->pool, ptr, d->st.id + 1, &actual, &req) ==
+        NNMEM_OK) {
+      nnmem__addrmap_entry_t g;
+      if (set->grants.count &&
+          nnmem__addrmap_remove(&set->grants, (uint64_t)(uintptr_t)ptr, &g))
+        free(g.p);
+      d->st.checks++;
+      d->st.live_bytes -= req;
+      d->st.live_blocks--;
+      d->st.frees++;
+      return NNMEM_OK;
+    }
   }
-  nnmem__dt_remove(&set->blocks, e);
-  nnmem_domain_stats_t *o = &set->dom[owner]->st;
-  o->live_bytes -= size;
-  o->live_blocks--;
+  /* the owner frees a block of its cache, no grants anywhere: a registry
+   * load and a compare of the page's tag */
+  if (d->cache && !set->grants.count &&
+      nnmem__allocator_block_tag(set->allocator, ptr, &usable) == d &&
+      nnmem__tcache_block_live(ptr)) {
+    nnmem__tcache_free(d->cache, ptr);
+    d->st.checks++;
+    d->st.live_bytes -= usable;
+    d->st.live_blocks--;
+    d->st.frees++;
+    return NNMEM_OK;
+  }
+  nnmem_status_t s = NNMEM_OK;
+  blk_t b;
+  if (!lookup(d, ptr, NNMEM_GRANT_FREE, "free", &b, &s, diag)) return s;
+  nnmem_domain_t *o = set->dom[b.owner];
+  if (set->owned) {
+    uint32_t actual;
+    uint64_t req;
+    s = nnmem__pool_free_owned(set->pool, ptr, b.owner + 1, &actual, &req);
+    if (s != NNMEM_OK)
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "domain '%s': the pool refused live block %p: %s",
+                         d->st.name, ptr, nnmem_status_str(s));
+  } else if (b.e) {
+    s = under_free(set, b.owner, ptr);
+    if (s != NNMEM_OK) /* the table and the pool disagree: a library bug */
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "domain '%s': the pool refused live block %p: %s",
+                         d->st.name, ptr, nnmem_status_str(s));
+  } else {
+    nnmem__tcache_free(o->cache, ptr);
+  }
+  if (b.e ? (b.e->meta & NNMEM__DT_GRANTS) != 0 : set->grants.count != 0) {
+    nnmem__addrmap_entry_t g;
+    if (nnmem__addrmap_remove(&set->grants, b.key, &g)) free(g.p);
+  }
+  if (b.e) nnmem__dt_remove(&set->blocks, b.e);
+  o->st.live_bytes -= b.size;
+  o->st.live_blocks--;
   d->st.frees++;
-  if (owner != d->st.id) d->st.frees_granted++;
+  if (b.owner != d->st.id) d->st.frees_granted++;
   return NNMEM_OK;
 }
 
@@ -344,7 +539,8 @@ nnmem_status_t nnmem_domain_access(nnmem_domain_t *d, const void *ptr,
                        d->st.name, rights);
   }
   nnmem_status_t s = NNMEM_OK;
-  return lookup(d, ptr, rights, "access", &s, diag) ? NNMEM_OK : s;
+  blk_t b;
+  return lookup(d, ptr, rights, "access", &b, &s, diag) ? NNMEM_OK : s;
 }
 
 /* grant (on = 1) or revoke (on = 0). */
@@ -368,18 +564,18 @@ static nnmem_status_t set_grant(nnmem_domain_t *d, void *ptr, uint32_t grantee,
                        d->st.name, what, grantee, set->n);
   }
   nnmem_status_t s = NNMEM_OK;
-  nnmem__dt_entry_t *e = lookup(d, ptr, 0, what, &s, diag);
-  if (!e) return s;
-  nnmem__grants_t *g = grants_of(set, e);
+  blk_t b;
+  if (!lookup(d, ptr, 0, what, &b, &s, diag)) return s;
+  nnmem__grants_t *g = grants_at(set, &b);
   if (!g && on) {
     g = calloc(1, sizeof *g);
-    nnmem__addrmap_entry_t ge = {e->key, 0, 0, g};
+    nnmem__addrmap_entry_t ge = {b.key, 0, 0, g};
     if (!g || nnmem__addrmap_put(&set->grants, &ge) != NNMEM_OK) {
       free(g);
       return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain '%s': %s: no memory",
                          d->st.name, what);
     }
-    e->meta |= NNMEM__DT_GRANTS;
+    if (b.e) b.e->meta |= NNMEM__DT_GRANTS;
   }
   uint64_t bit = 1ULL << grantee;
   if (g && on) {
@@ -389,9 +585,9 @@ static nnmem_status_t set_grant(nnmem_domain_t *d, void *ptr, uint32_t grantee,
     if (rights & NNMEM_GRANT_READ) g->read &= ~bit;
     if (rights & NNMEM_GRANT_FREE) g->free &= ~bit;
     if (!g->read && !g->free) {
-      nnmem__addrmap_remove(&set->grants, e->key, NULL);
+      nnmem__addrmap_remove(&set->grants, b.key, NULL);
       free(g);
-      e->meta &= ~NNMEM__DT_GRANTS;
+      if (b.e) b.e->meta &= ~NNMEM__DT_GRANTS;
     }
   }
   if (on)
@@ -418,13 +614,12 @@ nnmem_status_t nnmem_domain_block_info(const nnmem_domain_set_t *set,
                                        uint32_t *colour_out,
                                        uint64_t *size_out) {
   if (!set || !ptr) return NNMEM_ERR_INVALID;
-  const nnmem__dt_entry_t *e =
-      nnmem__dt_get(&set->blocks, (uint64_t)(uintptr_t)ptr);
-  if (!e) return NNMEM_ERR_INVALID;
-  if (owner_out) *owner_out = owner_of(e);
+  blk_t b;
+  if (!find_block(set, ptr, &b)) return NNMEM_ERR_INVALID;
+  if (owner_out) *owner_out = b.owner;
   if (colour_out) /* the owner's colour: a domain's never changes */
-    *colour_out = owner_of(e) < set->n ? set->dom[owner_of(e)]->st.colour : 0;
-  if (size_out) *size_out = nnmem__dt_size(e->meta);
+    *colour_out = b.owner < set->n ? set->dom[b.owner]->st.colour : 0;
+  if (size_out) *size_out = b.size;
   return NNMEM_OK;
 }
 
@@ -454,16 +649,70 @@ nnmem_status_t nnmem_domain_set_counters(const nnmem_domain_set_t *set,
   out->size = sizeof *out;
   out->domains = set->n;
   out->protect = set->protect;
-  out->live_blocks = set->blocks.count;
+  for (uint32_t i = 0; i < set->n; i++)
+    out->live_blocks += set->dom[i]->st.live_blocks;
   out->bad_input = set->bad_input;
   out->enters = set->enters;
   return NNMEM_OK;
+}
+
+/* The check's walk over the tagged caches. */
+typedef struct cache_sum {
+  const nnmem_domain_set_t *set;
+  uint32_t owner;
+  uint64_t *bytes, *blocks;
+  size_t with_grants, mislabelled;
+} cache_sum_t;
+
+static void cache_sum_block(void *user, void *blk, uint32_t usable) {
+  cache_sum_t *c = user;
+  blk_t b;
+  /* what the free path will see: this set's block, this owner, this size */
+  c->bytes[c->owner] += usable;
+  c->blocks[c->owner]++;
+  if (!cache_block(c->set, blk, &b) || b.owner != c->owner ||
+      b.size != usable)
+    c->mislabelled++;
+  else
+    c->with_grants += grants_at(c->set, &b) != NULL;
+}
+
+static void owned_sum_block(void *user, void *blk, uint32_t owner,
+                            uint64_t requested) {
+  cache_sum_t *c = user;
+  blk_t b;
+  if (owner == 0 || owner > c->set->n) {
+    c->mislabelled++;
+    return;
+  }
+  c->bytes[owner - 1] += requested;
+  c->blocks[owner - 1]++;
+  if (!find_block(c->set, blk, &b) || b.owner != owner - 1)
+    c->mislabelled++;
+  else
+    c->with_grants += grants_at(c->set, &b) != NULL;
 }
 
 nnmem_status_t nnmem_domain_set_check(const nnmem_domain_set_t *set,
                                       nnmem_diag_t *diag) {
   if (!set) return NNMEM_ERR_INVALID;
   uint64_t bytes[NNMEM_DOMAIN_MAX] = {0}, blocks[NNMEM_DOMAIN_MAX] = {0};
+  cache_sum_t cs = {set, 0, bytes, blocks, 0, 0};
+  if (set->owned &&
+      nnmem__pool_each_owned(set->pool, owned_sum_block, &cs) != NNMEM_OK)
+    return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain set check: no memory");
+  for (uint32_t i = 0; i < set->n; i++) {
+    if (!set->dom[i]->cache) continue;
+    cs.owner = i;
+    if (nnmem__tcache_each(set->dom[i]->cache, cache_sum_block, &cs) !=
+        NNMEM_OK)
+      return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain set check: no memory");
+  }
+  if (cs.mislabelled)
+    return nnmem__diag(diag, NNMEM_ERR_STATE,
+                       "domain set: %zu blocks of a domain's cache or "
+                       "pool records are not seen as its own",
+                       cs.mislabelled);
   uint64_t known = set->n == 64 ? ~0ULL : (1ULL << set->n) - 1;
   size_t count = 0, with_grants = 0;
   for (size_t i = 0; i < set->blocks.cap; i++) {
@@ -494,6 +743,7 @@ nnmem_status_t nnmem_domain_set_check(const nnmem_domain_set_t *set,
     bytes[o] += nnmem__dt_size(e->meta);
     blocks[o]++;
   }
+  with_grants += cs.with_grants;
   if (count != set->blocks.count || count * 4 > set->blocks.cap ||
       with_grants != set->grants.count)
     return nnmem__diag(diag, NNMEM_ERR_STATE,

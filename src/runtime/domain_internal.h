@@ -8,6 +8,7 @@
 
 #include "nnmem/domain.h"
 #include "runtime/addrmap.h"
+#include "runtime/allocator_internal.h"
 #include "runtime/domain_table.h"
 
 /* A protected region: `len` bytes at `base` (mmap), the backend table that
@@ -26,6 +27,9 @@ struct nnmem_domain {
   nnmem_domain_stats_t st; /* counters, name, id, colour, quota */
   nnmem__region_t region;  /* protect sets only */
   nnmem_pool_t *pool;      /* protect sets only: over `region` */
+  /* allocator sets: the domain's tagged cache (allocator_internal.h); its
+   * small blocks carry the owner in their page and are not in `blocks` */
+  nnmem__tcache_t *cache;
 };
 
 /* The grants of a block (in set->grants under its address, p = this;
@@ -36,6 +40,8 @@ typedef struct nnmem__grants {
 
 struct nnmem_domain_set {
   nnmem_pool_t *pool;
+  int owned; /* pool sets: blocks carry id + 1 in the pool's own record
+                (pool_internal.h), not in `blocks` */
   nnmem_allocator_t *allocator;
   nnmem_domain_protect_t protect; /* resolved: NONE, PKEY or MPROTECT */
   uint32_t n;

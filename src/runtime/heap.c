@@ -15,7 +15,10 @@
  *
  * Steps of alloc: 1. round the size to the heap alignment; 2. best fit over
  * the gaps between consecutive live blocks and the tail gap up to the
- * capacity (O(live)); 3. commit the granules it touches (segment.c);
+ * capacity (O(live)), placed in its gap so that committed granules follow
+ * live bytes (gap_place: whole-granule blocks on granule boundaries, odd
+ * ones against the neighbour that holds the partial granule already);
+ * 3. commit the granules it touches (segment.c);
  * 4. take a free slot (LIFO), link it after its predecessor. In AUTO mode a
  * miss compacts and retries, and every check_every allocations the policy
  * compacts when allocated / capacity >= util_min and fragmentation >=
@@ -199,6 +202,42 @@ static nnmem_status_t stale(nnmem_heap_t *h) {
   return NNMEM_ERR_INVALID;
 }
 
+/* Granules a block at [off, off + size) inside a gap would commit: all it
+ * touches but the first and last when a neighbour holds them already. */
+static uint64_t new_granules(const nnmem_heap_t *h, uint64_t off,
+                             uint64_t size) {
+  uint64_t g = h->seg.granule, g0 = off / g, g1 = (off + size - 1) / g;
+  return g1 - g0 + 1 - (h->seg.refs[g0] != 0) -
+         (g1 != g0 && h->seg.refs[g1] != 0);
+}
+
+/* Where in a gap [start, end) (start aligned, room for size; tail: the
+ * gap up to the capacity) the block goes, so that committed memory tracks
+ * live bytes:
+ *   1. a block of whole granules starts on a granule boundary when the gap
+ *      has room: it then commits exactly its granules, and so does a run
+ *      of such blocks, whatever sits beside it later (placed right after
+ *      an odd-sized neighbour it would straddle one more granule for as
+ *      long as it lives);
+ *   2. in the tail gap, anything else goes at its start (the top stays
+ *      low);
+ *   3. in an inner gap, against its end instead of its start when that
+ *      commits fewer granules (the partial granule of the next block is
+ *      reused rather than one more opened). */
+static uint64_t gap_place(const nnmem_heap_t *h, uint64_t start, uint64_t end,
+                          uint64_t size, uint64_t align, int tail) {
+  uint64_t g = h->seg.granule;
+  if (align < g && size % g == 0) {
+    uint64_t a = (start + g - 1) & ~(g - 1);
+    if (a <= end && end - a >= size) return a;
+  }
+  if (tail) return start;
+  uint64_t hi = (end - size) & ~(align - 1);
+  if (hi <= start) return start;
+  return new_granules(h, hi, size) < new_granules(h, start, size) ? hi
+                                                                  : start;
+}
+
 /* Largest gap (inner or tail) and the gap before which a block of `size`
  * aligned to `align` fits best: *after = slot to link after (NIL = head). */
 static int best_fit(const nnmem_heap_t *h, uint64_t size, uint64_t align,
@@ -213,7 +252,7 @@ static int best_fit(const nnmem_heap_t *h, uint64_t size, uint64_t align,
       uint64_t waste = end - start - size;
       if (waste < best) {
         best = waste;
-        *off = start;
+        *off = gap_place(h, start, end, size, align, i == NIL);
         *after = prev;
         found = 1;
         if (waste == 0) break;
@@ -315,8 +354,8 @@ static void policy(nnmem_heap_t *h) {
 
 static nnmem_status_t place(nnmem_heap_t *h, uint64_t size, uint64_t align,
                             uint64_t req, nnmem_handle_t *out) {
-  uint64_t off;
-  uint32_t after, idx;
+  uint64_t off = 0;
+  uint32_t after = NIL, idx;
   if (!best_fit(h, size, align, &off, &after)) return NNMEM_ERR_NOMEM;
   nnmem_status_t s = new_slot(h, &idx);
   if (s != NNMEM_OK) return s;

@@ -85,6 +85,8 @@ nnmem_status_t nnmem_heap_replay(const nnmem_problem_t *problem,
     out->peak_top = hc.top_peak;
     out->compactions = hc.compactions;
     out->bytes_moved = hc.bytes_moved;
+    out->compactions_latency = hc.compactions_latency;
+    out->lat_samples = hc.lat_samples;
   }
   nnmem_heap_destroy(h);
   nnmem_backend_destroy(dev);

@@ -32,13 +32,18 @@
 #include "runtime/pool_internal.h"
 
 #define MAX_SIZE (1ULL << 56)
+/* A live record's `a`: the requested size (<= 2^56) in bits 0-56, the
+ * owner tag of nnmem__pool_alloc_owned in bits 57-63 (0 = none). */
+#define OWNER_SHIFT 57
+#define REQ_MASK ((1ULL << OWNER_SHIFT) - 1)
 
 struct nnmem_pool {
   nnmem_pool_kind_t kind;
   char name[NNMEM_STATS_NAME_MAX];
   nnmem__src_t src;
   nnmem__impl_t impl;
-  nnmem__addrmap_t live; /* addr -> a: requested, b: aux, p: tag */
+  nnmem__addrmap_t live; /* addr -> a: requested | owner, b: aux, p: tag */
+  const void *owners;    /* who tags blocks with owners (one user) */
   uint64_t granule;
   int thread_safe, backed;
   pthread_mutex_t lock;
@@ -323,7 +328,8 @@ static void note_alloc(nnmem_pool_t *pool, uint64_t size, uint64_t block) {
 }
 
 static nnmem_status_t alloc_locked(nnmem_pool_t *pool, uint64_t size,
-                                   uint64_t align, void **out) {
+                                   uint64_t align, uint64_t owner,
+                                   void **out) {
   uint64_t rsize, addr = 0, block = 0, aux = 0;
   void *tag = NULL;
   if (align < pool->granule) align = pool->granule;
@@ -333,7 +339,7 @@ static nnmem_status_t alloc_locked(nnmem_pool_t *pool, uint64_t size,
   nnmem_status_t st = pool->impl.ops->alloc(pool->impl.self, rsize, align,
                                             &addr, &block, &tag, &aux);
   if (st != NNMEM_OK) return st;
-  nnmem__addrmap_entry_t e = {addr, size, aux, tag};
+  nnmem__addrmap_entry_t e = {addr, size | owner << OWNER_SHIFT, aux, tag};
   (void)nnmem__addrmap_put(&pool->live, &e); /* reserved: cannot fail */
   note_alloc(pool, size, block);
   if (nnmem__debug && pool->backed)
@@ -342,16 +348,14 @@ static nnmem_status_t alloc_locked(nnmem_pool_t *pool, uint64_t size,
   return NNMEM_OK;
 }
 
-nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
-                                uint64_t align, void **out) {
-  if (out) *out = NULL;
-  if (!pool || !out || size == 0 || size > MAX_SIZE || (align & (align - 1)) ||
-      align > MAX_SIZE)
-    return NNMEM_ERR_INVALID;
+/* nnmem_pool_alloc and nnmem__pool_alloc_owned (arguments checked). */
+static inline nnmem_status_t pool_alloc(nnmem_pool_t *pool, uint64_t size,
+                                        uint64_t align, uint64_t owner,
+                                        void **out) {
   lock(pool);
   int timed = sample(pool);
   uint64_t t0 = timed ? nnmem__cycles() : 0;
-  nnmem_status_t st = alloc_locked(pool, size, align, out);
+  nnmem_status_t st = alloc_locked(pool, size, align, owner, out);
   if (st != NNMEM_OK) pool->st.failed_count++;
   if (timed) record_latency(pool, t0);
   unlock(pool);
@@ -359,6 +363,29 @@ nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
       atomic_load_explicit(&pool->prof, memory_order_acquire);
   if (pr && st == NNMEM_OK) nnmem__profiler_on_alloc(pr, *out, size);
   return st;
+}
+
+nnmem_status_t nnmem_pool_alloc(nnmem_pool_t *pool, uint64_t size,
+                                uint64_t align, void **out) {
+  if (out) *out = NULL;
+  if (!pool || !out || size == 0 || size > MAX_SIZE || (align & (align - 1)) ||
+      align > MAX_SIZE)
+    return NNMEM_ERR_INVALID;
+  return pool_alloc(pool, size, align, 0, out);
+}
+
+/* The debug fill, the impl's free and the counters of a live record
+ * already taken out of the table. */
+static void free_record_locked(nnmem_pool_t *pool, void *ptr,
+                               const nnmem__addrmap_entry_t *e) {
+  uint64_t req = e->a & REQ_MASK;
+  if (nnmem__debug && pool->backed) /* at least the requested bytes */
+    memset(ptr, 0x55, (size_t)req);
+  uint64_t block = pool->impl.ops->free(pool->impl.self, e->key, e->p, e->b);
+  pool->st.free_count++;
+  pool->st.live_count--;
+  pool->st.requested_bytes -= req;
+  pool->st.allocated_bytes -= block;
 }
 
 nnmem_status_t nnmem_pool_free(nnmem_pool_t *pool, void *ptr) {
@@ -378,18 +405,103 @@ nnmem_status_t nnmem_pool_free(nnmem_pool_t *pool, void *ptr) {
     unlock(pool);
     return NNMEM_ERR_INVALID;
   }
-  if (nnmem__debug && pool->backed) {
-    uint64_t usable = e.a; /* at least the requested bytes are ours */
-    memset(ptr, 0x55, (size_t)usable);
-  }
-  uint64_t block = pool->impl.ops->free(pool->impl.self, addr, e.p, e.b);
-  pool->st.free_count++;
-  pool->st.live_count--;
-  pool->st.requested_bytes -= e.a;
-  pool->st.allocated_bytes -= block;
+  free_record_locked(pool, ptr, &e);
   if (timed) record_latency(pool, t0);
   unlock(pool);
   return NNMEM_OK;
+}
+
+/* ---- owned blocks (pool_internal.h) ------------------------------------ */
+
+int nnmem__pool_claim_owners(nnmem_pool_t *pool, const void *user) {
+  lock(pool);
+  int ok = pool->owners == NULL || pool->owners == user || user == NULL;
+  if (ok) pool->owners = user;
+  unlock(pool);
+  return ok;
+}
+
+nnmem_status_t nnmem__pool_alloc_owned(nnmem_pool_t *pool, uint64_t size,
+                                       uint64_t align, uint32_t owner,
+                                       void **out) {
+  *out = NULL;
+  if (__builtin_expect(size - 1 >= MAX_SIZE || (align & (align - 1)) ||
+                           align > MAX_SIZE || owner - 1 >= 127,
+                       0))
+    return NNMEM_ERR_INVALID;
+  return pool_alloc(pool, size, align, owner, out);
+}
+
+nnmem_status_t nnmem__pool_owner(nnmem_pool_t *pool, const void *ptr,
+                                 uint32_t *owner, uint64_t *requested) {
+  lock(pool);
+  nnmem__addrmap_entry_t *e =
+      ptr ? nnmem__addrmap_get(&pool->live, (uint64_t)(uintptr_t)ptr) : NULL;
+  if (e) {
+    *owner = (uint32_t)(e->a >> OWNER_SHIFT);
+    *requested = e->a & REQ_MASK;
+  }
+  unlock(pool);
+  return e ? NNMEM_OK : NNMEM_ERR_INVALID;
+}
+
+nnmem_status_t nnmem__pool_free_owned(nnmem_pool_t *pool, void *ptr,
+                                      uint32_t owner, uint32_t *actual,
+                                      uint64_t *requested) {
+  nnmem_profiler_t *pr =
+      atomic_load_explicit(&pool->prof, memory_order_acquire);
+  if (__builtin_expect(pr != NULL, 0)) { /* told while the block is live,
+                                            outside the pool lock */
+    uint32_t o;
+    uint64_t r;
+    if (nnmem__pool_owner(pool, ptr, &o, &r) == NNMEM_OK && o == owner &&
+        owner != 0)
+      nnmem__profiler_on_free(pr, ptr);
+  }
+  lock(pool);
+  int timed = sample(pool);
+  uint64_t t0 = timed ? nnmem__cycles() : 0;
+  nnmem__addrmap_entry_t *e =
+      ptr ? nnmem__addrmap_get(&pool->live, (uint64_t)(uintptr_t)ptr) : NULL;
+  nnmem_status_t st = NNMEM_ERR_INVALID;
+  if (e) {
+    *actual = (uint32_t)(e->a >> OWNER_SHIFT);
+    *requested = e->a & REQ_MASK;
+    st = NNMEM_ERR_DENIED;
+  }
+  if (e && *actual == owner && owner != 0) {
+    nnmem__addrmap_entry_t rec = *e;
+    nnmem__addrmap_remove_entry(&pool->live, e);
+    free_record_locked(pool, ptr, &rec);
+    st = NNMEM_OK;
+  }
+  if (timed) record_latency(pool, t0);
+  unlock(pool);
+  return st;
+}
+
+nnmem_status_t nnmem__pool_each_owned(nnmem_pool_t *pool,
+                                      void (*fn)(void *user, void *blk,
+                                                 uint32_t owner,
+                                                 uint64_t requested),
+                                      void *user) {
+  size_t n = 0, cap = 0;
+  nnmem__addrmap_entry_t *rec = NULL;
+  nnmem_status_t st = NNMEM_OK;
+  lock(pool);
+  for (size_t i = 0; i < pool->live.cap && st == NNMEM_OK; i++) {
+    const nnmem__addrmap_entry_t *e = &pool->live.slots[i];
+    if (!e->key || !(e->a >> OWNER_SHIFT)) continue;
+    st = nnmem__grow((void **)&rec, &cap, n + 1, sizeof *rec);
+    if (st == NNMEM_OK) rec[n++] = *e;
+  }
+  unlock(pool);
+  /* outside the lock: fn may free the block */
+  for (size_t k = 0; k < n && st == NNMEM_OK; k++)
+    fn(user, (void *)(uintptr_t)rec[k].key, (uint32_t)(rec[k].a >> OWNER_SHIFT),
+       rec[k].a & REQ_MASK);
+  free(rec);
+  return st;
 }
 
 void nnmem__pool_fork(nnmem_pool_t *pool, int phase) {
@@ -422,7 +534,7 @@ nnmem_status_t nnmem_pool_usable_size(nnmem_pool_t *pool, const void *ptr,
       nnmem__addrmap_get(&pool->live, (uint64_t)(uintptr_t)ptr);
   nnmem_status_t st = NNMEM_ERR_INVALID;
   if (e) {
-    (void)nnmem__align_up(e->a, pool->granule, size_out);
+    (void)nnmem__align_up(e->a & REQ_MASK, pool->granule, size_out);
     st = NNMEM_OK;
   }
   unlock(pool);
@@ -442,7 +554,7 @@ static nnmem_status_t check_locked(nnmem_pool_t *pool, nnmem_diag_t *diag) {
     const nnmem__addrmap_entry_t *e = &pool->live.slots[i];
     if (!e->key) continue;
     n++;
-    req += e->a;
+    req += e->a & REQ_MASK;
     if (e->key & (pool->granule - 1))
       return nnmem__diag(diag, NNMEM_ERR_STATE,
                          "pool %s: live block 0x%llx is misaligned", pool->name,

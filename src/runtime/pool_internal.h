@@ -121,6 +121,36 @@ static inline void nnmem__config_copy(void *dst, size_t dst_size,
   memcpy(dst, &(uint32_t){(uint32_t)dst_size}, sizeof n);
 }
 
+/* Owned blocks (tenant domains, domain.c): a block allocated with an
+ * owner tag (1-127) carries it in the pool's own record of live blocks,
+ * so a free checks the owner in the lookup that validates the pointer:
+ * no second table. Only one user tags a pool's blocks at a time:
+ * nnmem__pool_claim_owners(pool, user) is 1 when `user` holds the claim
+ * now (NULL releases it: call it with NULL only as the holder).
+ * Thread-safety: under the pool's lock like every pool call. */
+int nnmem__pool_claim_owners(nnmem_pool_t *pool, const void *user);
+nnmem_status_t nnmem__pool_alloc_owned(nnmem_pool_t *pool, uint64_t size,
+                                       uint64_t align, uint32_t owner,
+                                       void **out);
+/* The owner (0: an untagged block) and requested size of a live block;
+ * NNMEM_ERR_INVALID when ptr is none. */
+nnmem_status_t nnmem__pool_owner(nnmem_pool_t *pool, const void *ptr,
+                                 uint32_t *owner, uint64_t *requested);
+/* Frees ptr when it is a live block tagged `owner`: NNMEM_OK. Otherwise
+ * nothing changes and nothing is counted: NNMEM_ERR_DENIED with its actual
+ * owner and size (0: untagged), NNMEM_ERR_INVALID when it is no live
+ * block. */
+nnmem_status_t nnmem__pool_free_owned(nnmem_pool_t *pool, void *ptr,
+                                      uint32_t owner, uint32_t *actual,
+                                      uint64_t *requested);
+/* Calls fn for every tagged live block (collected under the lock, called
+ * outside it, so fn may free). NNMEM_ERR_NOMEM: fn was not called. */
+nnmem_status_t nnmem__pool_each_owned(nnmem_pool_t *pool,
+                                      void (*fn)(void *user, void *blk,
+                                                 uint32_t owner,
+                                                 uint64_t requested),
+                                      void *user);
+
 /* Fork hooks of a pool's mutex (thread-safe pools; a no-op otherwise):
  * 0 = lock (before fork), 1 = unlock (parent), 2 = re-initialise (child). */
 void nnmem__pool_fork(nnmem_pool_t *pool, int phase);

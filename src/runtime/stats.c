@@ -215,18 +215,31 @@ void nnmem__stats_json_object(nnmem__jw_t *w, const nnmem_stats_t *s) {
   nnmem__jw_end(w);
 }
 
-nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st, size_t n,
-                                       char *buf, size_t cap, size_t *len_out) {
-  if ((!st && n) || (!buf && cap)) return NNMEM_ERR_INVALID;
+/* A pretty JSON array of n records of `stride` bytes, each written by
+ * `one`, delivered into buf as the format functions promise. */
+static nnmem_status_t format_json_array(
+    const void *items, size_t n, size_t stride,
+    void (*one)(nnmem__jw_t *, const void *), char *buf, size_t cap,
+    size_t *len_out) {
+  if ((!items && n) || (!buf && cap)) return NNMEM_ERR_INVALID;
   nnmem__text_t t;
   nnmem__jw_t w;
   nnmem__text_init(&t);
   nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
   nnmem__jw_array(&w);
   for (size_t i = 0; i < n; i++)
-    nnmem__stats_json_object(&w, &st[i]);
+    one(&w, (const char *)items + i * stride);
   nnmem__jw_end(&w);
   return deliver(&t, nnmem__jw_finish(&w), buf, cap, len_out);
+}
+
+static void pool_json_one(nnmem__jw_t *w, const void *s) {
+  nnmem__stats_json_object(w, s);
+}
+
+nnmem_status_t nnmem_stats_format_json(const nnmem_stats_t *st, size_t n,
+                                       char *buf, size_t cap, size_t *len_out) {
+  return format_json_array(st, n, sizeof *st, pool_json_one, buf, cap, len_out);
 }
 
 static void prom_histogram(nnmem__text_t *t, const nnmem_stats_t *st,
@@ -355,19 +368,15 @@ void nnmem__domain_stats_json(nnmem__jw_t *w, const nnmem_domain_stats_t *s) {
   nnmem__jw_end(w);
 }
 
+static void domain_json_one(nnmem__jw_t *w, const void *s) {
+  nnmem__domain_stats_json(w, s);
+}
+
 nnmem_status_t nnmem_domain_stats_format_json(const nnmem_domain_stats_t *st,
                                               size_t n, char *buf, size_t cap,
                                               size_t *len_out) {
-  if ((!st && n) || (!buf && cap)) return NNMEM_ERR_INVALID;
-  nnmem__text_t t;
-  nnmem__jw_t w;
-  nnmem__text_init(&t);
-  nnmem__jw_init(&w, &t, NNMEM__JW_PRETTY);
-  nnmem__jw_array(&w);
-  for (size_t i = 0; i < n; i++)
-    nnmem__domain_stats_json(&w, &st[i]);
-  nnmem__jw_end(&w);
-  return deliver(&t, nnmem__jw_finish(&w), buf, cap, len_out);
+  return format_json_array(st, n, sizeof *st, domain_json_one, buf, cap,
+                           len_out);
 }
 
 static void put_domain_start(nnmem__text_t *t, const char *name,

@@ -136,3 +136,32 @@ expect_error replay "$T/frag.csv" --heap-capacity 1MiB
 err_has "--heap-capacity needs --defrag"
 expect_error replay "$T/frag.csv" --defrag auto --prometheus
 err_has "no Prometheus form"
+# --lat-high: the latency signal of the auto heap. Which compactions it
+# triggers depends on the clock, but one allocation in --lat-every is timed
+# whatever the clock says: 9 allocations, every 2nd timed = 4 samples (8
+# in a 1000-buffer trace at every 16th: 62). The off run has no signal.
+expect_rc 0 replay "$T/frag.csv" --pool tlsf --defrag auto --heap-capacity 8KiB \
+  --lat-high 2 --lat-every 2 --json
+py 'import json,sys; l=json.load(open(sys.argv[1]))
+off, on = l[1], l[2]
+assert "lat_high" not in off and "lat_samples" not in off, off
+assert on["lat_high"]==2 and on["lat_samples"]==4, on
+assert 0 <= on["compactions_latency"] <= on["compactions"], on
+assert on["fits"] is True, on' "$T/stdout"
+{
+  echo "id,lower,upper,size"
+  for i in $(seq 0 999); do echo "$i,$i,$((i + 3)),$((256 + (i * 37) % 4096))"; done
+} >"$T/lat.csv"
+expect_rc 0 replay "$T/lat.csv" --defrag auto --lat-high 1.1
+out_has "latency signal:"
+out_has "(62 allocations timed)"
+expect_error replay "$T/frag.csv" --defrag off --lat-high 2
+err_has "--lat-high and --lat-every need --defrag auto"
+expect_error replay "$T/frag.csv" --defrag auto --lat-high 1
+err_has "bad --lat-high '1': expected a ratio above 1"
+expect_error replay "$T/frag.csv" --defrag auto --lat-high 2x
+err_has "bad --lat-high '2x'"
+expect_error replay "$T/frag.csv" --defrag auto --lat-every 4
+err_has "--lat-every needs --lat-high"
+expect_error replay "$T/frag.csv" --defrag auto --lat-high 2 --lat-every 0
+err_has "bad --lat-every '0'"

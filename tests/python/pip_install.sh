@@ -10,12 +10,17 @@ trap 'rm -rf "$T"' EXIT
 python3 -m venv "$T/venv" 2>/dev/null || { echo "skip: no venv module" >&2; exit 77; }
 "$T/venv/bin/python" -m pip install --quiet "$SRC/python"
 cd "$T" # not the source tree: the installed package must be the one found
-NNMEM_CLI= "$T/venv/bin/python" - "$SRC" <<'PY'
+NNMEM_CLI= NNMEM_LIBRARY= "$T/venv/bin/python" - "$SRC" <<'PY'
 import sys, nnmem
 src = sys.argv[1]
 assert nnmem.cli_path().startswith(sys.prefix), nnmem.cli_path()
 r = nnmem.plan(src + "/examples/problems/small.csv")
 assert (r.peak, r.fits, r.optimal) == (96, True, True), r
 m = nnmem.plan()  # the built-in resnet50
+assert nnmem.library_path().startswith(sys.prefix), nnmem.library_path()
+with nnmem.Pool("tlsf", device="1GiB") as pool:  # the shipped libnnmem.so
+    a = pool.alloc("64MiB")
+    pool.free(a)
+    assert pool.stats()["allocations_total"] == 1
 print("installed:", nnmem.__version__, "| resnet50 peak", m.peak, "arena", m.height)
 PY

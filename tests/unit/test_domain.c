@@ -237,14 +237,34 @@ typedef struct shadow {
   uint64_t size, can_free; /* bit i: tenant i holds a FREE grant */
 } shadow_t;
 
-static void test_random(void **state) {
-  (void)state;
+/* The bytes a block of `size` is charged: over an allocator, a block of at
+ * most 8 KiB is charged its size class (16-byte steps to 128 B, then four
+ * classes per power of two: the largest power of two below the size, over
+ * 4, is the step), computed here independently of the allocator's table;
+ * over a pool, the request. */
+static uint64_t charged(uint64_t size, int by_class) {
+  if (!by_class || size > 8192) return size;
+  uint64_t step = 16;
+  if (size > 128) {
+    uint64_t pow = 128;
+    while (pow * 2 < size)
+      pow *= 2;
+    step = pow / 4;
+  }
+  return (size + step - 1) / step * step;
+}
+
+/* The randomized run on `set` (a pool set or, by_class, an allocator set
+ * whose small blocks carry their owner in their page). */
+static void random_run(nnmem_domain_set_t *set, int by_class,
+                       const char *what) {
   const uint64_t seed = 20261201;
   uint64_t rng = seed;
-  printf("test_random: seed %llu, %d tenants, %d operations\n",
+  printf("test_random (%s): seed %llu, %d tenants, %d operations\n", what,
          (unsigned long long)seed, TENANTS, OPS);
-  fixture_t f;
-  fx_open(&f, 0);
+  struct {
+    nnmem_domain_set_t *set;
+  } f = {set};
   nnmem_domain_t *dom[TENANTS];
   uint64_t live[TENANTS] = {0}, quota = 1u << 20;
   for (int i = 0; i < TENANTS; i++)
@@ -267,8 +287,11 @@ static void test_random(void **state) {
         forged++;
         continue;
       }
-      uint64_t size = 1 + tu_rand(&rng) % 8192;
+      /* one in 16 past the small sizes: the table path beside the pages */
+      uint64_t size = r % 16 == 15 ? 8193 + tu_rand(&rng) % 16384
+                                   : 1 + tu_rand(&rng) % 8192;
       st = nnmem_domain_alloc(dom[t], size, 0, &s->p, NULL);
+      size = charged(size, by_class);
       if (live[t] + size > quota) {
         if (st != NNMEM_ERR_NOMEM)
           fail_msg("seed %llu op %ld: over quota -> %s",
@@ -281,6 +304,14 @@ static void test_random(void **state) {
                  nnmem_status_name(st));
       live[t] += size;
       s->owner = t, s->size = size, s->can_free = 0;
+      uint32_t owner = 99;
+      uint64_t bsize = 0;
+      assert_ok(nnmem_domain_block_info(f.set, s->p, &owner, NULL, &bsize));
+      if (owner != t || bsize != size)
+        fail_msg("seed %llu op %ld: block of %u, %llu bytes; expected %u, "
+                 "%llu",
+                 (unsigned long long)seed, op, owner,
+                 (unsigned long long)bsize, t, (unsigned long long)size);
       continue;
     }
     if (r < 10 && t != s->owner) { /* the owner grants t */
@@ -361,7 +392,35 @@ static void test_random(void **state) {
   assert_int_equal(qref, quota_refusals);
   assert_int_equal(gfree, granted);
   assert_int_equal(nfree, frees);
+}
+
+static void test_random(void **state) {
+  (void)state;
+  fixture_t f;
+  fx_open(&f, 0);
+  random_run(f.set, 0, "tlsf pool");
   fx_close(&f);
+}
+
+/* The same run over the allocator: small blocks in the domains' own
+ * pages (owner read from the page), large ones in the table. */
+static void test_random_allocator(void **state) {
+  (void)state;
+  nnmem_allocator_t *al = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &al));
+  nnmem_domain_set_config_t c;
+  nnmem_domain_set_config_init(&c);
+  c.allocator = al;
+  nnmem_domain_set_t *set = NULL;
+  assert_ok(nnmem_domain_set_create(&c, &set, NULL));
+  random_run(set, 1, "allocator");
+  nnmem_diag_t d = {{0}};
+  if (nnmem_domain_set_check(set, &d) != NNMEM_OK) fail_msg("%s", d.message);
+  nnmem_domain_set_destroy(set); /* frees every live block */
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(al, &st));
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(al);
 }
 
 static void test_allocator(void **state) {
@@ -386,6 +445,66 @@ static void test_allocator(void **state) {
   assert_ok(nnmem_allocator_stats(al, &st));
   assert_int_equal(st.live_count, 1);
   nnmem_domain_set_destroy(set); /* frees p */
+  assert_ok(nnmem_allocator_stats(al, &st));
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(al);
+}
+
+/* Over an allocator: the owner comes from the block's page. Pointers the
+ * set never handed out are refused whatever page they sit in: a block of
+ * the allocator's own thread cache, a block of another set over the same
+ * allocator, a freed block, an interior pointer; the checker sees a
+ * counter that disagrees with the pages. */
+static void test_allocator_pages(void **state) {
+  (void)state;
+  nnmem_allocator_t *al = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &al));
+  nnmem_domain_set_config_t c;
+  nnmem_domain_set_config_init(&c);
+  c.allocator = al;
+  nnmem_domain_set_t *s1 = NULL, *s2 = NULL;
+  assert_ok(nnmem_domain_set_create(&c, &s1, NULL));
+  assert_ok(nnmem_domain_set_create(&c, &s2, NULL));
+  nnmem_domain_t *a = mk(s1, 1 << 20), *b = mk(s1, 1 << 20);
+  nnmem_domain_t *x = mk(s2, 1 << 20);
+  char *p = NULL, *q = NULL, *r = NULL;
+  assert_ok(nnmem_domain_alloc(a, 100, 0, (void **)&p, NULL));
+  assert_ok(nnmem_domain_alloc(x, 100, 0, (void **)&q, NULL));
+  r = nnmem_alloc(al, 100); /* the thread's cache, no domain's */
+  assert_non_null(r);
+  uint64_t size = 0;
+  uint32_t owner = 9;
+  assert_ok(nnmem_domain_block_info(s1, p, &owner, NULL, &size));
+  assert_int_equal(owner, 0);
+  assert_int_equal(size, 112); /* charged its size class */
+  assert_int_equal(stats_of(a).live_bytes, 112);
+  nnmem_diag_t d = {{0}};
+  assert_int_equal(nnmem_domain_free(a, q, &d), NNMEM_ERR_INVALID);
+  assert_non_null(strstr(d.message, "not a live block of the set"));
+  assert_int_equal(nnmem_domain_free(a, r, NULL), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_domain_free(a, p + 16, NULL), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_domain_free(b, p, &d), NNMEM_ERR_DENIED);
+  assert_non_null(strstr(d.message, "of domain 'tenant0' refused"));
+  /* a grant on a page block, then the grantee frees it */
+  assert_ok(nnmem_domain_grant(a, p, 1, NNMEM_GRANT_FREE, NULL));
+  assert_ok(nnmem_domain_free(b, p, NULL));
+  assert_int_equal(stats_of(a).live_bytes, 0);
+  assert_int_equal(stats_of(b).frees_granted, 1);
+  assert_int_equal(nnmem_domain_free(a, p, NULL), NNMEM_ERR_INVALID); /* twice */
+  assert_int_equal(stats_of(a).refused_invalid, 4);
+  /* a counter off: the checker's walk over the pages sees it */
+  assert_ok(nnmem_domain_alloc(a, 3000, 0, (void **)&p, NULL));
+  assert_ok(nnmem_domain_set_check(s1, NULL));
+  a->st.live_bytes += 16;
+  assert_int_equal(nnmem_domain_set_check(s1, &d), NNMEM_ERR_STATE);
+  assert_non_null(strstr(d.message, "tenant0"));
+  a->st.live_bytes -= 16;
+  assert_ok(nnmem_domain_set_check(s1, NULL));
+  nnmem_free(al, r);
+  nnmem_domain_set_destroy(s1); /* frees p */
+  assert_ok(nnmem_domain_free(x, q, NULL));
+  nnmem_domain_set_destroy(s2);
+  nnmem_stats_t st;
   assert_ok(nnmem_allocator_stats(al, &st));
   assert_int_equal(st.live_count, 0);
   nnmem_allocator_destroy(al);
@@ -586,20 +705,29 @@ static void test_replay(void **state) {
   nnmem_problem_destroy(p);
 }
 
-/* The checker can fail: each invariant broken by hand is reported. */
+/* The checker can fail: each invariant broken by hand is reported. The
+ * block table first (an allocator set's blocks over 8 KiB live there),
+ * then the owners in a pool's records. */
 static void test_check(void **state) {
   (void)state;
-  fixture_t f;
-  fx_open(&f, 0);
-  nnmem_domain_t *a = mk(f.set, 1000), *b = mk(f.set, 1000);
+  nnmem_allocator_t *al = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &al));
+  nnmem_domain_set_config_t c;
+  nnmem_domain_set_config_init(&c);
+  c.allocator = al;
+  struct {
+    nnmem_domain_set_t *set;
+  } f = {NULL};
+  assert_ok(nnmem_domain_set_create(&c, &f.set, NULL));
+  nnmem_domain_t *a = mk(f.set, 100000), *b = mk(f.set, 100000);
   void *p = NULL;
-  assert_ok(nnmem_domain_alloc(a, 100, 0, &p, NULL));
+  assert_ok(nnmem_domain_alloc(a, 10000, 0, &p, NULL));
   assert_ok(nnmem_domain_grant(a, p, 1, NNMEM_GRANT_READ, NULL));
   nnmem_diag_t d = {{0}};
   assert_ok(nnmem_domain_set_check(f.set, &d));
   a->st.live_bytes += 1; /* a counter off by one */
   assert_int_equal(nnmem_domain_set_check(f.set, &d), NNMEM_ERR_STATE);
-  assert_non_null(strstr(d.message, "domain 'tenant0': counted 101 bytes"));
+  assert_non_null(strstr(d.message, "domain 'tenant0': counted 10001 bytes"));
   a->st.live_bytes -= 1;
   nnmem__dt_entry_t *e = nnmem__dt_get(&f.set->blocks, (uintptr_t)p);
   assert_non_null(e);
@@ -618,13 +746,47 @@ static void test_check(void **state) {
   g->free = 0;
   b->st.peak_bytes = 0, b->st.live_bytes = 0; /* still consistent */
   assert_ok(nnmem_domain_set_check(f.set, &d));
-  fx_close(&f);
+  nnmem_domain_set_destroy(f.set);
+  nnmem_allocator_destroy(al);
+  /* a pool set: the owners ride in the pool's records */
+  fixture_t h;
+  fx_open(&h, 0);
+  a = mk(h.set, 1000);
+  assert_ok(nnmem_domain_alloc(a, 100, 0, &p, NULL));
+  assert_int_equal(h.set->blocks.count, 0); /* not in the table */
+  a->st.live_bytes += 1;
+  assert_int_equal(nnmem_domain_set_check(h.set, &d), NNMEM_ERR_STATE);
+  assert_non_null(strstr(d.message, "domain 'tenant0': counted 101 bytes"));
+  a->st.live_bytes -= 1;
+  /* a grant record of no live block */
+  nnmem__addrmap_entry_t ge = {(uintptr_t)p + 4096, 0, 0, NULL};
+  assert_ok(nnmem__addrmap_put(&h.set->grants, &ge));
+  assert_int_equal(nnmem_domain_set_check(h.set, &d), NNMEM_ERR_STATE);
+  assert_non_null(strstr(d.message, "1 grant records"));
+  nnmem__addrmap_remove(&h.set->grants, ge.key, NULL);
+  /* a second set over the same pool keeps its own table */
+  nnmem_domain_set_config_t c2;
+  nnmem_domain_set_config_init(&c2);
+  c2.pool = h.pool;
+  nnmem_domain_set_t *s2 = NULL;
+  assert_ok(nnmem_domain_set_create(&c2, &s2, NULL));
+  nnmem_domain_t *x = mk(s2, 1000);
+  void *q = NULL;
+  assert_ok(nnmem_domain_alloc(x, 100, 0, &q, NULL));
+  assert_int_equal(s2->blocks.count, 1);
+  assert_int_equal(nnmem_domain_free(a, q, NULL), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_domain_free(x, p, NULL), NNMEM_ERR_INVALID);
+  assert_ok(nnmem_domain_set_check(s2, NULL));
+  nnmem_domain_set_destroy(s2);
+  fx_close(&h);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_grants),    cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_quota),     cmocka_unit_test(test_random),
+      cmocka_unit_test(test_random_allocator),
+      cmocka_unit_test(test_allocator_pages),
       cmocka_unit_test(test_allocator), cmocka_unit_test(test_protect),
       cmocka_unit_test(test_format),    cmocka_unit_test(test_replay),
       cmocka_unit_test(test_check),

@@ -66,6 +66,54 @@ static int intact(nnmem_heap_t *h, nnmem_handle_t t, uint64_t n) {
   return ok;
 }
 
+static uint64_t committed(nnmem_heap_t *h) {
+  nnmem_stats_t st;
+  assert_ok(nnmem_heap_stats(h, &st, NULL));
+  return st.reserved_bytes;
+}
+
+/* Placement keeps committed granules near live bytes (4 KiB granules,
+ * alignment 256; offsets worked out by hand):
+ *   1. a block of whole granules starts on a granule boundary: after a
+ *      1000 B block at 0, an 8 KiB block goes to 4096, not 1024 (where it
+ *      would straddle three granules), so freeing the small one leaves
+ *      exactly two granules committed;
+ *   2. an odd-sized block in an inner gap goes against the gap's end when
+ *      the next block already holds that granule: gap [4096, 12544) before
+ *      a block at 12544, 256 B -> 12288, committing nothing new. */
+static void test_placement(void **state) {
+  (void)state;
+  nnmem_backend_t *dev = NULL;
+  nnmem_sim_config_t sc = {0};
+  assert_ok(nnmem_backend_sim_create(&sc, &dev));
+  nnmem_heap_t *h = make(dev, 1 << 20, NNMEM_SEGMENT_BACKEND, 0,
+                         NNMEM_DEFRAG_OFF);
+  nnmem_handle_t s, big;
+  assert_ok(nnmem_handle_alloc(h, 1000, 0, &s));
+  assert_ok(nnmem_handle_alloc(h, 8192, 0, &big));
+  assert_int_equal(off_of(h, s), 0);
+  assert_int_equal(off_of(h, big), 4096);
+  assert_int_equal(committed(h), 3 * 4096);
+  assert_ok(nnmem_handle_free(h, s));
+  assert_int_equal(committed(h), 2 * 4096);
+  assert_ok(nnmem_handle_free(h, big));
+  assert_int_equal(committed(h), 0);
+  nnmem_handle_t a, x, b, t;
+  assert_ok(nnmem_handle_alloc(h, 4096, 0, &a));
+  assert_ok(nnmem_handle_alloc(h, 8448, 0, &x));
+  assert_ok(nnmem_handle_alloc(h, 1000, 0, &b));
+  assert_int_equal(off_of(h, x), 4096);
+  assert_int_equal(off_of(h, b), 12544);
+  assert_ok(nnmem_handle_free(h, x)); /* granules 1 and 2 decommitted */
+  assert_int_equal(committed(h), 2 * 4096);
+  assert_ok(nnmem_handle_alloc(h, 256, 0, &t));
+  assert_int_equal(off_of(h, t), 12288);
+  assert_int_equal(committed(h), 2 * 4096);
+  check(h, 0, 0);
+  nnmem_heap_destroy(h);
+  nnmem_backend_destroy(dev);
+}
+
 /* [a 1K][b 2K][c 1K][d 4K] free b and d? -> compaction slides c down. */
 static void test_compact_layout(void **state) {
   (void)state;
@@ -525,6 +573,7 @@ static void test_stats_render(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_placement),
       cmocka_unit_test(test_compact_layout),
       cmocka_unit_test(test_compact_pinned),
       cmocka_unit_test(test_host_vm_copy),

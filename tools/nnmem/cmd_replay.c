@@ -61,6 +61,8 @@ enum {
   ROPT_MAX_INPUT,
   ROPT_DEFRAG,
   ROPT_HEAP_CAP,
+  ROPT_LAT_HIGH,
+  ROPT_LAT_EVERY,
   ROPT_BACKEND,
   ROPT_NUMA,
   ROPT_TENANTS,
@@ -79,6 +81,8 @@ static const cli_opt_t replay_table[] = {
     {"max-input-size", 0, 1, ROPT_MAX_INPUT},
     {"defrag", 0, 1, ROPT_DEFRAG},
     {"heap-capacity", 0, 1, ROPT_HEAP_CAP},
+    {"lat-high", 0, 1, ROPT_LAT_HIGH},
+    {"lat-every", 0, 1, ROPT_LAT_EVERY},
     {"backend", 0, 1, ROPT_BACKEND},
     {"numa-nodes", 0, 1, ROPT_NUMA},
     {"tenants", 0, 1, ROPT_TENANTS},
@@ -100,6 +104,8 @@ typedef struct replay_opts {
   uint64_t max_input;     /* --max-input-size; 0 = default */
   int defrag;             /* 0 none, 1 off, 2 auto */
   uint64_t heap_capacity; /* 0 = 1.05 x peak live */
+  double lat_high;        /* --lat-high; 0 = latency signal off */
+  uint64_t lat_every;     /* --lat-every; 0 = the heap's default */
   int backend;            /* BACKEND_* */
   uint32_t numa_nodes;    /* --numa-nodes; 0 = no NUMA run */
   uint32_t tenants;       /* --tenants; 0 = no domains */
@@ -147,6 +153,14 @@ static void print_replay_help(void) {
       "                        time, compactions, bytes moved\n"
       "      --heap-capacity SIZE  the heap's bytes (default 1.05 x the\n"
       "                        peak live bytes)\n"
+      "      --lat-high RATIO  with --defrag auto: also compact when the\n"
+      "                        allocation latency rises, i.e. its moving\n"
+      "                        average reaches RATIO x its lowest value\n"
+      "                        (RATIO > 1, e.g. 2; re-armed below\n"
+      "                        min(1.25, RATIO) x; needs utilization >=\n"
+      "                        70%). Reads the clock, so compactions vary\n"
+      "                        from run to run; default off\n"
+      "      --lat-every N     time one allocation in N (default 16)\n"
       "      --backend NAME    where the pools get memory: sim (default:\n"
       "                        the unbacked simulated device), host, mmap\n"
       "                        (real host memory: live bytes must fit), or\n"
@@ -223,6 +237,19 @@ static int set_replay_option(void *opts, int id, const char *v) {
           "replay", "bad --defrag '%s': expected off or auto%s", v,
           cli_did_you_mean(cli_suggest(v, modes, 2), hint, sizeof hint));
     }
+  } else if (id == ROPT_LAT_HIGH) {
+    char *end = NULL;
+    o->lat_high = strtod(v, &end);
+    if (!*v || *end || !(o->lat_high > 1) || o->lat_high > 1e6)
+      return cli_usage_error("replay",
+                             "bad --lat-high '%s': expected a ratio above 1 "
+                             "(e.g. 2)",
+                             v);
+  } else if (id == ROPT_LAT_EVERY) {
+    if (cli_parse_uint(v, UINT32_MAX, &o->lat_every, &why) != 0 ||
+        o->lat_every == 0)
+      return cli_usage_error("replay", "bad --lat-every '%s': %s", v,
+                             why ? why : "must be 1 or more");
   } else if (id == ROPT_HEAP_CAP) {
     if (cli_parse_size(v, &o->heap_capacity, &why) != 0 ||
         o->heap_capacity == 0)
@@ -303,6 +330,11 @@ static int parse_replay_args(int argc, char **argv, replay_opts_t *o) {
   if (!o->trace) return cli_usage_error("replay", "missing TRACE.csv");
   if (o->heap_capacity && !o->defrag)
     return cli_usage_error("replay", "--heap-capacity needs --defrag");
+  if ((o->lat_high > 0 || o->lat_every) && o->defrag != 2)
+    return cli_usage_error("replay",
+                           "--lat-high and --lat-every need --defrag auto");
+  if (o->lat_every && !(o->lat_high > 0))
+    return cli_usage_error("replay", "--lat-every needs --lat-high");
   if (o->defrag && o->prometheus)
     return cli_usage_error("replay",
                            "--defrag results have no Prometheus form; use "
@@ -407,18 +439,25 @@ static void heap_sample(void *user, uint64_t op, uint64_t live,
   h->frag[h->n++] = frag;
 }
 
-static nnmem_status_t heap_replay(const nnmem_problem_t *p, uint64_t cap,
+static nnmem_status_t heap_replay(const replay_opts_t *o,
+                                  const nnmem_problem_t *p, uint64_t cap,
                                   int autom, heap_run_t *h, nnmem_diag_t *d) {
   nnmem_heap_config_t c;
   nnmem_heap_config_init(&c);
   c.capacity = cap;
   c.defrag = autom ? NNMEM_DEFRAG_AUTO : NNMEM_DEFRAG_OFF;
+  if (autom && o->lat_high > 0) { /* the latency signal (heap.h) */
+    c.lat_high = o->lat_high;
+    c.lat_low = o->lat_high < 1.25 ? o->lat_high : 1.25;
+    c.lat_every = (uint32_t)o->lat_every;
+  }
   memset(h, 0, sizeof *h);
   h->every = 2 * (uint64_t)nnmem_problem_count(p) / HEAP_SAMPLES + 1;
   return nnmem_heap_replay(p, &c, heap_sample, h, &h->r, d);
 }
 
-static void heap_text(const char *mode, uint64_t cap, const heap_run_t *h) {
+static void heap_text(const char *mode, uint64_t cap, double lat_high,
+                      const heap_run_t *h) {
   char a[64], b[64];
   const nnmem_heap_replay_result_t *r = &h->r;
   printf("pool: heap (defrag %s, capacity %s)\n", mode,
@@ -440,10 +479,16 @@ static void heap_text(const char *mode, uint64_t cap, const heap_run_t *h) {
   printf("  compactions:         %llu (%s moved)\n",
          (unsigned long long)r->compactions,
          cli_fmt_bytes(r->bytes_moved, a, sizeof a));
+  if (lat_high > 0)
+    printf(
+        "  latency signal:      %llu compactions at >= %gx the lowest "
+        "average (%llu allocations timed)\n",
+        (unsigned long long)r->compactions_latency, lat_high,
+        (unsigned long long)r->lat_samples);
 }
 
 static void heap_json(nnmem__jw_t *w, const char *trace, const char *mode,
-                      uint64_t cap, const heap_run_t *h) {
+                      uint64_t cap, double lat_high, const heap_run_t *h) {
   const nnmem_heap_replay_result_t *r = &h->r;
   nnmem__jw_object(w);
   nnmem__jw_kv_string(w, "trace", trace);
@@ -461,6 +506,11 @@ static void heap_json(nnmem__jw_t *w, const char *trace, const char *mode,
   nnmem__jw_kv_double(w, "fragmentation_max", r->frag_max);
   nnmem__jw_kv_u64(w, "compactions", r->compactions);
   nnmem__jw_kv_u64(w, "bytes_moved", r->bytes_moved);
+  if (lat_high > 0) {
+    nnmem__jw_kv_double(w, "lat_high", lat_high);
+    nnmem__jw_kv_u64(w, "compactions_latency", r->compactions_latency);
+    nnmem__jw_kv_u64(w, "lat_samples", r->lat_samples);
+  }
   nnmem__jw_key(w, "timeline");
   nnmem__jw_array(w);
   for (uint64_t i = 0; i < h->n; i++) {
@@ -492,12 +542,13 @@ static nnmem_status_t run_heaps(const replay_opts_t *o,
   nnmem_status_t s = NNMEM_OK;
   for (int mode = 0; mode < o->defrag && s == NNMEM_OK; mode++) {
     const char *name = mode ? "auto" : "off";
-    s = heap_replay(p, cap, mode, h, d);
+    s = heap_replay(o, p, cap, mode, h, d);
     if (s != NNMEM_OK) break;
+    double lat = mode ? o->lat_high : 0;
     if (o->json)
-      heap_json(w, o->trace, name, cap, h);
+      heap_json(w, o->trace, name, cap, lat, h);
     else
-      heap_text(name, cap, h);
+      heap_text(name, cap, lat, h);
   }
   free(h);
   return s;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/util.h"
 
@@ -62,13 +63,8 @@ static int unit_multiplier(const char *u, uint64_t *mult) {
       {"gb", 1000000000ull},
       {"tb", 1000000000000ull},
   };
-  char low[8];
-  size_t n = strlen(u);
-  if (n >= sizeof low) return -1;
-  for (size_t i = 0; i <= n; i++)
-    low[i] = (char)tolower((unsigned char)u[i]);
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strcmp(low, units[i].name) == 0) {
+    if (strcasecmp(u, units[i].name) == 0) {
       *mult = units[i].mult;
       return 0;
     }

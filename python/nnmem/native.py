@@ -1,0 +1,471 @@
+"""Runtime memory from Python: nnmem's pools and allocator through the shared
+library (libnnmem.so) with ctypes.
+
+    >>> import nnmem
+    >>> with nnmem.Pool("tlsf", capacity="64MiB") as pool:
+    ...     a = pool.alloc(1 << 20)          # an address (int), 1 MiB
+    ...     pool.free(a)
+    ...     pool.stats()["allocations_total"]
+    1
+
+Why ctypes and not an extension module: the library already has a C ABI
+made for other languages (opaque handles, status codes, a diag buffer,
+versioned config structs whose `size` field lets an older caller pass a
+shorter struct), so a binding needs no compiler at install time and
+cannot fall out of step with the C side in a way a test would not see:
+the struct mirrors below are checked against the sizes the library itself
+reports at load time. The planner side of the package (plan, inspect,
+verify) runs the CLI instead, which is where its reports are made.
+
+The library is found as: $NNMEM_LIBRARY; the one shipped in this package
+(nnmem/_lib); libnnmem.so next to the CLI in use (a build folder); the
+system's (ctypes.util.find_library). Every call checks its arguments in
+Python first (TypeError / ValueError), and a status from the library
+becomes NativeError carrying its symbolic name and message, so no call
+can crash the interpreter on a bad argument. Addresses are plain ints:
+memory on a simulated device is not host memory and must never be
+dereferenced; host pools' addresses may be wrapped with ctypes
+(ctypes.c_char * n).from_address(addr) by a caller who knows the size.
+
+Thread-safety: a Pool is not synchronized unless created with
+thread_safe=True; an Allocator may be used from any thread. Closing an
+object (or leaving its `with` block) frees everything it holds; using it
+afterwards raises ValueError.
+"""
+import ctypes
+import ctypes.util
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+__all__ = ["Pool", "Allocator", "NativeError", "library_path", "POOL_KINDS"]
+
+Size = Union[int, str]
+
+POOL_KINDS = ("tiered", "tlsf", "best-fit", "first-fit", "buddy", "slab",
+              "fixed", "shape")
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
+          "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40,
+          "tib": 1 << 40, "kb": 10**3, "mb": 10**6, "gb": 10**9,
+          "tb": 10**12}
+
+
+class NativeError(Exception):
+    """A status from libnnmem: `status` is its symbolic name
+    ("NNMEM_ERR_NOMEM"), `message` the library's text for it (and the
+    diag, naming the field, where the call fills one)."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(f"{message} ({status})")
+        self.status = status
+        self.message = message
+
+
+def _bytes(v: Optional[Size], what: str, allow_zero: bool = True) -> int:
+    """An int, or a string with a unit as the CLI takes it ("64MiB")."""
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise TypeError(f"{what}: expected an int or a size string, "
+                        f"got {type(v).__name__}")
+    if isinstance(v, str):
+        s = v.strip()
+        i = len(s)
+        while i and not s[i - 1].isdigit():
+            i -= 1
+        unit = s[i:].strip().lower()
+        if not s[:i].isdigit() or unit not in _UNITS:
+            raise ValueError(f"{what}: bad size {v!r} (e.g. 4096, 64KiB, "
+                             "512MB)")
+        v = int(s[:i]) * _UNITS[unit]
+    if v < 0 or (v == 0 and not allow_zero) or v >= 1 << 63:
+        raise ValueError(f"{what}: {v} is out of range")
+    return v
+
+
+# ---- the C structs (include/nnmem/*.h), mirrored ----------------------
+
+_u32, _u64, _int = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int
+
+
+class _PoolConfig(ctypes.Structure):  # nnmem_pool_config_t
+    _fields_ = [("size", _u32), ("name", ctypes.c_char_p),
+                ("alignment", _u64), ("capacity", _u64),
+                ("chunk_size", _u64), ("block_size", _u64),
+                ("low_watermark", _u64), ("split_threshold", _u64),
+                ("small_max", _u64), ("large_min", _u64),
+                ("middle", _int), ("retain_empty", _int),
+                ("thread_safe", _int), ("latency_sample", _u32),
+                ("replenish", _int), ("replenish_percent", _u32),
+                ("replenish_submit", ctypes.c_void_p),
+                ("replenish_user", ctypes.c_void_p),
+                ("keep_empty", _u32)]
+
+
+class _SimConfig(ctypes.Structure):  # nnmem_sim_config_t
+    _fields_ = [("size", _u32), ("capacity", _u64), ("alignment", _u64),
+                ("backed", _int), ("fail_at", _u64), ("fail_after", _int),
+                ("address_base", _u64)]
+
+
+class _AllocatorConfig(ctypes.Structure):  # nnmem_allocator_config_t
+    _fields_ = [("size", _u32), ("backend", ctypes.c_void_p),
+                ("no_thread_cache", _int), ("small_max", _u64),
+                ("large_min", _u64), ("leaks", ctypes.c_void_p),
+                ("keep_empty", _u32), ("latency_sample", _u32)]
+
+
+_STATS_LAT_BUCKETS = 32
+
+
+class _Stats(ctypes.Structure):  # nnmem_stats_t
+    _fields_ = ([("size", _u32), ("version", _u32),
+                 ("name", ctypes.c_char * 48)] +
+                [(n, _u64) for n in (
+                    "requested_bytes", "requested_bytes_peak",
+                    "allocated_bytes", "allocated_bytes_peak",
+                    "reserved_bytes", "reserved_bytes_peak", "alloc_count",
+                    "free_count", "failed_count", "misuse_count",
+                    "live_count", "backend_allocs", "backend_frees",
+                    "free_bytes", "largest_free")] +
+                [("fragmentation", ctypes.c_double)] +
+                [(n, _u64) for n in (
+                    "cache_hits", "cache_misses", "lock_acquisitions",
+                    "lock_contended", "latency_samples")] +
+                [("latency_hist", _u64 * _STATS_LAT_BUCKETS)] +
+                [(n, _u64) for n in (
+                    "latency_sum_ns", "refills", "refill_failures",
+                    "empty_hits", "remote_frees", "remote_allocs",
+                    "bad_node_requests", "compactions",
+                    "compactions_latency")])
+
+
+class _Diag(ctypes.Structure):  # nnmem_diag_t
+    _fields_ = [("message", ctypes.c_char * 512)]
+
+
+# ---- loading -----------------------------------------------------------
+
+def library_path() -> str:
+    """The libnnmem shared library this module loads (see the module
+    docstring for the search order). Raises NativeError when none."""
+    env = os.environ.get("NNMEM_LIBRARY")
+    if env:
+        return env
+    here = Path(__file__).resolve().parent / "_lib"
+    for name in ("libnnmem.so", "libnnmem.so.0", "libnnmem.dylib"):
+        if (here / name).is_file():
+            return str(here / name)
+    cli = os.environ.get("NNMEM_CLI") or shutil.which("nnmem")
+    if cli:
+        beside = Path(cli).resolve().parent / "libnnmem.so"
+        if beside.is_file():
+            return str(beside)
+    found = ctypes.util.find_library("nnmem")
+    if found:
+        return found
+    raise NativeError("NNMEM_ERR_NOT_FOUND",
+                      "no libnnmem shared library: set NNMEM_LIBRARY, or "
+                      "install the package with pip (it ships one)")
+
+
+_lib = None
+
+
+def _load() -> ctypes.CDLL:
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = library_path()
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise NativeError("NNMEM_ERR_NOT_FOUND",
+                          f"cannot load {path}: {e}") from None
+    vp, st = ctypes.c_void_p, ctypes.c_int
+    sigs = {
+        "nnmem_status_name": (ctypes.c_char_p, [st]),
+        "nnmem_status_str": (ctypes.c_char_p, [st]),
+        "nnmem_stats_init": (None, [ctypes.POINTER(_Stats)]),
+        "nnmem_stats_format_json": (st, [ctypes.POINTER(_Stats),
+                                         ctypes.c_size_t, ctypes.c_char_p,
+                                         ctypes.c_size_t,
+                                         ctypes.POINTER(ctypes.c_size_t)]),
+        "nnmem_pool_config_init": (None, [ctypes.POINTER(_PoolConfig)]),
+        "nnmem_pool_kind_parse": (st, [ctypes.c_char_p,
+                                       ctypes.POINTER(ctypes.c_int)]),
+        "nnmem_pool_create_diag": (st, [ctypes.c_int,
+                                        ctypes.POINTER(_PoolConfig), vp,
+                                        ctypes.POINTER(vp),
+                                        ctypes.POINTER(_Diag)]),
+        "nnmem_pool_destroy": (None, [vp]),
+        "nnmem_pool_alloc": (st, [vp, _u64, _u64, ctypes.POINTER(vp)]),
+        "nnmem_pool_free": (st, [vp, vp]),
+        "nnmem_pool_usable_size": (st, [vp, vp, ctypes.POINTER(_u64)]),
+        "nnmem_pool_check": (st, [vp, ctypes.POINTER(_Diag)]),
+        "nnmem_pool_stats": (st, [vp, ctypes.POINTER(_Stats)]),
+        "nnmem_backend_host_create": (st, [ctypes.POINTER(vp)]),
+        "nnmem_backend_sim_create": (st, [ctypes.POINTER(_SimConfig),
+                                          ctypes.POINTER(vp)]),
+        "nnmem_backend_destroy": (None, [vp]),
+        "nnmem_backend_mem_info": (st, [vp, ctypes.POINTER(_u64),
+                                        ctypes.POINTER(_u64)]),
+        "nnmem_allocator_config_init": (None,
+                                        [ctypes.POINTER(_AllocatorConfig)]),
+        "nnmem_allocator_create": (st, [ctypes.POINTER(_AllocatorConfig),
+                                        ctypes.POINTER(vp)]),
+        "nnmem_allocator_destroy": (None, [vp]),
+        "nnmem_alloc_aligned": (vp, [vp, ctypes.c_size_t, ctypes.c_size_t]),
+        "nnmem_allocator_free": (st, [vp, vp]),
+        "nnmem_allocator_stats": (st, [vp, ctypes.POINTER(_Stats)]),
+    }
+    for name, (res, args) in sigs.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise NativeError("NNMEM_ERR_UNSUPPORTED",
+                              f"{path} has no {name} (an older "
+                              "libnnmem?)") from None
+        fn.restype, fn.argtypes = res, args
+    # The mirrors must be the library's structs: nnmem_stats_init writes
+    # sizeof(nnmem_stats_t), and the config structs' defaults are read
+    # only as far as their `size`, so a shorter mirror is safe, a longer
+    # one is not.
+    s = _Stats()
+    lib.nnmem_stats_init(ctypes.byref(s))
+    if s.size != ctypes.sizeof(_Stats):
+        raise NativeError("NNMEM_ERR_UNSUPPORTED",
+                          f"{path}: nnmem_stats_t is {s.size} bytes, this "
+                          f"package expects {ctypes.sizeof(_Stats)}")
+    _lib = lib
+    return lib
+
+
+def _check(st: int, diag: Optional[_Diag] = None, what: str = "") -> None:
+    if st == 0:
+        return
+    lib = _load()
+    name = (lib.nnmem_status_name(st) or b"NNMEM_ERR_?").decode()
+    text = (lib.nnmem_status_str(st) or b"").decode()
+    if diag is not None and diag.message:
+        text = diag.message.decode(errors="replace")
+    raise NativeError(name, f"{what}: {text}" if what else text)
+
+
+def _stats_dict(st: _Stats) -> Dict[str, Any]:
+    lib = _load()
+    need = ctypes.c_size_t(0)
+    lib.nnmem_stats_format_json(ctypes.byref(st), 1, None, 0,
+                                ctypes.byref(need))
+    buf = ctypes.create_string_buffer(need.value + 1)
+    _check(lib.nnmem_stats_format_json(ctypes.byref(st), 1, buf,
+                                       len(buf), ctypes.byref(need)),
+           what="stats")
+    return json.loads(buf.value.decode())[0]
+
+
+def _address(ptr: Any, what: str) -> int:
+    if isinstance(ptr, bool) or not isinstance(ptr, int):
+        raise TypeError(f"{what}: expected an address (int), got "
+                        f"{type(ptr).__name__}")
+    if ptr <= 0 or ptr >= 1 << 64:
+        raise ValueError(f"{what}: {ptr:#x} is not an address")
+    return ptr
+
+
+def _align(align: int) -> int:
+    if isinstance(align, bool) or not isinstance(align, int):
+        raise TypeError(f"align: expected an int, got {type(align).__name__}")
+    if align < 0 or (align & (align - 1)):
+        raise ValueError(f"align: {align} is not 0 or a power of two")
+    return align
+
+
+class Pool:
+    """One nnmem pool (fixed, tlsf, best-fit, first-fit, buddy, slab,
+    tiered, shape) on its own backend: host memory (`device=None`) or a
+    simulated device of `device` bytes (addresses only, not host memory;
+    `device_alignment` 64-512). `capacity` caps the pool's reserved bytes;
+    `block_size` is required for "fixed"; other knobs are those of
+    nnmem_pool_config_t (include/nnmem/pool.h)."""
+
+    def __init__(self, kind: str = "tiered", *, capacity: Optional[Size] = None,
+                 device: Optional[Size] = None, device_alignment: int = 0,
+                 alignment: int = 0, chunk_size: Optional[Size] = None,
+                 block_size: Optional[Size] = None, thread_safe: bool = False,
+                 name: Optional[str] = None):
+        if not isinstance(kind, str):
+            raise TypeError(f"kind: expected a str, got {type(kind).__name__}")
+        if name is not None and not isinstance(name, str):
+            raise TypeError("name: expected a str")
+        lib = _load()
+        k = ctypes.c_int(0)
+        if lib.nnmem_pool_kind_parse(kind.encode(), ctypes.byref(k)) != 0:
+            raise ValueError(f"kind: unknown pool kind {kind!r} (expected one "
+                             f"of {', '.join(POOL_KINDS)})")
+        cfg = _PoolConfig()
+        lib.nnmem_pool_config_init(ctypes.byref(cfg))
+        cfg.size = ctypes.sizeof(_PoolConfig)
+        self._name = name.encode() if name else None
+        cfg.name = self._name
+        cfg.alignment = _align(alignment)
+        cfg.capacity = _bytes(capacity, "capacity")
+        cfg.chunk_size = _bytes(chunk_size, "chunk_size")
+        cfg.block_size = _bytes(block_size, "block_size")
+        cfg.thread_safe = 1 if thread_safe else 0
+        self._pool = self._backend = None
+        self.kind = kind
+        self.host = device is None
+        be = ctypes.c_void_p()
+        if device is None:
+            _check(lib.nnmem_backend_host_create(ctypes.byref(be)),
+                   what="host backend")
+        else:
+            sim = _SimConfig(size=ctypes.sizeof(_SimConfig),
+                             capacity=_bytes(device, "device", False),
+                             alignment=_align(device_alignment))
+            _check(lib.nnmem_backend_sim_create(ctypes.byref(sim),
+                                                ctypes.byref(be)),
+                   what="simulated device")
+        self._backend = be
+        pool, diag = ctypes.c_void_p(), _Diag()
+        st = lib.nnmem_pool_create_diag(k.value, ctypes.byref(cfg), be,
+                                        ctypes.byref(pool), ctypes.byref(diag))
+        if st != 0:
+            lib.nnmem_backend_destroy(be)
+            self._backend = None
+            _check(st, diag, f"{kind} pool")
+        self._pool = pool
+
+    def _p(self) -> ctypes.c_void_p:
+        if self._pool is None:
+            raise ValueError("the pool is closed")
+        return self._pool
+
+    def alloc(self, size: Size, align: int = 0) -> int:
+        """A block of `size` bytes (aligned to `align`, 0: the pool's);
+        its address. NativeError NNMEM_ERR_NOMEM when the pool or the
+        device is full."""
+        n = _bytes(size, "size", allow_zero=False)
+        out = ctypes.c_void_p()
+        _check(_load().nnmem_pool_alloc(self._p(), n, _align(align),
+                                        ctypes.byref(out)),
+               what=f"alloc {n} bytes")
+        return out.value
+
+    def free(self, addr: int) -> None:
+        """Frees a block. NativeError NNMEM_ERR_INVALID for a double free
+        or an address the pool did not hand out (nothing changes)."""
+        _check(_load().nnmem_pool_free(self._p(), _address(addr, "free")),
+               what=f"free {addr:#x}")
+
+    def usable_size(self, addr: int) -> int:
+        out = _u64()
+        _check(_load().nnmem_pool_usable_size(
+            self._p(), _address(addr, "usable_size"), ctypes.byref(out)),
+            what=f"usable_size {addr:#x}")
+        return out.value
+
+    def check(self) -> None:
+        """Walks the pool's invariants; NativeError naming the first one
+        broken."""
+        diag = _Diag()
+        _check(_load().nnmem_pool_check(self._p(), ctypes.byref(diag)),
+               diag, "check")
+
+    def stats(self) -> Dict[str, Any]:
+        """The pool's statistics, with the keys of `nnmem replay --json`
+        (allocations_total, live_blocks, reserved_bytes_peak, fragmentation,
+        latency_p99_ns, ...)."""
+        st = _Stats()
+        _load().nnmem_stats_init(ctypes.byref(st))
+        _check(_load().nnmem_pool_stats(self._p(), ctypes.byref(st)),
+               what="stats")
+        return _stats_dict(st)
+
+    def close(self) -> None:
+        """Frees every block and the pool's memory. Idempotent."""
+        lib = _load()
+        if self._pool is not None:
+            lib.nnmem_pool_destroy(self._pool)
+            self._pool = None
+        if self._backend is not None:
+            lib.nnmem_backend_destroy(self._backend)
+            self._backend = None
+
+    def __enter__(self) -> "Pool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Allocator:
+    """nnmem's general-purpose allocator (thread caches over a tiered pool,
+    host memory): what libnnmem_malloc.so serves malloc with."""
+
+    def __init__(self, *, thread_cache: bool = True):
+        lib = _load()
+        cfg = _AllocatorConfig()
+        lib.nnmem_allocator_config_init(ctypes.byref(cfg))
+        cfg.size = ctypes.sizeof(_AllocatorConfig)
+        cfg.no_thread_cache = 0 if thread_cache else 1
+        a = ctypes.c_void_p()
+        self._a = None
+        _check(lib.nnmem_allocator_create(ctypes.byref(cfg), ctypes.byref(a)),
+               what="allocator")
+        self._a = a
+
+    def _h(self) -> ctypes.c_void_p:
+        if self._a is None:
+            raise ValueError("the allocator is closed")
+        return self._a
+
+    def alloc(self, size: Size, align: int = 16) -> int:
+        n = _bytes(size, "size", allow_zero=False)
+        if _align(align) == 0:
+            align = 16
+        p = _load().nnmem_alloc_aligned(self._h(), n, align)
+        if not p:
+            raise NativeError("NNMEM_ERR_NOMEM",
+                              f"alloc {n} bytes: out of memory")
+        return p
+
+    def free(self, addr: int) -> None:
+        """NativeError NNMEM_ERR_INVALID for a pointer the allocator does
+        not own or a detected double free (nothing changes)."""
+        _check(_load().nnmem_allocator_free(self._h(), _address(addr, "free")),
+               what=f"free {addr:#x}")
+
+    def stats(self) -> Dict[str, Any]:
+        st = _Stats()
+        _load().nnmem_stats_init(ctypes.byref(st))
+        _check(_load().nnmem_allocator_stats(self._h(), ctypes.byref(st)),
+               what="stats")
+        return _stats_dict(st)
+
+    def close(self) -> None:
+        if self._a is not None:
+            _load().nnmem_allocator_destroy(self._a)
+            self._a = None
+
+    def __enter__(self) -> "Allocator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,193 @@
+"""The runtime half of the Python package (python/nnmem/native.py): Pool and
+Allocator over libnnmem.so with ctypes. Run with pytest by
+tests/cli/python.sh (the library beside this build's nnmem binary).
+
+What is checked: every pool kind under a random workload (fixed, printed
+seed) against an independent model of the live blocks (no two live blocks
+overlap, each is aligned and inside the device's address range, the
+pool's own invariant check passes after every step, its counters match the
+model); device-full and double-free errors surface as NativeError with
+the library's status; wrong argument types and values raise
+TypeError / ValueError before any call; a closed object refuses use; a
+missing library is a NativeError, not a crash."""
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nnmem
+
+SEED = 20261201
+KINDS = ["tiered", "tlsf", "best-fit", "first-fit", "buddy", "slab", "fixed"]
+
+
+def _overlaps(blocks):
+    spans = sorted(blocks.items())
+    for (a, n), (b, _) in zip(spans, spans[1:]):
+        if a + n > b:
+            return (a, n, b)
+    return None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_random_workload_matches_model(kind):
+    rng = random.Random(f"{SEED}-{kind}")
+    print(f"seed {SEED}-{kind}")
+    fixed = kind == "fixed"
+    kw = {"block_size": 4096} if fixed else {}
+    with nnmem.Pool(kind, device="256MiB", **kw) as pool:
+        live = {}  # address -> requested size
+        allocs = frees = 0
+        for step in range(600):
+            if live and (rng.random() < 0.45 or len(live) > 200):
+                addr = rng.choice(sorted(live))
+                pool.free(addr)
+                del live[addr]
+                frees += 1
+            else:
+                size = 4096 if fixed else rng.choice(
+                    [rng.randint(1, 256), rng.randint(257, 65536),
+                     rng.randint(65537, 4 << 20)])
+                align = 0 if fixed else rng.choice([0, 64, 256, 4096])
+                addr = pool.alloc(size, align)
+                if align:
+                    assert addr % align == 0, (step, hex(addr), align)
+                assert addr not in live
+                assert pool.usable_size(addr) >= size
+                live[addr] = size
+                allocs += 1
+            assert _overlaps(live) is None, (kind, step)
+            if step % 50 == 0:
+                pool.check()
+        pool.check()
+        st = pool.stats()
+        assert st["live_blocks"] == len(live)
+        assert st["allocations_total"] == allocs
+        assert st["frees_total"] == frees
+        assert st["requested_bytes"] >= 0
+        assert st["reserved_bytes"] >= st["allocated_bytes"]
+
+
+def test_host_pool_memory_is_usable():
+    import ctypes
+    with nnmem.Pool("tlsf", capacity="16MiB") as pool:
+        a = pool.alloc(4096, 64)
+        buf = (ctypes.c_ubyte * 4096).from_address(a)
+        buf[0], buf[4095] = 7, 9
+        assert (buf[0], buf[4095]) == (7, 9)
+        pool.free(a)
+
+
+def test_device_full_is_nomem():
+    with nnmem.Pool("tlsf", device="1MiB", chunk_size="1MiB") as pool:
+        pool.alloc("512KiB")
+        with pytest.raises(nnmem.NativeError) as e:
+            pool.alloc("1MiB")
+        assert e.value.status == "NNMEM_ERR_NOMEM"
+        assert pool.stats()["failed_allocations_total"] == 1
+        pool.check()
+
+
+def test_double_and_foreign_free_refused():
+    with nnmem.Pool("tlsf") as pool:
+        a = pool.alloc(100)
+        pool.free(a)
+        for bad in (a, a + 8, 0x1000):
+            with pytest.raises(nnmem.NativeError) as e:
+                pool.free(bad)
+            assert e.value.status == "NNMEM_ERR_INVALID"
+        assert pool.stats()["misuse_total"] == 3
+        pool.check()
+
+
+def test_bad_config_names_the_field():
+    with pytest.raises(nnmem.NativeError) as e:
+        nnmem.Pool("fixed")
+    assert "block_size" in e.value.message
+    with pytest.raises(ValueError, match="unknown pool kind"):
+        nnmem.Pool("no-such-kind")
+
+
+@pytest.mark.parametrize("call,exc", [
+    (lambda p: p.alloc(1.5), TypeError),
+    (lambda p: p.alloc(True), TypeError),
+    (lambda p: p.alloc(0), ValueError),
+    (lambda p: p.alloc(-4), ValueError),
+    (lambda p: p.alloc("12 parsecs"), ValueError),
+    (lambda p: p.alloc(64, 3), ValueError),
+    (lambda p: p.alloc(64, "16"), TypeError),
+    (lambda p: p.free("0x10"), TypeError),
+    (lambda p: p.free(0), ValueError),
+    (lambda p: p.free(-1), ValueError),
+    (lambda p: p.usable_size(None), TypeError),
+])
+def test_wrong_arguments_raise(call, exc):
+    with nnmem.Pool("tlsf", device="1MiB") as pool:
+        with pytest.raises(exc):
+            call(pool)
+        assert pool.stats()["allocations_total"] == 0
+
+
+def test_wrong_constructor_arguments():
+    with pytest.raises(TypeError):
+        nnmem.Pool(3)
+    with pytest.raises(TypeError):
+        nnmem.Pool("tlsf", capacity=1.0)
+    with pytest.raises(ValueError):
+        nnmem.Pool("tlsf", device=0)
+    with pytest.raises(ValueError):
+        nnmem.Pool("tlsf", alignment=48)
+
+
+def test_closed_objects_refuse_use():
+    pool = nnmem.Pool("slab")
+    pool.close()
+    pool.close()  # idempotent
+    with pytest.raises(ValueError, match="closed"):
+        pool.alloc(16)
+    a = nnmem.Allocator()
+    a.close()
+    with pytest.raises(ValueError, match="closed"):
+        a.free(0x1000)
+
+
+def test_allocator_roundtrip_and_misuse():
+    rng = random.Random(SEED)
+    print(f"seed {SEED}")
+    with nnmem.Allocator() as al:
+        live = {}
+        for _ in range(2000):
+            if live and rng.random() < 0.5:
+                addr = rng.choice(sorted(live))
+                al.free(addr)
+                del live[addr]
+            else:
+                n = rng.randint(1, 100000)
+                addr = al.alloc(n, rng.choice([16, 64, 4096]))
+                live[addr] = n
+            assert _overlaps(live) is None
+        st = al.stats()
+        assert st["live_blocks"] == len(live)
+        with pytest.raises(nnmem.NativeError) as e:
+            al.free(0x3039)
+        assert e.value.status == "NNMEM_ERR_INVALID"
+        assert al.stats()["misuse_total"] == 1
+
+
+def test_missing_library_is_an_exception():
+    env = dict(os.environ, NNMEM_LIBRARY="/nonexistent/libnnmem.so")
+    code = ("import nnmem\n"
+            "try:\n"
+            "    nnmem.Pool('tlsf')\n"
+            "except nnmem.NativeError as e:\n"
+            "    print(e.status, 'cannot load' in e.message)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "NNMEM_ERR_NOT_FOUND True"
+
+
+def test_library_path_is_this_build():
+    assert Path(nnmem.library_path()).is_file()
