@@ -12,8 +12,9 @@
  * across modes so that background load hits all alike; ns per step, median of
  *      --repeat (default 7), and the ratio to "off";
  *   2. backtrace cost: from a call chain 24 frames deep, glibc backtrace()
- *      of 16 frames against libunwind's unw_backtrace() (when CMake found
- *      libunwind: NNMEM_BENCH_UNWIND), ns per call, median of runs;
+ *      of 16 frames against libunwind's unw_backtrace() (libunwind.so.8
+ *      opened with dlopen, as the leak records do; "absent" without it),
+ *      ns per call, median of runs;
  *   3. every row also goes to OUT.csv (default bench-leaks.csv).
  * Compiled without nnmem/leaks.h (NNMEM_BENCH_BASELINE, against an older
  * nnmem) it runs the ring with records absent only: the "off" figure of
@@ -26,11 +27,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <dlfcn.h>
+
 #include "nnmem/nnmem.h"
-#ifdef NNMEM_BENCH_UNWIND
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-#endif
 
 #include "bench_util.h"
 
@@ -102,11 +101,14 @@ static __attribute__((noinline)) double deep(int d, bt_fn fn, int calls) {
   return (now() - t0) * 1e9 / calls;
 }
 
-#ifdef NNMEM_BENCH_UNWIND
-static int unw_bt(void **buf, int n) {
-  return unw_backtrace(buf, n);
+/* libunwind's unw_backtrace, opened as src/runtime/leaks.c opens it; NULL
+ * when libunwind.so.8 is absent. */
+static int (*unw_bt)(void **buf, int n);
+static void open_unwind(void) {
+  void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  void *f = h ? dlsym(h, "unw_backtrace") : NULL;
+  if (f) memcpy(&unw_bt, &f, sizeof f);
 }
-#endif
 
 int main(int argc, char **argv) {
   int repeat = 7;
@@ -161,26 +163,23 @@ int main(int argc, char **argv) {
     nnmem_allocator_destroy(al[m]);
   }
   double bt[MAX_REPEAT], uw[MAX_REPEAT];
+  open_unwind();
   for (int r = 0; r < repeat; r++) {
     bt[r] = deep(24, backtrace, 20000);
-#ifdef NNMEM_BENCH_UNWIND
-    uw[r] = deep(24, unw_bt, 20000);
-#else
-    uw[r] = 0;
-#endif
+    uw[r] = unw_bt ? deep(24, unw_bt, 20000) : 0;
   }
   double b = median(bt, repeat), u = median(uw, repeat);
   printf("\nbacktrace of 16 frames from 24 deep, ns per call (median of %d)\n",
          repeat);
   printf("%-28s %10.1f\n", "glibc backtrace()", b);
   fprintf(csv, "backtrace,glibc,%.1f,1\n", b);
-#ifdef NNMEM_BENCH_UNWIND
-  printf("%-28s %10.1f  (%.2fx glibc)\n", "libunwind unw_backtrace()", u,
-         u / b);
-  fprintf(csv, "backtrace,libunwind,%.1f,%.4f\n", u, u / b);
-#else
-  printf("%-28s %10s\n", "libunwind unw_backtrace()", "absent");
-#endif
+  if (unw_bt) {
+    printf("%-28s %10.1f  (%.2fx glibc)\n", "libunwind unw_backtrace()", u,
+           u / b);
+    fprintf(csv, "backtrace,libunwind,%.1f,%.4f\n", u, u / b);
+  } else {
+    printf("%-28s %10s\n", "libunwind unw_backtrace()", "absent");
+  }
   fclose(csv);
   free(slot);
   free(size);

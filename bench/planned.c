@@ -16,6 +16,12 @@
  *      the same events timed: wall time / operations (allocations + frees,
  *      step markers included in the time) and / allocations; median of
  *      --repeat (default 7); served and fallback counts;
+ *   3b. the cost of the allocation calls alone, by difference: the same
+ *      replay on a fresh serving object in which every allocation call is
+ *      replaced by a load of the pointer the full run got (frees and step
+ *      markers still run: the frees then find no live block, one probe
+ *      sequence as before); (full - without allocs) / allocations, each the
+ *      median of --repeat, the rounds interleaved with the full runs;
  *   4. the tiered pool on the same trace (nnmem_pool_replay on an unbacked
  *      simulated device: wall time / operations, peak reserved), median;
  *   5. rows to OUT.csv (default bench-planned.csv).
@@ -93,9 +99,10 @@ static ev_t *make_events(const nnmem_problem_t *p, size_t *n_out) {
   return ev;
 }
 
-/* Plays the events; returns the seconds taken. */
+/* Plays the events; returns the seconds taken. With `given` (3b), an
+ * allocation is not called: its pointer is loaded from given[]. */
 static double play(nnmem_planned_t *pl, const nnmem_buffer_t *b, const ev_t *ev,
-                   size_t n, void **ptr) {
+                   size_t n, void **ptr, void *const *given) {
   uint64_t step = 0;
   double t0 = now();
   for (size_t i = 0; i < n; i++) {
@@ -104,7 +111,8 @@ static double play(nnmem_planned_t *pl, const nnmem_buffer_t *b, const ev_t *ev,
       step++;
     }
     if (ev[i].kind == 0)
-      ptr[ev[i].buf] = nnmem_planned_alloc(pl, b[ev[i].buf].size);
+      ptr[ev[i].buf] =
+          given ? given[ev[i].buf] : nnmem_planned_alloc(pl, b[ev[i].buf].size);
     else
       nnmem_planned_free(pl, ptr[ev[i].buf]);
   }
@@ -129,7 +137,7 @@ static void bench_trace(const char *path, const char *name, int repeat,
   /* 2. record, plan, verify */
   nnmem_planned_t *pl = NULL;
   nnmem_planned_record(a, NULL, &pl);
-  play(pl, b, ev, nev, ptr);
+  play(pl, b, ev, nev, ptr, NULL);
   nnmem_problem_t *rec = NULL;
   nnmem_plan_t *plan = NULL;
   nnmem_status_t st = nnmem_planned_problem(pl, &rec);
@@ -153,20 +161,29 @@ static void bench_trace(const char *path, const char *name, int repeat,
   nnmem_planned_config_t pc;
   nnmem_planned_config_init(&pc);
   pc.base = base;
-  double t[MAX_REPEAT];
+  double t[MAX_REPEAT], t0[MAX_REPEAT];
+  void **given = calloc(n, sizeof *given);
   nnmem_planned_stats_t ps = {0};
-  for (int r = 0; r < repeat; r++) {
-    st = nnmem_planned_serve(a, rec, nnmem_plan_offsets(plan), &pc, &pl, &d);
-    if (st != NNMEM_OK) {
-      printf("  %-12s serve failed: %s\n", name, d.message);
-      munmap(base, height);
-      goto out;
+  for (int r = 0; r < repeat; r++)
+    for (int without = 0; without < 2; without++) {
+      st = nnmem_planned_serve(a, rec, nnmem_plan_offsets(plan), &pc, &pl, &d);
+      if (st != NNMEM_OK) {
+        printf("  %-12s serve failed: %s\n", name, d.message);
+        munmap(base, height);
+        free(given);
+        goto out;
+      }
+      if (!without) {
+        t[r] = play(pl, b, ev, nev, ptr, NULL);
+        nnmem_planned_stats(pl, &ps);
+        memcpy(given, ptr, n * sizeof *given);
+      } else {
+        t0[r] = play(pl, b, ev, nev, ptr, given);
+      }
+      nnmem_planned_destroy(pl);
     }
-    t[r] = play(pl, b, ev, nev, ptr);
-    nnmem_planned_stats(pl, &ps);
-    nnmem_planned_destroy(pl);
-  }
-  double sec = median(t, repeat);
+  free(given);
+  double sec = median(t, repeat), sec0 = median(t0, repeat);
   size_t allocs = nev / 2;
   /* 4. the tiered pool */
   double tt[MAX_REPEAT];
@@ -179,14 +196,15 @@ static void bench_trace(const char *path, const char *name, int repeat,
     tt[r] = rr.ns_per_op;
   }
   double tns = median(tt, repeat);
-  printf("  %-12s %7zu %8.2f %8.2f %8.2f %14llu %14llu %14llu %7llu/%llu\n",
-         name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs, tns,
-         (unsigned long long)height, (unsigned long long)rr.peak_reserved_bytes,
-         (unsigned long long)lb, (unsigned long long)ps.served,
-         (unsigned long long)ps.allocs);
-  fprintf(csv, "%s,%zu,%.3f,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu\n", name, allocs,
-          sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs, tns,
-          (unsigned long long)height,
+  printf(
+      "  %-12s %7zu %8.2f %8.2f %8.2f %8.2f %14llu %14llu %14llu %7llu/%llu\n",
+      name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
+      (sec - sec0) * 1e9 / (double)allocs, tns, (unsigned long long)height,
+      (unsigned long long)rr.peak_reserved_bytes, (unsigned long long)lb,
+      (unsigned long long)ps.served, (unsigned long long)ps.allocs);
+  fprintf(csv, "%s,%zu,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu\n", name,
+          allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
+          (sec - sec0) * 1e9 / (double)allocs, tns, (unsigned long long)height,
           (unsigned long long)rr.peak_reserved_bytes, (unsigned long long)lb,
           (unsigned long long)ps.served, (unsigned long long)ps.fallback);
   munmap(base, height);
@@ -242,15 +260,17 @@ int main(int argc, char **argv) {
   if (!csv) return 1;
   fprintf(csv,
           "trace,allocs,planned_ns_per_op,planned_ns_per_alloc,"
+          "planned_alloc_call_ns,"
           "tiered_ns_per_op,plan_height,tiered_peak_reserved,"
           "lower_bound,served,fallback\n");
   printf(
-      "record -> plan -> serve, median of %d; ns = wall time / operations "
-      "(alloc + free)\n",
+      "record -> plan -> serve, median of %d; plan/op, plan/alc: wall time "
+      "of the replay (allocs, frees, steps) / operations, / allocations; alc "
+      "call: (replay - replay without the allocation calls) / allocations\n",
       repeat);
-  printf("  %-12s %7s %8s %8s %8s %14s %14s %14s %s\n", "trace", "allocs",
-         "plan/op", "plan/alc", "tier/op", "plan height", "tiered peak",
-         "lower bound", "served");
+  printf("  %-12s %7s %8s %8s %8s %8s %14s %14s %14s %s\n", "trace", "allocs",
+         "plan/op", "plan/alc", "alc call", "tier/op", "plan height",
+         "tiered peak", "lower bound", "served");
   for (int i = 0; i < nn; i++) {
     char path[8192], name[256];
     snprintf(path, sizeof path, "%s/%s", tdir, names[i]);

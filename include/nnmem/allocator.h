@@ -49,12 +49,25 @@ typedef struct nnmem_allocator_config {
   const nnmem_leaks_config_t *leaks;
   /* empty slabs each size class of the shared pool keeps for reuse (see
    * nnmem_pool_config_t.keep_empty; 0: none): no map / unmap per block
-   * when a few mid-size blocks come and go (the malloc front keeps 1) */
+   * when a few mid-size blocks come and go (the malloc front keeps 32) */
   uint32_t keep_empty;
   /* sampled latency (appended): time 1 call in N on every path, the
    * thread-cache path included (cycle counter calibrated to ns); 0 = 64,
    * 1 = every call, UINT32_MAX = about never. Also the shared pools'. */
   uint32_t latency_sample;
+  /* batched frees (appended; 0 = off, the default): a thread-cache block
+   * freed by the thread is queued in its cache and up to `free_batch`
+   * queued blocks (at most 64) are returned together, their page headers
+   * and block bits prefetched first, so the cache misses of random-order
+   * frees overlap. The checks run at the flush: nnmem_allocator_free then
+   * returns NNMEM_OK for a queued pointer, and a double or bad free found
+   * later is counted and passed to `on_misuse(misuse_ctx, ptr)` (called
+   * in the freeing thread, no lock held) when set. A thread's queue is
+   * flushed when it fills, by nnmem_allocator_thread_flush and when the
+   * thread exits. The malloc front uses it. */
+  uint32_t free_batch;
+  void (*on_misuse)(void *ctx, const void *ptr);
+  void *misuse_ctx;
 } nnmem_allocator_config_t;
 
 NNMEM_API void nnmem_allocator_config_init(nnmem_allocator_config_t *cfg);

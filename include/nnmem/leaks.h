@@ -50,8 +50,9 @@ typedef enum nnmem_leaks_mode {
 } nnmem_leaks_mode_t;
 
 typedef enum nnmem_leaks_format {
-  NNMEM_LEAKS_TEXT = 0,  /* one line per site, sorted by bytes */
-  NNMEM_LEAKS_JSON = 1,  /* {"mode", "sites": [...]} */
+  NNMEM_LEAKS_TEXT = 0, /* one line per site, sorted by bytes */
+  NNMEM_LEAKS_JSON =
+      1, /* {"mode", "sample_bytes", "dropped", "unwinder", "sites": [...]} */
   NNMEM_LEAKS_FOLDED = 2 /* "root;...;leaf BYTES" (flamegraph.pl, speedscope) */
 } nnmem_leaks_format_t;
 

@@ -168,12 +168,18 @@ NNMEM_API nnmem_status_t nnmem_profiler_export(nnmem_profiler_t *pr,
  * them key by key: peak_memory, weight_memory, activation_memory,
  * workspace_memory (required in both), then lower_bound, naive_memory,
  * arena_height, arena_lower_bound, naive_arena, reuse_ratio when both have
- * them, then the timeline step by step where both have one. Integers are
- * read exactly (to 2^64 - 1). Output: a text table, or JSON (`json` != 0):
+ * them, then the timelines where both have one: each entry's peak_bytes
+ * holds from its step until the next entry's (a planned timeline lists the
+ * steps where the live bytes change, a measured one every step), compared
+ * over the steps both cover. Integers are read exactly (to 2^64 - 1).
+ * Output: a text table, or JSON (`json` != 0):
  *   {"a": name_a, "b": name_b, "keys": [{"key", "a", "b", "delta",
  *    "ratio"}...], "only_in_a": [...], "only_in_b": [...],
- *    "steps_compared": n, "steps": [{"step", "a", "b", "delta"}...],
- *    "max_step_delta": d}
+ *    "steps_compared": n (steps both cover, 0 when none),
+ *    "timeline": null | {"first_step", "last_step", "first_difference"
+ *    (null when equal), "max_deviation", "max_deviation_step",
+ *    "max_deviation_of_a_peak", "mean_deviation"},
+ *    "steps": [{"step", "a", "b", "delta"}...] (where either changes)}
  * ratio = b / a (null when a = 0). *peak_excess_out (nullable) =
  * (b.peak - a.peak) / a.peak (0 when a.peak = 0).
  * Errors (NNMEM_ERR_PARSE, diag naming the file and the key): not JSON,

@@ -13,6 +13,13 @@
 void nnmem__profile_json_members(nnmem__jw_t *w, const nnmem_profile_t *prof,
                                  const char *model);
 
+/* The "timeline" member of memory_profile.json for a plan of `p` (see
+ * profile_timeline.c): the live root bytes per step (sizes rounded up to
+ * `align`), plus `weights` in each entry's peak_bytes. NNMEM_ERR_NOMEM. */
+nnmem_status_t nnmem__profile_json_timeline(nnmem__jw_t *w,
+                                            const nnmem_problem_t *p,
+                                            uint64_t align, uint64_t weights);
+
 /* The whole plan JSON object of a graph (see plan_json.c). NNMEM_ERR_INVALID
  * when the plan, liveness and graph do not belong together. */
 nnmem_status_t nnmem__plan_json(nnmem__jw_t *w, const nnmem_graph_t *g,

@@ -6,9 +6,14 @@
  * ones, the timeline: steps strictly increasing), every error naming the
  * file and the key; 3. for each key in the fixed order, a row when both
  * have it, else the key goes to only_in_a / only_in_b; 4. the timelines
- * merged on step (both sorted): one row per step both have; 5. render as
- * text or as JSON through the one writer.
- * Complexity: O(text + steps). Thread-safety: each call is independent. */
+ * as step functions (an entry holds until the next one; a timeline covers
+ * its first to its last entry's step: a planned timeline lists only the
+ * steps where the live bytes change, a measured one every step) compared
+ * over the steps both cover, in one merge of the two sorted lists: the
+ * first step that differs, the largest |B - A| and its step, the mean
+ * |B - A| over the steps; 5. render as text or as JSON through the one
+ * writer.
+ * Complexity: O(text + entries). Thread-safety: each call is independent. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,39 +145,76 @@ static void text_ratio(nnmem__text_t *t, uint64_t a, uint64_t b) {
     nnmem__text_printf(t, " %9s\n", "-");
 }
 
+/* Step 4: the timelines as step functions (an entry holds until the next
+ * entry's step; a timeline covers its first to its last entry's step)
+ * compared over the steps both cover: one row at every step where either
+ * changes, each standing for the steps up to the next row. */
 typedef struct rows {
   size_t n;
-  step_row_t *a, *b; /* matched steps */
+  step_row_t *a, *b;   /* the rows: step and each side's bytes */
+  uint64_t lo, hi;     /* the steps compared: [lo, hi] */
+  uint64_t steps;      /* hi - lo + 1 (saturated at 2^64 - 1) */
+  int differs;         /* some step has a != b */
+  uint64_t first_diff; /* the first such step */
+  uint64_t max_dev;    /* max |b - a| over the steps, first at max_step */
+  uint64_t max_step;
+  size_t max_row;
+  double mean_dev; /* sum over the steps of |b - a|, / steps */
 } rows_t;
 
-/* Step 4: the steps both timelines have (both strictly increasing). */
-static nnmem_status_t match_steps(const doc_t *x, const doc_t *y, rows_t *r) {
-  size_t cap = x->n_steps < y->n_steps ? x->n_steps : y->n_steps;
-  r->n = 0;
-  r->a = calloc(cap ? cap : 1, sizeof *r->a);
-  r->b = calloc(cap ? cap : 1, sizeof *r->b);
-  if (!r->a || !r->b) return NNMEM_ERR_NOMEM;
-  for (size_t i = 0, j = 0; i < x->n_steps && j < y->n_steps;) {
-    if (x->steps[i].step < y->steps[j].step) {
-      i++;
-    } else if (x->steps[i].step > y->steps[j].step) {
-      j++;
-    } else {
-      r->a[r->n] = x->steps[i++];
-      r->b[r->n++] = y->steps[j++];
-    }
-  }
-  return NNMEM_OK;
+static uint64_t absdiff(uint64_t x, uint64_t y) {
+  return x > y ? x - y : y - x;
 }
 
-static size_t largest_step_delta(const rows_t *r) {
-  size_t best = 0;
-  uint64_t bd = 0;
-  for (size_t i = 0; i < r->n; i++) {
-    uint64_t a = r->a[i].bytes, b = r->b[i].bytes, d = a > b ? a - b : b - a;
-    if (d > bd) bd = d, best = i;
+static nnmem_status_t compare_timelines(const doc_t *x, const doc_t *y,
+                                        rows_t *r) {
+  memset(r, 0, sizeof *r);
+  if (!x->n_steps || !y->n_steps) return NNMEM_OK;
+  uint64_t x0 = x->steps[0].step, y0 = y->steps[0].step;
+  uint64_t x1 = x->steps[x->n_steps - 1].step;
+  uint64_t y1 = y->steps[y->n_steps - 1].step;
+  r->lo = x0 > y0 ? x0 : y0;
+  r->hi = x1 < y1 ? x1 : y1;
+  if (r->lo > r->hi) return NNMEM_OK; /* no step in common */
+  r->steps = r->hi - r->lo == UINT64_MAX ? UINT64_MAX : r->hi - r->lo + 1;
+  size_t cap = x->n_steps + y->n_steps + 1;
+  r->a = calloc(cap, sizeof *r->a);
+  r->b = calloc(cap, sizeof *r->b);
+  if (!r->a || !r->b) return NNMEM_ERR_NOMEM;
+  /* i, j: the last entry at or before the current step on each side */
+  size_t i = 0, j = 0;
+  while (i + 1 < x->n_steps && x->steps[i + 1].step <= r->lo)
+    i++;
+  while (j + 1 < y->n_steps && y->steps[j + 1].step <= r->lo)
+    j++;
+  long double sum = 0;
+  uint64_t at = r->lo;
+  for (;;) {
+    uint64_t va = x->steps[i].bytes, vb = y->steps[j].bytes;
+    uint64_t d = absdiff(va, vb);
+    r->a[r->n] = (step_row_t){at, va};
+    r->b[r->n] = (step_row_t){at, vb};
+    if (d && !r->differs) r->differs = 1, r->first_diff = at;
+    if (d > r->max_dev) r->max_dev = d, r->max_step = at, r->max_row = r->n;
+    r->n++;
+    /* the next change on either side, within [lo, hi] */
+    uint64_t next = r->hi;
+    int more = 0;
+    if (i + 1 < x->n_steps && x->steps[i + 1].step <= r->hi)
+      next = x->steps[i + 1].step, more = 1;
+    if (j + 1 < y->n_steps && y->steps[j + 1].step <= r->hi &&
+        (!more || y->steps[j + 1].step < next))
+      next = y->steps[j + 1].step, more = 1;
+    /* this row stands for [at, next) or, the last one, [at, hi] */
+    uint64_t span = more ? next - at : r->hi - at + 1;
+    sum += (long double)d * (long double)(span ? span : UINT64_MAX);
+    if (!more) break;
+    if (i + 1 < x->n_steps && x->steps[i + 1].step == next) i++;
+    if (j + 1 < y->n_steps && y->steps[j + 1].step == next) j++;
+    at = next;
   }
-  return best;
+  r->mean_dev = (double)(sum / (long double)r->steps);
+  return NNMEM_OK;
 }
 
 static void render_json(nnmem__jw_t *w, const doc_t *x, const doc_t *y,
@@ -213,7 +255,30 @@ static void render_json(nnmem__jw_t *w, const doc_t *x, const doc_t *y,
     if (p->has_timeline && !q->has_timeline) nnmem__jw_string(w, "timeline");
     nnmem__jw_end(w);
   }
-  nnmem__jw_kv_u64(w, "steps_compared", r->n);
+  /* Step 4's figures; the rows are the steps where either side changes */
+  nnmem__jw_kv_u64(w, "steps_compared", r->steps);
+  nnmem__jw_key(w, "timeline");
+  if (!r->steps) {
+    nnmem__jw_null(w);
+  } else {
+    nnmem__jw_object(w);
+    nnmem__jw_kv_u64(w, "first_step", r->lo);
+    nnmem__jw_kv_u64(w, "last_step", r->hi);
+    nnmem__jw_key(w, "first_difference");
+    if (r->differs)
+      nnmem__jw_u64(w, r->first_diff);
+    else
+      nnmem__jw_null(w);
+    nnmem__jw_kv_u64(w, "max_deviation", r->max_dev);
+    nnmem__jw_kv_u64(w, "max_deviation_step", r->max_dev ? r->max_step : r->lo);
+    nnmem__jw_key(w, "max_deviation_of_a_peak");
+    if (x->v[0])
+      nnmem__jw_double(w, (double)r->max_dev / (double)x->v[0]);
+    else
+      nnmem__jw_null(w);
+    nnmem__jw_kv_double(w, "mean_deviation", r->mean_dev);
+    nnmem__jw_end(w);
+  }
   nnmem__jw_key(w, "steps");
   nnmem__jw_array(w);
   for (size_t i = 0; i < r->n; i++) {
@@ -227,6 +292,34 @@ static void render_json(nnmem__jw_t *w, const doc_t *x, const doc_t *y,
   }
   nnmem__jw_end(w);
   nnmem__jw_end(w);
+}
+
+/* The timeline lines of the text form (step 4's figures). */
+static void render_timeline_text(nnmem__text_t *t, const doc_t *x,
+                                 const rows_t *r) {
+  if (!r->steps) {
+    nnmem__text_printf(t, "timeline: no step in common\n");
+    return;
+  }
+  nnmem__text_printf(t,
+                     "timeline: steps %" PRIu64 "..%" PRIu64
+                     " compared (%" PRIu64 " steps)",
+                     r->lo, r->hi, r->steps);
+  if (!r->differs) {
+    nnmem__text_printf(t, ": identical\n");
+    return;
+  }
+  const step_row_t *ra = &r->a[r->max_row], *rb = &r->b[r->max_row];
+  nnmem__text_printf(t, "\n  first difference at step %" PRIu64 "\n",
+                     r->first_diff);
+  nnmem__text_printf(t,
+                     "  max deviation %" PRIu64 " B at step %" PRIu64
+                     " (%" PRIu64 " -> %" PRIu64 ")",
+                     r->max_dev, r->max_step, ra->bytes, rb->bytes);
+  if (x->v[0])
+    nnmem__text_printf(t, ", %.2f%% of A's peak_memory",
+                       100.0 * (double)r->max_dev / (double)x->v[0]);
+  nnmem__text_printf(t, "\n  mean deviation %.1f B per step\n", r->mean_dev);
 }
 
 static void render_text(nnmem__text_t *t, const doc_t *x, const doc_t *y,
@@ -264,17 +357,7 @@ static void render_text(nnmem__text_t *t, const doc_t *x, const doc_t *y,
                          "timeline");
     if (any) nnmem__text_putc(t, '\n');
   }
-  if (x->has_timeline && y->has_timeline) {
-    nnmem__text_printf(t, "steps compared: %zu", r->n);
-    if (r->n) {
-      size_t i = largest_step_delta(r);
-      nnmem__text_printf(t,
-                         ", largest difference at step %" PRIu64 ": %" PRIu64
-                         " -> %" PRIu64,
-                         r->a[i].step, r->a[i].bytes, r->b[i].bytes);
-    }
-    nnmem__text_putc(t, '\n');
-  }
+  if (x->has_timeline && y->has_timeline) render_timeline_text(t, x, r);
 }
 
 nnmem_status_t nnmem_profile_diff(const char *text_a, size_t len_a,
@@ -291,7 +374,7 @@ nnmem_status_t nnmem_profile_diff(const char *text_a, size_t len_a,
   rows_t r = {0};
   nnmem_status_t st = read_doc(&x, text_a, len_a, diag);
   if (st == NNMEM_OK) st = read_doc(&y, text_b, len_b, diag);
-  if (st == NNMEM_OK && match_steps(&x, &y, &r) != NNMEM_OK)
+  if (st == NNMEM_OK && compare_timelines(&x, &y, &r) != NNMEM_OK)
     st = nnmem__diag(diag, NNMEM_ERR_NOMEM, "out of memory");
   nnmem__text_t t;
   nnmem__text_init(&t);

@@ -8,11 +8,13 @@
  *                                        shared tiered pool (mutex): large
  *                                        blocks (> 8 KiB or aligned > 16)
  *
- *   page (64 KiB, header in the first 128 bytes):
- *   +--------+-------+-------+-----+-------------------+
- *   | header | blk 0 | blk 1 | ... | never carved yet  |
- *   +--------+-------+-------+-----+-------------------+
- *             free list links live in the free blocks  ^ bump
+ *   page (64 KiB, header in the first 128 bytes, then the block bits):
+ *   +--------+-------------------+-------+-------+-----+-------------------+
+ *   | header | out0 rem0 out1 .. | blk 0 | blk 1 | ... | never carved yet  |
+ *   +--------+-------------------+-------+-------+-----+-------------------+
+ *   0        128                 first   free list links live in the free
+ *            (2 x ceil(cap / 64) words, out and rem of     blocks   ^ bump
+ *             one word pair in one line)
  *
  * Steps of nnmem_alloc(size):
  *   1. size <= 8 KiB: size class (16-byte steps to 128 B, then 4 classes
@@ -75,6 +77,7 @@ typedef struct tcache tcache_t;
 
 typedef struct page {
   uint32_t magic, cls, bsize, used, cap;
+  uint32_t first;    /* offset of block 0 from the page start */
   uint32_t recip;    /* ceil(2^32 / bsize): exact offset / bsize for offsets
                         < 2^16 without a division */
   uint32_t relink;   /* a page off the avail stack rejoins it once this
@@ -89,11 +92,14 @@ typedef struct page {
    * refuse a second free. rem bit i set: block i waits on the owner's
    * remote stack; set by the freeing thread with an atomic or (the one
    * that finds it set already refuses: a block is never pushed twice,
-   * which would loop the stack), cleared by the owner's drain. One side
-   * array of 2 x ceil(cap / 64) words (out, then rem): the page layout
-   * and its capacity stay as they were. */
-  _Atomic uint64_t *out, *rem;
+   * which would loop the stack), cleared by the owner's drain. The words
+   * sit in the page after the header, interleaved: bits[2w] = out word w,
+   * bits[2w + 1] = rem word w (a free reads both from one cache line). */
+  _Atomic uint64_t *bits;
 } page_t;
+
+#define OUT_W(pg, i) (&(pg)->bits[2 * ((i) >> 6)])
+#define REM_W(pg, i) (&(pg)->bits[2 * ((i) >> 6) + 1])
 
 typedef struct tstat { /* written by the owner only (relaxed) */
   _Atomic uint64_t misses;
@@ -102,11 +108,15 @@ typedef struct tstat { /* written by the owner only (relaxed) */
   _Atomic uint64_t lat_hist[NNMEM_STATS_LAT_BUCKETS], lat_samples, lat_sum;
 } tstat_t;
 
+#define PEND_MAX 64 /* the largest free batch */
+
 struct tcache {
   nnmem_allocator_t *a;
   page_t *avail[NCLASS];
   uint32_t empty[NCLASS]; /* pages with used == 0 kept on avail */
   uint32_t sample_left;   /* calls until the next timed one (owner only) */
+  uint32_t npend;         /* queued frees (free_batch; owner only) */
+  void *pend[PEND_MAX];
   /* MPSC stack of blocks freed by other threads: written by them, so it
    * has a 128-byte line pair of its own (the owner's hot fields and
    * counters stay out of it; 128: adjacent-line prefetch pairs lines) */
@@ -128,6 +138,9 @@ struct nnmem_allocator {
   nnmem_pool_t *pages_pool; /* 64 KiB pages of the thread caches */
   int no_cache;
   uint32_t sample_every; /* time 1 cached call in this many */
+  uint32_t free_batch;   /* 0: frees are not queued */
+  void (*on_misuse)(void *ctx, const void *ptr);
+  void *misuse_ctx;
   pthread_key_t key;
   pthread_mutex_t lock; /* tcache list, registry leaves */
   _Atomic uint64_t lock_acq, lock_cont, misuse, pages;
@@ -218,19 +231,19 @@ static page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
 
 /* Index of the block at p (p on a block boundary below end). */
 static inline uint32_t blk_index(const page_t *pg, const void *p) {
-  uint64_t off = (uintptr_t)p - (uintptr_t)pg - PAGE_HDR;
+  uint64_t off = (uintptr_t)p - (uintptr_t)pg - pg->first;
   return (uint32_t)((off * pg->recip) >> 32);
 }
 
 static inline int out_test(const page_t *pg, uint32_t i) {
-  return (int)((atomic_load_explicit(&pg->out[i >> 6], memory_order_relaxed) >>
+  return (int)((atomic_load_explicit(OUT_W(pg, i), memory_order_relaxed) >>
                 (i & 63)) &
                1);
 }
 
 /* Owner only: flips bit i (set on hand-out, cleared on return). */
 static inline void out_flip(page_t *pg, uint32_t i) {
-  _Atomic uint64_t *w = &pg->out[i >> 6];
+  _Atomic uint64_t *w = OUT_W(pg, i);
   atomic_store_explicit(
       w, atomic_load_explicit(w, memory_order_relaxed) ^ (1ULL << (i & 63)),
       memory_order_relaxed);
@@ -273,18 +286,19 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->cls = cls;
   pg->bsize = class_size[cls];
   pg->recip = (uint32_t)(((1ULL << 32) + pg->bsize - 1) / pg->bsize);
-  pg->bump = (char *)mem + PAGE_HDR;
-  uint32_t cap = (PAGE_SIZE - PAGE_HDR) / pg->bsize;
-  pg->end = (char *)mem + PAGE_HDR + (size_t)cap * pg->bsize;
+  /* the most blocks that fit after the header and their bits */
+  uint32_t cap = (PAGE_SIZE - PAGE_HDR) / pg->bsize, first;
+  for (;; cap--) {
+    first = PAGE_HDR + 16 * ((cap + 63) / 64); /* 16-byte aligned */
+    if (first + (size_t)cap * pg->bsize <= PAGE_SIZE) break;
+  }
+  pg->first = first;
+  pg->bits = (_Atomic uint64_t *)((char *)mem + PAGE_HDR);
+  memset((void *)pg->bits, 0, first - PAGE_HDR); /* a reused page */
+  pg->bump = (char *)mem + first;
+  pg->end = (char *)mem + first + (size_t)cap * pg->bsize;
   pg->relink = cap / 8 ? cap / 8 : 1;
   pg->cap = cap;
-  pg->out = calloc(2 * ((cap + 63) / 64), sizeof *pg->out);
-  pg->rem = pg->out + (cap + 63) / 64;
-  if (!pg->out) {
-    pg->magic = 0;
-    (void)nnmem_pool_free(a->pages_pool, mem);
-    return NULL;
-  }
   pg->owner = tc;
   atomic_store_explicit(s, 1, memory_order_release);
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
@@ -299,14 +313,13 @@ static void page_release(tcache_t *tc, page_t *pg) {
   tc->empty[pg->cls]--;
   atomic_store_explicit(reg_slot(a, (uintptr_t)pg, 0), 0, memory_order_release);
   pg->magic = 0;
-  free((void *)pg->out);
   atomic_fetch_sub_explicit(&a->pages, 1, memory_order_relaxed);
   (void)nnmem_pool_free(a->pages_pool, pg);
 }
 
-/* Returns a block to its page (owner thread only). */
-static void local_free(tcache_t *tc, page_t *pg, void *blk) {
-  out_flip(pg, blk_index(pg, blk));
+/* Returns block `idx` (at blk) to its page (owner thread only). */
+static void local_free(tcache_t *tc, page_t *pg, void *blk, uint32_t idx) {
+  out_flip(pg, idx);
   if (nnmem__debug) memset(blk, 0x55, pg->bsize);
   *(void **)blk = pg->free;
   pg->free = blk;
@@ -322,16 +335,19 @@ static void drain_remote(tcache_t *tc) {
     void *next = *(void **)b;
     page_t *pg = (page_t *)((uintptr_t)b & ~(uintptr_t)(PAGE_SIZE - 1));
     uint32_t i = blk_index(pg, b);
-    atomic_fetch_and_explicit(&pg->rem[i >> 6], ~(1ULL << (i & 63)),
+    atomic_fetch_and_explicit(REM_W(pg, i), ~(1ULL << (i & 63)),
                               memory_order_relaxed);
-    local_free(tc, pg, b);
+    local_free(tc, pg, b, i);
     b = next;
   }
 }
 
 /* ---- thread caches ----------------------------------------------------- */
 
+static void flush_pending(tcache_t *tc);
+
 static void cache_flush(tcache_t *tc) {
+  if (tc->npend) flush_pending(tc);
   drain_remote(tc);
   for (unsigned c = 0; c < NCLASS; c++) {
     page_t *pg = tc->avail[c];
@@ -524,16 +540,45 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
 
 /* Records off: one load and one predictable branch. Sampled: also the
  * thread's byte countdown (inline). No profiler: one more load and branch. */
+/* nnmem_alloc past its fast path, hooks done: large sizes, no cache, a
+ * cache not yet current, a miss, a timed call. Out of line so that the
+ * fast path saves no registers. */
+static __attribute__((noinline)) void *alloc_plain(nnmem_allocator_t *a,
+                                                   size_t size) {
+  if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
+  return large_alloc(a, size, 16);
+}
+
+/* The fast path: a small size, the thread's cache current, no timed call
+ * due, a block on the first available page. The hooks come first and the
+ * same way for every size (a watched or recorded allocation always takes
+ * nnmem_alloc -> alloc_profiled / alloc_recorded, so one call site gives
+ * one backtrace); records off: one load and a branch; sampled: the
+ * countdown inline. Anything else is alloc_plain (the same choice as
+ * before the fast path existed). */
 void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
-  if (!a || size == 0) return NULL;
+  if (__builtin_expect(!a || size == 0, 0)) return NULL;
   nnmem_profiler_t *pr = prof_of(a);
   if (__builtin_expect(pr != NULL, 0))
     return alloc_profiled(a, pr, size, 16, NULL, 0);
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
     return alloc_recorded(a, lk, size, 16, NULL, 0);
-  if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
-  return large_alloc(a, size, 16);
+  if (__builtin_expect(size > SMALL_MAX || a->no_cache || tls_cur.a != a ||
+                           tls_cur.id != a->id,
+                       0))
+    return alloc_plain(a, size);
+  tcache_t *tc = tls_cur.tc;
+  if (__builtin_expect(tc->sample_left <= 1, 0)) return alloc_plain(a, size);
+  unsigned cls = class_of[(size + 15) >> 4];
+  page_t *pg = tc->avail[cls];
+  void *b;
+  if (__builtin_expect(!pg || !(b = pg->free), 0)) return alloc_plain(a, size);
+  tc->sample_left--;
+  page_pop(tc, pg, b);
+  bump(&tc->st.allocs[cls], 1);
+  if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
+  return b;
 }
 
 void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,
@@ -574,51 +619,49 @@ static nnmem_status_t misuse(nnmem_allocator_t *a) {
 static inline int local_misuse(const page_t *pg, const void *ptr,
                                uint32_t idx) {
   return (const char *)ptr >= pg->bump || pg->used == 0 || !out_test(pg, idx) ||
-         ((atomic_load_explicit(&pg->rem[idx >> 6], memory_order_relaxed) >>
+         ((atomic_load_explicit(REM_W(pg, idx), memory_order_relaxed) >>
            (idx & 63)) &
           1);
 }
 
-/* Shared by nnmem_free and nnmem_allocator_free (a static function: no
- * PLT call between the two in the shared library). */
-static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
-  if (!a) return NNMEM_ERR_INVALID;
-  if (!ptr) return NNMEM_OK;
-  nnmem__leaks_t *lk = leaks_of(a);
-  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
-    nnmem__leaks_on_free(lk, ptr);
-  /* before the free: once freed, another thread may get the address */
-  nnmem_profiler_t *pr = prof_of(a);
-  if (__builtin_expect(pr != NULL, 0)) nnmem__profiler_on_free(pr, ptr);
-  page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
-  if (!pg) return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
-  uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR; /* < 2^16 */
+/* Block index of ptr in its small page pg, or -1 when ptr is no block
+ * boundary of it (in the bits, interior, or in the unused tail). cap,
+ * first and bsize never change once the page is published: no race. */
+static inline int64_t small_index(const page_t *pg, const void *ptr) {
+  /* < 2^16 unless ptr lies in the block bits (wraps: caught below) */
+  uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - pg->first;
   uint64_t idx = (off * pg->recip) >> 32; /* off / bsize, exact */
-  /* cap and bsize never change once the page is published: no race */
-  if (__builtin_expect(idx >= pg->cap || idx * pg->bsize != off, 0))
-    return misuse(a); /* interior pointer, or in the page's unused tail */
-  tcache_t *tc = cache_get(a); /* NULL: a thread past its cache's exit */
+  if (__builtin_expect(
+          off >= PAGE_SIZE || idx >= pg->cap || idx * pg->bsize != off, 0))
+    return -1;
+  return (int64_t)idx;
+}
+
+/* Returns block idx of small page pg to its owner: the page's free list
+ * when the calling thread's cache `tc` owns it, else the owner's remote
+ * stack. A block not handed out (a second free) is misuse. */
+static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
+                                        page_t *pg, void *ptr, uint32_t idx) {
   if (pg->owner == tc) {
-    if (__builtin_expect(local_misuse(pg, ptr, (uint32_t)idx), 0))
-      return misuse(a);
+    if (__builtin_expect(local_misuse(pg, ptr, idx), 0)) return misuse(a);
     bump(&tc->st.frees[pg->cls], 1);
     if (__builtin_expect(--tc->sample_left == 0, 0)) {
       uint64_t t0 = nnmem__cycles();
-      local_free(tc, pg, ptr);
+      local_free(tc, pg, ptr, idx);
       lat_record(tc, t0);
     } else {
-      local_free(tc, pg, ptr);
+      local_free(tc, pg, ptr, idx);
     }
     return NNMEM_OK;
   }
   /* a block already back (out clear) or already on the remote stack (rem
    * was set) is a second free */
-  if (__builtin_expect(!out_test(pg, (uint32_t)idx), 0)) return misuse(a);
+  if (__builtin_expect(!out_test(pg, idx), 0)) return misuse(a);
   uint64_t bit = 1ULL << (idx & 63);
-  if (__builtin_expect(atomic_fetch_or_explicit(&pg->rem[idx >> 6], bit,
-                                                memory_order_relaxed) &
-                           bit,
-                       0))
+  if (__builtin_expect(
+          atomic_fetch_or_explicit(REM_W(pg, idx), bit, memory_order_relaxed) &
+              bit,
+          0))
     return misuse(a);
   if (tc) bump(&tc->st.frees[pg->cls], 1);
   tcache_t *owner = pg->owner;
@@ -627,6 +670,97 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
     *(void **)ptr = old;
   } while (!atomic_compare_exchange_weak_explicit(
       &owner->remote, &old, ptr, memory_order_release, memory_order_relaxed));
+  return NNMEM_OK;
+}
+
+/* A queued free found bad at its flush (already counted): to on_misuse. */
+static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
+  if (a->on_misuse) a->on_misuse(a->misuse_ctx, ptr);
+}
+
+/* Returns the queued frees of tc (free_batch). Three passes so that the
+ * misses overlap: 1. prefetch every page header; 2. check each page (the
+ * registry said "small page" when it was queued; the magic says it still
+ * is one) and block index, prefetch its bit words and the block; 3. the
+ * frees themselves, in queue order (a block queued twice: the second finds
+ * its bit clear, misuse). */
+static void flush_pending(tcache_t *tc) {
+  nnmem_allocator_t *a = tc->a;
+  uint32_t n = tc->npend;
+  int32_t idx[PEND_MAX];
+  tc->npend = 0;
+  for (uint32_t i = 0; i < n; i++)
+    __builtin_prefetch(
+        (void *)((uintptr_t)tc->pend[i] & ~(uintptr_t)(PAGE_SIZE - 1)));
+  for (uint32_t i = 0; i < n; i++) {
+    const page_t *pg =
+        (const page_t *)((uintptr_t)tc->pend[i] & ~(uintptr_t)(PAGE_SIZE - 1));
+    int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, tc->pend[i]) : -1;
+    idx[i] = (int32_t)k;
+    if (k < 0) continue;
+    __builtin_prefetch(OUT_W(pg, (uint32_t)k), 1);
+    __builtin_prefetch(tc->pend[i], 1);
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    void *p = tc->pend[i];
+    page_t *pg = (page_t *)((uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1));
+    if (idx[i] < 0 ? misuse(a) != NNMEM_OK
+                   : small_free(a, tc, pg, p, (uint32_t)idx[i]) != NNMEM_OK)
+      late_misuse(a, p);
+  }
+}
+
+/* allocator_free past its fast path (every case). */
+static __attribute__((noinline)) nnmem_status_t free_general(
+    nnmem_allocator_t *a, void *ptr) {
+  if (!a) return NNMEM_ERR_INVALID;
+  if (!ptr) return NNMEM_OK;
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
+    nnmem__leaks_on_free(lk, ptr);
+  /* before the free: once freed, another thread may get the address */
+  nnmem_profiler_t *pr = prof_of(a);
+  if (__builtin_expect(pr != NULL, 0)) nnmem__profiler_on_free(pr, ptr);
+  if (a->free_batch && (uintptr_t)ptr & (PAGE_SIZE - 1)) {
+    /* queued: the registry alone says "a small page" (no header read) */
+    _Atomic uint8_t *s = reg_slot(a, (uintptr_t)ptr, 0);
+    tcache_t *tc;
+    if (s && atomic_load_explicit(s, memory_order_acquire) &&
+        (tc = cache_get(a)) != NULL) {
+      tc->pend[tc->npend++] = ptr;
+      if (tc->npend >= a->free_batch) flush_pending(tc);
+      return NNMEM_OK;
+    }
+  }
+  page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
+  if (!pg) return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
+  int64_t idx = small_index(pg, ptr);
+  if (__builtin_expect(idx < 0, 0)) return misuse(a);
+  /* NULL tc: a thread past its cache's exit */
+  return small_free(a, cache_get(a), pg, ptr, (uint32_t)idx);
+}
+
+/* Shared by nnmem_free and nnmem_allocator_free (a static function: no
+ * PLT call between the two in the shared library). The fast path queues a
+ * small block (free_batch, no hooks, the thread's cache current); anything
+ * else is free_general, which makes the same checks in the same order. */
+static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
+  uintptr_t p = (uintptr_t)ptr;
+  if (__builtin_expect(!a || !a->free_batch || !(p & (PAGE_SIZE - 1)) ||
+                           (p >> 48) || prof_of(a) || leaks_of(a) ||
+                           tls_cur.a != a || tls_cur.id != a->id,
+                       0))
+    return free_general(a, ptr);
+  _Atomic uint8_t *leaf =
+      atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
+  if (__builtin_expect(
+          !leaf || !atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                         memory_order_acquire),
+          0))
+    return free_general(a, ptr); /* not a small page */
+  tcache_t *tc = tls_cur.tc;
+  tc->pend[tc->npend++] = ptr;
+  if (__builtin_expect(tc->npend >= a->free_batch, 0)) flush_pending(tc);
   return NNMEM_OK;
 }
 
@@ -649,9 +783,10 @@ nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
   if (!a || !ptr || !out) return NNMEM_ERR_INVALID;
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (pg) {
-    uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR;
+    uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - pg->first;
     uint64_t idx = (off * pg->recip) >> 32;
-    if (idx >= pg->cap || idx * pg->bsize != off) return NNMEM_ERR_INVALID;
+    if (off >= PAGE_SIZE || idx >= pg->cap || idx * pg->bsize != off)
+      return NNMEM_ERR_INVALID;
     *out = pg->bsize;
     return NNMEM_OK;
   }
@@ -721,10 +856,8 @@ const void *nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
                                        uint32_t *usable) {
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (!pg) return NULL;
-  uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR;
-  uint64_t idx = (off * pg->recip) >> 32;
-  if (idx >= pg->cap || idx * pg->bsize != off)
-    return NULL; /* interior pointer or page tail */
+  if (small_index(pg, ptr) < 0)
+    return NULL; /* in the block bits, interior pointer or page tail */
   *usable = pg->bsize;
   return atomic_load_explicit(&pg->owner->tag, memory_order_relaxed);
 }
@@ -732,14 +865,14 @@ const void *nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
 int nnmem__tcache_block_live(const void *ptr) {
   const page_t *pg =
       (const page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
-  uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - PAGE_HDR;
-  return !local_misuse(pg, ptr, (uint32_t)((off * pg->recip) >> 32));
+  int64_t idx = small_index(pg, ptr);
+  return idx >= 0 && !local_misuse(pg, ptr, (uint32_t)idx);
 }
 
 void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr) {
   page_t *pg = (page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
   bump(&tc->st.frees[pg->cls], 1);
-  local_free(tc, pg, ptr);
+  local_free(tc, pg, ptr, blk_index(pg, ptr));
 }
 
 nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
@@ -759,7 +892,7 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
           (page_t *)(((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2));
       if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
       for (uint32_t k = 0; k < pg->cap && s == NNMEM_OK; k++) {
-        char *b = (char *)pg + PAGE_HDR + (size_t)k * pg->bsize;
+        char *b = (char *)pg + pg->first + (size_t)k * pg->bsize;
         if (local_misuse(pg, b, k)) continue;
         s = nnmem__grow((void **)&blk, &cap, n + 1, sizeof *blk);
         if (s == NNMEM_OK) blk[n++] = b;
@@ -797,7 +930,12 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   a->id = atomic_fetch_add(&next_id, 1);
   a->no_cache = c.no_thread_cache != 0;
   a->sample_every = c.latency_sample ? c.latency_sample : 64;
-  if (a->sample_every != 1) (void)nnmem__ns_per_cycle(); /* calibrate now */
+  a->free_batch = c.free_batch > PEND_MAX ? PEND_MAX : c.free_batch;
+  a->on_misuse = c.on_misuse;
+  a->misuse_ctx = c.misuse_ctx;
+  if (a->sample_every != 1 && a->sample_every != UINT32_MAX)
+    (void)nnmem__ns_per_cycle(); /* calibrate now (2 ms, once per process);
+                                    UINT32_MAX: lazily, if ever timed */
   a->backend = c.backend;
   nnmem_status_t st = NNMEM_OK;
   if (!a->backend) st = nnmem_backend_host_create(&a->owned_backend);
@@ -857,17 +995,7 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a) {
     a->caches = t->next_all;
     free(t);
   }
-  /* the pages still registered: their block bits, then the pages */
-  for (size_t hi = 0; hi < (1u << 16); hi++) {
-    _Atomic uint8_t *leaf =
-        atomic_load_explicit(&a->reg[hi], memory_order_relaxed);
-    for (size_t i = 0; leaf && i < (1u << 16); i++)
-      if (atomic_load_explicit(&leaf[i], memory_order_relaxed)) {
-        page_t *pg =
-            (page_t *)(((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2));
-        if (pg->magic == PAGE_MAGIC) free((void *)pg->out);
-      }
-  }
+  /* the block bits live in the pages: nothing to free per page */
   nnmem_pool_destroy(a->pool);       /* every large block */
   nnmem_pool_destroy(a->pages_pool); /* every page */
   for (size_t i = 0; i < (1u << 16); i++)

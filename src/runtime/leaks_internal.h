@@ -72,5 +72,8 @@ void nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr);
 nnmem_status_t nnmem__leaks_report(nnmem__leaks_t *lk, nnmem_leaks_format_t fmt,
                                    char **out, size_t *len);
 void nnmem__leaks_summary(nnmem__leaks_t *lk, nnmem_leaks_summary_t *out);
+/* The unwinder the records use: "libunwind" (libunwind.so.8 opened) or
+ * "glibc backtrace()". */
+const char *nnmem__leaks_unwinder(void);
 
 #endif /* NNMEM_LEAKS_INTERNAL_H */

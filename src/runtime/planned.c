@@ -8,17 +8,29 @@
  * Serving, built once from the plan:
  *   start[s]  index of the first buffer whose first step is s (buffers are
  *             in recording order, so step s owns start[s] .. start[s+1]-1);
- *   by_end    buffer indices sorted by last step, with a cursor;
- *   slot[b]   index of b's offset among the distinct offsets, found by a
- *             static hash of the offsets (no deletion needed);
- *   live_at[slot]  1 + the buffer now live at that offset, or 0.
- * Steps of one request (O(1)):
+ *   req[b]    {size, offset, slot} of buffer b, in request order;
+ *   ends[]    {last step, buffer, slot} sorted by last step, with a
+ *             cursor (the step boundary reads it in order);
+ *   oslot[]   a static hash of the distinct offsets (open addressing, load
+ *             <= 1/2, never deleted from): {offset + 1, 1 + the buffer now
+ *             served there or 0}; req[b].slot is the entry of b's offset.
+ *
+ *   request k of step s --> start[s] + k = i --> req[i] {size, off, slot}
+ *                                                  |              |
+ *   free(base + off) --hash(off)--> oslot[slot] {off + 1, live = i + 1}
+ *
+ * Steps of one request (O(1), no hashing):
  *   1. i = start[step] + k (k = requests so far in this step); k++;
- *   2. if serving is on, i < start[step + 1] and size[i] == size: mark i
- *      live and return base + offset[i];
+ *   2. if serving is on, i < start[step + 1] and req[i].size == size: set
+ *      oslot[req[i].slot].live = i + 1 and return base + req[i].off;
  *   3. otherwise count the divergence and return nnmem_alloc(a, size).
- * At each step end, every buffer with last <= the new step must not be
- * live (amortized O(1): the by_end cursor); one that is disables serving.
+ * A free inside the plan's range: one probe sequence to the offset's entry
+ * (its key is the offset: an entry found with live != 0 is the block),
+ * live = 0; no entry or live == 0 is misuse (counted, ignored).
+ * At each step end, every buffer b with last <= the new step must not be
+ * live (oslot[slot].live != b + 1; amortized O(1): the ends[] cursor); one that
+ * is disables serving. Each buffer is requested at most once (steps and k only
+ * grow), so a served buffer is never live twice.
  *
  * Invariant (why served blocks never overlap): a block is served at step s
  * only if no served block with a planned last <= s is live (checked at the
@@ -40,6 +52,29 @@ typedef struct planned_buf {
   uint64_t size, first, last; /* recording: last 0 while live */
 } planned_buf_t;
 
+/* A buffer's end, for the step boundary check (sorted by last, index). */
+typedef struct end_key {
+  uint64_t last;
+  uint32_t index, slot;
+} end_key_t;
+
+/* One request of the served run, in request order (the k-th request of
+ * step s is req[start[s] + k]: the alloc path reads consecutive entries). */
+typedef struct planned_req {
+  uint64_t size, off;
+  uint32_t slot; /* index of off in the offset hash */
+  uint32_t pad_;
+} planned_req_t;
+
+/* One distinct offset of the plan: key = offset + 1 (0: empty entry), live
+ * = 1 + the buffer now served there (0: none). A free finds its entry by
+ * one probe sequence and reads and clears `live` in the same line. */
+typedef struct planned_slot {
+  uint64_t key;
+  uint32_t live;
+  uint32_t pad_;
+} planned_slot_t;
+
 struct nnmem_planned {
   nnmem_allocator_t *a;
   int serving, auto_steps, any_alloc;
@@ -52,12 +87,12 @@ struct nnmem_planned {
   uint32_t *val;
   size_t mcap, mcount;
   /* serving */
-  uint64_t *size, *off, *last;
-  uint32_t *start, *by_end, *slot, *live_at;
-  uint8_t *live;
+  planned_req_t *req; /* by buffer (recording order = request order) */
+  uint64_t *last;
+  uint32_t *start;
+  end_key_t *ends;
   uint64_t nsteps, end_cur;
-  uint64_t *okey; /* static offset hash: key + 1, 0 = empty */
-  uint32_t *oval;
+  planned_slot_t *oslot; /* static offset hash */
   size_t ocap;
   char *base;
   void *owned_base;
@@ -174,11 +209,14 @@ static void *record_alloc(nnmem_planned_t *r, size_t size) {
 
 /* ---- serving ----------------------------------------------------------- */
 
-static uint32_t off_slot(const nnmem_planned_t *r, uint64_t off) {
-  size_t h = hash64(off) & (r->ocap - 1);
-  while (r->okey[h] && r->okey[h] != off + 1)
-    h = (h + 1) & (r->ocap - 1);
-  return r->okey[h] ? r->oval[h] : UINT32_MAX;
+/* The offset hash entry of `off`, or NULL when no buffer starts there. */
+static inline planned_slot_t *off_slot(const nnmem_planned_t *r, uint64_t off) {
+  size_t m = r->ocap - 1, h = hash64(off) & m;
+  for (;; h = (h + 1) & m) {
+    planned_slot_t *e = &r->oslot[h];
+    if (e->key == off + 1) return e;
+    if (!e->key) return NULL;
+  }
 }
 
 static void advance(nnmem_planned_t *r) {
@@ -186,8 +224,9 @@ static void advance(nnmem_planned_t *r) {
   r->k = 0;
   r->st.steps++;
   if (!r->serving) return;
-  while (r->end_cur < r->n && r->last[r->by_end[r->end_cur]] <= r->step) {
-    if (r->live[r->by_end[r->end_cur]]) {
+  while (r->end_cur < r->n && r->ends[r->end_cur].last <= r->step) {
+    const end_key_t *e = &r->ends[r->end_cur];
+    if (r->oslot[e->slot].live == e->index + 1) {
       r->st.overstayed++;
       r->st.disabled = 1;
     }
@@ -209,11 +248,12 @@ void *nnmem_planned_alloc(nnmem_planned_t *r, size_t size) {
   if (!r->st.disabled && r->step < r->nsteps) {
     uint64_t i = r->start[r->step] + k;
     if (i < r->start[r->step + 1]) {
-      if (r->size[i] == size && !r->live[i]) {
-        r->live[i] = 1;
-        r->live_at[r->slot[i]] = (uint32_t)i + 1;
+      const planned_req_t *q = &r->req[i];
+      /* each buffer is requested once (k only grows within a step) */
+      if (q->size == size) {
+        r->oslot[q->slot].live = (uint32_t)i + 1;
         r->st.served++;
-        return r->base + r->off[i];
+        return r->base + q->off;
       }
       r->st.size_diverged++;
     } else {
@@ -236,14 +276,12 @@ void nnmem_planned_free(nnmem_planned_t *r, void *ptr) {
   }
   uintptr_t p = (uintptr_t)ptr, lo = (uintptr_t)r->base;
   if (p >= lo && p - lo < r->st.height) {
-    uint32_t s = off_slot(r, p - lo);
-    uint32_t b = s == UINT32_MAX ? 0 : r->live_at[s];
-    if (!b || r->base + r->off[b - 1] != (char *)ptr) {
+    planned_slot_t *e = off_slot(r, p - lo);
+    if (!e || !e->live) {
       r->st.misuse++; /* interior, never served or already freed */
       return;
     }
-    r->live[b - 1] = 0;
-    r->live_at[s] = 0;
+    e->live = 0; /* the entry's key is ptr's offset: the block is found */
     return;
   }
   nnmem_free(r->a, ptr);
@@ -255,8 +293,9 @@ static nnmem_status_t check_trace(const nnmem_problem_t *p, uint64_t *nsteps,
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   if (n == 0)
     return nnmem__diag(diag, NNMEM_ERR_PARSE, "the plan has no buffers");
-  if (n >= UINT32_MAX)
-    return nnmem__diag(diag, NNMEM_ERR_PARSE, "too many buffers (%zu)", n);
+  if (n > ((size_t)1 << 30)) /* the offset hash indexes with 32 bits */
+    return nnmem__diag(diag, NNMEM_ERR_PARSE,
+                       "too many buffers (%zu; at most 2^30)", n);
   if (nnmem_problem_gapped_count(p) || nnmem_problem_child_count(p))
     return nnmem__diag(diag, NNMEM_ERR_PARSE,
                        "a recorded trace has no gaps or sub-buffers");
@@ -286,10 +325,6 @@ static nnmem_status_t check_trace(const nnmem_problem_t *p, uint64_t *nsteps,
   return NNMEM_OK;
 }
 
-typedef struct end_key {
-  uint64_t last;
-  uint32_t index;
-} end_key_t;
 static int by_last(const void *x, const void *y) {
   const end_key_t *a = x, *b = y;
   if (a->last != b->last) return a->last < b->last ? -1 : 1;
@@ -301,50 +336,28 @@ static nnmem_status_t build(nnmem_planned_t *r, const nnmem_problem_t *p,
   size_t n = nnmem_problem_count(p);
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   r->n = n;
-  r->size = malloc(n * sizeof *r->size);
-  r->off = malloc(n * sizeof *r->off);
-  r->last = malloc(n * sizeof *r->last);
+  r->req = malloc(n * sizeof *r->req);
   r->start = calloc(r->nsteps + 1, sizeof *r->start);
-  r->by_end = malloc(n * sizeof *r->by_end);
-  r->slot = malloc(n * sizeof *r->slot);
-  r->live_at = calloc(n, sizeof *r->live_at);
-  r->live = calloc(n, 1);
+  r->ends = malloc(n * sizeof *r->ends);
   r->ocap = 2;
-  while (r->ocap < 2 * n)
+  while (r->ocap < 2 * n) /* load <= 1/2: short probe sequences */
     r->ocap *= 2;
-  r->okey = calloc(r->ocap, sizeof *r->okey);
-  r->oval = malloc(r->ocap * sizeof *r->oval);
-  if (!r->size || !r->off || !r->last || !r->start || !r->by_end || !r->slot ||
-      !r->live_at || !r->live || !r->okey || !r->oval)
-    return NNMEM_ERR_NOMEM;
-  uint32_t nslots = 0;
+  r->oslot = calloc(r->ocap, sizeof *r->oslot);
+  if (!r->req || !r->start || !r->ends || !r->oslot) return NNMEM_ERR_NOMEM;
   for (size_t i = 0; i < n; i++) {
-    r->size[i] = b[i].size;
-    r->off[i] = offsets[i];
-    r->last[i] = b[i].last;
-    r->by_end[i] = (uint32_t)i;
     r->start[b[i].first + 1]++;
     if (offsets[i] + b[i].size > r->st.height)
       r->st.height = offsets[i] + b[i].size;
     size_t h = hash64(offsets[i]) & (r->ocap - 1);
-    while (r->okey[h] && r->okey[h] != offsets[i] + 1)
+    while (r->oslot[h].key && r->oslot[h].key != offsets[i] + 1)
       h = (h + 1) & (r->ocap - 1);
-    if (!r->okey[h]) {
-      r->okey[h] = offsets[i] + 1;
-      r->oval[h] = nslots++;
-    }
-    r->slot[i] = r->oval[h];
+    r->oslot[h].key = offsets[i] + 1;
+    r->req[i] = (planned_req_t){b[i].size, offsets[i], (uint32_t)h, 0};
+    r->ends[i] = (end_key_t){b[i].last, (uint32_t)i, (uint32_t)h};
   }
   for (uint64_t s = 0; s < r->nsteps; s++)
     r->start[s + 1] += r->start[s];
-  end_key_t *e = malloc(n * sizeof *e);
-  if (!e) return NNMEM_ERR_NOMEM;
-  for (size_t i = 0; i < n; i++)
-    e[i] = (end_key_t){r->last[i], (uint32_t)i};
-  qsort(e, n, sizeof *e, by_last);
-  for (size_t i = 0; i < n; i++)
-    r->by_end[i] = e[i].index;
-  free(e);
+  qsort(r->ends, n, sizeof *r->ends, by_last);
   return NNMEM_OK;
 }
 
@@ -456,15 +469,9 @@ void nnmem_planned_destroy(nnmem_planned_t *r) {
   free(r->buf);
   free(r->key);
   free(r->val);
-  free(r->size);
-  free(r->off);
-  free(r->last);
+  free(r->req);
   free(r->start);
-  free(r->by_end);
-  free(r->slot);
-  free(r->live_at);
-  free(r->live);
-  free(r->okey);
-  free(r->oval);
+  free(r->ends);
+  free(r->oslot);
   free(r);
 }

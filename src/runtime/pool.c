@@ -246,8 +246,9 @@ nnmem_status_t nnmem_pool_create_diag(nnmem_pool_kind_t kind,
   pool->thread_safe = c.thread_safe != 0 || p.replenish;
   pool->backed = (backend->flags & NNMEM_BACKEND_BACKED) != 0;
   pool->sample_every = c.latency_sample ? c.latency_sample : 64;
-  (void)nnmem__ns_per_cycle(); /* calibrate now (once per process, 2 ms),
-                                  not in the first timed call's lock */
+  if (pool->sample_every != UINT32_MAX) /* UINT32_MAX: about never timed */
+    (void)nnmem__ns_per_cycle(); /* calibrate now (once per process, 2 ms),
+                                    not in the first timed call's lock */
   nnmem__addrmap_init(&pool->live);
   nnmem_stats_init(&pool->st);
   if (c.name)

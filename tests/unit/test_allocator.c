@@ -85,20 +85,25 @@ static void test_small_page_misuse(void **state) {
   (void)state;
   nnmem_allocator_t *a = NULL;
   assert_ok(nnmem_allocator_create(NULL, &a));
-  char *x = nnmem_alloc(a, 48); /* class 48: first block at page + 128 */
+  /* class 48: a 128-byte header, then 2 x 22 words of block bits (1355
+   * blocks: 128 + 16 * 22 = 480, 480 + 1355 * 48 = 65520 <= 65536, and
+   * 1356 blocks would end past the page), so block 0 is at page + 480 */
+  char *x = nnmem_alloc(a, 48);
   assert_non_null(x);
   char *page = (char *)((uintptr_t)x & ~(uintptr_t)0xFFFF);
-  assert_ptr_equal(x, page + 128);
-  /* (65536 - 128) / 48 = 1362 blocks end at 128 + 1362 * 48 = 65504 */
-  assert_int_equal(nnmem_allocator_free(a, page + 65504), NNMEM_ERR_INVALID);
+  assert_ptr_equal(x, page + 480);
+  assert_int_equal(nnmem_allocator_free(a, page + 65520), NNMEM_ERR_INVALID);
   /* 64 blocks are carved at a time: block 100 was never handed out */
-  assert_int_equal(nnmem_allocator_free(a, page + 128 + 100 * 48),
+  assert_int_equal(nnmem_allocator_free(a, page + 480 + 100 * 48),
                    NNMEM_ERR_INVALID);
+  /* inside the block bits, 48-byte steps below block 0 */
+  assert_int_equal(nnmem_allocator_free(a, page + 480 - 48), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_free(a, page + 128), NNMEM_ERR_INVALID);
   assert_ok(nnmem_allocator_free(a, x));
   assert_int_equal(nnmem_allocator_free(a, x), NNMEM_ERR_INVALID);
   nnmem_stats_t st;
   assert_ok(nnmem_allocator_stats(a, &st));
-  assert_int_equal(st.misuse_count, 3);
+  assert_int_equal(st.misuse_count, 5);
   assert_int_equal(st.alloc_count, 1);
   assert_int_equal(st.free_count, 1); /* rejected frees are not counted */
   assert_int_equal(st.live_count, 0);
@@ -298,6 +303,87 @@ static void test_cross_thread(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* free_batch: queued frees return NNMEM_OK at the call; at the flush
+ * (queue full, nnmem_allocator_thread_flush, thread exit) a double free,
+ * an interior pointer and a block freed by two threads are each counted
+ * once and handed to on_misuse with their address; every good block comes
+ * back exactly once (reallocated: all distinct, none of them twice). */
+typedef struct misuse_log {
+  const void *p[16];
+  int n;
+} misuse_log_t;
+
+static void log_misuse(void *ctx, const void *ptr) {
+  misuse_log_t *l = ctx;
+  if (l->n < 16) l->p[l->n] = ptr;
+  l->n++;
+}
+
+static void *free_from_thread(void *arg) {
+  handoff_t *h = arg;
+  for (int i = 0; i < h->n; i++)
+    assert_ok(nnmem_allocator_free(h->a, h->blocks[i]));
+  return NULL; /* the thread's exit flushes its queue */
+}
+
+static void test_free_batch(void **state) {
+  (void)state;
+  misuse_log_t log = {{0}, 0};
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.free_batch = 8;
+  cfg.on_misuse = log_misuse;
+  cfg.misuse_ctx = &log;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  enum { N = 20 };
+  char *b[N];
+  for (int i = 0; i < N; i++)
+    assert_non_null(b[i] = nnmem_alloc(a, 64));
+  for (int i = 0; i < 5; i++) /* five queued: nothing checked yet */
+    assert_ok(nnmem_allocator_free(a, b[i]));
+  assert_ok(nnmem_allocator_free(a, b[2]));      /* a double free, queued */
+  assert_ok(nnmem_allocator_free(a, b[6] + 16)); /* interior, queued */
+  assert_int_equal(log.n, 0);
+  assert_ok(nnmem_allocator_free(a, b[5])); /* the 8th: the queue flushes */
+  assert_int_equal(log.n, 2);
+  assert_ptr_equal(log.p[0], b[2]);
+  assert_ptr_equal(log.p[1], b[6] + 16);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 2);
+  assert_int_equal(st.live_count, N - 6);
+  /* another thread frees b[6..12], then b[6] again: the second is misuse
+   * at that thread's exit */
+  void *other[8];
+  for (int i = 0; i < 7; i++)
+    other[i] = b[6 + i];
+  other[7] = b[6];
+  handoff_t h = {a, other, 8};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, free_from_thread, &h), 0);
+  pthread_join(t, NULL);
+  assert_int_equal(log.n, 3);
+  assert_ptr_equal(log.p[2], b[6]);
+  /* the rest, then the flush on demand */
+  for (int i = 13; i < N; i++)
+    assert_ok(nnmem_allocator_free(a, b[i]));
+  nnmem_allocator_thread_flush(a);
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 3);
+  assert_int_equal(st.live_count, 0);
+  /* every block came back once: N allocations are N distinct blocks */
+  char *c[N];
+  for (int i = 0; i < N; i++) {
+    assert_non_null(c[i] = nnmem_alloc(a, 64));
+    for (int j = 0; j < i; j++)
+      assert_ptr_not_equal(c[i], c[j]);
+  }
+  for (int i = 0; i < N; i++)
+    nnmem_free(a, c[i]);
+  nnmem_allocator_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_usage_example),
@@ -307,6 +393,7 @@ int main(void) {
       cmocka_unit_test(test_old_config_layout),
       cmocka_unit_test(test_random),
       cmocka_unit_test(test_cross_thread),
+      cmocka_unit_test(test_free_batch),
       cmocka_unit_test(test_backend_faults),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "export/export_json.h"
 #include "testutil.h"
 
 static int setup(void **state) {
@@ -548,6 +549,106 @@ static void test_read_limit(void **state) {
   assert_null(data);
 }
 
+/* The planned timeline (profile_timeline.c) against a brute force: live
+ * root bytes at every step, summed buffer by buffer, with gaps and
+ * sub-buffers; its largest entry is nnmem_problem_peak. Random problems,
+ * fixed seed (printed on failure). */
+static uint64_t tl_rand(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+static uint64_t brute_live(const nnmem_problem_t *p, uint64_t align,
+                           uint64_t step) {
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  uint64_t live = 0;
+  for (size_t i = 0; i < nnmem_problem_count(p); i++) {
+    if (nnmem_problem_parent(p, i, NULL, NULL) == NNMEM_OK) continue;
+    if (step < b[i].first || step >= b[i].last) continue;
+    const nnmem_interval_t *g = NULL;
+    size_t ng = nnmem_problem_gaps(p, i, &g), in_gap = 0;
+    for (size_t j = 0; j < ng; j++)
+      if (step >= g[j].first && step < g[j].last) in_gap = 1;
+    if (in_gap) continue;
+    uint64_t al = b[i].align > align ? b[i].align : align;
+    live += (b[i].size + al - 1) / al * al;
+  }
+  return live;
+}
+
+static void test_profile_timeline(void **state) {
+  (void)state;
+  const uint64_t seed = 0x7133a11e5ull;
+  uint64_t s = seed;
+  for (int round = 0; round < 200; round++) {
+    nnmem_problem_t *p = NULL;
+    assert_ok(nnmem_problem_create(&p));
+    size_t n = 1 + tl_rand(&s) % 12;
+    char id[16];
+    for (size_t i = 0; i < n; i++) {
+      uint64_t first = tl_rand(&s) % 20, len = 1 + tl_rand(&s) % 10;
+      snprintf(id, sizeof id, "b%zu", i);
+      assert_ok(nnmem_problem_add(p, id, tl_rand(&s) % 100,
+                                  (uint64_t)1 << (tl_rand(&s) % 4), first,
+                                  first + len, NULL));
+      if (len >= 4 && tl_rand(&s) % 3 == 0) /* a gap strictly inside */
+        assert_ok(nnmem_problem_add_gap(p, i, first + 1, first + len - 1));
+      if (i && tl_rand(&s) % 4 == 0) { /* a child inside an earlier root */
+        size_t par = tl_rand(&s) % i;
+        if (nnmem_problem_parent(p, par, NULL, NULL) != NNMEM_OK)
+          assert_ok(nnmem_problem_set_parent(p, i, par, 0));
+      }
+    }
+    uint64_t align = (uint64_t)1 << (tl_rand(&s) % 3), weights = round;
+    nnmem__text_t t;
+    nnmem__jw_t w;
+    nnmem__text_init(&t);
+    nnmem__jw_init(&w, &t, NNMEM__JW_COMPACT);
+    nnmem__jw_object(&w);
+    assert_ok(nnmem__profile_json_timeline(&w, p, align, weights));
+    nnmem__jw_end(&w);
+    assert_ok(nnmem__jw_finish(&w));
+    cJSON *j = cJSON_Parse(t.data);
+    if (!j)
+      fail_msg("seed %#llx round %d: not JSON", (unsigned long long)seed,
+               round);
+    const cJSON *tl = cJSON_GetObjectItemCaseSensitive(j, "timeline");
+    assert_true(cJSON_IsArray(tl));
+    uint64_t end = 0, peak = 0, top = 0;
+    const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+    for (size_t i = 0; i < n; i++)
+      if (b[i].last > end) end = b[i].last;
+    assert_ok(nnmem_problem_peak(p, align, &peak, NULL));
+    /* every step 0 .. end - 1 against the entry in force there */
+    const cJSON *e = tl->child, *cur = NULL;
+    assert_int_equal(num(e, "step"), 0);
+    for (uint64_t st = 0; st < end; st++) {
+      while (e && (uint64_t)num(e, "step") <= st)
+        cur = e, e = e->next;
+      uint64_t want = brute_live(p, align, st);
+      if ((uint64_t)num(cur, "activation_memory") != want ||
+          (uint64_t)num(cur, "peak_bytes") != want + weights ||
+          (uint64_t)num(cur, "weight_memory") != weights)
+        fail_msg(
+            "seed %#llx round %d step %llu: timeline says %.0f, brute "
+            "force %llu",
+            (unsigned long long)seed, round, (unsigned long long)st,
+            num(cur, "activation_memory"), (unsigned long long)want);
+      if (want > top) top = want;
+    }
+    assert_null(e); /* no entry past the last step */
+    assert_int_equal(
+        num(cJSON_GetArrayItem(tl, cJSON_GetArraySize(tl) - 1), "step"),
+        end - 1);
+    assert_int_equal(top, peak);
+    cJSON_Delete(j);
+    nnmem__text_free(&t);
+    nnmem_problem_destroy(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plan_json_tiny),
@@ -561,6 +662,7 @@ int main(void) {
       cmocka_unit_test(test_plan_read_round_trip),
       cmocka_unit_test(test_format_matches_write),
       cmocka_unit_test(test_read_limit),
+      cmocka_unit_test(test_profile_timeline),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -51,6 +51,7 @@
 #define SMALL_MAX (1u << 20) /* tiered: slab classes below (no TLSF tier) */
 #define LARGE_MIN (1u << 20) /* tiered: a mapping per block from here */
 #define BOOT_SIZE (1u << 20)
+#define FREE_BATCH 64 /* queued small frees (nnmem_allocator_config_t) */
 
 /* glibc's own functions, for nnmem's metadata (see the link options in
  * tools/malloc/CMakeLists.txt). */
@@ -176,6 +177,12 @@ static void fork_child(void) {
   nnmem__record_fork(2);
 }
 
+/* A queued free the allocator found bad when it flushed the queue. */
+static void late_bad_free(void *ctx, const void *p) {
+  (void)ctx;
+  bad_pointer("free", p);
+}
+
 static void create(void) {
   in_init = 1;
   nnmem_backend_t *be = NULL;
@@ -189,12 +196,24 @@ static void create(void) {
     cfg.backend = be;
     cfg.small_max = SMALL_MAX;
     cfg.large_min = LARGE_MIN;
-    cfg.keep_empty = 2; /* a slab per class stays: no mmap / munmap churn */
+    /* empty slabs each class keeps: a producer / consumer pair (mixed2)
+     * empties dozens of slabs of one class at a time; with 2 kept, 48,000
+     * slab mappings came and went (1.4 s of system time, futex waits on
+     * the pool lock meanwhile); with 32, 1,100 */
+    cfg.keep_empty = 32;
+    /* nobody reads the stats of a preloaded heap: no latency sampling (and
+     * no 2 ms cycle-counter calibration at every program's start) */
+    cfg.latency_sample = UINT32_MAX;
     cfg.leaks = &off;
+    const char *ab = getenv("NNMEM_MALLOC_ABORT");
+    abort_on_misuse = ab && ab[0] == '1';
+    /* small frees are queued and returned FREE_BATCH at a time (their cache
+     * misses overlap); a bad one is then reported at the flush. Aborting on
+     * misuse wants the bad call itself: no queue then. */
+    cfg.free_batch = abort_on_misuse ? 0 : FREE_BATCH;
+    cfg.on_misuse = late_bad_free;
     if (nnmem_allocator_create(&cfg, &a) != NNMEM_OK) a = NULL;
   }
-  const char *ab = getenv("NNMEM_MALLOC_ABORT");
-  abort_on_misuse = ab && ab[0] == '1';
   heap_a = a;
   if (a) {
     nnmem__record_init();
@@ -230,6 +249,13 @@ static inline nnmem_allocator_t *heap(void) {
 
 __attribute__((constructor)) static void front_init(void) {
   (void)heap();
+}
+
+/* The exiting thread's queued frees (a bad one is reported now); other
+ * threads' queues are flushed when those threads exit. */
+__attribute__((destructor)) static void front_fini(void) {
+  if (atomic_load_explicit(&state, memory_order_acquire) == ST_READY)
+    nnmem_allocator_thread_flush(heap_a);
 }
 
 /* ---- the functions ------------------------------------------------------- */

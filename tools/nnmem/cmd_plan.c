@@ -820,9 +820,14 @@ static nnmem_status_t format_profile_file(plan_ctx_t *c, char **text) {
   cli_json_begin(&w, &t, CLI_JSON_PRETTY);
   nnmem__jw_object(&w);
   nnmem__profile_json_members(&w, &c->run.prof, model);
+  /* the planned live bytes per step, for `nnmem diff` against a run */
+  nnmem_status_t st = nnmem__profile_json_timeline(
+      &w, c->problem, c->opts.align,
+      c->live ? nnmem_liveness_weight_bytes(c->live) : 0);
   if (c->is_onnx) cli_onnx_json_add(&w, &c->onnx); /* the import report */
   nnmem__jw_end(&w);
-  nnmem_status_t st = nnmem__jw_finish(&w);
+  nnmem_status_t fst = nnmem__jw_finish(&w);
+  if (st == NNMEM_OK) st = fst;
   if (st != NNMEM_OK) {
     nnmem__text_free(&t);
     return nnmem__diag(&c->diag, st, "formatting the profile: %s",
