@@ -1,0 +1,563 @@
+/* test_cuda_vm.c - the handle heap on a CUDA virtual-memory segment
+ * (NNMEM_SEGMENT_CUDA_VM: src/backend/cuda_vm.c under src/runtime/segment.c)
+ * over the stand-in driver (tests/fakes/fake_cuda.c, path in
+ * $NNMEM_FAKE_CUDA), which enforces the driver's mapping rules and counts
+ * live physical handles, mappings and reserved ranges:
+ *   - creation: granule rounding to the device granularity, refusals (not a
+ *     cuda backend, no VMM support, reservation failure) with a diag;
+ *   - alloc / free commit and release exactly the granules touched;
+ *   - compaction by remapping and by copying: the same layout, contents
+ *     preserved (patterns written and read back through the backend's
+ *     copies), pinned blocks stay, bytes remapped equal to a count made
+ *     from the block offsets before and after;
+ *   - stale handles; commit failures (cuMemCreate / cuMemMap /
+ *     cuMemSetAccess failing at the N-th call, N swept) roll back with no
+ *     leaked handle or mapping; out of device memory names free/total;
+ *     failures in the middle of a remapping compaction leave every block
+ *     intact;
+ *   - a randomized run (fixed seed, printed) against a host shadow copy;
+ *   - the same scenario on a real GPU when there is one (skipped here). */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nnmem/heap.h"
+#include "testutil.h"
+
+static void *fake;
+static long (*fake_live)(void);
+static int (*fake_depth)(void);
+static long (*vm_handles)(void);
+static long (*vm_mappings)(void);
+static long (*vm_reserved)(void);
+static int (*vm_fail)(const char *, long, int);
+static long (*vm_calls)(const char *);
+
+#define SYM(var, name)                    \
+  do {                                    \
+    *(void **)&(var) = dlsym(fake, name); \
+    if (!(var)) return -1;                \
+  } while (0)
+
+static int setup(void **state) {
+  (void)state;
+  const char *path = getenv("NNMEM_FAKE_CUDA");
+  if (!path || !(fake = dlopen(path, RTLD_NOW | RTLD_LOCAL))) return -1;
+  SYM(fake_live, "fake_cuda_live");
+  SYM(fake_depth, "fake_cuda_ctx_depth");
+  SYM(vm_handles, "fake_cuda_vm_handles");
+  SYM(vm_mappings, "fake_cuda_vm_mappings");
+  SYM(vm_reserved, "fake_cuda_vm_reserved");
+  SYM(vm_fail, "fake_cuda_vm_fail");
+  SYM(vm_calls, "fake_cuda_vm_calls");
+  /* 64 KiB granules keep the fake's memfds small; 64 MiB of "device" */
+  setenv("FAKE_CUDA_GRANULARITY", "65536", 1);
+  setenv("FAKE_CUDA_CAPACITY", "67108864", 1);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  if (fake) dlclose(fake);
+  return 0;
+}
+
+static nnmem_backend_t *fake_backend(void) {
+  nnmem_cuda_config_t cfg = {sizeof cfg, 0, getenv("NNMEM_FAKE_CUDA")};
+  nnmem_backend_t *b = NULL;
+  nnmem_diag_t d = {{0}};
+  assert_int_equal(nnmem_backend_cuda_create(&cfg, &b, &d), NNMEM_OK);
+  return b;
+}
+
+static nnmem_heap_t *vm_heap(nnmem_backend_t *b, uint64_t cap, int remap) {
+  nnmem_heap_config_t c;
+  nnmem_heap_config_init(&c);
+  c.capacity = cap;
+  c.segment = NNMEM_SEGMENT_CUDA_VM;
+  c.remap = remap;
+  nnmem_heap_t *h = NULL;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = nnmem_heap_create(&c, b, &h, &d);
+  if (st) print_message("heap_create: %s\n", d.message);
+  assert_int_equal(st, NNMEM_OK);
+  return h;
+}
+
+static void check(nnmem_heap_t *h) {
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = nnmem_heap_check(h, &d);
+  if (st) print_message("heap_check: %s\n", d.message);
+  assert_int_equal(st, NNMEM_OK);
+}
+
+static uint64_t committed(nnmem_heap_t *h) {
+  nnmem_stats_t st;
+  assert_int_equal(nnmem_heap_stats(h, &st, NULL), NNMEM_OK);
+  return st.reserved_bytes;
+}
+
+/* The fake's books agree with the heap: one handle and one mapping per
+ * committed granule, one reservation. */
+static void books(nnmem_heap_t *h, uint64_t granule) {
+  if (!fake) return;
+  long n = (long)(committed(h) / granule);
+  assert_int_equal(vm_handles(), n);
+  assert_int_equal(vm_mappings(), n);
+  assert_int_equal(vm_reserved(), 1);
+  assert_int_equal(fake_depth(), 0);
+}
+
+static void nothing_left(void) {
+  assert_int_equal(vm_handles(), 0);
+  assert_int_equal(vm_mappings(), 0);
+  assert_int_equal(vm_reserved(), 0);
+  assert_int_equal(fake_live(), 0);
+  assert_int_equal(fake_depth(), 0);
+}
+
+static unsigned char pat(uint32_t tag, uint64_t i) {
+  return (unsigned char)((i * 131 + tag * 29 + (i >> 9)) ^ (tag >> 3));
+}
+
+/* Writes block t's pattern (tag) through the backend's copy. */
+static void fill(nnmem_heap_t *h, nnmem_backend_t *b, nnmem_handle_t t,
+                 uint64_t n, uint32_t tag) {
+  unsigned char *buf = malloc(n);
+  assert_non_null(buf);
+  for (uint64_t i = 0; i < n; i++)
+    buf[i] = pat(tag, i);
+  void *p = NULL;
+  assert_int_equal(nnmem_handle_pin(h, t, &p), NNMEM_OK);
+  assert_int_equal(nnmem_backend_copy(b, p, buf, n, NNMEM_COPY_HOST_TO_DEVICE),
+                   NNMEM_OK);
+  assert_int_equal(nnmem_handle_unpin(h, t), NNMEM_OK);
+  free(buf);
+}
+
+/* Reads block t back and compares with its pattern. */
+static void expect(nnmem_heap_t *h, nnmem_backend_t *b, nnmem_handle_t t,
+                   uint64_t n, uint32_t tag) {
+  unsigned char *buf = malloc(n);
+  assert_non_null(buf);
+  void *p = NULL;
+  assert_int_equal(nnmem_handle_pin(h, t, &p), NNMEM_OK);
+  assert_int_equal(nnmem_backend_copy(b, buf, p, n, NNMEM_COPY_DEVICE_TO_HOST),
+                   NNMEM_OK);
+  assert_int_equal(nnmem_handle_unpin(h, t), NNMEM_OK);
+  for (uint64_t i = 0; i < n; i++)
+    if (buf[i] != pat(tag, i)) {
+      print_message("block tag %u: byte %llu is %u, want %u\n", tag,
+                    (unsigned long long)i, buf[i], pat(tag, i));
+      fail();
+    }
+  free(buf);
+}
+
+static void test_create(void **state) {
+  (void)state;
+  nnmem_heap_config_t c;
+  nnmem_heap_config_init(&c);
+  c.capacity = 1000000; /* not a multiple of anything */
+  c.granule = 4096;     /* below the device's 64 KiB */
+  c.segment = NNMEM_SEGMENT_CUDA_VM;
+  nnmem_heap_t *h = NULL;
+  nnmem_diag_t d = {{0}};
+  /* no backend; a backend that is not cuda */
+  assert_int_equal(nnmem_heap_create(&c, NULL, &h, &d), NNMEM_ERR_INVALID);
+  assert_non_null(strstr(d.message, "cuda_vm"));
+  nnmem_backend_t *sim = NULL;
+  assert_int_equal(nnmem_backend_sim_create(NULL, &sim), NNMEM_OK);
+  assert_int_equal(nnmem_heap_create(&c, sim, &h, &d), NNMEM_ERR_UNSUPPORTED);
+  assert_non_null(strstr(d.message, "not cuda"));
+  nnmem_backend_destroy(sim);
+  nnmem_backend_t *b = fake_backend();
+  /* the granule becomes the device's, the capacity a multiple of it */
+  assert_int_equal(nnmem_heap_create(&c, b, &h, &d), NNMEM_OK);
+  nnmem_handle_t t;
+  assert_int_equal(nnmem_handle_alloc(h, 1, 0, &t), NNMEM_OK);
+  assert_int_equal(committed(h), 65536);
+  nnmem_stats_t st;
+  assert_int_equal(nnmem_heap_stats(h, &st, NULL), NNMEM_OK);
+  assert_int_equal(st.free_bytes + 256, 16 * 65536); /* 1000000 -> 16 G */
+  books(h, 65536);
+  nnmem_heap_destroy(h); /* with a live block: released all the same */
+  nothing_left();
+  /* a granule above the device's is kept */
+  c.granule = 131072;
+  assert_int_equal(nnmem_heap_create(&c, b, &h, &d), NNMEM_OK);
+  assert_int_equal(nnmem_handle_alloc(h, 1, 0, &t), NNMEM_OK);
+  assert_int_equal(committed(h), 131072);
+  assert_int_equal(vm_handles(), 1);
+  nnmem_heap_destroy(h);
+  nothing_left();
+  /* remap is allowed on cuda_vm, refused on a plain backend segment */
+  c.remap = 1;
+  c.segment = NNMEM_SEGMENT_BACKEND;
+  assert_int_equal(nnmem_heap_create(&c, b, &h, &d), NNMEM_ERR_INVALID);
+  assert_non_null(strstr(d.message, "remap"));
+  c.segment = NNMEM_SEGMENT_CUDA_VM;
+  /* the reservation refused: the driver's words in the diag */
+  assert_int_equal(vm_fail("cuMemAddressReserve", 1, 2), 0);
+  assert_int_equal(nnmem_heap_create(&c, b, &h, &d), NNMEM_ERR_NOMEM);
+  print_message("refused as expected: %s\n", d.message);
+  assert_non_null(strstr(d.message, "cuMemAddressReserve"));
+  assert_non_null(strstr(d.message, "CUDA_ERROR_OUT_OF_MEMORY"));
+  /* a device without virtual memory management */
+  setenv("FAKE_CUDA_NO_VMM", "1", 1);
+  assert_int_equal(nnmem_heap_create(&c, b, &h, &d), NNMEM_ERR_UNSUPPORTED);
+  assert_non_null(strstr(d.message, "virtual memory"));
+  unsetenv("FAKE_CUDA_NO_VMM");
+  assert_null(h);
+  nothing_left();
+  nnmem_backend_destroy(b);
+}
+
+static void test_commit_decommit(void **state) {
+  (void)state;
+  nnmem_backend_t *b = fake_backend();
+  const uint64_t G = 65536;
+  nnmem_heap_t *h = vm_heap(b, 64 * G, 0);
+  nnmem_handle_t t[4];
+  /* [0, 1.5G) [1.5G, 2G) [2G, 5G) [5G, 5G + 256) */
+  assert_int_equal(nnmem_handle_alloc(h, G + G / 2, 0, &t[0]), NNMEM_OK);
+  assert_int_equal(committed(h), 2 * G);
+  assert_int_equal(nnmem_handle_alloc(h, G / 2, 0, &t[1]), NNMEM_OK);
+  assert_int_equal(committed(h), 2 * G); /* shares granule 1 */
+  assert_int_equal(nnmem_handle_alloc(h, 3 * G, 0, &t[2]), NNMEM_OK);
+  assert_int_equal(nnmem_handle_alloc(h, 1, 0, &t[3]), NNMEM_OK);
+  assert_int_equal(committed(h), 6 * G);
+  books(h, G);
+  fill(h, b, t[1], G / 2, 11);
+  fill(h, b, t[2], 3 * G, 12);
+  /* freeing t[0] keeps granule 1 (t[1] is still in it) */
+  assert_int_equal(nnmem_handle_free(h, t[0]), NNMEM_OK);
+  assert_int_equal(committed(h), 5 * G);
+  books(h, G);
+  check(h);
+  expect(h, b, t[1], G / 2, 11);
+  expect(h, b, t[2], 3 * G, 12);
+  /* a decommitted granule is no longer accessible to the driver's copies */
+  void *p = NULL;
+  assert_int_equal(nnmem_handle_pin(h, t[1], &p), NNMEM_OK);
+  unsigned char x = 0;
+  assert_int_not_equal(
+      nnmem_backend_copy(b, &x, (char *)p - G, 1, NNMEM_COPY_DEVICE_TO_HOST),
+      NNMEM_OK);
+  assert_int_equal(nnmem_handle_unpin(h, t[1]), NNMEM_OK);
+  /* stale and forged handles, pinned frees */
+  assert_int_equal(nnmem_handle_free(h, t[0]), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_handle_pin(h, t[0], &p), NNMEM_ERR_INVALID);
+  nnmem_handle_t forged = {t[1].bits + (2ULL << 32)}; /* wrong generation */
+  assert_int_equal(nnmem_handle_free(h, forged), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_handle_pin(h, t[2], &p), NNMEM_OK);
+  assert_int_equal(nnmem_handle_free(h, t[2]), NNMEM_ERR_STATE);
+  assert_int_equal(nnmem_handle_unpin(h, t[2]), NNMEM_OK);
+  for (int i = 1; i < 4; i++)
+    assert_int_equal(nnmem_handle_free(h, t[i]), NNMEM_OK);
+  assert_int_equal(committed(h), 0);
+  books(h, G);
+  check(h);
+  nnmem_heap_destroy(h);
+  nothing_left();
+  nnmem_backend_destroy(b);
+}
+
+/* The whole granules a move of [src, src+len) to dst remaps: counted from
+ * the offsets, independently of cuda_vm.c. */
+static uint64_t whole_granules(uint64_t src, uint64_t dst, uint64_t len,
+                               uint64_t G) {
+  if (src == dst || (src - dst) % G) return 0;
+  uint64_t n = 0;
+  for (uint64_t g = src / G; g * G < src + len; g++)
+    if (g * G >= src && (g + 1) * G <= src + len) n += G;
+  return n;
+}
+
+enum { NB = 14 };
+
+/* The compaction scenario on backend b (the fake or a GPU): blocks of
+ * whole granules (aligned to the granule) and odd sizes, every other one
+ * freed, one pinned; compact; every survivor's bytes read back. Returns
+ * the report; *expect_remap the whole-granule bytes counted from the
+ * offsets. */
+static nnmem_compact_report_t scenario(nnmem_backend_t *b, int remap,
+                                       uint64_t *expect_remap) {
+  nnmem_heap_t *h = vm_heap(b, 1, remap); /* learn the granule */
+  nnmem_handle_t t[NB];
+  assert_int_equal(nnmem_handle_alloc(h, 1, 0, &t[0]), NNMEM_OK);
+  const uint64_t G = committed(h);
+  nnmem_heap_destroy(h);
+  h = vm_heap(b, 64 * G, remap);
+  uint64_t size[NB], off0[NB], off1[NB];
+  for (int i = 0; i < NB; i++) {
+    int whole = i % 3 != 2;
+    size[i] = whole ? (uint64_t)(1 + i % 4) * G : G / 2 + 256 * (uint64_t)i;
+    assert_int_equal(nnmem_handle_alloc(h, size[i], whole ? G : 0, &t[i]),
+                     NNMEM_OK);
+    fill(h, b, t[i], size[i], (uint32_t)i + 1);
+  }
+  books(h, G);
+  void *pinned_addr = NULL;
+  assert_int_equal(nnmem_handle_pin(h, t[7], &pinned_addr), NNMEM_OK);
+  for (int i = 0; i < NB; i += 2)
+    assert_int_equal(nnmem_handle_free(h, t[i]), NNMEM_OK);
+  books(h, G);
+  for (int i = 1; i < NB; i += 2)
+    assert_int_equal(nnmem_handle_info(h, t[i], &off0[i], NULL, NULL),
+                     NNMEM_OK);
+  nnmem_compact_report_t r;
+  assert_int_equal(nnmem_heap_compact(h, &r), NNMEM_OK);
+  check(h);
+  books(h, G);
+  *expect_remap = 0;
+  uint64_t moved = 0;
+  for (int i = 1; i < NB; i += 2) {
+    uint64_t sz;
+    assert_int_equal(nnmem_handle_info(h, t[i], &off1[i], &sz, NULL), NNMEM_OK);
+    expect(h, b, t[i], size[i], (uint32_t)i + 1);
+    if (off1[i] != off0[i]) moved += sz;
+    if (remap) *expect_remap += whole_granules(off0[i], off1[i], sz, G);
+  }
+  assert_int_equal(off1[7], off0[7]); /* pinned: stayed */
+  void *again = NULL;
+  assert_int_equal(nnmem_handle_pin(h, t[7], &again), NNMEM_OK);
+  assert_ptr_equal(again, pinned_addr);
+  assert_int_equal(nnmem_handle_unpin(h, t[7]), NNMEM_OK);
+  assert_int_equal(nnmem_handle_unpin(h, t[7]), NNMEM_OK);
+  assert_int_equal(r.bytes_moved, moved);
+  assert_int_equal(r.pinned_blocks, 1);
+  assert_true(r.blocks_moved > 0);
+  print_message(
+      "compaction (%s, granule %llu): %llu B moved, %llu remapped, "
+      "%llu copied\n",
+      remap ? "remap" : "copy", (unsigned long long)G,
+      (unsigned long long)r.bytes_moved, (unsigned long long)r.bytes_remapped,
+      (unsigned long long)(r.bytes_moved - r.bytes_remapped));
+  for (int i = 1; i < NB; i += 2)
+    assert_int_equal(nnmem_handle_free(h, t[i]), NNMEM_OK);
+  assert_int_equal(committed(h), 0);
+  nnmem_heap_destroy(h);
+  return r;
+}
+
+static void test_compact(void **state) {
+  (void)state;
+  nnmem_backend_t *b = fake_backend();
+  uint64_t want_r = 0, want_c = 0;
+  long creates = vm_calls("cuMemCreate");
+  nnmem_compact_report_t rr = scenario(b, 1, &want_r);
+  nothing_left();
+  nnmem_compact_report_t rc = scenario(b, 0, &want_c);
+  nothing_left();
+  assert_true(vm_calls("cuMemCreate") > creates);
+  assert_int_equal(rr.bytes_remapped, want_r);
+  assert_true(want_r > 0); /* the scenario does exercise remapping */
+  assert_int_equal(rc.bytes_remapped, 0);
+  assert_int_equal(rr.bytes_moved, rc.bytes_moved); /* the same layout */
+  assert_true(rr.bytes_moved > rr.bytes_remapped);  /* and some copying */
+  nnmem_backend_destroy(b);
+}
+
+/* cuMemCreate / cuMemMap / cuMemSetAccess failing at the n-th call of an
+ * allocation of 5 granules: refused, nothing half-mapped, nothing leaked,
+ * the heap unchanged; then the same allocation succeeds. */
+static void test_commit_failure(void **state) {
+  (void)state;
+  nnmem_backend_t *b = fake_backend();
+  const uint64_t G = 65536;
+  static const struct {
+    const char *fn;
+    int code;
+    nnmem_status_t want;
+    long max_n;
+  } cases[] = {{"cuMemCreate", 2, NNMEM_ERR_NOMEM, 5},
+               {"cuMemMap", 2, NNMEM_ERR_NOMEM, 5},
+               {"cuMemMap", 1, NNMEM_ERR_INVALID, 5},
+               {"cuMemSetAccess", 1, NNMEM_ERR_INVALID, 1}};
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+    for (long n = 1; n <= cases[k].max_n; n++) {
+      nnmem_heap_t *h = vm_heap(b, 32 * G, 1);
+      nnmem_handle_t a, t;
+      assert_int_equal(nnmem_handle_alloc(h, G / 2, 0, &a), NNMEM_OK);
+      fill(h, b, a, G / 2, 99);
+      assert_int_equal(vm_fail(cases[k].fn, n, cases[k].code), 0);
+      /* [G/2, G/2 + 4.5G): granule 0 shared, granules 1..4 new */
+      assert_int_equal(
+          nnmem_handle_alloc(h, 4 * G + G / 2, 0, &t),
+          n <= (cases[k].fn[5] == 'S' ? 1 : 4) ? cases[k].want : NNMEM_OK);
+      if (n <= (cases[k].fn[5] == 'S' ? 1 : 4)) {
+        const char *e = nnmem_backend_cuda_last_error(b);
+        assert_non_null(strstr(e, cases[k].fn));
+        if (cases[k].want == NNMEM_ERR_NOMEM)
+          assert_non_null(strstr(e, "device free"));
+        assert_int_equal(committed(h), G);
+        assert_int_equal(t.bits, 0);
+      } else {
+        vm_fail(cases[k].fn, 0, 0);
+        assert_int_equal(nnmem_handle_free(h, t), NNMEM_OK);
+      }
+      books(h, G);
+      check(h);
+      expect(h, b, a, G / 2, 99);
+      assert_int_equal(nnmem_handle_alloc(h, 4 * G + G / 2, 0, &t), NNMEM_OK);
+      assert_int_equal(committed(h), 5 * G);
+      books(h, G);
+      nnmem_heap_destroy(h);
+      nothing_left();
+    }
+  /* the device itself full: 64 MiB of fake memory, 2 x 40 MiB */
+  nnmem_heap_t *h = vm_heap(b, 2048 * G, 0);
+  nnmem_handle_t x, y;
+  assert_int_equal(nnmem_handle_alloc(h, 640 * G, 0, &x), NNMEM_OK);
+  assert_int_equal(nnmem_handle_alloc(h, 640 * G, 0, &y), NNMEM_ERR_NOMEM);
+  const char *e = nnmem_backend_cuda_last_error(b);
+  print_message("out of device memory: %s\n", e);
+  assert_non_null(strstr(e, "CUDA_ERROR_OUT_OF_MEMORY"));
+  assert_non_null(strstr(e, "of 67108864 bytes"));
+  books(h, G);
+  check(h);
+  nnmem_heap_destroy(h);
+  nothing_left();
+  nnmem_backend_destroy(b);
+}
+
+/* A remapping compaction whose n-th cuMemMap or cuMemUnmap fails: the
+ * compaction reports the error, every block still holds its bytes where
+ * the heap says it is, the books balance; n swept until it succeeds. */
+static void test_compact_failure(void **state) {
+  (void)state;
+  nnmem_backend_t *b = fake_backend();
+  const uint64_t G = 65536;
+  const char *fns[] = {"cuMemMap", "cuMemUnmap", "cuMemCreate"};
+  for (int f = 0; f < 3; f++) {
+    int succeeded = 0, failed = 0;
+    for (long n = 1; !succeeded && n < 200; n++) {
+      nnmem_heap_t *h = vm_heap(b, 64 * G, 1);
+      nnmem_handle_t t[8];
+      uint64_t sz[8];
+      for (int i = 0; i < 8; i++) {
+        sz[i] = i % 2 ? (uint64_t)(i + 1) * G : G + 4096 * (uint64_t)i;
+        assert_int_equal(nnmem_handle_alloc(h, sz[i], G, &t[i]), NNMEM_OK);
+        fill(h, b, t[i], sz[i], 200u + (uint32_t)i);
+      }
+      for (int i = 0; i < 8; i += 3)
+        assert_int_equal(nnmem_handle_free(h, t[i]), NNMEM_OK);
+      vm_fail(fns[f], n, 2);
+      nnmem_status_t st = nnmem_heap_compact(h, NULL);
+      vm_fail(fns[f], 0, 0);
+      succeeded = st == NNMEM_OK;
+      check(h);
+      /* an unmap the driver refused leaves an orphan mapping until the
+         next commit of that granule or destroy */
+      assert_true(vm_mappings() >= (long)(committed(h) / G));
+      for (int i = 0; i < 8; i++)
+        if (i % 3) expect(h, b, t[i], sz[i], 200u + (uint32_t)i);
+      nnmem_heap_destroy(h);
+      nothing_left();
+      if (!succeeded) failed++;
+    }
+    assert_true(succeeded);
+    print_message("%s failing: %d compactions refused, then one succeeded\n",
+                  fns[f], failed);
+    assert_true(failed > 0);
+  }
+  nnmem_backend_destroy(b);
+}
+
+static uint64_t rnd(uint64_t *s) {
+  *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+  return *s;
+}
+
+/* Random allocs, frees, pins and compactions (remap on), every live block
+ * checked against its pattern after each compaction. */
+static void test_random(void **state) {
+  (void)state;
+  const uint64_t seed = 20261201, G = 65536;
+  print_message("seed %llu\n", (unsigned long long)seed);
+  uint64_t s = seed;
+  nnmem_backend_t *b = fake_backend();
+  nnmem_heap_t *h = vm_heap(b, 256 * G, 1);
+  enum { SLOTS = 24 };
+  nnmem_handle_t t[SLOTS] = {{0}};
+  uint64_t sz[SLOTS] = {0};
+  int pinned[SLOTS] = {0};
+  uint32_t tag[SLOTS] = {0};
+  for (int step = 0; step < 600; step++) {
+    int i = (int)(rnd(&s) % SLOTS);
+    uint64_t r = rnd(&s) % 10;
+    if (r < 6 && !t[i].bits) {
+      sz[i] = rnd(&s) % 2 ? (1 + rnd(&s) % 6) * G : 1 + rnd(&s) % (3 * G);
+      nnmem_status_t st =
+          nnmem_handle_alloc(h, sz[i], sz[i] % G ? 0 : G, &t[i]);
+      assert_true(st == NNMEM_OK || st == NNMEM_ERR_NOMEM);
+      if (st == NNMEM_OK) fill(h, b, t[i], sz[i], tag[i] = (uint32_t)step);
+    } else if (r < 8 && t[i].bits && !pinned[i]) {
+      assert_int_equal(nnmem_handle_free(h, t[i]), NNMEM_OK);
+      t[i].bits = 0;
+    } else if (r < 9 && t[i].bits) {
+      void *p;
+      if (pinned[i])
+        assert_int_equal(nnmem_handle_unpin(h, t[i]), NNMEM_OK);
+      else
+        assert_int_equal(nnmem_handle_pin(h, t[i], &p), NNMEM_OK);
+      pinned[i] = !pinned[i];
+    } else if (r == 9) {
+      assert_int_equal(nnmem_heap_compact(h, NULL), NNMEM_OK);
+      for (int k = 0; k < SLOTS; k++)
+        if (t[k].bits) expect(h, b, t[k], sz[k], tag[k]);
+    }
+    check(h);
+    books(h, G);
+  }
+  nnmem_heap_counters_t hc;
+  assert_int_equal(nnmem_heap_stats(h, NULL, &hc), NNMEM_OK);
+  print_message("%llu compactions, %llu B moved, %llu remapped\n",
+                (unsigned long long)hc.compactions,
+                (unsigned long long)hc.bytes_moved,
+                (unsigned long long)hc.bytes_remapped);
+  assert_true(hc.bytes_remapped > 0);
+  nnmem_heap_destroy(h);
+  nothing_left();
+  nnmem_backend_destroy(b);
+}
+
+/* The compaction scenario on a real GPU, where there is one. */
+static void test_real_gpu(void **state) {
+  (void)state;
+  nnmem_cuda_config_t cfg = {sizeof cfg, 0, "libcuda.so.1"};
+  nnmem_backend_t *b = NULL;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = nnmem_backend_cuda_create(&cfg, &b, &d);
+  if (st == NNMEM_ERR_UNSUPPORTED) {
+    print_message("no GPU here: %s\n", d.message);
+    skip();
+  }
+  assert_int_equal(st, NNMEM_OK);
+  print_message("device: %s\n", nnmem_backend_cuda_device_name(b));
+  void *saved = fake;
+  fake = NULL; /* books() counts the fake's handles only */
+  uint64_t want_r = 0, want_c = 0;
+  nnmem_compact_report_t rr = scenario(b, 1, &want_r);
+  nnmem_compact_report_t rc = scenario(b, 0, &want_c);
+  fake = saved;
+  assert_int_equal(rr.bytes_remapped, want_r);
+  assert_true(want_r > 0);
+  assert_int_equal(rc.bytes_remapped, 0);
+  nnmem_backend_destroy(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_create),
+      cmocka_unit_test(test_commit_decommit),
+      cmocka_unit_test(test_compact),
+      cmocka_unit_test(test_commit_failure),
+      cmocka_unit_test(test_compact_failure),
+      cmocka_unit_test(test_random),
+      cmocka_unit_test(test_real_gpu),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
