@@ -286,12 +286,46 @@ nnmem_status_t nnmem__cuda_vm_decommit(nnmem__cuda_vm_t *vm, uint64_t g0,
   return st;
 }
 
+/* A short move of a long range would take n / (src - dst) copies: below
+ * this distance the bytes go through a scratch buffer instead. */
+#define BOUNCE_BELOW (1u << 20)
+#define BOUNCE_MAX (16u << 20)
+
+/* Copies [src, src + n) to [dst, dst + n), dst < src, through a scratch
+ * buffer of up to 16 MiB, ascending: each chunk is read whole before it is
+ * written, and writes reach only source bytes already read. 1 when the
+ * scratch buffer could not be had (the caller copies directly). */
+static int bounce(nnmem__cuda_vm_t *vm, uint64_t dst, uint64_t src, uint64_t n,
+                  nnmem_status_t *st) {
+  cuda_t *c = vm->c;
+  uint64_t cap = n < BOUNCE_MAX ? n : BOUNCE_MAX;
+  cu_ptr_t tmp = 0;
+  if (c->api.mem_alloc(&tmp, (size_t)cap) != CU_SUCCESS) return 1;
+  *st = NNMEM_OK;
+  for (uint64_t i = 0; *st == NNMEM_OK && i < n; i += cap) {
+    size_t k = (size_t)(n - i < cap ? n - i : cap);
+    vm->pending = 1;
+    *st = vm_status(c, c->api.dtod(tmp, vm->base + src + i, k), "cuMemcpyDtoD");
+    if (*st == NNMEM_OK)
+      *st =
+          vm_status(c, c->api.dtod(vm->base + dst + i, tmp, k), "cuMemcpyDtoD");
+  }
+  nnmem_status_t s2 = sync_pending(vm);
+  if (*st == NNMEM_OK) *st = s2;
+  (void)c->api.mem_free(tmp);
+  return 0;
+}
+
 /* Copies [src, src + n) to [dst, dst + n), dst < src, in ascending chunks
- * of at most src - dst bytes (each chunk's ranges disjoint). */
+ * of at most src - dst bytes (each chunk's ranges disjoint), or through a
+ * scratch buffer when that would take many chunks. */
 static nnmem_status_t copy_down(nnmem__cuda_vm_t *vm, uint64_t dst,
                                 uint64_t src, uint64_t n) {
   cuda_t *c = vm->c;
   uint64_t step = src - dst;
+  nnmem_status_t bst;
+  if (step < BOUNCE_BELOW && n / step > 16 && !bounce(vm, dst, src, n, &bst))
+    return bst;
   for (uint64_t i = 0; i < n; i += step) {
     uint64_t k = n - i < step ? n - i : step;
     vm->pending = 1;

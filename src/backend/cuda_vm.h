@@ -51,7 +51,9 @@ nnmem_status_t nnmem__cuda_vm_decommit(nnmem__cuda_vm_t *vm, uint64_t g0,
  * both, map each handle at the other's address, set access), so no byte
  * is copied; the partial granules at both ends, and everything without
  * remap, are copied with cuMemcpyDtoD in ascending chunks no longer than
- * src - dst (each chunk's source and target are disjoint). *remapped gets
+ * src - dst (each chunk's source and target are disjoint), or, when that
+ * distance is short (< 1 MiB, over 16 chunks), through a scratch buffer of
+ * up to 16 MiB from cuMemAlloc (chunks if it cannot be had). *remapped gets
  * the bytes moved by exchange. The device is synchronized before any unmap
  * and before returning, so the bytes are in place on return. */
 nnmem_status_t nnmem__cuda_vm_move(nnmem__cuda_vm_t *vm, uint64_t dst,

@@ -466,6 +466,43 @@ static void test_compact_failure(void **state) {
   nnmem_backend_destroy(b);
 }
 
+/* A long block moved a short distance: through the scratch buffer, and
+ * in direct chunks when the device has no room for the scratch buffer;
+ * the bytes survive both ways and the scratch buffer is freed. */
+static void test_short_moves(void **state) {
+  (void)state;
+  nnmem_backend_t *b = fake_backend();
+  const uint64_t G = 65536;
+  static const uint64_t first[2] = {256, 4096},
+                        big[2] = {3 * G + 1000, 900 * G};
+  for (int k = 0; k < 2; k++) {
+    nnmem_heap_t *h = vm_heap(b, 1024 * G, 0);
+    nnmem_handle_t a, c;
+    assert_int_equal(nnmem_handle_alloc(h, first[k], 0, &a), NNMEM_OK);
+    assert_int_equal(nnmem_handle_alloc(h, big[k], 0, &c), NNMEM_OK);
+    fill(h, b, c, big[k], 77u + (uint32_t)k);
+    assert_int_equal(nnmem_handle_free(h, a), NNMEM_OK);
+    if (k == 1) { /* 56.25 MiB of 64 committed: no 16 MiB scratch */
+      uint64_t f = 0, t = 0;
+      assert_int_equal(nnmem_backend_mem_info(b, &f, &t), NNMEM_OK);
+      assert_true(f < 16u << 20);
+    }
+    nnmem_compact_report_t r;
+    assert_int_equal(nnmem_heap_compact(h, &r), NNMEM_OK);
+    assert_int_equal(r.blocks_moved, 1);
+    uint64_t off = 1;
+    assert_int_equal(nnmem_handle_info(h, c, &off, NULL, NULL), NNMEM_OK);
+    assert_int_equal(off, 0);
+    expect(h, b, c, big[k], 77u + (uint32_t)k);
+    check(h);
+    books(h, G);
+    assert_int_equal(fake_live(), 0); /* the scratch buffer is gone */
+    nnmem_heap_destroy(h);
+    nothing_left();
+  }
+  nnmem_backend_destroy(b);
+}
+
 static uint64_t rnd(uint64_t *s) {
   *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
   return *s;
@@ -556,6 +593,7 @@ int main(void) {
       cmocka_unit_test(test_compact),
       cmocka_unit_test(test_commit_failure),
       cmocka_unit_test(test_compact_failure),
+      cmocka_unit_test(test_short_moves),
       cmocka_unit_test(test_random),
       cmocka_unit_test(test_real_gpu),
   };
