@@ -30,12 +30,11 @@
  * backed throughout (the source granule holds the destination's old memory
  * until the segment decommits it) and a move never needs new memory.
  * Invariants (nnmem__cuda_vm_check): backed[g] == 1 <=> the segment's
- * refs[g] > 0; n_backed == |{g : backed[g]}|; the driver's own view matches
- * (the fake driver's counters in tests: live handles == mapped granules ==
- * n_backed).
- * Complexity: O(granules touched) driver calls per commit, decommit or
- * move. Thread-safety: driver calls under the backend's mutex with its
- * context current; the tables belong to the segment's (serialized) caller.
+ * refs[g] > 0; n_backed == |{g : backed[g] == 1}|; the driver's own view
+ * matches (the fake driver's counters in tests: live handles == mapped granules
+ * == n_backed). Complexity: O(granules touched) driver calls per commit,
+ * decommit or move. Thread-safety: driver calls under the backend's mutex with
+ * its context current; the tables belong to the segment's (serialized) caller.
  * Untested on a real GPU so far: only the stand-in driver has run it. */
 #include "backend/cuda_vm.h"
 
@@ -51,8 +50,8 @@ struct nnmem__cuda_vm {
   cu_ptr_t base;
   uint64_t size, granule, n;
   cu_mem_handle_t *h;    /* per granule: its physical handle when backed */
-  unsigned char *backed; /* per granule: 1 when mapped with access, 2
-                            an orphan (unmap refused; retried) */
+  unsigned char *backed; /* per granule: 1 mapped with access; 2 or 3 an
+                            orphan (unmap or release refused; retried) */
   uint64_t n_backed;     /* granules backed */
   int pending;           /* copies issued since the last synchronize */
 };
@@ -205,20 +204,24 @@ nnmem_status_t nnmem__cuda_vm_create(nnmem_backend_t *backend,
 }
 
 /* Unmaps and releases granule g (backed, or an orphan: see below); the
- * first error wins. When the driver refuses the unmap, the granule becomes
- * an orphan (backed[g] == 2: no longer counted, still mapped), retried by
- * the next commit of g and by destroy, so nothing leaks. */
+ * first error wins. When the driver refuses the unmap or the release, the
+ * granule becomes an orphan, no longer counted: backed[g] == 2 still
+ * mapped, 3 unmapped but not released; the next commit of g and destroy
+ * finish the job, so nothing leaks. */
 static nnmem_status_t unback(nnmem__cuda_vm_t *vm, uint64_t g) {
   cuda_t *c = vm->c;
   if (vm->backed[g] == 1) vm->n_backed--;
-  nnmem_status_t st = vm_status(
-      c, c->vm.unmap(addr_of(vm, g), (size_t)vm->granule), "cuMemUnmap");
-  if (st) {
-    vm->backed[g] = 2;
-    return st;
+  if (vm->backed[g] != 3) {
+    nnmem_status_t st = vm_status(
+        c, c->vm.unmap(addr_of(vm, g), (size_t)vm->granule), "cuMemUnmap");
+    if (st) {
+      vm->backed[g] = 2;
+      return st;
+    }
   }
-  vm->backed[g] = 0;
-  return vm_status(c, c->vm.release(vm->h[g]), "cuMemRelease");
+  nnmem_status_t st = vm_status(c, c->vm.release(vm->h[g]), "cuMemRelease");
+  vm->backed[g] = st ? 3 : 0;
+  return st;
 }
 
 static nnmem_status_t sync_pending(nnmem__cuda_vm_t *vm) {
@@ -236,15 +239,15 @@ nnmem_status_t nnmem__cuda_vm_commit(nnmem__cuda_vm_t *vm, uint64_t g0,
   cu_mem_prop_t prop = pinned_prop(c);
   uint64_t g = g0;
   for (; st == NNMEM_OK && g < g1; g++) {
-    if (vm->backed[g] == 2 && (st = unback(vm, g)) != NNMEM_OK) break;
+    if (vm->backed[g] >= 2 && (st = unback(vm, g)) != NNMEM_OK) break;
     cu_mem_handle_t h = 0;
     st = vm_status(c, c->vm.create(&h, (size_t)vm->granule, &prop, 0),
                    "cuMemCreate");
     if (st) break;
     st = vm_status(c, c->vm.map(addr_of(vm, g), (size_t)vm->granule, 0, h, 0),
                    "cuMemMap");
-    if (st) {
-      (void)c->vm.release(h); /* never mapped: released at once */
+    if (st) { /* never mapped: released at once, else an orphan */
+      if (c->vm.release(h) != CU_SUCCESS) vm->h[g] = h, vm->backed[g] = 3;
       break;
     }
     vm->h[g] = h;
@@ -338,14 +341,18 @@ static nnmem_status_t copy_down(nnmem__cuda_vm_t *vm, uint64_t dst,
 }
 
 /* Exchanges the physical memory of granules gs and gd (both backed): each
- * handle mapped at the other's address, access set on both. On a failure
- * the original mappings are restored as far as the driver lets. */
-static nnmem_status_t exchange(nnmem__cuda_vm_t *vm, uint64_t gs, uint64_t gd) {
+ * handle mapped at the other's address, access set on both. *done: 1 when
+ * the handles did change places (even if setting access then failed: an
+ * exchange back repairs that), 0 when a failure restored the original
+ * mappings (as far as the driver lets). */
+static nnmem_status_t exchange(nnmem__cuda_vm_t *vm, uint64_t gs, uint64_t gd,
+                               int *done) {
   cuda_t *c = vm->c;
   size_t G = (size_t)vm->granule;
   cu_ptr_t as = addr_of(vm, gs), ad = addr_of(vm, gd);
   cu_mem_handle_t hs = vm->h[gs], hd = vm->h[gd];
   cu_mem_access_t a = rw_access(c);
+  *done = 0;
   nnmem_status_t st = vm_status(c, c->vm.unmap(as, G), "cuMemUnmap");
   if (st) return st;
   st = vm_status(c, c->vm.unmap(ad, G), "cuMemUnmap");
@@ -365,6 +372,7 @@ static nnmem_status_t exchange(nnmem__cuda_vm_t *vm, uint64_t gs, uint64_t gd) {
   } else {
     vm->h[gd] = hs;
     vm->h[gs] = hd;
+    *done = 1;
   }
   nnmem_status_t s1 =
       vm_status(c, c->vm.set_access(ad, G, &a, 1), "cuMemSetAccess");
@@ -393,8 +401,9 @@ nnmem_status_t nnmem__cuda_vm_move(nnmem__cuda_vm_t *vm, uint64_t dst,
     if (st == NNMEM_OK) st = sync_pending(vm);
     uint64_t g0 = lo / G, swapped = 0;
     for (uint64_t g = g0; st == NNMEM_OK && g < hi / G; g++) {
-      st = exchange(vm, g, g - d / G);
-      swapped += st == NNMEM_OK;
+      int done = 0;
+      st = exchange(vm, g, g - d / G, &done);
+      swapped += (uint64_t)done;
     }
     if (st == NNMEM_OK) st = copy_down(vm, hi - d, hi, src + len - hi);
     if (st == NNMEM_OK) {
@@ -405,8 +414,9 @@ nnmem_status_t nnmem__cuda_vm_move(nnmem__cuda_vm_t *vm, uint64_t dst,
       char keep[sizeof c->last_error];
       memcpy(keep, c->last_error, sizeof keep);
       (void)sync_pending(vm);
+      int done;
       while (swapped--)
-        (void)exchange(vm, g0 + swapped, g0 + swapped - d / G);
+        (void)exchange(vm, g0 + swapped, g0 + swapped - d / G, &done);
       memcpy(c->last_error, keep, sizeof keep);
     }
   }

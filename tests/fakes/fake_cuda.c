@@ -310,6 +310,7 @@ static vm_handle_t vm_handles[VM_MAX];
 static vm_map_t vm_maps[VM_MAX];
 static unsigned long long vm_next_id = 0x1000;
 static long vm_n_handles, vm_n_maps, vm_n_res;
+static size_t vm_handles_top, vm_maps_top; /* slots in use lie below */
 
 typedef struct vm_fault {
   const char *name;
@@ -377,14 +378,14 @@ static vm_res_t *vm_res_of(CUdeviceptr p, size_t n) {
 }
 
 static vm_handle_t *vm_handle_of(unsigned long long id) {
-  for (size_t i = 0; i < VM_MAX; i++)
+  for (size_t i = 0; i < vm_handles_top; i++)
     if (id && vm_handles[i].id == id) return &vm_handles[i];
   return NULL;
 }
 
 /* The mapping that contains address p, or NULL. */
 static vm_map_t *vm_map_at(CUdeviceptr p) {
-  for (size_t i = 0; i < VM_MAX; i++)
+  for (size_t i = 0; i < vm_maps_top; i++)
     if (vm_maps[i].handle && p >= vm_maps[i].addr &&
         p - vm_maps[i].addr < vm_maps[i].size)
       return &vm_maps[i];
@@ -460,7 +461,7 @@ CUresult cuMemAddressFree(CUdeviceptr p, size_t size) {
     vm_res_t *v = &vm_res[i];
     if (!v->size || v->base != p) continue;
     if (v->size != size) return INVALID_VALUE;
-    for (size_t k = 0; k < VM_MAX; k++) /* still mapped inside: refused */
+    for (size_t k = 0; k < vm_maps_top; k++) /* still mapped inside: refused */
       if (vm_maps[k].handle && vm_maps[k].addr >= p &&
           vm_maps[k].addr - p < size)
         return INVALID_VALUE;
@@ -488,6 +489,8 @@ CUresult cuMemCreate(unsigned long long *h, size_t size, const vm_prop_t *prop,
   for (size_t i = 0; i < VM_MAX && !slot; i++)
     if (!vm_handles[i].id) slot = &vm_handles[i];
   if (!slot) return OUT_OF_MEMORY;
+  if ((size_t)(slot - vm_handles) >= vm_handles_top)
+    vm_handles_top = (size_t)(slot - vm_handles) + 1;
   int fd = memfd_create("fake_cuda_vm", MFD_CLOEXEC);
   if (fd < 0) return OUT_OF_MEMORY;
   if (ftruncate(fd, (off_t)size) != 0) {
@@ -527,7 +530,7 @@ CUresult cuMemMap(CUdeviceptr p, size_t size, size_t offset,
   if (!v || v->released || offset || flags || !size || size % g || p % g ||
       size > v->size || !vm_res_of(p, size))
     return INVALID_VALUE;
-  for (size_t k = 0; k < VM_MAX; k++) /* over a mapping: refused */
+  for (size_t k = 0; k < vm_maps_top; k++) /* over a mapping: refused */
     if (vm_maps[k].handle && vm_maps[k].addr < p + size &&
         p < vm_maps[k].addr + vm_maps[k].size)
       return INVALID_VALUE;
@@ -537,6 +540,8 @@ CUresult cuMemMap(CUdeviceptr p, size_t size, size_t offset,
   for (size_t i = 0; i < VM_MAX && !slot; i++)
     if (!vm_maps[i].handle) slot = &vm_maps[i];
   if (!slot) return OUT_OF_MEMORY;
+  if ((size_t)(slot - vm_maps) >= vm_maps_top)
+    vm_maps_top = (size_t)(slot - vm_maps) + 1;
   void *at = mmap((void *)(uintptr_t)p, size, PROT_NONE, MAP_SHARED | MAP_FIXED,
                   v->fd, 0);
   if (at == MAP_FAILED) return OUT_OF_MEMORY;
