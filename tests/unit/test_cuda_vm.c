@@ -561,6 +561,114 @@ static void test_random(void **state) {
   nnmem_backend_destroy(b);
 }
 
+/* The stand-in's own rules, called directly: what the tests above rely
+ * on it to refuse, it refuses with the driver's codes. */
+typedef unsigned long long cu_ptr;
+typedef struct {
+  int type, id;
+} loc_t;
+typedef struct {
+  int type, handle_types;
+  loc_t location;
+  void *win32;
+  unsigned char flags[8];
+} prop_t;
+typedef struct {
+  loc_t location;
+  int flags;
+} access_t;
+
+#define FN(type, name) type name = (type)dlsym(fake, #name)
+
+static void test_fake_rules(void **state) {
+  (void)state;
+  typedef int (*init_t)(unsigned);
+  typedef int (*retain_t)(void **, int);
+  typedef int (*push_t)(void *);
+  typedef int (*pop_t)(void **);
+  typedef int (*reserve_t)(cu_ptr *, size_t, size_t, cu_ptr,
+                           unsigned long long);
+  typedef int (*afree_t)(cu_ptr, size_t);
+  typedef int (*create_t)(unsigned long long *, size_t, const prop_t *,
+                          unsigned long long);
+  typedef int (*release_t)(unsigned long long);
+  typedef int (*map_t)(cu_ptr, size_t, size_t, unsigned long long,
+                       unsigned long long);
+  typedef int (*unmap_t)(cu_ptr, size_t);
+  typedef int (*access_fn_t)(cu_ptr, size_t, const access_t *, size_t);
+  typedef int (*htod_t)(cu_ptr, const void *, size_t);
+  typedef int (*release_ctx_t)(int);
+  FN(init_t, cuInit);
+  FN(retain_t, cuDevicePrimaryCtxRetain);
+  FN(release_ctx_t, cuDevicePrimaryCtxRelease_v2);
+  FN(push_t, cuCtxPushCurrent_v2);
+  FN(pop_t, cuCtxPopCurrent_v2);
+  FN(reserve_t, cuMemAddressReserve);
+  FN(afree_t, cuMemAddressFree);
+  FN(create_t, cuMemCreate);
+  FN(release_t, cuMemRelease);
+  FN(map_t, cuMemMap);
+  FN(unmap_t, cuMemUnmap);
+  FN(access_fn_t, cuMemSetAccess);
+  FN(htod_t, cuMemcpyHtoD_v2);
+  enum { OK = 0, INVALID = 1, OOM = 2 };
+  const size_t G = 65536;
+  void *ctx = NULL;
+  assert_int_equal(cuInit(0), OK);
+  assert_int_equal(cuDevicePrimaryCtxRetain(&ctx, 0), OK);
+  cu_ptr va = 0;
+  assert_int_equal(cuMemAddressReserve(&va, 4 * G, G, 0, 0), 201); /* ctx */
+  assert_int_equal(cuCtxPushCurrent_v2(ctx), OK);
+  assert_int_equal(cuMemAddressReserve(&va, 4 * G + 1, G, 0, 0), INVALID);
+  assert_int_equal(cuMemAddressReserve(&va, 4 * G, G, 0, 0), OK);
+  assert_int_equal(va % G, 0);
+  prop_t prop = {1, 0, {1, 0}, NULL, {0}};
+  unsigned long long h1 = 0, h2 = 0;
+  assert_int_equal(cuMemCreate(&h1, G + 4096, &prop, 0), INVALID);
+  prop.type = 2;
+  assert_int_equal(cuMemCreate(&h1, G, &prop, 0), INVALID);
+  prop.type = 1;
+  assert_int_equal(cuMemCreate(&h1, G, &prop, 0), OK);
+  assert_int_equal(cuMemCreate(&h2, 2 * G, &prop, 0), OK);
+  assert_int_equal(vm_handles(), 2);
+  assert_int_equal(cuMemMap(va + 4096, G, 0, h1, 0), INVALID);  /* misaligned */
+  assert_int_equal(cuMemMap(va, G, G, h1, 0), INVALID);         /* offset */
+  assert_int_equal(cuMemMap(va + 4 * G, G, 0, h1, 0), INVALID); /* outside */
+  assert_int_equal(cuMemMap(va, G, 0, h1, 0), OK);
+  assert_int_equal(cuMemMap(va, G, 0, h2, 0), INVALID); /* over a mapping */
+  assert_int_equal(cuMemMap(va + G, 2 * G, 0, h2, 0), OK);
+  access_t rw = {{1, 0}, 3};
+  unsigned char byte = 7;
+  assert_int_equal(cuMemcpyHtoD_v2(va, &byte, 1), INVALID);     /* no access */
+  assert_int_equal(cuMemSetAccess(va, 4 * G, &rw, 1), INVALID); /* unmapped */
+  assert_int_equal(cuMemSetAccess(va, 3 * G, &rw, 1), OK); /* two mappings */
+  assert_int_equal(cuMemcpyHtoD_v2(va + G - 1, &byte, 2), OK); /* across */
+  assert_int_equal(cuMemUnmap(va + G, G), INVALID); /* part of a mapping */
+  assert_int_equal(cuMemAddressFree(va, 4 * G), INVALID); /* still mapped */
+  assert_int_equal(cuMemRelease(h2), OK); /* deferred: still mapped */
+  assert_int_equal(vm_handles(), 2);
+  assert_int_equal(cuMemRelease(h2), INVALID); /* twice */
+  assert_int_equal(cuMemUnmap(va + G, 2 * G), OK);
+  assert_int_equal(vm_handles(), 1); /* freed at its last unmap */
+  assert_int_equal(cuMemUnmap(va + G, 2 * G), INVALID); /* not mapped */
+  assert_int_equal(cuMemUnmap(va, G), OK);
+  assert_int_equal(cuMemcpyHtoD_v2(va, &byte, 1), INVALID); /* unmapped */
+  assert_int_equal(cuMemRelease(h1), OK);
+  assert_int_equal(cuMemAddressFree(va, 2 * G), INVALID); /* wrong size */
+  assert_int_equal(cuMemAddressFree(va, 4 * G), OK);
+  /* injected: the 2nd next cuMemCreate fails with the code asked for */
+  assert_int_equal(vm_fail("cuMemCreate", 2, OOM), 0);
+  assert_int_equal(cuMemCreate(&h1, G, &prop, 0), OK);
+  assert_int_equal(cuMemCreate(&h2, G, &prop, 0), OOM);
+  assert_int_equal(cuMemCreate(&h2, G, &prop, 0), OK);
+  assert_int_equal(cuMemRelease(h1), OK);
+  assert_int_equal(cuMemRelease(h2), OK);
+  void *popped;
+  assert_int_equal(cuCtxPopCurrent_v2(&popped), OK);
+  assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), OK);
+  nothing_left();
+}
+
 /* The compaction scenario on a real GPU, where there is one. */
 static void test_real_gpu(void **state) {
   (void)state;
@@ -588,6 +696,7 @@ static void test_real_gpu(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fake_rules),
       cmocka_unit_test(test_create),
       cmocka_unit_test(test_commit_decommit),
       cmocka_unit_test(test_compact),
