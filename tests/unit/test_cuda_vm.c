@@ -638,11 +638,11 @@ static void test_fake_rules(void **state) {
   assert_int_equal(cuMemMap(va, G, 0, h2, 0), INVALID); /* over a mapping */
   assert_int_equal(cuMemMap(va + G, 2 * G, 0, h2, 0), OK);
   access_t rw = {{1, 0}, 3};
-  unsigned char byte = 7;
+  unsigned char byte = 7, two[2] = {1, 2};
   assert_int_equal(cuMemcpyHtoD_v2(va, &byte, 1), INVALID);     /* no access */
   assert_int_equal(cuMemSetAccess(va, 4 * G, &rw, 1), INVALID); /* unmapped */
-  assert_int_equal(cuMemSetAccess(va, 3 * G, &rw, 1), OK); /* two mappings */
-  assert_int_equal(cuMemcpyHtoD_v2(va + G - 1, &byte, 2), OK); /* across */
+  assert_int_equal(cuMemSetAccess(va, 3 * G, &rw, 1), OK);   /* two mappings */
+  assert_int_equal(cuMemcpyHtoD_v2(va + G - 1, two, 2), OK); /* across */
   assert_int_equal(cuMemUnmap(va + G, G), INVALID); /* part of a mapping */
   assert_int_equal(cuMemAddressFree(va, 4 * G), INVALID); /* still mapped */
   assert_int_equal(cuMemRelease(h2), OK); /* deferred: still mapped */
