@@ -13,8 +13,9 @@
 # Output under ${OUT:-gpu-out}: nvidia-smi, configure and build logs, each
 # test's log, the bench table and its two CSVs, and summary.txt with one
 # line per step. Every step runs even when an earlier one failed; on a
-# machine without a GPU the real-device cases report skipped and the bench
-# says "no CUDA device: skipped". Exit status: 0 when no step failed.
+# machine without a GPU the real-device cases report skipped (exit 77 is a
+# skip, not a failure) and the bench says "no CUDA device: skipped". Exit
+# status: 0 when no step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -34,7 +35,9 @@ step() {
   "$@" 2>&1 | tee "$OUT/$log"
   rc=${PIPESTATUS[0]}
   local verdict=ok
-  if [ "$rc" -ne 0 ]; then
+  if [ "$rc" -eq 77 ]; then
+    verdict="SKIPPED (no GPU)"
+  elif [ "$rc" -ne 0 ]; then
     verdict="FAILED (exit $rc)"
     failed=1
   fi
@@ -67,6 +70,8 @@ FAKE=$ROOT/build-gpu/tests/libfakecuda.so
 for t in test_backend_cuda test_cuda_vm; do
   step "$t" "$t.log" env NNMEM_FAKE_CUDA="$FAKE" "$ROOT/build-gpu/tests/$t"
 done
+# the compaction scenario on the GPU itself (exit 77 without one)
+step test_cuda_vm_gpu test_cuda_vm_gpu.log "$ROOT/build-gpu/tests/test_cuda_vm" --gpu
 # the bench writes its CSVs in $OUT; about 2 minutes on an H200
 cd "$OUT"
 step bench_device bench-device.txt timeout 400 \

@@ -16,7 +16,8 @@
  *     failures in the middle of a remapping compaction leave every block
  *     intact;
  *   - a randomized run (fixed seed, printed) against a host shadow copy;
- *   - the same scenario on a real GPU when there is one (skipped here). */
+ *   - with --gpu (CTest: test_cuda_vm_gpu) the compaction scenario on a
+ *     real GPU, exit 77 (skipped) where there is none. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -669,32 +670,45 @@ static void test_fake_rules(void **state) {
   nothing_left();
 }
 
-/* The compaction scenario on a real GPU, where there is one. */
+/* The compaction scenario on a real GPU (test_cuda_vm --gpu, CTest's
+ * test_cuda_vm_gpu): exit 77 where there is none. */
+static nnmem_backend_t *gpu;
+
 static void test_real_gpu(void **state) {
   (void)state;
-  nnmem_cuda_config_t cfg = {sizeof cfg, 0, "libcuda.so.1"};
-  nnmem_backend_t *b = NULL;
-  nnmem_diag_t d = {{0}};
-  nnmem_status_t st = nnmem_backend_cuda_create(&cfg, &b, &d);
-  if (st == NNMEM_ERR_UNSUPPORTED) {
-    print_message("no GPU here: %s\n", d.message);
-    skip();
-  }
-  assert_int_equal(st, NNMEM_OK);
-  print_message("device: %s\n", nnmem_backend_cuda_device_name(b));
+  print_message("device: %s\n", nnmem_backend_cuda_device_name(gpu));
   void *saved = fake;
   fake = NULL; /* books() counts the fake's handles only */
   uint64_t want_r = 0, want_c = 0;
-  nnmem_compact_report_t rr = scenario(b, 1, &want_r);
-  nnmem_compact_report_t rc = scenario(b, 0, &want_c);
+  nnmem_compact_report_t rr = scenario(gpu, 1, &want_r);
+  nnmem_compact_report_t rc = scenario(gpu, 0, &want_c);
   fake = saved;
   assert_int_equal(rr.bytes_remapped, want_r);
   assert_true(want_r > 0);
   assert_int_equal(rc.bytes_remapped, 0);
-  nnmem_backend_destroy(b);
+  assert_int_equal(rr.bytes_moved, rc.bytes_moved);
 }
 
-int main(void) {
+static int run_gpu(void) {
+  nnmem_cuda_config_t cfg = {sizeof cfg, 0, "libcuda.so.1"};
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = nnmem_backend_cuda_create(&cfg, &gpu, &d);
+  if (st == NNMEM_ERR_UNSUPPORTED) {
+    printf("no GPU here: %s: skipped\n", d.message);
+    return 77;
+  }
+  if (st != NNMEM_OK) {
+    printf("cuda backend: %s\n", d.message);
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_real_gpu)};
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  nnmem_backend_destroy(gpu);
+  return failed;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "--gpu")) return run_gpu();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fake_rules),
       cmocka_unit_test(test_create),
@@ -704,7 +718,6 @@ int main(void) {
       cmocka_unit_test(test_compact_failure),
       cmocka_unit_test(test_short_moves),
       cmocka_unit_test(test_random),
-      cmocka_unit_test(test_real_gpu),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
