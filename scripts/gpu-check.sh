@@ -7,9 +7,10 @@
 # (pools, the growable CUDA segment, cudaMalloc and cudaMallocAsync on the
 # shared traces when found, the ring always; then compaction remap vs copy).
 #
-# Data: $NNMEM_DATA_DIR, else ./shared/data, else ../shared/data (copy
-# ../shared/data/dsa/traces to shared/data/dsa/traces in the checkout so
-# that it travels to a device machine; shared/ is not committed).
+# Before a device run, scripts/gpu-stage.sh (here, with the package archive)
+# puts under shared/ (which travels, and is not committed) the .deb files of
+# the libraries the build needs and the shared traces.
+# Data: $NNMEM_DATA_DIR, else ./shared/data, else ../shared/data.
 # Output under ${OUT:-gpu-out}: nvidia-smi, configure and build logs, each
 # test's log, the bench table and its two CSVs, and summary.txt with one
 # line per step. Every step runs even when an earlier one failed; on a
@@ -58,14 +59,43 @@ if [ -z "$DATA" ]; then
 fi
 echo "data: ${DATA:-none found (the bench runs the ring only)}" | tee -a "$SUMMARY"
 
+# Libraries staged by scripts/gpu-stage.sh (a device machine fetches
+# nothing): each .deb unpacked into a private prefix that CMake searches
+# first; cJSON's CMake package names /usr, so it is dropped there and
+# CMake finds the header and library by path instead.
+PREFIX_ARGS=()
+if ls "$ROOT"/shared/gpu-deps/*.deb >/dev/null 2>&1; then
+  DEPS=$ROOT/build-gpu-deps
+  rm -rf "$DEPS"
+  mkdir -p "$DEPS"
+  for f in "$ROOT"/shared/gpu-deps/*.deb; do
+    if command -v dpkg-deb >/dev/null 2>&1; then
+      dpkg-deb -x "$f" "$DEPS"
+    else
+      (t=$(mktemp -d) && cd "$t" && ar x "$f" && tar -xf data.tar.* -C "$DEPS" &&
+        rm -rf "$t")
+    fi
+  done
+  rm -rf "$DEPS"/usr/lib/*/cmake/cJSON
+  export PATH="$DEPS/usr/bin:$PATH"
+  export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  PREFIX_ARGS=(-DCMAKE_PREFIX_PATH="$DEPS/usr")
+  echo "deps: $(ls "$ROOT"/shared/gpu-deps/*.deb | wc -l) staged packages in $DEPS" |
+    tee -a "$SUMMARY"
+fi
+
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || echo "nvidia-smi: none" >>"$SUMMARY"
 JOBS=$(nproc 2>/dev/null || echo 2)
 step configure configure.log \
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DNNMEM_CUDA=ON \
-  -DNNMEM_BUILD_TESTS=ON ${DATA:+-DNNMEM_DATA_DIR=$DATA}
-step build build.log \
+  -DNNMEM_BUILD_TESTS=ON ${DATA:+-DNNMEM_DATA_DIR=$DATA} \
+  ${PREFIX_ARGS[@]+"${PREFIX_ARGS[@]}"}
+# the bench first, so that it runs even if a test target cannot be built
+step build_bench build-bench.log \
+  cmake --build build-gpu -j "$JOBS" --target bench_device
+step build_tests build-tests.log \
   cmake --build build-gpu -j "$JOBS" --target test_backend_cuda test_cuda_vm \
-  fake_cuda bench_device nnmem_cli
+  fake_cuda
 FAKE=$ROOT/build-gpu/tests/libfakecuda.so
 for t in test_backend_cuda test_cuda_vm; do
   step "$t" "$t.log" env NNMEM_FAKE_CUDA="$FAKE" "$ROOT/build-gpu/tests/$t"
