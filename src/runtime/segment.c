@@ -159,9 +159,10 @@ void nnmem__segment_unref(nnmem__segment_t *s, uint64_t off, uint64_t len) {
 }
 
 /* Steps: 1. refs + 1 over the block (a granule now at 1 was born); 2.
- * commit each run of born granules; 3. on a failure decommit the runs
- * already committed and take the refs back (the failing run rolled itself
- * back), so nothing changed. */
+ * commit each run of born granules; 3. on a failure decommit the runs up to
+ * and including the failing one (CUDA_VM's failing run has rolled itself
+ * back: its decommit finds nothing backed) and take the refs back, so
+ * nothing changed. */
 nnmem_status_t nnmem__segment_ref(nnmem__segment_t *s, uint64_t off,
                                   uint64_t len) {
   uint64_t g0, g1, born = 0;
@@ -180,7 +181,7 @@ nnmem_status_t nnmem__segment_ref(nnmem__segment_t *s, uint64_t off,
       g++;
     st = protect(s, r, g, 1);
     if (st != NNMEM_OK) {
-      decommit_runs(s, g0, r, 1);
+      decommit_runs(s, g0, g, 1); /* the failing run too (HOST_VM) */
       for (uint64_t k = g0; k < g1; k++)
         s->refs[k]--;
       return st;
