@@ -22,7 +22,8 @@
  * throughput on the GPU, remapping vs copying in the same run: a heap of
  * --vm-bytes (default 4 GiB) filled to about 75% with blocks of 1..8
  * granules (granule-aligned), every other block freed, compacted; GB/s =
- * bytes moved / the compaction's wall time (which ends with a device
+ * bytes moved / the compaction's wall time (which includes committing the
+ * target granules and releasing the vacated ones, and ends with a device
  * synchronize), median of 3, at the device's granule and at 32 MiB; the
  * first and last 64 bytes of every surviving block are checked after each
  * compaction.
