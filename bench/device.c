@@ -392,6 +392,7 @@ static int compact_once(nnmem_backend_t *be, uint64_t bytes, uint64_t g,
   uint64_t s = 42;
   while (rc == 0 && k < n) {
     sz[k] = (1 + rnd(&s) % 8) * g;
+    if (used + sz[k] > bytes / 4 * 3) sz[k] = g; /* the last ones small */
     if (used + sz[k] > bytes / 4 * 3) break;
     if (nnmem_handle_alloc(h, sz[k], g, &t[k]) != NNMEM_OK ||
         ends(h, be, t[k], sz[k], (uint32_t)k, 0) != 0) {
@@ -454,6 +455,13 @@ static void vm_compaction(nnmem_backend_t *be, uint64_t bytes,
         continue;
       }
       double m = median(gbs, 3);
+      if (r.bytes_moved == 0) {
+        printf(
+            "  %-10llu %-6s nothing moved: --vm-bytes too small for this "
+            "granule\n",
+            (unsigned long long)grans[gi], how);
+        continue;
+      }
       printf("  %-10llu %-6s %10.2f %12.1f %12.1f\n",
              (unsigned long long)grans[gi], how, m,
              (double)r.bytes_moved / 1048576.0,
