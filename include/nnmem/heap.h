@@ -17,6 +17,22 @@
  *     the first live block touches it and decommitted (madvise DONTNEED +
  *     PROT_NONE) when the last one leaves. Compaction may move whole pages
  *     with mremap instead of copying (cfg.remap).
+ *   - NNMEM_SEGMENT_CUDA_VM: over a backend from nnmem_backend_cuda_create,
+ *     `capacity` bytes of GPU virtual addresses are reserved
+ *     (cuMemAddressReserve); the granule becomes max(cfg.granule, the
+ *     device's allocation granularity, 2 MiB on current GPUs) and capacity
+ *     a multiple of it. A granule is committed with its own physical
+ *     allocation (cuMemCreate + cuMemMap + cuMemSetAccess, device
+ *     read/write) and decommitted with cuMemUnmap + cuMemRelease (after
+ *     synchronizing the device). With cfg.remap, compaction moves the
+ *     whole granules of a block whose move distance is a multiple of the
+ *     granule (allocate with align = granule to get those) by remapping
+ *     their physical memory, and copies the rest with cuMemcpyDtoD.
+ *     Addresses from pin are device addresses (use the backend's copy).
+ *     Out of device memory: NNMEM_ERR_NOMEM, and
+ *     nnmem_backend_cuda_last_error names the driver's error and the
+ *     device's free/total bytes. Tested against a stand-in driver only:
+ *     not yet run on a GPU.
  * reserved_bytes in the stats are the committed bytes, so the heap grows and
  * shrinks with its live blocks without ever taking a second disjoint chunk.
  *
@@ -46,7 +62,8 @@ typedef struct nnmem_handle {
 
 typedef enum nnmem_segment_kind {
   NNMEM_SEGMENT_BACKEND = 0, /* one backend region, accounting commits */
-  NNMEM_SEGMENT_HOST_VM      /* reserved host address space (mmap) */
+  NNMEM_SEGMENT_HOST_VM,     /* reserved host address space (mmap) */
+  NNMEM_SEGMENT_CUDA_VM      /* reserved GPU address space (CUDA VMM) */
 } nnmem_segment_kind_t;
 
 typedef enum nnmem_defrag_mode {
@@ -63,7 +80,8 @@ typedef struct nnmem_heap_config {
   uint64_t granule;   /* commit granule (pow2, >= page for HOST_VM); 0 =
                          64 KiB */
   nnmem_segment_kind_t segment;
-  int remap;                  /* HOST_VM: move page-aligned blocks by mremap */
+  int remap; /* HOST_VM: move page-aligned blocks by mremap; CUDA_VM: move
+                whole granules by remapping physical memory */
   nnmem_defrag_mode_t defrag; /* default off */
   double util_min;            /* policy: live / committed at least; 0 = 0.70 */
   double frag_high;     /* policy: compact at fragmentation >=; 0 = 0.30 */
@@ -91,8 +109,10 @@ typedef struct nnmem_heap nnmem_heap_t;
 
 /* Creates a heap on `backend` (not owned; must outlive the heap; unused for
  * HOST_VM). NNMEM_ERR_INVALID and diag for a bad config (capacity 0, bad
- * alignment or granule, remap without HOST_VM); NNMEM_ERR_NOMEM when the
- * segment cannot be reserved. `diag` may be NULL. */
+ * alignment or granule, remap on a BACKEND segment); NNMEM_ERR_NOMEM when
+ * the segment cannot be reserved; CUDA_VM: NNMEM_ERR_UNSUPPORTED when the
+ * backend is not cuda or the device lacks virtual memory management, the
+ * driver's status otherwise (diag carries its text). `diag` may be NULL. */
 NNMEM_API nnmem_status_t nnmem_heap_create(const nnmem_heap_config_t *cfg,
                                            nnmem_backend_t *backend,
                                            nnmem_heap_t **out,
@@ -131,7 +151,9 @@ typedef struct nnmem_compact_report {
   uint32_t size;                  /* sizeof(nnmem_compact_report_t) */
   uint64_t blocks_moved;          /* live blocks whose address changed */
   uint64_t bytes_moved;           /* their bytes */
-  uint64_t bytes_remapped;        /* of those, moved by mremap */
+  uint64_t bytes_remapped;        /* of those, moved by remapping (mremap,
+                                     CUDA: physical handles); the rest,
+                                     bytes_moved - bytes_remapped, copied */
   uint64_t pinned_blocks;         /* blocks left in place because pinned */
   double frag_before, frag_after; /* 1 - largest free / free bytes */
   uint64_t largest_before, largest_after; /* largest allocatable gap */

@@ -49,6 +49,57 @@ typedef struct cu_api {
   cu_result_t (*error_string)(cu_result_t, const char **);
 } cu_api_t;
 
+/* ---- virtual memory (cuda_vm.c) ------------------------------------
+ * The driver API's virtual memory management types, with the layout of
+ * cuda.h (CUDA 10.2 and later; checked against CUDA 13's header):
+ * CUmemGenericAllocationHandle, CUmemLocation, CUmemAllocationProp (32
+ * bytes on LP64), CUmemAccessDesc (12 bytes). */
+typedef unsigned long long cu_mem_handle_t;
+typedef struct cu_mem_location {
+  int type; /* CUmemLocationType: 1 = CU_MEM_LOCATION_TYPE_DEVICE */
+  int id;   /* device ordinal */
+} cu_mem_location_t;
+typedef struct cu_mem_prop {
+  int type;         /* CUmemAllocationType: 1 = CU_MEM_ALLOCATION_TYPE_PINNED */
+  int handle_types; /* CUmemAllocationHandleType: 0 = none */
+  cu_mem_location_t location;
+  void *win32_meta; /* must be NULL off Windows */
+  struct {
+    unsigned char compression_type, rdma_capable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } alloc_flags;
+} cu_mem_prop_t;
+typedef struct cu_mem_access {
+  cu_mem_location_t location;
+  int flags; /* CUmemAccess_flags: 3 = CU_MEM_ACCESS_FLAGS_PROT_READWRITE */
+} cu_mem_access_t;
+#define CU_MEM_ALLOCATION_TYPE_PINNED 1
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
+#define CU_MEM_ACCESS_FLAGS_PROT_READWRITE 3
+#define CU_MEM_ALLOC_GRANULARITY_MINIMUM 0
+#define CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED 102
+_Static_assert(sizeof(void *) != 8 || sizeof(cu_mem_prop_t) == 32,
+               "CUmemAllocationProp layout");
+_Static_assert(sizeof(cu_mem_access_t) == 12, "CUmemAccessDesc layout");
+
+/* Entry points of the virtual memory group, loaded on first use. */
+typedef struct cu_vm_api {
+  cu_result_t (*device_attribute)(int *, int, cu_device_t);
+  cu_result_t (*granularity)(size_t *, const cu_mem_prop_t *, int);
+  cu_result_t (*address_reserve)(cu_ptr_t *, size_t, size_t, cu_ptr_t,
+                                 unsigned long long);
+  cu_result_t (*address_free)(cu_ptr_t, size_t);
+  cu_result_t (*create)(cu_mem_handle_t *, size_t, const cu_mem_prop_t *,
+                        unsigned long long);
+  cu_result_t (*release)(cu_mem_handle_t);
+  cu_result_t (*map)(cu_ptr_t, size_t, size_t, cu_mem_handle_t,
+                     unsigned long long);
+  cu_result_t (*unmap)(cu_ptr_t, size_t);
+  cu_result_t (*set_access)(cu_ptr_t, size_t, const cu_mem_access_t *, size_t);
+  cu_result_t (*synchronize)(void);
+} cu_vm_api_t;
+
 /* An over-allocated region: the aligned address handed out and the base
  * the driver returned. */
 typedef struct moved {
@@ -67,6 +118,9 @@ typedef struct cuda {
   char last_error[256];
   char name[128];
   char path[256]; /* the driver library opened */
+  /* virtual memory (cuda_vm.c): its entry points, loaded on first use */
+  cu_vm_api_t vm;
+  int vm_loaded;
 } cuda_t;
 
 cuda_t *nnmem__cuda_of(const nnmem_backend_t *b);

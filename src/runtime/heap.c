@@ -112,16 +112,22 @@ static nnmem_status_t resolve(nnmem_heap_config_t *c, nnmem_backend_t *b,
                        "at least a page",
                        (unsigned long long)c->granule);
   if (c->segment != NNMEM_SEGMENT_BACKEND &&
-      c->segment != NNMEM_SEGMENT_HOST_VM)
+      c->segment != NNMEM_SEGMENT_HOST_VM &&
+      c->segment != NNMEM_SEGMENT_CUDA_VM)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "heap config: unknown segment kind %d", (int)c->segment);
-  if (c->segment == NNMEM_SEGMENT_BACKEND && !b)
+  if (c->segment != NNMEM_SEGMENT_HOST_VM && !b)
+    return nnmem__diag(
+        diag, NNMEM_ERR_INVALID, "heap config: a %s segment needs a backend",
+        c->segment == NNMEM_SEGMENT_CUDA_VM ? "cuda_vm" : "backend");
+  if (c->remap && c->segment == NNMEM_SEGMENT_BACKEND)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "heap config: a backend segment needs a backend");
-  if (c->remap && c->segment != NNMEM_SEGMENT_HOST_VM)
-    return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "heap config: remap needs the host_vm segment");
-  if (c->remap && c->alignment < page) c->alignment = page;
+                       "heap config: remap needs the host_vm or cuda_vm "
+                       "segment");
+  /* host_vm: every block page-aligned; cuda_vm: blocks allocated with the
+   * granule's alignment are remapped, others copied */
+  if (c->remap && c->segment == NNMEM_SEGMENT_HOST_VM && c->alignment < page)
+    c->alignment = page;
   if (c->defrag != NNMEM_DEFRAG_OFF && c->defrag != NNMEM_DEFRAG_AUTO)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "heap config: unknown defrag mode %d", (int)c->defrag);
@@ -159,11 +165,17 @@ nnmem_status_t nnmem_heap_create(const nnmem_heap_config_t *cfg,
   nnmem__config_copy(&h->cfg, sizeof h->cfg, cfg);
   nnmem_status_t s = resolve(&h->cfg, backend, diag);
   if (s == NNMEM_OK) {
+    nnmem_diag_t why = {{0}};
     s = nnmem__segment_init(&h->seg, h->cfg.segment, backend, h->cfg.capacity,
-                            h->cfg.granule);
+                            h->cfg.granule, &why);
     if (s != NNMEM_OK)
-      nnmem__diag(diag, s, "heap: cannot reserve a segment of %llu bytes",
-                  (unsigned long long)h->cfg.capacity);
+      nnmem__diag(diag, s, "heap: cannot reserve a segment of %llu bytes%s%s",
+                  (unsigned long long)h->cfg.capacity,
+                  why.message[0] ? ": " : "", why.message);
+    if (s == NNMEM_OK && h->cfg.segment == NNMEM_SEGMENT_CUDA_VM) {
+      h->cfg.granule = h->seg.granule; /* at least the device's */
+      h->cfg.capacity = h->seg.capacity;
+    }
   }
   if (s != NNMEM_OK) {
     free(h);

@@ -19,8 +19,16 @@
  * (so each chunk's source and target are disjoint) and re-maps each chunk's
  * vacated pages read/write, so the range stays mapped; a chunk mremap refuses
  * (e.g. spanning two kernel mappings) is copied instead.
+ * CUDA_VM (backend/cuda_vm.c): init reserves device virtual addresses
+ * (cuMemAddressReserve, granule >= the device's allocation granularity);
+ * commit backs each granule with its own physical allocation (cuMemCreate
+ * + cuMemMap + cuMemSetAccess), decommit unmaps and releases it; move
+ * exchanges whole granules' physical handles (remap) or copies with
+ * cuMemcpyDtoD. A commit that fails is rolled back entirely: the refs of
+ * the block, and every granule of the block that this ref had backed.
  * Invariant: committed == granule x |{g : refs[g] > 0}|; on HOST_VM every
- * granule with refs > 0 is mapped read/write.
+ * granule with refs > 0 is mapped read/write; on CUDA_VM every granule with
+ * refs > 0, and no other, is backed (nnmem__cuda_vm_check).
  * Complexity: O(granules touched) per ref/unref plus the system calls.
  * Thread-safety: none (the heap's caller serializes). */
 #define _GNU_SOURCE
@@ -33,17 +41,31 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "backend/cuda_vm.h"
 #include "common/util.h"
 
 nnmem_status_t nnmem__segment_init(nnmem__segment_t *s,
                                    nnmem_segment_kind_t kind,
                                    nnmem_backend_t *backend, uint64_t capacity,
-                                   uint64_t granule) {
+                                   uint64_t granule, nnmem_diag_t *diag) {
   memset(s, 0, sizeof *s);
   s->kind = kind;
   s->backend = backend;
   s->granule = granule;
   s->page = (uint64_t)sysconf(_SC_PAGESIZE);
+  if (kind == NNMEM_SEGMENT_CUDA_VM) {
+    nnmem_status_t st = nnmem__cuda_vm_create(
+        backend, capacity, &s->granule, &s->capacity, &s->base, &s->vm, diag);
+    if (st != NNMEM_OK) return st;
+    s->n_granules = s->capacity / s->granule;
+    s->refs = calloc(s->n_granules ? s->n_granules : 1, sizeof *s->refs);
+    if (!s->refs) {
+      nnmem__cuda_vm_destroy(s->vm);
+      s->vm = NULL;
+      return NNMEM_ERR_NOMEM;
+    }
+    return NNMEM_OK; /* device memory: not host-accessible */
+  }
   if (nnmem__align_up(capacity, granule, &s->capacity))
     return NNMEM_ERR_OVERFLOW;
   s->n_granules = s->capacity / granule;
@@ -76,7 +98,9 @@ nnmem_status_t nnmem__segment_init(nnmem__segment_t *s,
 void nnmem__segment_fini(nnmem__segment_t *s) {
   if (!s->refs) return;
   void *p = (void *)(uintptr_t)s->base;
-  if (s->kind == NNMEM_SEGMENT_HOST_VM)
+  if (s->kind == NNMEM_SEGMENT_CUDA_VM)
+    nnmem__cuda_vm_destroy(s->vm); /* releases granules still backed */
+  else if (s->kind == NNMEM_SEGMENT_HOST_VM)
     (void)munmap(p, (size_t)s->capacity);
   else
     (void)nnmem_backend_free(s->backend, p, s->capacity);
@@ -84,14 +108,22 @@ void nnmem__segment_fini(nnmem__segment_t *s) {
   s->refs = NULL;
 }
 
-/* HOST_VM: commit or decommit granules [g0, g1). */
-static int protect(nnmem__segment_t *s, uint64_t g0, uint64_t g1, int on) {
-  if (s->kind != NNMEM_SEGMENT_HOST_VM || g0 == g1) return 0;
+/* Commits (on) or decommits granules [g0, g1): HOST_VM mprotect (after
+ * madvise DONTNEED when decommitting), CUDA_VM physical memory; accounting
+ * only otherwise. */
+static nnmem_status_t protect(nnmem__segment_t *s, uint64_t g0, uint64_t g1,
+                              int on) {
+  if (g0 == g1) return NNMEM_OK;
+  if (s->kind == NNMEM_SEGMENT_CUDA_VM)
+    return on ? nnmem__cuda_vm_commit(s->vm, g0, g1)
+              : nnmem__cuda_vm_decommit(s->vm, g0, g1);
+  if (s->kind != NNMEM_SEGMENT_HOST_VM) return NNMEM_OK;
   void *p = (void *)(uintptr_t)(s->base + g0 * s->granule);
   size_t n = (size_t)((g1 - g0) * s->granule);
-  if (on) return mprotect(p, n, PROT_READ | PROT_WRITE);
+  if (on)
+    return mprotect(p, n, PROT_READ | PROT_WRITE) ? NNMEM_ERR_NOMEM : NNMEM_OK;
   (void)madvise(p, n, MADV_DONTNEED);
-  return mprotect(p, n, PROT_NONE);
+  return mprotect(p, n, PROT_NONE) ? NNMEM_ERR_IO : NNMEM_OK;
 }
 
 static void range(const nnmem__segment_t *s, uint64_t off, uint64_t len,
@@ -100,40 +132,63 @@ static void range(const nnmem__segment_t *s, uint64_t off, uint64_t len,
   *g1 = (off + len + s->granule - 1) / s->granule;
 }
 
-void nnmem__segment_unref(nnmem__segment_t *s, uint64_t off, uint64_t len) {
-  uint64_t g0, g1, run = UINT64_MAX;
-  range(s, off, len, &g0, &g1);
-  for (uint64_t g = g0; g <= g1; g++) {
-    int dead = g < g1 && --s->refs[g] == 0;
-    if (dead) {
-      s->committed -= s->granule;
-      s->decommits++;
-      if (run == UINT64_MAX) run = g;
-    } else if (run != UINT64_MAX) {
-      (void)protect(s, run, g, 0);
-      run = UINT64_MAX;
+/* Decommits the runs of granules in [g0, g1) whose refs are `level`. */
+static void decommit_runs(nnmem__segment_t *s, uint64_t g0, uint64_t g1,
+                          uint32_t level) {
+  for (uint64_t g = g0; g < g1;) {
+    if (s->refs[g] != level) {
+      g++;
+      continue;
     }
+    uint64_t r = g;
+    while (g < g1 && s->refs[g] == level)
+      g++;
+    (void)protect(s, r, g, 0);
   }
 }
 
+void nnmem__segment_unref(nnmem__segment_t *s, uint64_t off, uint64_t len) {
+  uint64_t g0, g1;
+  range(s, off, len, &g0, &g1);
+  for (uint64_t g = g0; g < g1; g++)
+    if (--s->refs[g] == 0) {
+      s->committed -= s->granule;
+      s->decommits++;
+    }
+  decommit_runs(s, g0, g1, 0);
+}
+
+/* Steps: 1. refs + 1 over the block (a granule now at 1 was born); 2.
+ * commit each run of born granules; 3. on a failure decommit the runs up to
+ * and including the failing one (CUDA_VM's failing run has rolled itself
+ * back: its decommit finds nothing backed) and take the refs back, so
+ * nothing changed. */
 nnmem_status_t nnmem__segment_ref(nnmem__segment_t *s, uint64_t off,
                                   uint64_t len) {
-  uint64_t g0, g1, run = UINT64_MAX;
+  uint64_t g0, g1, born = 0;
   range(s, off, len, &g0, &g1);
-  for (uint64_t g = g0; g <= g1; g++) {
-    int born = g < g1 && s->refs[g]++ == 0;
-    if (born) {
-      s->committed += s->granule;
-      s->commits++;
-      if (run == UINT64_MAX) run = g;
-    } else if (run != UINT64_MAX) {
-      if (protect(s, run, g, 1) != 0) {
-        nnmem__segment_unref(s, off, len);
-        return NNMEM_ERR_NOMEM;
-      }
-      run = UINT64_MAX;
+  for (uint64_t g = g0; g < g1; g++)
+    born += s->refs[g]++ == 0;
+  nnmem_status_t st = NNMEM_OK;
+  uint64_t g = g0;
+  while (g < g1) {
+    if (s->refs[g] != 1) {
+      g++;
+      continue;
+    }
+    uint64_t r = g;
+    while (g < g1 && s->refs[g] == 1)
+      g++;
+    st = protect(s, r, g, 1);
+    if (st != NNMEM_OK) {
+      decommit_runs(s, g0, g, 1); /* the failing run too (HOST_VM) */
+      for (uint64_t k = g0; k < g1; k++)
+        s->refs[k]--;
+      return st;
     }
   }
+  s->committed += born * s->granule;
+  s->commits += born;
   if (s->committed > s->committed_peak) s->committed_peak = s->committed;
   return NNMEM_OK;
 }
@@ -156,6 +211,8 @@ nnmem_status_t nnmem__segment_move(nnmem__segment_t *s, uint64_t dst,
                                    uint64_t src, uint64_t len, int remap,
                                    uint64_t *remapped) {
   if (dst == src || len == 0) return NNMEM_OK;
+  if (s->kind == NNMEM_SEGMENT_CUDA_VM)
+    return nnmem__cuda_vm_move(s->vm, dst, src, len, remap, remapped);
   if (!s->backed) return NNMEM_OK; /* simulated DMA: nothing to copy */
   int pages = remap && s->kind == NNMEM_SEGMENT_HOST_VM &&
               (dst % s->page) == 0 && (src % s->page) == 0 &&
@@ -199,5 +256,7 @@ int nnmem__segment_check(const nnmem__segment_t *s, char *msg, size_t cap) {
     snprintf(msg, cap, "segment: committed above its peak");
     return 1;
   }
+  if (s->kind == NNMEM_SEGMENT_CUDA_VM)
+    return nnmem__cuda_vm_check(s->vm, s->refs, s->n_granules, msg, cap);
   return 0;
 }

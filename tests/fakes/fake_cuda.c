@@ -9,6 +9,8 @@
  * fake_cuda_live() answers how many allocations are outstanding and
  * fake_cuda_ctx_depth() the context stack depth, for leak and balance
  * checks. Device pointers are host pointers offset by 256-byte alignment.
+ * The virtual memory management entry points (cuMemAddressReserve,
+ * cuMemCreate, cuMemMap, ...) are in their own block at the end.
  * Not thread-safe beyond what the backend's mutex gives. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -148,8 +150,11 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
   return INVALID_VALUE;
 }
 
+static int vm_valid(CUdeviceptr p, size_t n); /* virtual memory, below */
+
 /* Is [p, p + n) inside one allocation? */
 static int valid(CUdeviceptr p, size_t n) {
+  if (vm_valid(p, n)) return 1;
   for (blk_t *b = blocks; b; b = b->next)
     if (p >= b->ptr && p - b->ptr <= b->size && n <= b->size - (p - b->ptr))
       return 1;
@@ -235,4 +240,357 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
       *s = "fake driver error";
       return OK;
   }
+}
+
+/* ---- virtual memory management (cuMemAddressReserve & co.) ----------
+ *
+ * A reserved range is real host address space (mmap PROT_NONE); a physical
+ * allocation (cuMemCreate) is a memfd of its size, counted against the
+ * device capacity; cuMemMap maps the memfd over the reserved addresses
+ * (MAP_FIXED, still PROT_NONE) and cuMemSetAccess makes a fully mapped
+ * range read/write, so the data lives in the handle and moves with it when
+ * it is mapped elsewhere, and the ordinary copies work on those addresses
+ * only after access was set (vm_valid). The driver's rules are enforced
+ * with its error codes (CUDA_ERROR_INVALID_VALUE): sizes and addresses
+ * multiples of the granularity, mapping only inside a reservation and not
+ * over a mapping, offset 0, unmapping exactly one whole mapping, access
+ * only over fully mapped ranges, freeing a reservation only with no
+ * mapping left; releasing a mapped handle defers the free to its last
+ * unmap, as the driver does.
+ * Environment (read at cuInit): FAKE_CUDA_GRANULARITY (bytes, default
+ * 2 MiB as on current GPUs), FAKE_CUDA_NO_VMM=1 (the device attribute says
+ * unsupported). Counters: fake_cuda_vm_handles() (physical allocations not
+ * yet freed), fake_cuda_vm_mappings(), fake_cuda_vm_reserved() (ranges),
+ * fake_cuda_vm_calls(name) (calls so far). Fault injection:
+ * fake_cuda_vm_fail(name, n, code) makes the n-th next call of name
+ * ("cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemUnmap",
+ * "cuMemAddressReserve") return `code` (n = 0 clears). */
+#include <sys/mman.h>
+#include <unistd.h>
+
+enum { VM_MAX = 4096, NOT_SUPPORTED = 801 };
+
+typedef struct vm_res {
+  CUdeviceptr base;
+  size_t size;
+  void *raw; /* mmap'ed: base aligned inside [raw, raw + raw_size) */
+  size_t raw_size;
+} vm_res_t;
+
+typedef struct vm_handle {
+  unsigned long long id; /* 0: free slot */
+  int fd;
+  size_t size;
+  int released, maps;
+} vm_handle_t;
+
+typedef struct vm_map {
+  CUdeviceptr addr;
+  size_t size;
+  unsigned long long handle; /* 0: free slot */
+  int access;
+} vm_map_t;
+
+typedef struct vm_loc {
+  int type, id;
+} vm_loc_t;
+typedef struct vm_prop {
+  int type, handle_types;
+  vm_loc_t location;
+  void *win32;
+  unsigned char flags[8];
+} vm_prop_t;
+typedef struct vm_access {
+  vm_loc_t location;
+  int flags;
+} vm_access_t;
+
+static vm_res_t vm_res[64];
+static vm_handle_t vm_handles[VM_MAX];
+static vm_map_t vm_maps[VM_MAX];
+static unsigned long long vm_next_id = 0x1000;
+static long vm_n_handles, vm_n_maps, vm_n_res;
+static size_t vm_handles_top, vm_maps_top; /* slots in use lie below */
+
+typedef struct vm_fault {
+  const char *name;
+  long calls;   /* so far */
+  long fail_at; /* call number that fails; 0 = none */
+  CUresult code;
+} vm_fault_t;
+static vm_fault_t vm_faults[] = {
+    {"cuMemCreate", 0, 0, 0},         {"cuMemMap", 0, 0, 0},
+    {"cuMemSetAccess", 0, 0, 0},      {"cuMemUnmap", 0, 0, 0},
+    {"cuMemAddressReserve", 0, 0, 0}, {"cuMemRelease", 0, 0, 0}};
+#define N_FAULTS (sizeof vm_faults / sizeof *vm_faults)
+
+static vm_fault_t *vm_fault(const char *name) {
+  for (size_t i = 0; i < N_FAULTS; i++)
+    if (!strcmp(vm_faults[i].name, name)) return &vm_faults[i];
+  return NULL;
+}
+
+/* Counts a call; its injected error, or OK. */
+static CUresult vm_call(const char *name) {
+  vm_fault_t *f = vm_fault(name);
+  f->calls++;
+  if (f->fail_at && f->calls == f->fail_at) {
+    f->fail_at = 0;
+    return f->code;
+  }
+  return OK;
+}
+
+int fake_cuda_vm_fail(const char *name, long n, int code) {
+  vm_fault_t *f = vm_fault(name);
+  if (!f) return -1;
+  f->fail_at = n ? f->calls + n : 0;
+  f->code = code;
+  return 0;
+}
+long fake_cuda_vm_calls(const char *name) {
+  vm_fault_t *f = vm_fault(name);
+  return f ? f->calls : -1;
+}
+long fake_cuda_vm_handles(void) {
+  return vm_n_handles;
+}
+long fake_cuda_vm_mappings(void) {
+  return vm_n_maps;
+}
+long fake_cuda_vm_reserved(void) {
+  return vm_n_res;
+}
+
+static size_t vm_gran(void) {
+  const char *e = getenv("FAKE_CUDA_GRANULARITY");
+  size_t g = e ? (size_t)strtoull(e, NULL, 10) : 0;
+  return g ? g : (size_t)2 << 20;
+}
+
+static vm_res_t *vm_res_of(CUdeviceptr p, size_t n) {
+  for (size_t i = 0; i < sizeof vm_res / sizeof *vm_res; i++)
+    if (vm_res[i].size && p >= vm_res[i].base &&
+        p - vm_res[i].base <= vm_res[i].size &&
+        n <= vm_res[i].size - (p - vm_res[i].base))
+      return &vm_res[i];
+  return NULL;
+}
+
+static vm_handle_t *vm_handle_of(unsigned long long id) {
+  for (size_t i = 0; i < vm_handles_top; i++)
+    if (id && vm_handles[i].id == id) return &vm_handles[i];
+  return NULL;
+}
+
+/* The mapping that contains address p, or NULL. */
+static vm_map_t *vm_map_at(CUdeviceptr p) {
+  for (size_t i = 0; i < vm_maps_top; i++)
+    if (vm_maps[i].handle && p >= vm_maps[i].addr &&
+        p - vm_maps[i].addr < vm_maps[i].size)
+      return &vm_maps[i];
+  return NULL;
+}
+
+/* Is every byte of [p, p + n) mapped (and, with `access`, accessible)? */
+static int vm_covered(CUdeviceptr p, size_t n, int access) {
+  while (n) {
+    vm_map_t *m = vm_map_at(p);
+    if (!m || (access && !m->access)) return 0;
+    size_t k = m->size - (size_t)(p - m->addr);
+    if (k >= n) return 1;
+    p += k, n -= k;
+  }
+  return 1;
+}
+
+static int vm_valid(CUdeviceptr p, size_t n) {
+  return vm_n_maps && vm_res_of(p, n) && vm_covered(p, n ? n : 1, 1);
+}
+
+CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
+  if (!inited) return NOT_INITIALIZED;
+  if (!v || dev < 0 || dev >= devices)
+    return dev < 0 || dev >= devices ? INVALID_DEVICE : INVALID_VALUE;
+  const char *e = getenv("FAKE_CUDA_NO_VMM");
+  *v = attr == 102 ? !(e && atoi(e)) : 0;
+  return OK;
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *g, const vm_prop_t *prop,
+                                       int option) {
+  if (!g || !prop || (option != 0 && option != 1)) return INVALID_VALUE;
+  if (prop->type != 1 || prop->location.type != 1) return INVALID_VALUE;
+  if (prop->location.id < 0 || prop->location.id >= devices)
+    return INVALID_DEVICE;
+  *g = vm_gran();
+  return OK;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t align,
+                             CUdeviceptr addr, unsigned long long flags) {
+  (void)addr; /* a hint */
+  if (!in_ctx()) return INVALID_CONTEXT;
+  CUresult r = vm_call("cuMemAddressReserve");
+  if (r) return r;
+  size_t g = vm_gran();
+  if (!p || !size || size % g || flags || (align & (align - 1)))
+    return INVALID_VALUE;
+  if (align < g) align = g;
+  vm_res_t *slot = NULL;
+  for (size_t i = 0; i < sizeof vm_res / sizeof *vm_res && !slot; i++)
+    if (!vm_res[i].size) slot = &vm_res[i];
+  if (!slot) return OUT_OF_MEMORY;
+  size_t raw_size = size + align;
+  void *raw = mmap(NULL, raw_size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return OUT_OF_MEMORY;
+  slot->raw = raw;
+  slot->raw_size = raw_size;
+  slot->base =
+      ((CUdeviceptr)(uintptr_t)raw + align - 1) & ~(CUdeviceptr)(align - 1);
+  slot->size = size;
+  vm_n_res++;
+  *p = slot->base;
+  return OK;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr p, size_t size) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  for (size_t i = 0; i < sizeof vm_res / sizeof *vm_res; i++) {
+    vm_res_t *v = &vm_res[i];
+    if (!v->size || v->base != p) continue;
+    if (v->size != size) return INVALID_VALUE;
+    for (size_t k = 0; k < vm_maps_top; k++) /* still mapped inside: refused */
+      if (vm_maps[k].handle && vm_maps[k].addr >= p &&
+          vm_maps[k].addr - p < size)
+        return INVALID_VALUE;
+    munmap(v->raw, v->raw_size);
+    memset(v, 0, sizeof *v);
+    vm_n_res--;
+    return OK;
+  }
+  return INVALID_VALUE;
+}
+
+CUresult cuMemCreate(unsigned long long *h, size_t size, const vm_prop_t *prop,
+                     unsigned long long flags) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  if (!h || !prop || flags || !size || size % vm_gran()) return INVALID_VALUE;
+  if (prop->type != 1 || prop->location.type != 1 || prop->handle_types ||
+      prop->win32)
+    return INVALID_VALUE;
+  if (prop->location.id < 0 || prop->location.id >= devices)
+    return INVALID_DEVICE;
+  CUresult r = vm_call("cuMemCreate");
+  if (r) return r;
+  if (size > capacity - used) return OUT_OF_MEMORY;
+  vm_handle_t *slot = NULL;
+  for (size_t i = 0; i < VM_MAX && !slot; i++)
+    if (!vm_handles[i].id) slot = &vm_handles[i];
+  if (!slot) return OUT_OF_MEMORY;
+  if ((size_t)(slot - vm_handles) >= vm_handles_top)
+    vm_handles_top = (size_t)(slot - vm_handles) + 1;
+  int fd = memfd_create("fake_cuda_vm", MFD_CLOEXEC);
+  if (fd < 0) return OUT_OF_MEMORY;
+  if (ftruncate(fd, (off_t)size) != 0) {
+    close(fd);
+    return OUT_OF_MEMORY;
+  }
+  *slot = (vm_handle_t){vm_next_id++, fd, size, 0, 0};
+  used += size;
+  vm_n_handles++;
+  *h = slot->id;
+  return OK;
+}
+
+static void vm_handle_free(vm_handle_t *v) {
+  close(v->fd);
+  used -= v->size;
+  vm_n_handles--;
+  memset(v, 0, sizeof *v);
+}
+
+CUresult cuMemRelease(unsigned long long h) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  vm_handle_t *v = vm_handle_of(h);
+  if (!v || v->released) return INVALID_VALUE;
+  CUresult r = vm_call("cuMemRelease");
+  if (r) return r;
+  v->released = 1;
+  if (!v->maps) vm_handle_free(v); /* else at its last unmap */
+  return OK;
+}
+
+CUresult cuMemMap(CUdeviceptr p, size_t size, size_t offset,
+                  unsigned long long h, unsigned long long flags) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  size_t g = vm_gran();
+  vm_handle_t *v = vm_handle_of(h);
+  if (!v || v->released || offset || flags || !size || size % g || p % g ||
+      size > v->size || !vm_res_of(p, size))
+    return INVALID_VALUE;
+  for (size_t k = 0; k < vm_maps_top; k++) /* over a mapping: refused */
+    if (vm_maps[k].handle && vm_maps[k].addr < p + size &&
+        p < vm_maps[k].addr + vm_maps[k].size)
+      return INVALID_VALUE;
+  CUresult r = vm_call("cuMemMap");
+  if (r) return r;
+  vm_map_t *slot = NULL;
+  for (size_t i = 0; i < VM_MAX && !slot; i++)
+    if (!vm_maps[i].handle) slot = &vm_maps[i];
+  if (!slot) return OUT_OF_MEMORY;
+  if ((size_t)(slot - vm_maps) >= vm_maps_top)
+    vm_maps_top = (size_t)(slot - vm_maps) + 1;
+  void *at = mmap((void *)(uintptr_t)p, size, PROT_NONE, MAP_SHARED | MAP_FIXED,
+                  v->fd, 0);
+  if (at == MAP_FAILED) return OUT_OF_MEMORY;
+  *slot = (vm_map_t){p, size, h, 0};
+  v->maps++;
+  vm_n_maps++;
+  return OK;
+}
+
+CUresult cuMemUnmap(CUdeviceptr p, size_t size) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  vm_map_t *m = vm_map_at(p);
+  if (!m || m->addr != p || m->size != size) return INVALID_VALUE;
+  CUresult r = vm_call("cuMemUnmap");
+  if (r) return r;
+  /* back to a bare reservation */
+  mmap((void *)(uintptr_t)p, size, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  vm_handle_t *v = vm_handle_of(m->handle);
+  memset(m, 0, sizeof *m);
+  vm_n_maps--;
+  if (--v->maps == 0 && v->released) vm_handle_free(v);
+  return OK;
+}
+
+CUresult cuMemSetAccess(CUdeviceptr p, size_t size, const vm_access_t *desc,
+                        size_t count) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  if (!desc || count != 1 || !size || !vm_covered(p, size, 0))
+    return INVALID_VALUE;
+  if (desc->location.type != 1) return INVALID_VALUE;
+  if (desc->location.id < 0 || desc->location.id >= devices)
+    return INVALID_DEVICE;
+  if (desc->flags != 0 && desc->flags != 1 && desc->flags != 3)
+    return INVALID_VALUE;
+  CUresult r = vm_call("cuMemSetAccess");
+  if (r) return r;
+  int prot = desc->flags == 3   ? PROT_READ | PROT_WRITE
+             : desc->flags == 1 ? PROT_READ
+                                : PROT_NONE;
+  if (mprotect((void *)(uintptr_t)p, size, prot) != 0) return INVALID_VALUE;
+  for (CUdeviceptr q = p; q < p + size;) {
+    vm_map_t *m = vm_map_at(q);
+    m->access = desc->flags == 3; /* the copies need read/write */
+    q = m->addr + m->size;
+  }
+  return OK;
+}
+
+CUresult cuCtxSynchronize(void) {
+  return in_ctx() ? OK : INVALID_CONTEXT;
 }
