@@ -173,6 +173,7 @@ def library_path() -> str:
 
 
 _lib = None
+_PROBE_BYTES = 1 << 16
 
 
 def _load() -> ctypes.CDLL:
@@ -189,12 +190,12 @@ def _load() -> ctypes.CDLL:
     sigs = {
         "nnmem_status_name": (ctypes.c_char_p, [st]),
         "nnmem_status_str": (ctypes.c_char_p, [st]),
-        "nnmem_stats_init": (None, [ctypes.POINTER(_Stats)]),
+        "nnmem_stats_init": (None, [ctypes.c_void_p]),
         "nnmem_stats_format_json": (st, [ctypes.POINTER(_Stats),
                                          ctypes.c_size_t, ctypes.c_char_p,
                                          ctypes.c_size_t,
                                          ctypes.POINTER(ctypes.c_size_t)]),
-        "nnmem_pool_config_init": (None, [ctypes.POINTER(_PoolConfig)]),
+        "nnmem_pool_config_init": (None, [ctypes.c_void_p]),
         "nnmem_pool_kind_parse": (st, [ctypes.c_char_p,
                                        ctypes.POINTER(ctypes.c_int)]),
         "nnmem_pool_create_diag": (st, [ctypes.c_int,
@@ -213,8 +214,7 @@ def _load() -> ctypes.CDLL:
         "nnmem_backend_destroy": (None, [vp]),
         "nnmem_backend_mem_info": (st, [vp, ctypes.POINTER(_u64),
                                         ctypes.POINTER(_u64)]),
-        "nnmem_allocator_config_init": (None,
-                                        [ctypes.POINTER(_AllocatorConfig)]),
+        "nnmem_allocator_config_init": (None, [ctypes.c_void_p]),
         "nnmem_allocator_create": (st, [ctypes.POINTER(_AllocatorConfig),
                                         ctypes.POINTER(vp)]),
         "nnmem_allocator_destroy": (None, [vp]),
@@ -230,16 +230,26 @@ def _load() -> ctypes.CDLL:
                               f"{path} has no {name} (an older "
                               "libnnmem?)") from None
         fn.restype, fn.argtypes = res, args
-    # The mirrors must be the library's structs: nnmem_stats_init writes
-    # sizeof(nnmem_stats_t), and the config structs' defaults are read
-    # only as far as their `size`, so a shorter mirror is safe, a longer
-    # one is not.
-    s = _Stats()
-    lib.nnmem_stats_init(ctypes.byref(s))
-    if s.size != ctypes.sizeof(_Stats):
-        raise NativeError("NNMEM_ERR_UNSUPPORTED",
-                          f"{path}: nnmem_stats_t is {s.size} bytes, this "
-                          f"package expects {ctypes.sizeof(_Stats)}")
+    # The mirrors against the library's own sizes, probed in a scratch
+    # buffer (an *_init writes the whole C struct: never into a mirror that
+    # may be shorter). nnmem_stats_t is written whole by the stats calls,
+    # so its mirror must match exactly; the config structs are read only
+    # as far as their `size` field, so a mirror may be shorter (an older
+    # layout, later fields at their defaults), never longer.
+    scratch = ctypes.create_string_buffer(_PROBE_BYTES)
+    for init, mirror in (("nnmem_stats_init", _Stats),
+                         ("nnmem_pool_config_init", _PoolConfig),
+                         ("nnmem_allocator_config_init", _AllocatorConfig)):
+        ctypes.memset(scratch, 0, _PROBE_BYTES)
+        getattr(lib, init)(scratch)
+        size = ctypes.c_uint32.from_buffer(scratch).value
+        want = ctypes.sizeof(mirror)
+        if (size != want if mirror is _Stats else size < want) or \
+                size > _PROBE_BYTES // 2:
+            raise NativeError("NNMEM_ERR_UNSUPPORTED",
+                              f"{path}: {init} reports {size} bytes, this "
+                              f"package's mirror is {want} (a libnnmem of "
+                              "another version?)")
     _lib = lib
     return lib
 
@@ -306,8 +316,7 @@ class Pool:
         if lib.nnmem_pool_kind_parse(kind.encode(), ctypes.byref(k)) != 0:
             raise ValueError(f"kind: unknown pool kind {kind!r} (expected one "
                              f"of {', '.join(POOL_KINDS)})")
-        cfg = _PoolConfig()
-        lib.nnmem_pool_config_init(ctypes.byref(cfg))
+        cfg = _PoolConfig()  # zeroed: every field at its default
         cfg.size = ctypes.sizeof(_PoolConfig)
         self._name = name.encode() if name else None
         cfg.name = self._name
@@ -415,8 +424,7 @@ class Allocator:
 
     def __init__(self, *, thread_cache: bool = True):
         lib = _load()
-        cfg = _AllocatorConfig()
-        lib.nnmem_allocator_config_init(ctypes.byref(cfg))
+        cfg = _AllocatorConfig()  # zeroed: every field at its default
         cfg.size = ctypes.sizeof(_AllocatorConfig)
         cfg.no_thread_cache = 0 if thread_cache else 1
         a = ctypes.c_void_p()

@@ -191,3 +191,27 @@ def test_missing_library_is_an_exception():
 
 def test_library_path_is_this_build():
     assert Path(nnmem.library_path()).is_file()
+
+
+def test_struct_mirrors_never_longer_than_the_library():
+    # An *_init writes the whole C struct: the package must only ever let
+    # it write into a scratch buffer of its own size, and each config
+    # mirror must be no longer than the C struct (the library reads only
+    # `size` bytes of it). A mirror longer than the library's struct, or a
+    # stats mirror of another size, would let C write past a ctypes object.
+    import ctypes
+    from nnmem import native
+    lib = native._load()
+    for init, mirror, exact in (("nnmem_stats_init", native._Stats, True),
+                                ("nnmem_pool_config_init",
+                                 native._PoolConfig, False),
+                                ("nnmem_allocator_config_init",
+                                 native._AllocatorConfig, False)):
+        scratch = ctypes.create_string_buffer(1 << 16)
+        getattr(lib, init)(scratch)
+        size = ctypes.c_uint32.from_buffer(scratch).value
+        assert 0 < size < 1 << 15, (init, size)
+        if exact:
+            assert size == ctypes.sizeof(mirror), (init, size)
+        else:
+            assert ctypes.sizeof(mirror) <= size, (init, size)
