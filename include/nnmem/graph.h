@@ -164,9 +164,8 @@ NNMEM_API nnmem_status_t nnmem_graph_add_op(nnmem_graph_t *g,
  * and at least one input, rank / dtype that differ, an axis out of range, a
  * negative start, a range past the input's dim or another dim that differs.
  * Setting it again replaces the earlier values. */
-NNMEM_API nnmem_status_t nnmem_graph_set_op_slice(nnmem_graph_t *g,
-                                                  uint32_t op, uint32_t axis,
-                                                  int64_t start,
+NNMEM_API nnmem_status_t nnmem_graph_set_op_slice(nnmem_graph_t *g, uint32_t op,
+                                                  uint32_t axis, int64_t start,
                                                   nnmem_diag_t *diag);
 /* 1 and the slice parameters when op `op` carries them (axis / start
  * nullable), 0 otherwise (also for an invalid g / op). */

@@ -236,10 +236,17 @@ nnmem_status_t nnmem__liveness_concat(builder_t *b) {
     if (b->cfg.no_concat_ops && b->cfg.no_concat_ops[b->l->order[s]])
       continue; /* kept out by the caller */
     switch (nnmem__subbuf_op(b->g, b->l->order[s], &oi)) {
-    case NNMEM__SUBBUF_CONCAT: concat_op(b, &oi); break;
-    case NNMEM__SUBBUF_SPLIT: split_op(b, &oi, s); break;
-    case NNMEM__SUBBUF_SLICE: slice_op(b, b->l->order[s], &oi, s); break;
-    default: break;
+      case NNMEM__SUBBUF_CONCAT:
+        concat_op(b, &oi);
+        break;
+      case NNMEM__SUBBUF_SPLIT:
+        split_op(b, &oi, s);
+        break;
+      case NNMEM__SUBBUF_SLICE:
+        slice_op(b, b->l->order[s], &oi, s);
+        break;
+      default:
+        break;
     }
   }
   return NNMEM_OK;

@@ -33,10 +33,10 @@
  *      exact: in-place growth, or a sub-buffer relation that depends on the
  *      order, see order_model.c) the file order is kept.
  *   5. With config concat_ops_out, concat-into-output becomes a choice per
- *      Concat / Split / Slice op (choose_concat): steps 1-4 rerun with every such
- *      op kept out, then with each op the model nests toggled, keeping a
- *      choice that lowers the peak (or proves it); the number of searches
- *      is bounded by CHOICE_MAX_TRIES, CHOICE_WORK / ops and 4 x
+ *      Concat / Split / Slice op (choose_concat): steps 1-4 rerun with
+ *      every such op kept out, then with each op the model nests toggled,
+ *      keeping a choice that lowers the peak (or proves it); the number of
+ *      searches is bounded by CHOICE_MAX_TRIES, CHOICE_WORK / ops and 4 x
  *      max_states in all.
  * Invariants: the result is a topological order; report->peak equals
  * nnmem_graph_order_peak of it (with the config's concat-into-output

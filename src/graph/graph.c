@@ -500,8 +500,8 @@ static nnmem_status_t slice_check(const nnmem_graph_t *g, const op_rec_t *o,
                        n, in->name, out->name);
   if (axis >= in->rank)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                       "op '%s': slice axis %u out of range (rank %u)", n,
-                       axis, in->rank);
+                       "op '%s': slice axis %u out of range (rank %u)", n, axis,
+                       in->rank);
   if (start < 0 || out->shape[axis] > in->shape[axis] - start)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "op '%s': slice [%lld, %lld + %lld) exceeds dim %u of "

@@ -352,7 +352,7 @@ static nnmem_status_t op_slice(jctx_t *c, const cJSON *op, uint32_t id,
                                 &inner);
   if (st != NNMEM_OK) {
     snprintf(c->where, sizeof c->where, "ops[%zu]", i);
-    return jerr(c, NNMEM_ERR_PARSE, "%s", inner.message);
+    return jerr(c, st, "%s", inner.message);
   }
   return NNMEM_OK;
 }

@@ -1,9 +1,9 @@
 /* test_order_sub.c - the operator order with sub-buffers (concat-into-
  * output, split views): nnmem_graph_order_memory against exhaustive
  * enumeration of every topological order on small random graphs with
- * Concat, Split and (second test) Slice ops, each order measured by liveness (which makes the
- * sub-buffers, concat.c) + lower bound, independently of the search's
- * model. The chosen order's problem is planned and verified. Seeds are
+ * Concat, Split and (second test) Slice ops, each order measured by liveness
+ * (which makes the sub-buffers, concat.c) + lower bound, independently of the
+ * search's model. The chosen order's problem is planned and verified. Seeds are
  * fixed and printed. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -223,8 +223,8 @@ static void test_weight_and_graph_input(void **state) {
   assert_false(nested(l, sw));
   size_t q;
   uint64_t rel;
-  assert_ok(nnmem_problem_parent(nnmem_liveness_problem(l), buf_of(l, sx), &q,
-                                 &rel));
+  assert_ok(
+      nnmem_problem_parent(nnmem_liveness_problem(l), buf_of(l, sx), &q, &rel));
   assert_int_equal(q, buf_of(l, x));
   assert_int_equal(rel, 192);
   assert_int_equal(nnmem_liveness_sub_buffers(l), 1);
@@ -240,8 +240,8 @@ static void test_weight_and_graph_input(void **state) {
   OP(g, "split", "Split", &x, 1, pp, 2, 0);
   OP(g, "tail", "Add", pp, 2, &y, 1, 0);
   l = analyze(g, 0);
-  assert_ok(nnmem_problem_parent(nnmem_liveness_problem(l), buf_of(l, p1), &q,
-                                 &rel));
+  assert_ok(
+      nnmem_problem_parent(nnmem_liveness_problem(l), buf_of(l, p1), &q, &rel));
   assert_int_equal(rel, 192);
   nnmem_liveness_destroy(l);
   nnmem_graph_destroy(g);
@@ -359,8 +359,8 @@ static void test_onnx_import(void **state) {
   const int64_t st1[] = {-4}, en1[] = {5}, ax1[] = {-3}, one[] = {1};
   expect_onnx(onnx_slice(1, st1, en1, ax1, one), 1, 2, 1);
   /* axis 1 cut, axis 2 whole (0..INT64_MAX): still one axis */
-  const int64_t st2[] = {3, 0}, en2[] = {INT64_MAX, INT64_MAX},
-                ax2[] = {1, 2}, one2[] = {1, 1};
+  const int64_t st2[] = {3, 0}, en2[] = {INT64_MAX, INT64_MAX}, ax2[] = {1, 2},
+                one2[] = {1, 1};
   expect_onnx(onnx_slice(2, st2, en2, ax2, one2), 1, 3, 1);
   /* the whole tensor: axis 0 start 0, nested at 0 */
   const int64_t st3[] = {0}, en3[] = {6}, ax3[] = {1};
