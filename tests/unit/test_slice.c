@@ -1,12 +1,13 @@
 /* test_slice.c - Slice outputs as views of their input (concat.c step 4):
  * the graph API that records slice parameters (nnmem_graph_set_op_slice)
  * and its refusals, the ONNX importer that sets them from constant
- * starts / ends / axes / steps, and the liveness pass on small graphs whose
- * offsets and peaks are worked out by hand: a contiguous Slice nests at
- * start * row bytes; a non-contiguous one, a Slice of a weight, one whose
- * input a later in-place op rewrites and the second of two live Slices of
- * one tensor stay copies, exactly as Split outputs do. Every plan goes
- * through the independent verifier (tu_plan_verified). */
+ * starts / ends / axes / steps (Slice of opsets 9 and 13, DynamicSlice), and
+ * the liveness pass on small graphs whose offsets and peaks are worked out by
+ * hand: a contiguous Slice nests at start * row bytes; a non-contiguous one, a
+ * Slice of a weight, one whose input a later in-place op rewrites, the second
+ * of two live Slices of one tensor and one over upper-bound sizes stay copies,
+ * as Split outputs do. Every plan goes through the independent verifier
+ * (tu_plan_verified). */
 #include <stdint.h>
 
 #include "test_onnx_pb.h"
@@ -390,6 +391,73 @@ static void test_onnx_import(void **state) {
   expect_onnx(import_ok(&m, NULL), 1, 1, 1);
 }
 
+/* DynamicSlice (opset 8, experimental: Slice with inputs) goes through the
+ * same inference and records its parameters on its own node. */
+static void test_onnx_dynamic_slice(void **state) {
+  (void)state;
+  gb_t g = {{0}};
+  const int64_t xd[] = {1, 6, 4, 4}, perm[] = {0, 1, 2, 3}, one[] = {1};
+  const int64_t st[] = {4}, en[] = {6}, ax[] = {1};
+  g_input(&g, value_info("X", FLOAT, 4, xd));
+  g_init(&g, tensor("st", INT64, 1, one, st));
+  g_init(&g, tensor("en", INT64, 1, one, en));
+  g_init(&g, tensor("ax", INT64, 1, one, ax));
+  pb_t a[] = {attr_ints("perm", 4, perm)};
+  g_node(&g, node("Transpose", "tr", "X", "T", 1, a));
+  g_node(&g, node("DynamicSlice", "ds", "T,st,en,ax", "S", 0, NULL));
+  pb_t b[] = {attr_ints("perm", 4, perm)};
+  g_node(&g, node("Transpose", "tail", "S", "Y", 1, b));
+  g_output(&g, value_info("Y", FLOAT, -1, NULL));
+  pb_t m = model(&g, 8, "");
+  nnmem_graph_t *gr = import_ok(&m, NULL);
+  nnmem_op_info_t oi;
+  uint32_t id = 0, n = (uint32_t)nnmem_graph_op_count(gr);
+  for (; id < n; id++) {
+    assert_ok(nnmem_graph_op(gr, id, &oi));
+    if (strcmp(oi.type, "DynamicSlice") == 0) break;
+  }
+  assert_true(id < n);
+  uint32_t axis = 0;
+  int64_t start = 0;
+  assert_int_equal(nnmem_graph_op_slice(gr, id, &axis, &start), 1);
+  assert_int_equal(axis, 1);
+  assert_int_equal(start, 4);
+  nnmem_liveness_t *l = analyze(gr, 0);
+  assert_int_equal(nnmem_liveness_sub_buffers(l), 1);
+  assert_int_equal(nnmem_liveness_sub_bytes(l), 128);
+  (void)height(l);
+  nnmem_liveness_destroy(l);
+  nnmem_graph_destroy(gr);
+}
+
+/* Sizes that are upper bounds (data-dependent shapes) are not exact
+ * layouts: no view, though the parameters are accepted. */
+static void test_upper_bound(void **state) {
+  (void)state;
+  nnmem_graph_t *g = NULL;
+  assert_ok(nnmem_graph_create("ub", &g));
+  int64_t as[4] = {1, 6, 4, 4};
+  nnmem_tensor_desc_t d = {0};
+  d.name = "A";
+  d.kind = ACT;
+  d.dtype = NNMEM_DTYPE_FLOAT32;
+  d.rank = 4;
+  d.shape = as;
+  d.flags = NNMEM_TENSOR_UPPER_BOUND;
+  uint32_t x = T4(g, "X", IN, 1, 1), a = 0;
+  assert_ok(nnmem_graph_add_tensor(g, &d, &a, NULL));
+  uint32_t s = T4(g, "S", ACT, 1, 3), y = T4(g, "Y", OUT, 1, 1);
+  op1(g, "a", x, a, 0);
+  slice(g, "slice", a, s, 1, 2);
+  op1(g, "d", s, y, 0);
+  nnmem_liveness_t *l = analyze(g, 0);
+  assert_false(nested(l, s));
+  assert_int_equal(nnmem_liveness_sub_buffers(l), 0);
+  (void)height(l);
+  nnmem_liveness_destroy(l);
+  nnmem_graph_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_graph_api),
@@ -399,6 +467,8 @@ int main(void) {
       cmocka_unit_test(test_later_inplace_blocks),
       cmocka_unit_test(test_two_slices),
       cmocka_unit_test(test_onnx_import),
+      cmocka_unit_test(test_onnx_dynamic_slice),
+      cmocka_unit_test(test_upper_bound),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
