@@ -14,7 +14,7 @@ struct nnmem_liveness {
   nnmem_buffer_kind_t *kinds;
   uint64_t weight_bytes;
   size_t aliased;
-  size_t sub_buffers; /* buffers placed inside a Concat output / Split
+  size_t sub_buffers; /* buffers placed inside a Concat output / Split, Slice
                          input */
   uint64_t sub_bytes; /* their bytes */
   uint8_t *kept_out;  /* copy of cfg.no_concat_ops (per op), or NULL */
