@@ -157,6 +157,21 @@ NNMEM_API nnmem_status_t nnmem_graph_add_op(nnmem_graph_t *g,
                                             uint32_t *id_out,
                                             nnmem_diag_t *diag);
 
+/* Marks op `op` as a slice: output 0 is input 0 restricted along `axis` to
+ * [start, start + output dim) with step 1, every other dim equal (liveness
+ * may then make the output a view of the input). NNMEM_ERR_INVALID, with
+ * diag naming the op, for an unknown op, an op without exactly one output
+ * and at least one input, rank / dtype that differ, an axis out of range, a
+ * negative start, a range past the input's dim or another dim that differs.
+ * Setting it again replaces the earlier values. */
+NNMEM_API nnmem_status_t nnmem_graph_set_op_slice(nnmem_graph_t *g, uint32_t op,
+                                                  uint32_t axis, int64_t start,
+                                                  nnmem_diag_t *diag);
+/* 1 and the slice parameters when op `op` carries them (axis / start
+ * nullable), 0 otherwise (also for an invalid g / op). */
+NNMEM_API int nnmem_graph_op_slice(const nnmem_graph_t *g, uint32_t op,
+                                   uint32_t *axis, int64_t *start);
+
 NNMEM_API size_t nnmem_graph_tensor_count(const nnmem_graph_t *g);
 NNMEM_API size_t nnmem_graph_op_count(const nnmem_graph_t *g);
 NNMEM_API nnmem_status_t nnmem_graph_tensor(const nnmem_graph_t *g, uint32_t id,

@@ -8,8 +8,9 @@
  * Views share their input's buffer and extend its lifetime; an in-place op
  * whose input buffer dies at that op writes its output into it when it fits.
  * Concat inputs are written into their slices of the output, Split outputs
- * are views of their slices of the input (sub-buffers) where the layout
- * allows; the output of a Concat is then live from its first input on.
+ * (and the output of an op with slice parameters, nnmem_graph_op_slice) are
+ * views of their slices of the input (sub-buffers) where the layout allows;
+ * the output of a Concat is then live from its first input on.
  *
  * Thread-safety: the analysis reads the graph; the result is immutable. */
 #ifndef NNMEM_LIVENESS_H
@@ -32,13 +33,13 @@ typedef struct nnmem_liveness_config {
                                 and of every sub-buffer offset below; 0 = 1 */
   int no_concat_into_output; /* nonzero: no sub-buffers. Default (0): each
                             Concat input is written straight into its slice
-                            of the output and each Split output is a view
-                            of its slice of the input, where the slices are
+                            of the output and each Split / Slice output is
+                            a view of its slice of the input, where they are
                             contiguous (all dims before the axis are 1) and
                             safe (see concat.c); they become sub-buffers
                             (nnmem_problem_set_parent) */
   const uint8_t *no_concat_ops; /* optional, one entry per op id: nonzero
-                            keeps that Concat / Split op out of
+                            keeps that Concat / Split / Slice op out of
                             concat-into-output (its tensors stay buffers
                             of their own), as nnmem_graph_order_memory may
                             choose (nnmem_order_config_t.concat_ops_out) */
@@ -87,9 +88,9 @@ nnmem_liveness_buffer_kind(const nnmem_liveness_t *l, size_t buffer);
 NNMEM_API uint64_t nnmem_liveness_weight_bytes(const nnmem_liveness_t *l);
 /* Number of tensors merged into another's buffer by views / in-place. */
 NNMEM_API size_t nnmem_liveness_aliased_tensors(const nnmem_liveness_t *l);
-/* Number of buffers placed inside a Concat output or a Split input
- * (sub-buffers), and their bytes: the bytes concat-into-output and split
- * views no longer allocate on their own. */
+/* Number of buffers placed inside a Concat output or a Split / Slice input
+ * (sub-buffers), and their bytes: the bytes concat-into-output and split /
+ * slice views no longer allocate on their own. */
 NNMEM_API size_t nnmem_liveness_sub_buffers(const nnmem_liveness_t *l);
 NNMEM_API uint64_t nnmem_liveness_sub_bytes(const nnmem_liveness_t *l);
 /* The config's no_concat_ops as analyzed (one entry per op id; owned by

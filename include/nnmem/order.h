@@ -11,8 +11,9 @@
  * other op reaches or is reached from) fit the search budget; a beam search
  * otherwise. With concat-into-output (the default) the search counts the
  * sub-buffers it makes: a Concat output live from its first input's
- * production, its inputs and Split views costing nothing of their own. The
- * result is never worse than the file order (nnmem_graph_schedule).
+ * production, its inputs and Split / Slice views costing nothing of their
+ * own. The result is never worse than the file order
+ * (nnmem_graph_schedule).
  *
  * Thread-safety: reads the graph only; calls on different outputs may run
  * concurrently. */
@@ -49,7 +50,7 @@ typedef struct nnmem_order_config {
                           (report->exact) only when its model is exact for
                           the sub-buffers: those every order makes */
   uint8_t *concat_ops_out;   /* optional, one entry per op id: lets the search
-                            keep some Concat / Split ops out of
+                            keep some Concat / Split / Slice ops out of
                             concat-into-output when the peak is lower so
                             (light_shufflenet). It writes 1 for each such op;
                             build the liveness with these as

@@ -1,5 +1,6 @@
-/* concat.c - concat-into-output and split views: buffers that become
- * sub-buffers (nnmem_problem_set_parent) of another at a fixed offset.
+/* concat.c - concat-into-output, split and slice views: buffers that
+ * become sub-buffers (nnmem_problem_set_parent) of another at a fixed
+ * offset.
  *
  * A Concat whose inputs are contiguous slices of its output (in the row-
  * major layout every dim before the concat axis is 1, e.g. NCHW with N = 1
@@ -40,8 +41,18 @@
  *      is a root written by nothing at or after the Split, and no child
  *      of BI is still active at the Split (a second Split of one tensor
  *      would overlap the first one's live views: copied instead); then
- *      BI.last = max(BI.last, BO.last) (the view keeps its input alive).
- * Slice is not handled: its starts/ends are tensor values, not in the IR.
+ *      BI.last = max(BI.last, BO.last) (the view keeps its input alive);
+ *   4. Slice: an op carrying slice parameters (nnmem_graph_set_op_slice:
+ *      output = input restricted to [start, start + n) along one axis,
+ *      set by the ONNX importer when starts/ends/axes/steps are constants,
+ *      or by the JSON graph's "slice") whose restriction is contiguous
+ *      (every input dim before the axis 1, dims exact, not upper bounds) is
+ *      step 3 with one part at start * (input bytes / input dim[axis]):
+ *      the same function, so the same safety rules (view_parts).
+ *
+ *   Slice(X, axis 1, start 2) -> O[1,3,...]    bytes of X: [ .. | O | . ]
+ *                                                          0   2r  5r
+ *   with r = X bytes / X dim 1.
  * Invariants after the pass (checked by nnmem_problem_check when the
  * problem is built): every child fits its parent, is active only while the
  * parent is, and its offset is a multiple of its align.
@@ -140,17 +151,13 @@ static void concat_op(builder_t *b, const nnmem_op_info_t *oi) {
   }
 }
 
-/* Step 3. */
-static void split_op(builder_t *b, const nnmem_op_info_t *oi, uint64_t s) {
-  nnmem_tensor_info_t ti;
-  if (oi->n_inputs < 1) return;
-  uint32_t in = oi->inputs[0];
-  nnmem_graph_tensor(b->g, in, &ti);
-  if (b->in_weights[in] ||
-      nnmem__tiling_axis(b->g, &ti, oi->outputs, oi->n_outputs) < 0)
-    return;
+/* Step 3: tensors outs[0..n) become views of input `in`'s buffer at
+ * `base`, `base` + outs[0]'s bytes, ... (the Split rule; a Slice is one
+ * part at its start). */
+static void view_parts(builder_t *b, uint32_t in, const uint32_t *outs,
+                       uint32_t n, uint64_t base, uint64_t s) {
   uint32_t pb = b->l->tensors[in].buffer;
-  if (pb == NNMEM_NO_BUFFER || b->bufs[pb].parent ||
+  if (b->in_weights[in] || pb == NNMEM_NO_BUFFER || b->bufs[pb].parent ||
       b->bufs[pb].kind != NNMEM_BUFFER_ACTIVATION)
     return;
   nnmem_tensor_info_t fi; /* a graph input's buffer is written before step 0 */
@@ -158,9 +165,9 @@ static void split_op(builder_t *b, const nnmem_op_info_t *oi, uint64_t s) {
   if (fi.kind != NNMEM_TENSOR_INPUT && b->bufs[pb].last_write >= s) return;
   for (size_t i = 0; i < b->n_bufs; i++) /* an earlier view still in use */
     if (b->bufs[i].parent == pb + 1 && b->bufs[i].last > s) return;
-  uint64_t rel = 0;
-  for (uint32_t k = 0; k < oi->n_outputs; k++) {
-    uint32_t o = oi->outputs[k];
+  uint64_t rel = base;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t o = outs[k];
     nnmem_tensor_info_t xo;
     nnmem_graph_tensor(b->g, o, &xo);
     uint64_t at = rel;
@@ -174,6 +181,53 @@ static void split_op(builder_t *b, const nnmem_op_info_t *oi, uint64_t s) {
   }
 }
 
+static void split_op(builder_t *b, const nnmem_op_info_t *oi, uint64_t s) {
+  nnmem_tensor_info_t ti;
+  if (oi->n_inputs < 1) return;
+  nnmem_graph_tensor(b->g, oi->inputs[0], &ti);
+  if (nnmem__tiling_axis(b->g, &ti, oi->outputs, oi->n_outputs) < 0) return;
+  view_parts(b, oi->inputs[0], oi->outputs, oi->n_outputs, 0, s);
+}
+
+int nnmem__slice_offset(const nnmem_graph_t *g, uint32_t op, uint64_t *at) {
+  uint32_t axis;
+  int64_t start;
+  nnmem_op_info_t oi;
+  nnmem_tensor_info_t ti, to;
+  if (!nnmem_graph_op_slice(g, op, &axis, &start) ||
+      nnmem_graph_op(g, op, &oi) != NNMEM_OK || oi.n_inputs < 1 ||
+      oi.n_outputs != 1)
+    return 0;
+  nnmem_graph_tensor(g, oi.inputs[0], &ti);
+  nnmem_graph_tensor(g, oi.outputs[0], &to);
+  if (((ti.flags | to.flags) & NNMEM_TENSOR_UPPER_BOUND) ||
+      ti.rank != to.rank || axis >= ti.rank || ti.shape[axis] <= 0 ||
+      ti.bytes % (uint64_t)ti.shape[axis])
+    return 0;
+  for (uint32_t d = 0; d < axis; d++)
+    if (ti.shape[d] != 1) return 0; /* not contiguous */
+  uint64_t row = ti.bytes / (uint64_t)ti.shape[axis];
+  if (to.bytes != row * (uint64_t)to.shape[axis]) return 0;
+  *at = row * (uint64_t)start; /* <= ti.bytes: start + out dim <= in dim */
+  return 1;
+}
+
+/* Step 4. */
+static void slice_op(builder_t *b, uint32_t op, const nnmem_op_info_t *oi,
+                     uint64_t s) {
+  uint64_t at;
+  if (nnmem__slice_offset(b->g, op, &at))
+    view_parts(b, oi->inputs[0], oi->outputs, 1, at, s);
+}
+
+int nnmem__subbuf_op(const nnmem_graph_t *g, uint32_t op,
+                     const nnmem_op_info_t *oi) {
+  if (strcmp(oi->type, "Concat") == 0) return NNMEM__SUBBUF_CONCAT;
+  if (strcmp(oi->type, "Split") == 0) return NNMEM__SUBBUF_SPLIT;
+  if (nnmem_graph_op_slice(g, op, NULL, NULL)) return NNMEM__SUBBUF_SLICE;
+  return 0;
+}
+
 nnmem_status_t nnmem__liveness_concat(builder_t *b) {
   for (uint64_t s = 0; s < b->l->steps; s++) {
     nnmem_op_info_t oi;
@@ -181,10 +235,19 @@ nnmem_status_t nnmem__liveness_concat(builder_t *b) {
     if (oi.flags & (NNMEM_OP_VIEW | NNMEM_OP_INPLACE)) continue;
     if (b->cfg.no_concat_ops && b->cfg.no_concat_ops[b->l->order[s]])
       continue; /* kept out by the caller */
-    if (strcmp(oi.type, "Concat") == 0)
-      concat_op(b, &oi);
-    else if (strcmp(oi.type, "Split") == 0)
-      split_op(b, &oi, s);
+    switch (nnmem__subbuf_op(b->g, b->l->order[s], &oi)) {
+      case NNMEM__SUBBUF_CONCAT:
+        concat_op(b, &oi);
+        break;
+      case NNMEM__SUBBUF_SPLIT:
+        split_op(b, &oi, s);
+        break;
+      case NNMEM__SUBBUF_SLICE:
+        slice_op(b, b->l->order[s], &oi, s);
+        break;
+      default:
+        break;
+    }
   }
   return NNMEM_OK;
 }

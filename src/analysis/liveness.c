@@ -25,7 +25,8 @@
  *      Soundness of "dies here": a buffer can only gain a new view through a
  *      later reader of one of its tensors, whose last use is then > step.
  *   5. Concat-into-output and split views (concat.c), unless turned off:
- *      buffers become sub-buffers of a Concat output / Split input.
+ *      buffers become sub-buffers of a Concat output / Split or Slice
+ *      input.
  *   6. With cfg->no_reuse every tensor gets its own buffer.
  *
  *       steps ->   0    1    2    3

@@ -14,7 +14,7 @@ struct nnmem_liveness {
   nnmem_buffer_kind_t *kinds;
   uint64_t weight_bytes;
   size_t aliased;
-  size_t sub_buffers; /* buffers placed inside a Concat output / Split
+  size_t sub_buffers; /* buffers placed inside a Concat output / Split, Slice
                          input */
   uint64_t sub_bytes; /* their bytes */
   uint8_t *kept_out;  /* copy of cfg.no_concat_ops (per op), or NULL */
@@ -51,5 +51,17 @@ nnmem_status_t nnmem__liveness_concat(builder_t *b);
  * step 1), or -1. Shared with the order model (order_model.c). */
 int nnmem__tiling_axis(const nnmem_graph_t *g, const nnmem_tensor_info_t *w,
                        const uint32_t *parts, uint32_t n);
+
+/* Which sub-buffer rule applies to op `op` (info `oi`): a Concat, a Split,
+ * an op with slice parameters (nnmem_graph_op_slice), or 0 for none. The one
+ * test liveness, the order model and the order search's per-op choice use. */
+enum { NNMEM__SUBBUF_CONCAT = 1, NNMEM__SUBBUF_SPLIT, NNMEM__SUBBUF_SLICE };
+int nnmem__subbuf_op(const nnmem_graph_t *g, uint32_t op,
+                     const nnmem_op_info_t *oi);
+
+/* 1 and the byte offset of op `op`'s output inside its input 0 when the op
+ * carries slice parameters whose restriction is contiguous (concat.c's step
+ * 4), else 0. Shared with the order model (order_model.c). */
+int nnmem__slice_offset(const nnmem_graph_t *g, uint32_t op, uint64_t *at);
 
 #endif

@@ -21,7 +21,7 @@
  *   3. after = live - workspace(o) - bytes of each buffer that dies at o: an
  *      input unit all of whose readers ran (unless it continues as W), a new
  *      unit nobody reads, and at the first step the unread graph inputs;
- *   4. sub-buffer groups (concat-into-output, split views; built below
+ *   4. sub-buffer groups (concat-into-output, split / slice views; below
  *      from the relations every order makes): a unit inside a group costs
  *      nothing of its own; the group root's bytes are charged when o makes
  *      the first unit of the group and freed when o is the last reader of
@@ -287,7 +287,7 @@ static void chain_bounds(nnmem__om_t *m) {
   }
 }
 
-/* ---- sub-buffers (concat-into-output, split views) ----------------------
+/* ---- sub-buffers (concat-into-output, split / slice views) ------------
  * concat.c decides them on the finished liveness buffers of one order. The
  * model needs them before any order exists, so it takes the relations that
  * hold in *every* order and counts the rest as order-dependent (sub_dyn):
@@ -303,7 +303,9 @@ static void chain_bounds(nnmem__om_t *m) {
  *   - a Split output O nests into the input's unit UI when concat.c's
  *     conditions hold, no in-place reader of UI other than an ancestor of
  *     the Split can join it (else dyn) and O's unit has no in-place reader
- *     (one that joins in every order: no nesting; one that may: dyn).
+ *     (one that joins in every order: no nesting; one that may: dyn);
+ *   - a Slice output (concat.c's step 4) is a Split with one part at its
+ *     start offset (view_static serves both).
  * Ops are visited in file order: the relations kept are those every order
  * makes, and in every order a Split runs before the Concats reading its
  * outputs, as in the file order. A group is a root unit and every unit
@@ -484,15 +486,13 @@ static int inplace_reader(const subb_t *x, uint32_t u, uint32_t o) {
   return 0;
 }
 
-static void split_static(subb_t *x, uint32_t o, const nnmem_op_info_t *oi) {
+/* Tensors outs[0..n) of op o as views of input `in` at `base`, `base` +
+ * outs[0]'s bytes, ... (a Split's outputs; a Slice is one part). */
+static void view_static(subb_t *x, uint32_t o, uint32_t in,
+                        const uint32_t *outs, uint32_t n, uint64_t base) {
   nnmem__om_t *m = x->b->m;
-  if (oi->n_inputs < 1) return;
-  nnmem_tensor_info_t ii;
-  nnmem_graph_tensor(x->b->g, oi->inputs[0], &ii);
-  uint32_t ui = x->b->unit_of[oi->inputs[0]];
-  if (ui == NNMEM__OM_NONE || x->parent[ui] != NNMEM__OM_NONE ||
-      nnmem__tiling_axis(x->b->g, &ii, oi->outputs, oi->n_outputs) < 0)
-    return;
+  uint32_t ui = x->b->unit_of[in];
+  if (ui == NNMEM__OM_NONE || x->parent[ui] != NNMEM__OM_NONE) return;
   mark_ancestors(x, o);
   if (inplace_reader(x, ui, o)) { /* may write into I after the Split */
     m->sub_dyn = 1, x->events++;
@@ -503,13 +503,13 @@ static void split_static(subb_t *x, uint32_t o, const nnmem_op_info_t *oi) {
     x->events++; /* an earlier view of I may be live at the Split */
     return;
   }
-  uint64_t rel = 0;
-  for (uint32_t k = 0; k < oi->n_outputs; k++) {
+  uint64_t rel = base;
+  for (uint32_t k = 0; k < n; k++) {
     nnmem_tensor_info_t xo;
-    nnmem_graph_tensor(x->b->g, oi->outputs[k], &xo);
+    nnmem_graph_tensor(x->b->g, outs[k], &xo);
     uint64_t at = rel;
     rel += xo.bytes;
-    uint32_t uo = x->b->unit_of[oi->outputs[k]];
+    uint32_t uo = x->b->unit_of[outs[k]];
     if (xo.kind != NNMEM_TENSOR_ACTIVATION || uo == NNMEM__OM_NONE ||
         uo == ui || x->parent[uo] != NNMEM__OM_NONE)
       continue;
@@ -525,6 +525,20 @@ static void split_static(subb_t *x, uint32_t o, const nnmem_op_info_t *oi) {
     }
     nest(x, uo, ui, un->align);
   }
+}
+
+static void split_static(subb_t *x, uint32_t o, const nnmem_op_info_t *oi) {
+  if (oi->n_inputs < 1) return;
+  nnmem_tensor_info_t ii;
+  nnmem_graph_tensor(x->b->g, oi->inputs[0], &ii);
+  if (nnmem__tiling_axis(x->b->g, &ii, oi->outputs, oi->n_outputs) < 0) return;
+  view_static(x, o, oi->inputs[0], oi->outputs, oi->n_outputs, 0);
+}
+
+static void slice_static(subb_t *x, uint32_t o, const nnmem_op_info_t *oi) {
+  uint64_t at;
+  if (nnmem__slice_offset(x->b->g, o, &at))
+    view_static(x, o, oi->inputs[0], oi->outputs, 1, at);
 }
 
 /* Members of each group root (CSR into idx), top of every unit. */
@@ -589,10 +603,13 @@ static nnmem_status_t sub_groups(omb_t *b, int sub, const uint8_t *skip) {
       if ((oi.flags & (NNMEM_OP_VIEW | NNMEM_OP_INPLACE)) || (skip && skip[o]))
         continue;
       size_t before = x.events;
-      if (strcmp(oi.type, "Concat") == 0)
+      int kind = nnmem__subbuf_op(b->g, o, &oi);
+      if (kind == NNMEM__SUBBUF_CONCAT)
         concat_static(&x, o, &oi);
-      else if (strcmp(oi.type, "Split") == 0)
+      else if (kind == NNMEM__SUBBUF_SPLIT)
         split_static(&x, o, &oi);
+      else if (kind == NNMEM__SUBBUF_SLICE)
+        slice_static(&x, o, &oi);
       else
         continue;
       if (x.events != before) m->nests[o] = 1;

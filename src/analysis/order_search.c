@@ -33,10 +33,10 @@
  *      exact: in-place growth, or a sub-buffer relation that depends on the
  *      order, see order_model.c) the file order is kept.
  *   5. With config concat_ops_out, concat-into-output becomes a choice per
- *      Concat / Split op (choose_concat): steps 1-4 rerun with every such
- *      op kept out, then with each op the model nests toggled, keeping a
- *      choice that lowers the peak (or proves it); the number of searches
- *      is bounded by CHOICE_MAX_TRIES, CHOICE_WORK / ops and 4 x
+ *      Concat / Split / Slice op (choose_concat): steps 1-4 rerun with
+ *      every such op kept out, then with each op the model nests toggled,
+ *      keeping a choice that lowers the peak (or proves it); the number of
+ *      searches is bounded by CHOICE_MAX_TRIES, CHOICE_WORK / ops and 4 x
  *      max_states in all.
  * Invariants: the result is a topological order; report->peak equals
  * nnmem_graph_order_peak of it (with the config's concat-into-output
@@ -53,6 +53,7 @@
  * Thread-safety: reads the graph only. */
 #include <string.h>
 
+#include "analysis/liveness_internal.h"
 #include "analysis/order_search.h"
 #include "common/util.h"
 #include "nnmem/liveness.h"
@@ -497,7 +498,7 @@ static nnmem_status_t choose_concat(const nnmem_graph_t *g,
     k += nests[i] != 0;
   if (!k) return NNMEM_OK;
   uint8_t *skip = calloc(n + 1, 1), *best = calloc(n + 1, 1);
-  uint8_t *all = calloc(n + 1, 1); /* every Concat / Split */
+  uint8_t *all = calloc(n + 1, 1); /* every Concat / Split / Slice */
   uint32_t *trial = malloc((n + 1) * sizeof *trial);
   if (!skip || !best || !all || !trial) {
     free(skip), free(best), free(all), free(trial);
@@ -506,7 +507,7 @@ static nnmem_status_t choose_concat(const nnmem_graph_t *g,
   for (uint32_t o = 0; o < n; o++) {
     nnmem_op_info_t oi;
     nnmem_graph_op(g, o, &oi);
-    all[o] = !strcmp(oi.type, "Concat") || !strcmp(oi.type, "Split");
+    all[o] = nnmem__subbuf_op(g, o, &oi) != 0;
   }
   uint64_t file_peak = r->file_peak, states = r->states;
   size_t max_tries = CHOICE_WORK / (n ? n : 1);

@@ -61,6 +61,8 @@ typedef struct op_rec {
   uint32_t n_inputs, n_outputs;
   uint64_t workspace_bytes;
   uint32_t flags, inplace_input, view_input;
+  int32_t slice_axis; /* -1, or output 0 = input 0 restricted along it */
+  int64_t slice_start;
 } op_rec_t;
 
 typedef struct name_index {
@@ -390,6 +392,7 @@ static nnmem_status_t op_rec_fill(op_rec_t *r, const nnmem_op_desc_t *d) {
   r->flags = d->flags;
   r->inplace_input = (d->flags & NNMEM_OP_INPLACE) ? d->inplace_input : 0;
   r->view_input = (d->flags & NNMEM_OP_VIEW) ? d->view_input : 0;
+  r->slice_axis = -1;
   return NNMEM_OK;
 }
 
@@ -475,6 +478,68 @@ nnmem_status_t nnmem_graph_op(const nnmem_graph_t *g, uint32_t id,
   out->inplace_input = o->inplace_input;
   out->view_input = o->view_input;
   return NNMEM_OK;
+}
+
+/* The shapes of a slice op: output 0 equals input 0 but along `axis`, where
+ * it covers [start, start + out dim) of the input. */
+static nnmem_status_t slice_check(const nnmem_graph_t *g, const op_rec_t *o,
+                                  uint32_t axis, int64_t start,
+                                  nnmem_diag_t *diag) {
+  const char *n = o->name;
+  if (o->n_outputs != 1 || o->n_inputs < 1)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "op '%s': a slice needs one output and an input "
+                       "(has %u outputs, %u inputs)",
+                       n, o->n_outputs, o->n_inputs);
+  const tensor_rec_t *in = &g->tensors[o->io[0]];
+  const tensor_rec_t *out = &g->tensors[o->io[o->n_inputs]];
+  if (in->rank != out->rank || in->dtype != out->dtype)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "op '%s': slice input '%s' and output '%s' differ in "
+                       "rank or dtype",
+                       n, in->name, out->name);
+  if (axis >= in->rank)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "op '%s': slice axis %u out of range (rank %u)", n, axis,
+                       in->rank);
+  if (start < 0 || out->shape[axis] > in->shape[axis] - start)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "op '%s': slice [%lld, %lld + %lld) exceeds dim %u of "
+                       "'%s' (%lld)",
+                       n, (long long)start, (long long)start,
+                       (long long)out->shape[axis], axis, in->name,
+                       (long long)in->shape[axis]);
+  for (uint32_t d = 0; d < in->rank; d++)
+    if (d != axis && in->shape[d] != out->shape[d])
+      return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                         "op '%s': slice along axis %u but dim %u differs "
+                         "(%lld vs %lld)",
+                         n, axis, d, (long long)in->shape[d],
+                         (long long)out->shape[d]);
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_graph_set_op_slice(nnmem_graph_t *g, uint32_t op,
+                                        uint32_t axis, int64_t start,
+                                        nnmem_diag_t *diag) {
+  if (!g) return nnmem__diag(diag, NNMEM_ERR_INVALID, "set_op_slice: NULL");
+  if (op >= g->n_ops)
+    return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                       "set_op_slice: unknown op id %u", op);
+  op_rec_t *o = &g->ops[op];
+  nnmem_status_t st = slice_check(g, o, axis, start, diag);
+  if (st != NNMEM_OK) return st;
+  o->slice_axis = (int32_t)axis;
+  o->slice_start = start;
+  return NNMEM_OK;
+}
+
+int nnmem_graph_op_slice(const nnmem_graph_t *g, uint32_t op, uint32_t *axis,
+                         int64_t *start) {
+  if (!g || op >= g->n_ops || g->ops[op].slice_axis < 0) return 0;
+  if (axis) *axis = (uint32_t)g->ops[op].slice_axis;
+  if (start) *start = g->ops[op].slice_start;
+  return 1;
 }
 
 nnmem_status_t nnmem_graph_find_tensor(const nnmem_graph_t *g, const char *name,

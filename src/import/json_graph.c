@@ -4,7 +4,7 @@
  *   {"format_version": 1, "name": "tiny", "description": "...",
  *    "tensors": [{"name", "kind", "dtype", "shape", "bytes", "align"}],
  *    "ops": [{"name", "type", "inputs", "outputs", "workspace",
- *             "inplace", "view"}]}
+ *             "inplace", "view", "slice": {"axis", "start"}}]}
  *
  * Algorithm:
  *   1. check the text is UTF-8 without NUL bytes, parse it with cJSON
@@ -15,7 +15,8 @@
  *      kind names, add it with nnmem_graph_add_tensor;
  *   4. for each op: check its keys, resolve input / output names through
  *      nnmem_graph_find_tensor (an unknown name is an error naming the op
- *      and the tensor), add it with nnmem_graph_add_op;
+ *      and the tensor), add it with nnmem_graph_add_op, then its optional
+ *      "slice" with nnmem_graph_set_op_slice;
  *   5. nnmem_graph_check (unproduced inputs, cycles), so every error of the
  *      file comes out at load time with the file name.
  * Every message has the form "FILE: op 'conv1' (ops[3]): what"; errors the
@@ -323,10 +324,43 @@ static nnmem_status_t op_alias(jctx_t *c, const cJSON *op, nnmem_op_desc_t *d) {
   return NNMEM_OK;
 }
 
+/* Reads the optional "slice": {"axis": A, "start": S} of op `id`; the
+ * graph library checks it against the op's shapes. */
+static nnmem_status_t op_slice(jctx_t *c, const cJSON *op, uint32_t id,
+                               size_t i) {
+  static const char *const keys[] = {"axis", "start", NULL};
+  const cJSON *j = cJSON_GetObjectItemCaseSensitive(op, "slice");
+  if (!j) return NNMEM_OK;
+  if (!cJSON_IsObject(j))
+    return jerr(c, NNMEM_ERR_PARSE,
+                "'slice' must be an object {\"axis\", \"start\"}, not %s",
+                type_name(j));
+  nnmem_status_t st = check_keys(c, j, keys);
+  const cJSON *ja = cJSON_GetObjectItemCaseSensitive(j, "axis");
+  const cJSON *js = cJSON_GetObjectItemCaseSensitive(j, "start");
+  if (st == NNMEM_OK && (!ja || !js))
+    return jerr(c, NNMEM_ERR_PARSE, "'slice' needs 'axis' and 'start'");
+  double axis = 0, start = 0;
+  if (st == NNMEM_OK) st = get_int(c, ja, "slice.axis", 0, &axis);
+  if (st == NNMEM_OK) st = get_int(c, js, "slice.start", 0, &start);
+  if (st != NNMEM_OK) return st;
+  if (axis >= NNMEM_MAX_RANK)
+    return jerr(c, NNMEM_ERR_PARSE, "'slice.axis' is %.0f, at most %d", axis,
+                NNMEM_MAX_RANK - 1);
+  nnmem_diag_t inner = {{0}};
+  st = nnmem_graph_set_op_slice(c->g, id, (uint32_t)axis, (int64_t)start,
+                                &inner);
+  if (st != NNMEM_OK) {
+    snprintf(c->where, sizeof c->where, "ops[%zu]", i);
+    return jerr(c, st, "%s", inner.message);
+  }
+  return NNMEM_OK;
+}
+
 static nnmem_status_t read_op(jctx_t *c, const cJSON *op, size_t i) {
   static const char *const keys[] = {"name",    "type",      "inputs",
                                      "outputs", "workspace", "inplace",
-                                     "view",    NULL};
+                                     "view",    "slice",     NULL};
   set_where(c, "op", op, "ops", i);
   if (!cJSON_IsObject(op))
     return jerr(c, NNMEM_ERR_PARSE, "must be an object, not %s", type_name(op));
@@ -349,12 +383,13 @@ static nnmem_status_t read_op(jctx_t *c, const cJSON *op, size_t i) {
   d.inputs = c->io;
   d.outputs = c->io + d.n_inputs;
   nnmem_diag_t inner = {{0}};
-  st = nnmem_graph_add_op(c->g, &d, NULL, &inner);
+  uint32_t id;
+  st = nnmem_graph_add_op(c->g, &d, &id, &inner);
   if (st != NNMEM_OK) {
     snprintf(c->where, sizeof c->where, "ops[%zu]", i);
     return jerr(c, st, "%s", inner.message);
   }
-  return NNMEM_OK;
+  return op_slice(c, op, id, i);
 }
 
 /* ---- document ------------------------------------------------------------ */

@@ -94,7 +94,7 @@ cat >"$T/cat.json" <<'JSON'
   {"name": "opy", "type": "Conv", "inputs": ["c"], "outputs": ["y"]}]}
 JSON
 expect_rc 0 plan "$T/cat.json" --out "$T/cat-plan.json"
-out_has "sub-buffers    2 buffers inside Concat outputs / Split inputs, 320 B"
+out_has "sub-buffers    2 buffers inside Concat outputs / Split and Slice inputs, 320 B"
 out_matches "height 384 B, bound 384 B"
 py 'import json,sys
 d = json.load(open(sys.argv[1]))

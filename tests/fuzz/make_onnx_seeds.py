@@ -227,13 +227,45 @@ def regress_split():
                        [value_info("a", FLOAT, None)]), opset=13)
 
 
+def slice_views():
+    """Slices with constant parameters that the importer records as one-axis
+    restrictions (liveness views): a channel cut, a second cut of the same
+    tensor, negative starts and axes, a whole-tensor cut, and ones it must
+    not record (a reversed step, two axes cut, the last axis)."""
+    ident = [attr_ints("perm", [0, 1, 2, 3])]
+    nodes = [
+        node("Transpose", "tp", ["x"], ["t"], ident),
+        node("Slice", "ch", ["t", "s2", "s5", "a1"], ["c"]),
+        node("Slice", "ch2", ["t", "sm4", "smax", "am3"], ["c2"]),
+        node("Slice", "whole", ["t", "s0", "smax", "a1"], ["w"]),
+        node("Slice", "rev", ["t", "sm1", "smin", "a1", "sm1"], ["r"]),
+        node("Slice", "two", ["t", "s11", "s33", "a12"], ["u"]),
+        node("Slice", "last", ["t", "s0", "s2", "a3"], ["l"]),
+        node("Transpose", "o1", ["c"], ["y1"], ident),
+        node("Transpose", "o2", ["c2"], ["y2"], ident),
+        node("Transpose", "o3", ["w"], ["y3"], ident),
+        node("Transpose", "o4", ["r"], ["y4"], ident),
+        node("Transpose", "o5", ["u"], ["y5"], ident),
+        node("Transpose", "o6", ["l"], ["y6"], ident),
+    ]
+    i64 = lambda n, v: tensor(n, INT64, [len(v)], ints=v)
+    inits = [i64("s2", [2]), i64("s5", [5]), i64("a1", [1]), i64("sm4", [-4]),
+             i64("smax", [(1 << 63) - 1]), i64("am3", [-3]), i64("s0", [0]),
+             i64("sm1", [-1]), i64("smin", [-(1 << 63)]), i64("s11", [1, 1]),
+             i64("s33", [3, 3]), i64("a12", [1, 2]), i64("a3", [3])]
+    outs = [value_info("y%d" % k, FLOAT, None) for k in range(1, 7)]
+    return model(graph("slices", nodes, [value_info("x", FLOAT, [1, 6, 4, 4])],
+                       outs, inits), opset=13)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for name, data in [("cnn.onnx", cnn()), ("shape_chain.onnx", shape_chain()),
                        ("control.onnx", control()), ("misc.onnx", misc()),
                        ("zoo.onnx", zoo()), ("legacy.onnx", legacy()),
                        ("legacy_opset1.onnx", legacy_opset1()),
-                       ("regress-split-equal-parts-overflow.onnx", regress_split())]:
+                       ("regress-split-equal-parts-overflow.onnx", regress_split()),
+                       ("slice_views.onnx", slice_views())]:
         with open(os.path.join(OUT, name), "wb") as f:
             f.write(data)
 

@@ -416,6 +416,54 @@ static void test_err_ops(void **state) {
              NNMEM_ERR_INVALID, "g.json: ops[1]:", "'q'", "'p'");
 }
 
+/* "slice": {"axis", "start"} reaches nnmem_graph_op_slice; bad values name
+ * the op. */
+#define T_X6                                                        \
+  "{\"name\": \"x\", \"kind\": \"input\", \"dtype\": \"float32\", " \
+  "\"shape\": [1, 6, 4]}"
+#define T_S2 "{\"name\": \"s\", \"dtype\": \"float32\", \"shape\": [1, 2, 4]}"
+#define OP_SL(slice)                                              \
+  "{\"name\": \"sl\", \"type\": \"Slice\", \"inputs\": [\"x\"], " \
+  "\"outputs\": [\"s\"], \"slice\": " slice "}"
+static void test_slice(void **state) {
+  (void)state;
+  nnmem_graph_t *g =
+      parse_ok(doc(T_X6 "," T_S2, OP_SL("{\"axis\": 1, \"start\": 3}")));
+  uint32_t axis = 0;
+  int64_t start = 0;
+  assert_int_equal(nnmem_graph_op_slice(g, 0, &axis, &start), 1);
+  assert_int_equal(axis, 1);
+  assert_int_equal(start, 3);
+  nnmem_graph_destroy(g);
+  expect_err(doc(T_X6 "," T_S2, OP_SL("[1, 3]")), NNMEM_ERR_PARSE,
+             "g.json: op 'sl' (ops[0]): 'slice' must be an object",
+             "not an array");
+  expect_err(doc(T_X6 "," T_S2, OP_SL("{\"axis\": 1}")), NNMEM_ERR_PARSE,
+             "op 'sl' (ops[0]): 'slice' needs 'axis' and 'start'");
+  expect_err(
+      doc(T_X6 "," T_S2, OP_SL("{\"axis\": 1, \"start\": 0, \"step\": 1}")),
+      NNMEM_ERR_PARSE, "op 'sl' (ops[0]): unknown key 'step'");
+  expect_err(doc(T_X6 "," T_S2, OP_SL("{\"axis\": -1, \"start\": 0}")),
+             NNMEM_ERR_PARSE, "op 'sl' (ops[0]): 'slice.axis' is -1");
+  expect_err(doc(T_X6 "," T_S2, OP_SL("{\"axis\": 1, \"start\": 0.5}")),
+             NNMEM_ERR_PARSE, "'slice.start' must be an integer, not 0.5");
+  expect_err(doc(T_X6 "," T_S2, OP_SL("{\"axis\": 1e15, \"start\": 0}")),
+             NNMEM_ERR_PARSE, "'slice.axis' is 1000000000000000, at most 7");
+  expect_err(doc(T_X6 "," T_S2, OP_SL("{\"axis\": 3, \"start\": 0}")),
+             NNMEM_ERR_INVALID,
+             "g.json: ops[0]: op 'sl': slice axis 3 out of range");
+  expect_err(doc(T_X6 "," T_S2, OP_SL("{\"axis\": 1, \"start\": 5}")),
+             NNMEM_ERR_INVALID, "op 'sl': slice [5, 5 + 2) exceeds dim 1");
+  expect_err(doc(T_X6 "," T_S2, OP_SL("{\"axis\": 2, \"start\": 0}")),
+             NNMEM_ERR_INVALID,
+             "op 'sl': slice along axis 2 but dim 1 differs");
+  expect_err(doc(T_X6 "," T_S2 "," T_B,
+                 "{\"name\": \"sl\", \"type\": \"Slice\", \"inputs\": "
+                 "[\"x\"], \"outputs\": [\"s\", \"b\"], \"slice\": "
+                 "{\"axis\": 1, \"start\": 0}}"),
+             NNMEM_ERR_INVALID, "op 'sl': a slice needs one output");
+}
+
 static void test_err_graph_check(void **state) {
   (void)state;
   /* a -> p -> b -> q -> a: a cycle, found at load time */
@@ -518,6 +566,7 @@ int main(void) {
       cmocka_unit_test(test_err_deep_nesting),
       cmocka_unit_test(test_mutations),
       cmocka_unit_test(test_read_file),
+      cmocka_unit_test(test_slice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

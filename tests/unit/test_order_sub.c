@@ -1,9 +1,9 @@
 /* test_order_sub.c - the operator order with sub-buffers (concat-into-
  * output, split views): nnmem_graph_order_memory against exhaustive
  * enumeration of every topological order on small random graphs with
- * Concat and Split ops, each order measured by liveness (which makes the
- * sub-buffers, concat.c) + lower bound, independently of the search's
- * model. The chosen order's problem is planned and verified. Seeds are
+ * Concat, Split and (second test) Slice ops, each order measured by liveness
+ * (which makes the sub-buffers, concat.c) + lower bound, independently of the
+ * search's model. The chosen order's problem is planned and verified. Seeds are
  * fixed and printed. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,9 +73,29 @@ static void add_op(rg_t *r, uint32_t o, const char *type, uint32_t flags,
   assert_ok(nnmem_graph_add_op(r->g, &d, NULL, NULL));
 }
 
+/* A Slice of a pool tensor [1, w]: [start, start + k) along axis 1 (k < w),
+ * or the whole tensor along axis 0. */
+static void add_slice(rg_t *r, uint32_t o) {
+  uint32_t in;
+  int64_t w, ow;
+  in = pick(r, &w);
+  uint32_t axis = 1;
+  int64_t start = 0;
+  if (w < 2 || rnd(r, 4) == 0) {
+    axis = 0, ow = w;
+  } else {
+    ow = 1 + rnd(r, (uint32_t)(w - 1));
+    start = rnd(r, (uint32_t)(w - ow + 1));
+  }
+  add_op(r, o, "Slice", 0, &in, 1, &ow, 1);
+  nnmem_diag_t d = {{0}};
+  if (nnmem_graph_set_op_slice(r->g, o, axis, start, &d) != NNMEM_OK)
+    fail_msg("%s", d.message);
+}
+
 /* n ops: Concat of 2-3 tensors, Split in 2-3, in-place Relu, Reshape
- * views, and plain ops of random widths. */
-static nnmem_graph_t *random_graph(uint64_t seed, uint32_t n) {
+ * views, plain ops of random widths and, with `slices`, Slice ops. */
+static nnmem_graph_t *random_graph(uint64_t seed, uint32_t n, int slices) {
   rg_t r;
   memset(&r, 0, sizeof r);
   r.rng = seed;
@@ -83,9 +103,11 @@ static nnmem_graph_t *random_graph(uint64_t seed, uint32_t n) {
   add_t(&r, "in0", NNMEM_TENSOR_INPUT, 1 + rnd(&r, 8));
   if (rnd(&r, 2)) add_t(&r, "in1", NNMEM_TENSOR_INPUT, 1 + rnd(&r, 8));
   for (uint32_t o = 0; o < n; o++) {
-    uint32_t ins[3], kind = rnd(&r, 10);
+    uint32_t ins[3], kind = rnd(&r, slices ? 13 : 10);
     int64_t w[3], ow[3];
-    if (kind < 3) { /* Concat */
+    if (kind >= 10) {
+      add_slice(&r, o);
+    } else if (kind < 3) { /* Concat */
       uint32_t k = 2 + rnd(&r, 2);
       ow[0] = 0;
       for (uint32_t i = 0; i < k; i++)
@@ -252,15 +274,34 @@ static int check_choice(const nnmem_graph_t *g, uint64_t align, uint64_t on) {
   return r.exact;
 }
 
-static void test_vs_enumeration(void **state) {
-  (void)state;
-  const uint64_t seed0 = 7000;
+/* Slice outputs nested in their input's buffer in file order. */
+static int slice_views(const nnmem_graph_t *g) {
+  nnmem_liveness_t *l = NULL;
+  assert_ok(nnmem_liveness_analyze(g, NULL, &l, NULL));
+  int k = 0;
+  for (uint32_t o = 0; o < nnmem_graph_op_count(g); o++) {
+    nnmem_op_info_t oi;
+    nnmem_tensor_live_t tl;
+    nnmem_graph_op(g, o, &oi);
+    if (!nnmem_graph_op_slice(g, o, NULL, NULL)) continue;
+    assert_ok(nnmem_liveness_tensor(l, oi.outputs[0], &tl));
+    k += tl.buffer != NNMEM_NO_BUFFER &&
+         nnmem_problem_parent(nnmem_liveness_problem(l), tl.buffer, NULL,
+                              NULL) == NNMEM_OK;
+  }
+  nnmem_liveness_destroy(l);
+  return k;
+}
+
+/* Seeds seed0.. (printed); with `slices` the graphs also hold Slices. */
+static void vs_enumeration(uint64_t seed0, int slices) {
   const int rounds = 400;
   int proven = 0, with_subs = 0, order_matters = 0, proven_choice = 0;
+  int sliced = 0;
   for (int k = 0; k < rounds; k++) {
     uint64_t seed = seed0 + (uint64_t)k;
     uint32_t n = 3 + (uint32_t)(k % 7);
-    nnmem_graph_t *g = random_graph(seed, n);
+    nnmem_graph_t *g = random_graph(seed, n, slices);
     en_t e;
     memset(&e, 0, sizeof e);
     e.g = g;
@@ -281,23 +322,39 @@ static void test_vs_enumeration(void **state) {
     proven_choice += check_choice(g, e.align, r.peak);
     proven += r.exact;
     with_subs += e.subs > 0;
+    sliced += slice_views(g) > 0;
     order_matters += e.worst > e.best;
     nnmem_graph_destroy(g);
   }
   printf(
-      "seeds %llu..%llu: %d/%d proven optimal (%d with the concat "
+      "%sseeds %llu..%llu: %d/%d proven optimal (%d with the concat "
       "choice); the best order has sub-buffers on %d, the order matters "
-      "on %d\n",
-      (unsigned long long)seed0, (unsigned long long)(seed0 + rounds - 1),
-      proven, rounds, proven_choice, with_subs, order_matters);
+      "on %d, a Slice view in file order on %d\n",
+      slices ? "with Slices: " : "", (unsigned long long)seed0,
+      (unsigned long long)(seed0 + rounds - 1), proven, rounds, proven_choice,
+      with_subs, order_matters, sliced);
+  if (slices) assert_true(sliced * 4 >= rounds);
   assert_true(with_subs * 2 >= rounds); /* the case under test is common */
   assert_true(proven * 2 >= rounds);    /* the rest: order-dependent nesting */
   assert_true(proven_choice >= proven);
 }
 
+static void test_vs_enumeration(void **state) {
+  (void)state;
+  vs_enumeration(7000, 0);
+}
+
+/* Slice views (concat.c step 4) in the same comparison: the model nests
+ * them as liveness does. */
+static void test_slices_vs_enumeration(void **state) {
+  (void)state;
+  vs_enumeration(9000, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vs_enumeration),
+      cmocka_unit_test(test_slices_vs_enumeration),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -165,11 +165,12 @@ static void put_graph_header(FILE *f, const cli_run_t *r) {
   size_t subs = nnmem_liveness_sub_buffers(r->live);
   if (subs) {
     char b[80];
-    fprintf(f,
-            "  %-14s %zu buffer%s inside Concat outputs / Split inputs, "
-            "%s not allocated on their own\n",
-            "sub-buffers", subs, plural(subs),
-            cli_fmt_bytes(nnmem_liveness_sub_bytes(r->live), b, sizeof b));
+    fprintf(
+        f,
+        "  %-14s %zu buffer%s inside Concat outputs / Split and Slice inputs, "
+        "%s not allocated on their own\n",
+        "sub-buffers", subs, plural(subs),
+        cli_fmt_bytes(nnmem_liveness_sub_bytes(r->live), b, sizeof b));
   }
 }
 

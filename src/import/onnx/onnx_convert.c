@@ -304,7 +304,13 @@ static nnmem_status_t add_node(ox_ctx_t *c, ox_scope_t *s, nnmem_graph_t *g,
   for (int attempt = 0;; attempt++) {
     d.name = name;
     nnmem_diag_t tmp = {{0}};
-    nnmem_status_t st = nnmem_graph_add_op(g, &d, NULL, &tmp);
+    uint32_t id;
+    nnmem_status_t st = nnmem_graph_add_op(g, &d, &id, &tmp);
+    if (st == NNMEM_OK && n->has_slice && first_is_in0)
+      (void)nnmem_graph_set_op_slice(g, id, (uint32_t)n->slice_axis,
+                                     n->slice_start, NULL);
+    /* a refusal means the graph's sizes differ from the inferred ones
+     * (upper bounds, buckets): the op stays a plain copy */
     if (st == NNMEM_OK) return NNMEM_OK;
     if (st != NNMEM_ERR_DUPLICATE || attempt > 1000)
       return nnmem__diag(c->diag, st, "%s: node '%s' (%s): %s", c->file,

@@ -93,6 +93,12 @@ typedef struct ox_node {
   int64_t opset;
   uint64_t workspace; /* set by control-flow ops */
   struct ox_scope *scope;
+  /* Slice with known constant parameters that keeps input 0 but along one
+   * axis, where it takes [slice_start, slice_start + out dim) with step 1
+   * (set by nnmem__onnx_infer_slice, given to nnmem_graph_set_op_slice). */
+  int has_slice;
+  int32_t slice_axis;
+  int64_t slice_start;
 } ox_node_t;
 
 typedef nnmem_status_t (*ox_infer_fn)(struct ox_ctx *c, ox_node_t *n);

@@ -252,7 +252,11 @@ static nnmem_status_t infer_given_tensor_fill(ox_ctx_t *c, ox_node_t *n) {
 static nnmem_status_t infer_dynamic_slice(ox_ctx_t *c, ox_node_t *n) {
   ox_node_t as_slice = *n;
   if (as_slice.opset < 10) as_slice.opset = 10; /* inputs, not attributes */
-  return nnmem__onnx_infer_slice(c, &as_slice);
+  nnmem_status_t st = nnmem__onnx_infer_slice(c, &as_slice);
+  n->has_slice = as_slice.has_slice;
+  n->slice_axis = as_slice.slice_axis;
+  n->slice_start = as_slice.slice_start;
+  return st;
 }
 
 static nnmem_status_t infer_mvn(ox_ctx_t *c, ox_node_t *n) {

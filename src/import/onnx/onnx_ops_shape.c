@@ -389,11 +389,30 @@ static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
   return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* Records on n the one axis along which y = x[beg : beg + y dim] with step
+ * 1, every other axis taken whole (axis 0 start 0 when none is cut); leaves
+ * has_slice 0 for anything else (unknown dims, reversed or strided). */
+static void note_slice(ox_node_t *n, const ox_val_t *x, const int64_t *dims,
+                       const int64_t *beg, const int64_t *step) {
+  int32_t cut = -1;
+  for (int32_t d = 0; d < x->rank; d++) {
+    if (x->dims[d] < 0) return;
+    if (beg[d] == 0 && dims[d] == x->dims[d]) continue; /* whole */
+    if (cut >= 0 || (step[d] != 1 && dims[d] > 1)) return;
+    cut = d;
+  }
+  if (x->rank < 1) return;
+  n->has_slice = 1;
+  n->slice_axis = cut < 0 ? 0 : cut;
+  n->slice_start = cut < 0 ? 0 : beg[cut];
+}
+
 nnmem_status_t nnmem__onnx_infer_slice(ox_ctx_t *c, ox_node_t *n) {
   ox_val_t *x = OX_IN(n, 0), *y = OX_OUT(n, 0);
   const int64_t *s, *e, *ax, *stp;
   size_t ns, nax, nst;
   nnmem_status_t st = NNMEM_OK;
+  n->has_slice = 0;
   if (!x || !y) return NNMEM_OK;
   y->elem = x->elem;
   if (!slice_params(c, n, &s, &e, &ax, &stp, &ns, &nax, &nst, &st)) {
@@ -435,6 +454,7 @@ nnmem_status_t nnmem__onnx_infer_slice(ox_ctx_t *c, ox_node_t *n) {
     step[a] = k;
   }
   nnmem__onnx_set(y, x->elem, x->rank, dims);
+  note_slice(n, x, dims, beg, step);
   return fold_strided(x, y, NULL, beg, step);
 }
 
