@@ -27,8 +27,9 @@
  *      beginning of step s", as the cost model issues it: the op before
  *      has finished, so the last writer of a copied-out buffer and the last
  *      reader of bytes a copy in overwrites are done); a copy in also waits
- *      for the copy outs due at s (their bytes are reused from s on) and
- *      for the copy out that filled its host buffer;
+ *      for a copy out due at s whose device bytes it overwrites, and for
+ *      the copy out that filled its host buffer (the cost model has
+ *      neither wait: where they bind, the measured time is longer);
  *   2. before the op of step s the compute stream waits for every copy due
  *      at s (a copy in must have landed before its first use; a copied-out
  *      buffer's bytes may be overwritten from s on);
@@ -405,6 +406,17 @@ static nnmem_status_t launch(gpu_t *g, cu_function_t f, span_t sp,
             "cuLaunchKernel");
 }
 
+/* Do two copies' device buffers share bytes? (A copy in due at s may land
+ * where a copy out due at s is still reading; a copy out may read what a
+ * copy in due at s brings.) */
+static int overlap(const nnmem_exec_plan_t *p, const exec_copy_t *x,
+                   const exec_copy_t *y) {
+  if (x->tier != y->tier) return 0;
+  const exec_tier_t *t = &p->tiers[x->tier];
+  uint64_t a = t->offsets[x->buffer], b = t->offsets[y->buffer];
+  return a < b + y->bytes && b < a + x->bytes;
+}
+
 static nnmem_status_t issue_copy(gpu_t *g, size_t i, uint64_t s,
                                  long *last_out) {
   const nnmem_exec_plan_t *p = g->p;
@@ -413,8 +425,7 @@ static nnmem_status_t issue_copy(gpu_t *g, size_t i, uint64_t s,
   nnmem_status_t st = wait(g, q, s > 0 ? EV_DONE(s - 1) : EV_START);
   for (size_t j = 0; j < p->n_copies && st == NNMEM_OK; j++) {
     const exec_copy_t *o = &p->copies[j];
-    if (o->done != s || o->in == c->in) continue;
-    if (c->in || (o->tier == c->tier && o->buffer == c->buffer))
+    if (o->done == s && o->in != c->in && overlap(p, o, c))
       st = wait(g, q, EV_CDONE(g, j));
   }
   if (st == NNMEM_OK && c->in && last_out[c->host_buffer] >= 0)
