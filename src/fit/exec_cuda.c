@@ -183,6 +183,7 @@ static nnmem_status_t check_segs(gpu_t *g, uint32_t t, size_t i,
   cu_ptr_t base = g->dev[t] + g->p->tiers[t].offsets[root];
   nnmem_interval_t todo[64];
   size_t nt = size ? 1 : 0;
+  uint64_t emitted = 0; /* the checker: pieces cover the buffer once */
   todo[0] = (nnmem_interval_t){rel, rel + size};
   g->rep->checks++;
   for (size_t k = s->n; k-- > 0 && nt > 0;) {
@@ -198,6 +199,7 @@ static nnmem_status_t check_segs(gpu_t *g, uint32_t t, size_t i,
                        (uint32_t)i};
       if (add_seg(g, sg)) return NNMEM_ERR_NOMEM;
       g->rep->bytes_checked += hi - lo;
+      emitted += hi - lo;
       nnmem_interval_t left = {todo[q].first, lo}, right = {hi, todo[q].last};
       todo[q] = todo[--nt];
       if (left.last > left.first && nt < 64) todo[nt++] = left;
@@ -210,6 +212,11 @@ static nnmem_status_t check_segs(gpu_t *g, uint32_t t, size_t i,
                        "%" PRIu64 "..%" PRIu64 " were never written",
                        g->step, what, buf_name(g, t, i), g->p->tiers[t].name,
                        todo[0].first - rel, todo[0].last - rel);
+  if (emitted != size) /* a piece lost (more than 64 at once) or doubled */
+    return nnmem__diag(g->diag, NNMEM_ERR_STATE,
+                       "GPU executor: the check of buffer '%s' covers %" PRIu64
+                       " of its %" PRIu64 " B (internal error)",
+                       buf_name(g, t, i), emitted, size);
   return NNMEM_OK;
 }
 
