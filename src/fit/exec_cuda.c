@@ -684,6 +684,11 @@ static nnmem_status_t setup(gpu_t *g) {
             g->c->api.htod(g->segs_dev, g->segs,
                            (g->n_segs + 1) * sizeof(exec_seg_t)),
             "cuMemcpyHtoD (segments)");
+  /* both may return before the bytes land (a pageable source is staged;
+   * a device memset is asynchronous), and the run's streams do not wait
+   * for the legacy stream: wait here */
+  if (st == NNMEM_OK)
+    st = cu(g, g->a.ctx_synchronize(), "cuCtxSynchronize");
   return st;
 }
 
