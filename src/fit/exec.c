@@ -3,6 +3,9 @@
  * correct: a buffer that shares bytes with another live one, a copy that
  * comes too late or lands in the wrong place, shows up as a wrong byte.
  *
+ * With cfg->cuda set the run goes to the GPU executor (exec_cuda.c)
+ * instead; the content model below is shared with it (exec_stamp.h).
+ *
  * Memory: one simulated device (sim backend, backed, capacity = the tier's
  * limit, the tier's alignment) per device tier and one for the host tier;
  * each holds one region of the tier's plan height. Fault injection: the
