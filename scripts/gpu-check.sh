@@ -14,9 +14,12 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DNNMEM_CUDA=ON \
   -DNNMEM_BUILD_TESTS=ON ${NNMEM_DATA_DIR:+-DNNMEM_DATA_DIR=$NNMEM_DATA_DIR} \
   >"$OUT/configure.log" 2>&1
 cmake --build build-gpu -j "$(nproc)" --target test_backend_cuda fake_cuda \
-  bench_device nnmem_cli >"$OUT/build.log" 2>&1
+  test_exec_cuda bench_device nnmem_cli >"$OUT/build.log" 2>&1
 NNMEM_FAKE_CUDA=build-gpu/tests/libfakecuda.so build-gpu/tests/test_backend_cuda \
   2>&1 | tee "$OUT/test_backend_cuda.log"
+# the GPU executor: over the stand-in driver, then its real-device case
+NNMEM_FAKE_CUDA=build-gpu/tests/libfakecuda.so build-gpu/tests/test_exec_cuda \
+  2>&1 | tee "$OUT/test_exec_cuda.log" || echo "test_exec_cuda FAILED (see above)"
 (cd "$OUT" && "$ROOT/build-gpu/bench/device" ${NNMEM_DATA_DIR:+--data "$NNMEM_DATA_DIR"}) \
   2>&1 | tee "$OUT/bench-device.txt"
 

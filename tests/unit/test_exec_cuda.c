@@ -20,7 +20,9 @@
  *   module and pinned buffer is freed (the fake's counters);
  * - a device too small: NNMEM_ERR_NOMEM naming free/total;
  * - a build without kernels: NNMEM_ERR_UNSUPPORTED before anything runs
- *   (the rest is skipped there). */
+ *   (the rest is skipped there);
+ * - on a real GPU (libcuda.so.1 opens, a device exists; skipped otherwise):
+ *   a plan passes and a corrupted byte is found. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -322,6 +324,37 @@ static void test_too_small(void **state) {
   nnmem_exec_plan_destroy(f.p);
 }
 
+/* The real driver, when there is one (scripts/gpu-check.sh): a fitted
+ * plan passes on the GPU and a corrupted byte is found there. */
+static void test_real_device(void **state) {
+  (void)state;
+  nnmem_cuda_config_t cc = {sizeof cc, 0, "libcuda.so.1"};
+  nnmem_backend_t *b = NULL;
+  nnmem_diag_t d = {0};
+  if (!nnmem_exec_cuda_kernels() ||
+      nnmem_backend_cuda_create(&cc, &b, &d) != NNMEM_OK) {
+    print_message("no GPU here: %s\n", d.message);
+    skip();
+  }
+  fitted_t f = fit_plan("resnet50", "edge-npu", 50, 0);
+  nnmem_exec_config_t cfg = {.size = sizeof cfg, .cuda = b};
+  nnmem_exec_report_t rep = {.size = sizeof rep};
+  nnmem_status_t st = nnmem_exec_run(f.p, &cfg, &rep, &d);
+  if (st) print_message("%s\n", d.message);
+  assert_int_equal(st, NNMEM_OK);
+  print_message("%s: exposed measured %.6f s, model %.6f s; kernels %.6f s "
+                "(model %.6f s), link %.3g B/s, clock %.3g Hz\n",
+                nnmem_backend_cuda_device_name(b), rep.wait_s,
+                rep.est_exposed_s, rep.kernel_s, rep.est_compute_s,
+                rep.link_bytes_per_s, rep.cycles_per_s);
+  cfg.corrupt_step = 3;
+  assert_int_equal(nnmem_exec_run(f.p, &cfg, &rep, &d), NNMEM_ERR_CONFLICT);
+  print_message("%s\n", d.message);
+  assert_non_null(strstr(d.message, "found on the GPU"));
+  nnmem_backend_destroy(b);
+  nnmem_exec_plan_destroy(f.p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_kernels),
@@ -330,6 +363,7 @@ int main(void) {
       cmocka_unit_test(test_corruption),
       cmocka_unit_test(test_injected_failures),
       cmocka_unit_test(test_too_small),
+      cmocka_unit_test(test_real_device),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
