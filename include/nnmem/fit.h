@@ -299,25 +299,25 @@ typedef struct nnmem_exec_report {
   uint64_t copy_bytes;    /* their bytes */
   uint64_t tier_bytes[NNMEM_DEVICE_MAX_TIERS]; /* region size per tier */
   /* GPU executor only (seconds, from CUDA events; 0 on the sim device): */
-  double total_s;     /* first step's waits .. last op done */
-  double kernel_s;    /* sum of the op kernels' times */
-  double wait_s;      /* sum of the compute stream's waits before ops that
-                         wait for a copy: the measured exposed transfer time */
-  double gap_s;       /* idle before ops that wait for no copy (launch gaps);
-                         total_s = kernel_s + wait_s + gap_s */
-  double copy_s;      /* sum of the copies' own times */
+  double total_s;       /* first step's waits .. last op done */
+  double kernel_s;      /* sum of the op kernels' times */
+  double wait_s;        /* sum of the compute stream's waits before ops that
+                           wait for a copy: the measured exposed transfer time */
+  double gap_s;         /* idle before ops that wait for no copy (launch gaps);
+                           total_s = kernel_s + wait_s + gap_s */
+  double copy_s;        /* sum of the copies' own times */
   double est_exposed_s; /* the cost model's exposed time, timeline of the
                            plan with op times x spin_scale */
   double est_exposed_measured_s; /* the same timeline fed with the measured
                                     kernel and copy times */
-  double est_compute_s; /* sum of the op times x spin_scale */
-  double cycles_per_s;  /* clock64 rate (calibrated once per run) */
-  double link_bytes_per_s; /* measured pinned host -> device rate (0: no
-                              host tier) */
-  uint64_t launches;       /* kernels launched */
-  uint64_t waiting_steps;  /* steps whose op waited for a copy */
-  double *step_wait_s;     /* caller-owned, step_wait_cap entries or NULL:
-                              per step, the compute stream's wait (s) */
+  double est_compute_s;          /* sum of the op times x spin_scale */
+  double cycles_per_s;           /* clock64 rate (calibrated once per run) */
+  double link_bytes_per_s;       /* measured pinned host -> device rate (0: no
+                                    host tier) */
+  uint64_t launches;             /* kernels launched */
+  uint64_t waiting_steps;        /* steps whose op waited for a copy */
+  double *step_wait_s;           /* caller-owned, step_wait_cap entries or NULL:
+                                    per step, the compute stream's wait (s) */
   uint64_t step_wait_cap;
 } nnmem_exec_report_t;
 

@@ -34,6 +34,6 @@ nnmem_status_t nnmem__cuda_stream_load(cuda_t *c, cu_stream_api_t *api,
   if (!c || !api)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "nnmem__cuda_stream_load: NULL argument");
-  return nnmem__cuda_load(c, names, sizeof names / sizeof *names,
-                          (void **)api, diag);
+  return nnmem__cuda_load(c, names, sizeof names / sizeof *names, (void **)api,
+                          diag);
 }

@@ -41,9 +41,9 @@ typedef struct cu_stream_api {
   cu_result_t (*module_unload)(cu_module_t);
   cu_result_t (*module_get_function)(cu_function_t *, cu_module_t,
                                      const char *);
-  cu_result_t (*launch)(cu_function_t, unsigned, unsigned, unsigned,
-                        unsigned, unsigned, unsigned, unsigned, cu_stream_t,
-                        void **, void **);
+  cu_result_t (*launch)(cu_function_t, unsigned, unsigned, unsigned, unsigned,
+                        unsigned, unsigned, unsigned, cu_stream_t, void **,
+                        void **);
   cu_result_t (*device_attribute)(int *, int, cu_device_t);
   cu_result_t (*ctx_synchronize)(void);
 } cu_stream_api_t;

@@ -292,13 +292,13 @@ nnmem_status_t nnmem_exec_run(const nnmem_exec_plan_t *p,
     rep.step_wait_cap = report->step_wait_cap;
   }
   if (cfg &&
-      (cfg->size == 0 || cfg->size >= offsetof(nnmem_exec_config_t, cuda) +
-                                            sizeof cfg->cuda) &&
+      (cfg->size == 0 ||
+       cfg->size >= offsetof(nnmem_exec_config_t, cuda) + sizeof cfg->cuda) &&
       cfg->cuda) {
     nnmem_status_t cst = nnmem__exec_run_cuda(p, cfg, &rep, diag);
     if (report) {
-      uint32_t sz = report->size && report->size < sizeof rep ? report->size
-                                                               : sizeof rep;
+      uint32_t sz =
+          report->size && report->size < sizeof rep ? report->size : sizeof rep;
       memcpy(report, &rep, sz);
       report->size = sz;
     }

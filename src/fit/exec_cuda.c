@@ -133,17 +133,18 @@ typedef struct gpu {
 #define EV_DONE(s) (2 + 2 * (size_t)(s))
 #define EV_CSTART(g, i) (1 + 2 * (size_t)(g)->p->steps + 2 * (i))
 #define EV_CDONE(g, i) (2 + 2 * (size_t)(g)->p->steps + 2 * (i))
-#define EV_CAL(g, k) (1 + 2 * (size_t)(g)->p->steps + 2 * (g)->p->n_copies + (k))
+#define EV_CAL(g, k) \
+  (1 + 2 * (size_t)(g)->p->steps + 2 * (g)->p->n_copies + (k))
 
 static const char *op_name(const gpu_t *g, uint64_t s) {
   return s < g->p->steps ? g->p->step[s].op : "";
 }
 
 static const char *buf_name(const gpu_t *g, uint32_t t, size_t i) {
-  const char *id = t < g->p->n_tiers && i < nnmem_problem_count(
-                                                 g->p->tiers[t].problem)
-                       ? nnmem_problem_id(g->p->tiers[t].problem, i)
-                       : NULL;
+  const char *id =
+      t < g->p->n_tiers && i < nnmem_problem_count(g->p->tiers[t].problem)
+          ? nnmem_problem_id(g->p->tiers[t].problem, i)
+          : NULL;
   return id ? id : "?";
 }
 
@@ -154,7 +155,8 @@ static nnmem_status_t cu(gpu_t *g, cu_result_t r, const char *what) {
   nnmem_status_t st = nnmem__cuda_status(g->c, r, what);
   if (g->step < g->p->steps)
     return nnmem__diag(g->diag, st,
-                       "step %" PRIu64 " (op %s): %s; run stopped, everything "
+                       "step %" PRIu64
+                       " (op %s): %s; run stopped, everything "
                        "freed",
                        g->step, op_name(g, g->step), g->c->last_error);
   return nnmem__diag(g->diag, st, "%s; run stopped, everything freed",
@@ -195,8 +197,8 @@ static nnmem_status_t check_segs(gpu_t *g, uint32_t t, size_t i,
         q++;
         continue;
       }
-      exec_seg_t sg = {base + lo, hi - lo, sp->pat, lo, lo - rel, t,
-                       (uint32_t)i};
+      exec_seg_t sg = {base + lo, hi - lo, sp->pat,    lo,
+                       lo - rel,  t,       (uint32_t)i};
       if (add_seg(g, sg)) return NNMEM_ERR_NOMEM;
       g->rep->bytes_checked += hi - lo;
       emitted += hi - lo;
@@ -208,7 +210,8 @@ static nnmem_status_t check_segs(gpu_t *g, uint32_t t, size_t i,
   }
   if (nt > 0)
     return nnmem__diag(g->diag, NNMEM_ERR_CONFLICT,
-                       "step %" PRIu64 ": %s buffer '%s' (tier %s): bytes "
+                       "step %" PRIu64
+                       ": %s buffer '%s' (tier %s): bytes "
                        "%" PRIu64 "..%" PRIu64 " were never written",
                        g->step, what, buf_name(g, t, i), g->p->tiers[t].name,
                        todo[0].first - rel, todo[0].last - rel);
@@ -236,7 +239,12 @@ static nnmem_status_t write_segs(gpu_t *g, uint32_t t, size_t i,
       b[j] = (unsigned char)(pat >> (8 * (j & 7)));
   } else {
     exec_seg_t sg = {g->dev[t] + g->p->tiers[t].offsets[root] + rel,
-                     size, pat, rel, 0, t, (uint32_t)i};
+                     size,
+                     pat,
+                     rel,
+                     0,
+                     t,
+                     (uint32_t)i};
     if (add_seg(g, sg)) return NNMEM_ERR_NOMEM;
   }
   return nnmem__exec_push_stamp(&g->st[t][root], rel, rel + size, pat);
@@ -244,14 +252,13 @@ static nnmem_status_t write_segs(gpu_t *g, uint32_t t, size_t i,
 
 /* A copy's content: the destination root takes the source root's stamps. */
 static nnmem_status_t copy_stamps(gpu_t *g, const exec_copy_t *c) {
-  exec_stamps_t *from = c->in ? &g->st[g->host][c->host_buffer]
-                              : &g->st[c->tier][c->buffer];
-  exec_stamps_t *to = c->in ? &g->st[c->tier][c->buffer]
-                            : &g->st[g->host][c->host_buffer];
+  exec_stamps_t *from =
+      c->in ? &g->st[g->host][c->host_buffer] : &g->st[c->tier][c->buffer];
+  exec_stamps_t *to =
+      c->in ? &g->st[c->tier][c->buffer] : &g->st[g->host][c->host_buffer];
   to->n = 0;
   for (size_t k = 0; k < from->n; k++)
-    if (nnmem__exec_push_stamp(to, from->s[k].a, from->s[k].b,
-                               from->s[k].pat))
+    if (nnmem__exec_push_stamp(to, from->s[k].a, from->s[k].b, from->s[k].pat))
       return NNMEM_ERR_NOMEM;
   return NNMEM_OK;
 }
@@ -326,8 +333,9 @@ static nnmem_status_t alloc_memory(gpu_t *g) {
   }
   uint64_t hh = p->tiers[g->host].height;
   if (st == NNMEM_OK && hh) {
-    st = cu(g, g->a.host_alloc((void **)&g->hmem, (size_t)hh,
-                               CU_MEMHOSTALLOC_PORTABLE),
+    st = cu(g,
+            g->a.host_alloc((void **)&g->hmem, (size_t)hh,
+                            CU_MEMHOSTALLOC_PORTABLE),
             "cuMemHostAlloc");
     if (st != NNMEM_OK) g->hmem = NULL;
     g->rep->tier_bytes[g->host] = hh;
@@ -346,18 +354,17 @@ static nnmem_status_t load_kernels(gpu_t *g) {
   st = cu(g, g->a.module_get_function(&g->f_check, g->mod, "nnmem_exec_check"),
           "cuModuleGetFunction nnmem_exec_check");
   if (st == NNMEM_OK)
-    st = cu(g,
-            g->a.module_get_function(&g->f_write, g->mod, "nnmem_exec_write"),
-            "cuModuleGetFunction nnmem_exec_write");
+    st =
+        cu(g, g->a.module_get_function(&g->f_write, g->mod, "nnmem_exec_write"),
+           "cuModuleGetFunction nnmem_exec_write");
   if (st == NNMEM_OK)
     st = cu(g, g->a.module_get_function(&g->f_spin, g->mod, "nnmem_exec_spin"),
             "cuModuleGetFunction nnmem_exec_spin");
   int sms = 0;
   if (st == NNMEM_OK)
     st = cu(g,
-            g->a.device_attribute(&sms,
-                                  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                  g->c->dev),
+            g->a.device_attribute(
+                &sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->c->dev),
             "cuDeviceGetAttribute");
   g->grid = sms > 0 ? (unsigned)sms * 4 : 1;
   return st;
@@ -369,8 +376,8 @@ static nnmem_status_t load_kernels(gpu_t *g) {
 
 static nnmem_status_t make_streams(gpu_t *g) {
   const nnmem_exec_plan_t *p = g->p;
-  nnmem_status_t st =
-      cu(g, g->a.stream_create(&g->cs, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  nnmem_status_t st = cu(g, g->a.stream_create(&g->cs, CU_STREAM_NON_BLOCKING),
+                         "cuStreamCreate");
   if (st == NNMEM_OK)
     st = cu(g, g->a.stream_create(&g->is, CU_STREAM_NON_BLOCKING),
             "cuStreamCreate");
@@ -408,8 +415,7 @@ static nnmem_status_t launch(gpu_t *g, cu_function_t f, span_t sp,
   uint32_t n = (uint32_t)sp.n;
   void *args[] = {&segs, &n, &g->err_dev, &step, &spin};
   g->rep->launches++;
-  return cu(g,
-            g->a.launch(f, g->grid, 1, 1, BLOCK, 1, 1, 0, g->cs, args, NULL),
+  return cu(g, g->a.launch(f, g->grid, 1, 1, BLOCK, 1, 1, 0, g->cs, args, NULL),
             "cuLaunchKernel");
 }
 
@@ -490,8 +496,7 @@ static nnmem_status_t run_steps(gpu_t *g) {
     st = launch(g, g->f_check, g->fin, (uint32_t)p->steps, 0);
   if (st == NNMEM_OK)
     st = cu(g, g->a.stream_synchronize(g->cs), "cuStreamSynchronize");
-  if (st == NNMEM_OK)
-    st = cu(g, g->a.ctx_synchronize(), "cuCtxSynchronize");
+  if (st == NNMEM_OK) st = cu(g, g->a.ctx_synchronize(), "cuCtxSynchronize");
   return st;
 }
 
@@ -516,8 +521,7 @@ static nnmem_status_t calibrate(gpu_t *g) {
   for (int k = 0; k < 2 && st == NNMEM_OK; k++) {
     st = record(g, EV_CAL(g, 0), g->cs);
     if (st == NNMEM_OK)
-      st = cu(g,
-              g->a.launch(g->f_spin, 1, 1, 1, 1, 1, 1, 0, g->cs, args, NULL),
+      st = cu(g, g->a.launch(g->f_spin, 1, 1, 1, 1, 1, 1, 0, g->cs, args, NULL),
               "cuLaunchKernel (calibration)");
     if (st == NNMEM_OK) st = record(g, EV_CAL(g, 1), g->cs);
     if (st == NNMEM_OK)
@@ -578,9 +582,9 @@ static nnmem_status_t measure(gpu_t *g, double scale) {
   double *cp = calloc(p->n_copies + 1, sizeof *cp);
   nnmem_status_t st = op && cp ? NNMEM_OK : NNMEM_ERR_NOMEM;
   for (size_t i = 0; i < p->n_copies && st == NNMEM_OK; i++)
-    cp[i] = p->link_bandwidth > 0 ? (double)p->copies[i].bytes /
-                                        p->link_bandwidth
-                                  : 0;
+    cp[i] = p->link_bandwidth > 0
+                ? (double)p->copies[i].bytes / p->link_bandwidth
+                : 0;
   for (uint64_t s = 0; s < p->steps && st == NNMEM_OK; s++) {
     op[s] = p->step[s].seconds * scale;
     r->est_compute_s += op[s];
@@ -687,8 +691,7 @@ static nnmem_status_t setup(gpu_t *g) {
   /* both may return before the bytes land (a pageable source is staged;
    * a device memset is asynchronous), and the run's streams do not wait
    * for the legacy stream: wait here */
-  if (st == NNMEM_OK)
-    st = cu(g, g->a.ctx_synchronize(), "cuCtxSynchronize");
+  if (st == NNMEM_OK) st = cu(g, g->a.ctx_synchronize(), "cuCtxSynchronize");
   return st;
 }
 

@@ -288,8 +288,8 @@ static nnmem_status_t read_tensors(rd_t *r, nnmem_exec_plan_t *p,
 /* Optional figures of the cost model: fit.costs.{compute_s, exposed_s} and
  * the main tier's link_bandwidth in fit.device.tiers. */
 static double opt_number(const cJSON *o, const char *key, int *bad_value) {
-  const cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key)
-                                     : NULL;
+  const cJSON *v =
+      cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
   if (!v) return 0;
   if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0) {
     *bad_value = 1;
@@ -306,10 +306,10 @@ static nnmem_status_t read_estimates(rd_t *r, nnmem_exec_plan_t *p,
   p->est_exposed_s = opt_number(c, "exposed_s", &b);
   if (b) return bad(r, "fit.costs", "times must be numbers >= 0");
   const cJSON *d = cJSON_GetObjectItemCaseSensitive(fit, "device");
-  const cJSON *ts = cJSON_IsObject(d) ? cJSON_GetObjectItemCaseSensitive(d, "tiers")
-                                      : NULL;
-  const cJSON *m = cJSON_IsArray(ts) ? cJSON_GetArrayItem(ts, (int)p->main_tier)
-                                     : NULL;
+  const cJSON *ts =
+      cJSON_IsObject(d) ? cJSON_GetObjectItemCaseSensitive(d, "tiers") : NULL;
+  const cJSON *m =
+      cJSON_IsArray(ts) ? cJSON_GetArrayItem(ts, (int)p->main_tier) : NULL;
   p->link_bandwidth = opt_number(m, "link_bandwidth", &b);
   if (b) return bad(r, "fit.device.tiers", "link_bandwidth: must be >= 0");
   return NNMEM_OK;

@@ -35,8 +35,7 @@ static inline uint64_t nnmem__exec_mix(uint64_t x) { /* splitmix64 */
 
 static inline uint64_t nnmem__exec_pattern(uint32_t tier, size_t buf,
                                            uint64_t step) {
-  return nnmem__exec_mix(((uint64_t)tier << 56) ^ ((uint64_t)buf << 24) ^
-                         step);
+  return nnmem__exec_mix(((uint64_t)tier << 56) ^ ((uint64_t)buf << 24) ^ step);
 }
 
 /* The root of buffer i and i's offset inside it. */

@@ -403,8 +403,7 @@ static CUresult fx_copy(void *s, int dir, size_t n) {
   return OK;
 }
 
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n,
-                              void *s) {
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *s) {
   if (!in_ctx()) return INVALID_CONTEXT;
   if (!valid(d, n)) return INVALID_VALUE;
   CUresult r = fx_copy(s, 0, n);
@@ -521,9 +520,10 @@ typedef struct fx_err {
   uint32_t expected, found;
 } fx_err_t;
 
-static CUresult fx_segs(uint64_t segs, uint32_t n, fx_err_t *err,
-                        uint32_t step, int write) {
-  if (n && !valid(segs, (size_t)n * sizeof(fx_seg_t))) return FX_ILLEGAL_ADDRESS;
+static CUresult fx_segs(uint64_t segs, uint32_t n, fx_err_t *err, uint32_t step,
+                        int write) {
+  if (n && !valid(segs, (size_t)n * sizeof(fx_seg_t)))
+    return FX_ILLEGAL_ADDRESS;
   const fx_seg_t *s = (const fx_seg_t *)(uintptr_t)segs;
   for (uint32_t i = 0; i < n && !err->flag; i++) {
     if (!valid(s[i].addr, s[i].len)) return FX_ILLEGAL_ADDRESS;
@@ -534,7 +534,7 @@ static CUresult fx_segs(uint64_t segs, uint32_t n, fx_err_t *err,
       if (write) {
         p[k] = want;
       } else if (p[k] != want) {
-        *err = (fx_err_t){1, step, s[i].tier, s[i].buffer, s[i].buf_off + k,
+        *err = (fx_err_t){1,    step, s[i].tier, s[i].buffer, s[i].buf_off + k,
                           want, p[k]};
         break;
       }

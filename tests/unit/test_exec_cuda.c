@@ -167,8 +167,8 @@ static void test_models(void **state) {
   for (size_t m = 0; m < sizeof cases / sizeof *cases; m++)
     for (size_t k = 0; k < 3; k++) {
       if (k && cases[m].pct[k] == cases[m].pct[k - 1]) continue;
-      fitted_t f = fit_plan(cases[m].model, cases[m].device, cases[m].pct[k],
-                            0);
+      fitted_t f =
+          fit_plan(cases[m].model, cases[m].device, cases[m].pct[k], 0);
       set_link(f.link);
       nnmem_exec_report_t rep, sim;
       nnmem_diag_t d = {0};
@@ -178,12 +178,12 @@ static void test_models(void **state) {
       memset(&sim, 0, sizeof sim);
       sim.size = sizeof sim;
       assert_int_equal(nnmem_exec_run(f.p, NULL, &sim, &d), NNMEM_OK);
-      print_message("%s on %s at %llu: %llu copies, exposed measured %.9f s, "
-                    "fitter %.9f s, timeline %.9f s\n",
-                    cases[m].model, cases[m].device,
-                    (unsigned long long)cases[m].pct[k],
-                    (unsigned long long)rep.copies, rep.wait_s,
-                    f.costs.exposed_s, rep.est_exposed_s);
+      print_message(
+          "%s on %s at %llu: %llu copies, exposed measured %.9f s, "
+          "fitter %.9f s, timeline %.9f s\n",
+          cases[m].model, cases[m].device, (unsigned long long)cases[m].pct[k],
+          (unsigned long long)rep.copies, rep.wait_s, f.costs.exposed_s,
+          rep.est_exposed_s);
       assert_int_equal(rep.steps, nnmem_exec_plan_steps(f.p));
       assert_int_equal(rep.copies, sim.copies); /* every transfer issued */
       assert_int_equal(rep.copy_bytes, f.costs.transfer_bytes);
@@ -342,11 +342,11 @@ static void test_real_device(void **state) {
   nnmem_status_t st = nnmem_exec_run(f.p, &cfg, &rep, &d);
   if (st) print_message("%s\n", d.message);
   assert_int_equal(st, NNMEM_OK);
-  print_message("%s: exposed measured %.6f s, model %.6f s; kernels %.6f s "
-                "(model %.6f s), link %.3g B/s, clock %.3g Hz\n",
-                nnmem_backend_cuda_device_name(b), rep.wait_s,
-                rep.est_exposed_s, rep.kernel_s, rep.est_compute_s,
-                rep.link_bytes_per_s, rep.cycles_per_s);
+  print_message(
+      "%s: exposed measured %.6f s, model %.6f s; kernels %.6f s "
+      "(model %.6f s), link %.3g B/s, clock %.3g Hz\n",
+      nnmem_backend_cuda_device_name(b), rep.wait_s, rep.est_exposed_s,
+      rep.kernel_s, rep.est_compute_s, rep.link_bytes_per_s, rep.cycles_per_s);
   cfg.corrupt_step = 3;
   assert_int_equal(nnmem_exec_run(f.p, &cfg, &rep, &d), NNMEM_ERR_CONFLICT);
   print_message("%s\n", d.message);

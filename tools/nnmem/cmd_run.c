@@ -139,8 +139,8 @@ static int set_option(void *opts, int id, const char *v) {
       return 0;
     case OPT_BACKEND:
       if (strcmp(v, "sim") && strcmp(v, "cuda"))
-        return cli_usage_error("run", "bad --backend '%s': expected sim or cuda",
-                               v);
+        return cli_usage_error("run",
+                               "bad --backend '%s': expected sim or cuda", v);
       o->cuda = strcmp(v, "cuda") == 0;
       return 0;
     case OPT_DEVICE:
@@ -153,8 +153,8 @@ static int set_option(void *opts, int id, const char *v) {
       char *end = NULL;
       double x = strtod(v, &end);
       if (!end || end == v || *end || !(x > 0) || x > 1e6)
-        return cli_usage_error("run",
-                               "bad --spin-scale '%s': a number in (0, 1e6]", v);
+        return cli_usage_error(
+            "run", "bad --spin-scale '%s': a number in (0, 1e6]", v);
       o->exec.spin_scale = x;
       o->gpu_opt = 1;
       return 0;
@@ -239,10 +239,10 @@ static void print_gpu(FILE *f, const nnmem_exec_plan_t *p,
           "  exposed transfer time: measured %.6f s, cost model %.6f s "
           "(ratio %.3f); the model fed the measured kernel and copy times: "
           "%.6f s\n",
-          (unsigned long long)r->launches, r->cycles_per_s,
-          r->link_bytes_per_s, r->total_s, r->kernel_s, r->wait_s,
-          (unsigned long long)r->waiting_steps, r->gap_s, r->copy_s,
-          r->wait_s, r->est_exposed_s, ratio(r->wait_s, r->est_exposed_s),
+          (unsigned long long)r->launches, r->cycles_per_s, r->link_bytes_per_s,
+          r->total_s, r->kernel_s, r->wait_s,
+          (unsigned long long)r->waiting_steps, r->gap_s, r->copy_s, r->wait_s,
+          r->est_exposed_s, ratio(r->wait_s, r->est_exposed_s),
           r->est_exposed_measured_s);
   /* the three longest waits */
   uint64_t top[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
