@@ -53,7 +53,7 @@ gpu_exec() {
             "link_bandwidth": $link},
            {"name": "host"}]}
 JSON
-  # each plan at --spin-scale 1 and 10 (kernels spin 10x the estimated op
+  # each plan at --spin-scale 1, 10 and 100 (kernels spin 10x the estimated op
   # time, so the spin outweighs the pattern checks and launch costs the
   # cost model does not know; the estimate is recomputed at that scale);
   # fed_measured: the model's timeline fed the measured kernel and copy
@@ -73,7 +73,7 @@ JSON
     "$bin" plan "${src[@]}" --device "$out/gpu.device.json" \
       --mem-limit "$((peak / 2))B" --out "$out/$name.json" >"$out/$name.plan.txt" 2>&1 ||
       { echo "$name: no fit at 50%"; continue; }
-    for sc in 1 10; do
+    for sc in 1 10 100; do
       "$bin" run "$out/$name.json" --backend cuda --spin-scale $sc --json \
         >"$out/$name.x$sc.json" 2>"$out/$name.err" ||
         { echo "$name: FAIL $(head -c 300 "$out/$name.err")"; continue; }
