@@ -24,6 +24,7 @@
 #ifndef NNMEM_FIT_H
 #define NNMEM_FIT_H
 
+#include "nnmem/backend.h"
 #include "nnmem/graph.h"
 #include "nnmem/plan.h"
 
@@ -261,6 +262,9 @@ NNMEM_API nnmem_status_t nnmem_exec_plan_parse(const char *data, size_t len,
                                                nnmem_diag_t *diag);
 NNMEM_API void nnmem_exec_plan_destroy(nnmem_exec_plan_t *p);
 
+/* Steps (ops) of the plan's schedule. */
+NNMEM_API uint64_t nnmem_exec_plan_steps(const nnmem_exec_plan_t *p);
+
 /* Bytes a run allocates: the sum of the tiers' plan heights. */
 NNMEM_API uint64_t nnmem_exec_plan_bytes(const nnmem_exec_plan_t *p);
 
@@ -274,6 +278,15 @@ typedef struct nnmem_exec_config {
   uint32_t size;    /* sizeof; 0 = current */
   uint64_t fail_at; /* sim device: fail the N-th alloc (1-based); 0 never */
   uint64_t fail_copy_at; /* fail the N-th copy (1-based); 0 never */
+  /* The GPU executor (docs/fit.md "On the GPU"): */
+  nnmem_backend_t *cuda; /* from nnmem_backend_cuda_create: run the plan on
+                            that GPU (kernels, streams, events); NULL: the
+                            simulated device. Not owned. */
+  double spin_scale;     /* GPU: each op's kernel runs the cost model's op
+                            time x this (clock64 spin); 0 = 1 */
+  uint64_t corrupt_step; /* GPU test hook: after the op of step N - 1
+                            (1-based N) overwrite the first byte of its
+                            first output; 0 never */
 } nnmem_exec_config_t;
 
 typedef struct nnmem_exec_report {
@@ -285,9 +298,38 @@ typedef struct nnmem_exec_report {
   uint64_t copies;        /* transfers performed */
   uint64_t copy_bytes;    /* their bytes */
   uint64_t tier_bytes[NNMEM_DEVICE_MAX_TIERS]; /* region size per tier */
+  /* GPU executor only (seconds, from CUDA events; 0 on the sim device): */
+  double total_s;       /* first step's waits .. last op done */
+  double kernel_s;      /* sum of the op kernels' times */
+  double wait_s;        /* sum of the compute stream's waits before ops that
+                           wait for a copy: the measured exposed transfer time */
+  double gap_s;         /* idle before ops that wait for no copy (launch gaps);
+                           total_s = kernel_s + wait_s + gap_s */
+  double copy_s;        /* sum of the copies' own times */
+  double est_exposed_s; /* the cost model's exposed time, timeline of the
+                           plan with op times x spin_scale */
+  double est_exposed_measured_s; /* the same timeline fed with the measured
+                                    kernel and copy times */
+  double est_compute_s;          /* sum of the op times x spin_scale */
+  double cycles_per_s;           /* clock64 rate (calibrated once per run) */
+  double link_bytes_per_s;       /* measured pinned host -> device rate (0: no
+                                    host tier) */
+  uint64_t launches;             /* kernels launched */
+  uint64_t waiting_steps;        /* steps whose op waited for a copy */
+  double *step_wait_s;           /* caller-owned, step_wait_cap entries or NULL:
+                                    per step, the compute stream's wait (s) */
+  uint64_t step_wait_cap;
 } nnmem_exec_report_t;
 
-/* Runs the plan: allocates a sim device region per device tier (capacity =
+/* 1 when this library carries the GPU executor's kernels (built with the
+ * CUDA toolkit's nvcc), else 0: then a run with cfg->cuda answers
+ * NNMEM_ERR_UNSUPPORTED before anything runs. */
+NNMEM_API int nnmem_exec_cuda_kernels(void);
+
+/* Runs the plan: with cfg->cuda on that GPU (src/fit/exec_cuda.c:
+ * NNMEM_ERR_NOMEM with the device's free/total when the tiers do not fit,
+ * NNMEM_ERR_IO naming the op and the CUDA error when a driver call fails),
+ * else: allocates a sim device region per device tier (capacity =
  * the tier's limit) and a host region, writes inputs and weights, walks
  * the steps (copies due, checks every input's pattern, writes every
  * output's pattern from (buffer, step), starts copies), checks outputs at

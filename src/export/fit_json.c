@@ -182,6 +182,7 @@ static void put_schedule(nnmem__jw_t *w, const nnmem_fit_t *f,
     nnmem__jw_kv_string(
         w, "op",
         nnmem_graph_op(g, f->order[s], &oi) == NNMEM_OK ? oi.name : "");
+    nnmem__jw_kv_double(w, "seconds", f->op_s ? f->op_s[s] : 0);
     const fit_access_t *a = f->acc + f->acc_start[s];
     size_t n = f->acc_start[s + 1] - f->acc_start[s], nr = 0;
     nnmem__jw_key(w, "reads");

@@ -3,6 +3,9 @@
  * correct: a buffer that shares bytes with another live one, a copy that
  * comes too late or lands in the wrong place, shows up as a wrong byte.
  *
+ * With cfg->cuda set the run goes to the GPU executor (exec_cuda.c)
+ * instead; the content model below is shared with it (exec_stamp.h).
+ *
  * Memory: one simulated device (sim backend, backed, capacity = the tier's
  * limit, the tier's alignment) per device tier and one for the host tier;
  * each holds one region of the tier's plan height. Fault injection: the
@@ -38,22 +41,14 @@
  * Complexity: O(bytes written + bytes checked) plus stamps (a few per root).
  * Thread-safety: each run is independent; the plan is only read. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/util.h"
 #include "fit/exec_internal.h"
+#include "fit/exec_stamp.h"
 #include "nnmem/backend.h"
-
-typedef struct stamp {
-  uint64_t a, b; /* [a, b) relative to the root */
-  uint64_t pat;
-} stamp_t;
-
-typedef struct stamps {
-  stamp_t *s;
-  size_t n, cap;
-} stamps_t;
 
 typedef struct run {
   const nnmem_exec_plan_t *p;
@@ -62,33 +57,10 @@ typedef struct run {
   nnmem_diag_t *diag;
   nnmem_backend_t *be[NNMEM_DEVICE_MAX_TIERS];
   unsigned char *base[NNMEM_DEVICE_MAX_TIERS];
-  stamps_t *st[NNMEM_DEVICE_MAX_TIERS]; /* per buffer (roots used) */
+  exec_stamps_t *st[NNMEM_DEVICE_MAX_TIERS]; /* per buffer (roots used) */
   uint64_t allocs, copies;
   uint64_t step; /* for messages */
 } run_t;
-
-static uint64_t mix(uint64_t x) { /* splitmix64 finalizer */
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-static uint64_t pattern(uint32_t tier, size_t buf, uint64_t step) {
-  return mix(((uint64_t)tier << 56) ^ ((uint64_t)buf << 24) ^ step);
-}
-
-/* The root of buffer i and i's offset inside it. */
-static size_t root_of(const nnmem_problem_t *p, size_t i, uint64_t *rel) {
-  size_t q;
-  uint64_t r, acc = 0;
-  while (nnmem_problem_parent(p, i, &q, &r) == NNMEM_OK) {
-    acc += r;
-    i = q;
-  }
-  *rel = acc;
-  return i;
-}
 
 static void fill(unsigned char *root, uint64_t a, uint64_t b, uint64_t pat) {
   const unsigned char *pb = (const unsigned char *)&pat;
@@ -115,18 +87,6 @@ static uint64_t first_diff(const unsigned char *root, uint64_t a, uint64_t b,
   return b;
 }
 
-static nnmem_status_t push_stamp(stamps_t *s, uint64_t a, uint64_t b,
-                                 uint64_t pat) {
-  size_t k = 0;
-  for (size_t i = 0; i < s->n; i++) /* drop stamps the new one covers */
-    if (!(s->s[i].a >= a && s->s[i].b <= b)) s->s[k++] = s->s[i];
-  s->n = k;
-  if (nnmem__grow((void **)&s->s, &s->cap, s->n + 1, sizeof *s->s))
-    return NNMEM_ERR_NOMEM;
-  s->s[s->n++] = (stamp_t){a, b, pat};
-  return NNMEM_OK;
-}
-
 static const char *buf_name(const run_t *r, uint32_t t, size_t i) {
   const char *id = nnmem_problem_id(r->p->tiers[t].problem, i);
   return id ? id : "?";
@@ -137,13 +97,13 @@ static const char *buf_name(const run_t *r, uint32_t t, size_t i) {
  * list: at most one split per stamp. */
 static nnmem_status_t check_range(run_t *r, uint32_t t, size_t root, size_t i,
                                   uint64_t a, uint64_t b, const char *what) {
-  const stamps_t *s = &r->st[t][root];
+  const exec_stamps_t *s = &r->st[t][root];
   const unsigned char *base = r->base[t] + r->p->tiers[t].offsets[root];
   nnmem_interval_t todo[64];
   size_t nt = 1;
   todo[0] = (nnmem_interval_t){a, b};
   for (size_t k = s->n; k-- > 0 && nt > 0;) {
-    const stamp_t *st = &s->s[k];
+    const exec_stamp_t *st = &s->s[k];
     for (size_t q = 0; q < nt;) {
       uint64_t lo = todo[q].first > st->a ? todo[q].first : st->a;
       uint64_t hi = todo[q].last < st->b ? todo[q].last : st->b;
@@ -180,7 +140,7 @@ static nnmem_status_t check_range(run_t *r, uint32_t t, size_t root, size_t i,
 static nnmem_status_t check_buf(run_t *r, uint32_t t, size_t i,
                                 const char *what) {
   uint64_t rel;
-  size_t root = root_of(r->p->tiers[t].problem, i, &rel);
+  size_t root = nnmem__exec_root(r->p->tiers[t].problem, i, &rel);
   uint64_t size = nnmem_problem_buffers(r->p->tiers[t].problem)[i].size;
   r->rep->checks++;
   return size ? check_range(r, t, root, i, rel, rel + size, what) : NNMEM_OK;
@@ -188,13 +148,13 @@ static nnmem_status_t check_buf(run_t *r, uint32_t t, size_t i,
 
 static nnmem_status_t write_buf(run_t *r, uint32_t t, size_t i, uint64_t step) {
   uint64_t rel;
-  size_t root = root_of(r->p->tiers[t].problem, i, &rel);
+  size_t root = nnmem__exec_root(r->p->tiers[t].problem, i, &rel);
   uint64_t size = nnmem_problem_buffers(r->p->tiers[t].problem)[i].size;
-  uint64_t pat = pattern(t, i, step);
+  uint64_t pat = nnmem__exec_pattern(t, i, step);
   r->rep->writes++;
   if (!size) return NNMEM_OK;
   fill(r->base[t] + r->p->tiers[t].offsets[root], rel, rel + size, pat);
-  return push_stamp(&r->st[t][root], rel, rel + size, pat);
+  return nnmem__exec_push_stamp(&r->st[t][root], rel, rel + size, pat);
 }
 
 /* A whole-buffer copy between a device tier and the host tier (roots). */
@@ -225,10 +185,10 @@ static nnmem_status_t do_copy(run_t *r, const exec_copy_t *c) {
                        r->step, nnmem_status_str(st));
   r->rep->copies++;
   r->rep->copy_bytes += c->bytes;
-  stamps_t *from = &r->st[st_][sb], *to = &r->st[dt][db];
+  exec_stamps_t *from = &r->st[st_][sb], *to = &r->st[dt][db];
   to->n = 0;
   for (size_t k = 0; k < from->n; k++)
-    if (push_stamp(to, from->s[k].a, from->s[k].b, from->s[k].pat))
+    if (nnmem__exec_push_stamp(to, from->s[k].a, from->s[k].b, from->s[k].pat))
       return NNMEM_ERR_NOMEM;
   return NNMEM_OK;
 }
@@ -327,6 +287,23 @@ nnmem_status_t nnmem_exec_run(const nnmem_exec_plan_t *p,
   nnmem_exec_report_t rep;
   memset(&rep, 0, sizeof rep);
   rep.size = sizeof rep;
+  if (report && report->size >= sizeof rep) { /* caller-owned wait array */
+    rep.step_wait_s = report->step_wait_s;
+    rep.step_wait_cap = report->step_wait_cap;
+  }
+  if (cfg &&
+      (cfg->size == 0 ||
+       cfg->size >= offsetof(nnmem_exec_config_t, cuda) + sizeof cfg->cuda) &&
+      cfg->cuda) {
+    nnmem_status_t cst = nnmem__exec_run_cuda(p, cfg, &rep, diag);
+    if (report) {
+      uint32_t sz =
+          report->size && report->size < sizeof rep ? report->size : sizeof rep;
+      memcpy(report, &rep, sz);
+      report->size = sz;
+    }
+    return cst;
+  }
   run_t r;
   memset(&r, 0, sizeof r);
   r.p = p;

@@ -21,6 +21,7 @@ typedef struct exec_step {
   char *op;
   exec_ref_t *reads, *writes;
   size_t n_reads, n_writes;
+  double seconds; /* the cost model's op time ("seconds"; 0 if absent) */
 } exec_step_t;
 
 typedef struct exec_copy {
@@ -49,6 +50,16 @@ struct nnmem_exec_plan {
   size_t n_copies;
   exec_tensor_t *tensors;
   size_t n_tensors;
+  /* the cost model's figures (fit.costs, fit.device), for the GPU
+   * executor's report; outside the digest: estimates, not content */
+  double est_compute_s, est_exposed_s;
+  double link_bandwidth; /* main tier <-> host, bytes/s (0 if absent) */
 };
+
+/* The GPU executor (exec_cuda.c): nnmem_exec_run with cfg->cuda set. */
+nnmem_status_t nnmem__exec_run_cuda(const nnmem_exec_plan_t *p,
+                                    const nnmem_exec_config_t *cfg,
+                                    nnmem_exec_report_t *rep,
+                                    nnmem_diag_t *diag);
 
 #endif

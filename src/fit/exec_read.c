@@ -208,6 +208,11 @@ static nnmem_status_t read_schedule(rd_t *r, nnmem_exec_plan_t *p,
     if (!cJSON_IsString(op)) return bad(r, path, "op: must be a string");
     p->step[s].op = nnmem__strdup(op->valuestring);
     if (!p->step[s].op) return NNMEM_ERR_NOMEM;
+    const cJSON *sec = cJSON_GetObjectItemCaseSensitive(e, "seconds");
+    if (sec && (!cJSON_IsNumber(sec) || !isfinite(sec->valuedouble) ||
+                sec->valuedouble < 0 || sec->valuedouble > 1e6))
+      return bad(r, path, "seconds: must be a number in [0, 1e6]");
+    p->step[s].seconds = sec ? sec->valuedouble : 0;
     const cJSON *rd = get_array(r, e, "reads", path, &st);
     if (!rd) return st;
     snprintf(rp, sizeof rp, "%s.reads", path);
@@ -277,6 +282,36 @@ static nnmem_status_t read_tensors(rd_t *r, nnmem_exec_plan_t *p,
     if (!(p->tensors[i].name = nnmem__strdup(nm->valuestring)))
       return NNMEM_ERR_NOMEM;
   }
+  return NNMEM_OK;
+}
+
+/* Optional figures of the cost model: fit.costs.{compute_s, exposed_s} and
+ * the main tier's link_bandwidth in fit.device.tiers. */
+static double opt_number(const cJSON *o, const char *key, int *bad_value) {
+  const cJSON *v =
+      cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+  if (!v) return 0;
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0) {
+    *bad_value = 1;
+    return 0;
+  }
+  return v->valuedouble;
+}
+
+static nnmem_status_t read_estimates(rd_t *r, nnmem_exec_plan_t *p,
+                                     const cJSON *fit) {
+  int b = 0;
+  const cJSON *c = cJSON_GetObjectItemCaseSensitive(fit, "costs");
+  p->est_compute_s = opt_number(c, "compute_s", &b);
+  p->est_exposed_s = opt_number(c, "exposed_s", &b);
+  if (b) return bad(r, "fit.costs", "times must be numbers >= 0");
+  const cJSON *d = cJSON_GetObjectItemCaseSensitive(fit, "device");
+  const cJSON *ts =
+      cJSON_IsObject(d) ? cJSON_GetObjectItemCaseSensitive(d, "tiers") : NULL;
+  const cJSON *m =
+      cJSON_IsArray(ts) ? cJSON_GetArrayItem(ts, (int)p->main_tier) : NULL;
+  p->link_bandwidth = opt_number(m, "link_bandwidth", &b);
+  if (b) return bad(r, "fit.device.tiers", "link_bandwidth: must be >= 0");
   return NNMEM_OK;
 }
 
@@ -424,6 +459,7 @@ static nnmem_status_t read_fit(rd_t *r, nnmem_exec_plan_t *p,
   if (st == NNMEM_OK) nnmem__exec_digest_pair(&r->h, 0xacce55, p->n_final);
   if (st == NNMEM_OK) st = read_copies(r, p, fit);
   if (st == NNMEM_OK) st = read_tensors(r, p, fit);
+  if (st == NNMEM_OK) st = read_estimates(r, p, fit);
   if (st != NNMEM_OK) return st;
   uint64_t want = 0;
   const cJSON *dg = cJSON_GetObjectItemCaseSensitive(fit, "digest");
@@ -439,6 +475,10 @@ static nnmem_status_t read_fit(rd_t *r, nnmem_exec_plan_t *p,
                        (unsigned long long)want);
   st = verify_tiers(r, p);
   return st == NNMEM_OK ? check_accesses(r, p) : st;
+}
+
+uint64_t nnmem_exec_plan_steps(const nnmem_exec_plan_t *p) {
+  return p ? p->steps : 0;
 }
 
 uint64_t nnmem_exec_plan_bytes(const nnmem_exec_plan_t *p) {

@@ -849,6 +849,10 @@ static nnmem_status_t fit_main(fitter_t *x, uint32_t ahead) {
   if (st == NNMEM_OK) st = build_accesses(x, wval);
   if (st == NNMEM_OK) onchip_times(x);
   if (st == NNMEM_OK) nnmem__fit_compute_costs(x);
+  if (st == NNMEM_OK) { /* the op times travel with the fit (plan JSON) */
+    f->op_s = x->op_s;
+    x->op_s = NULL;
+  }
   free(wval);
   return st;
 }
@@ -972,6 +976,7 @@ void nnmem_fit_destroy(nnmem_fit_t *f) {
   free(f->init);
   free(f->final);
   free(f->order);
+  free(f->op_s);
   free(f->model_name);
   free(f);
 }

@@ -45,6 +45,7 @@ struct nnmem_fit {
   size_t n_moves;
   char **move_names; /* owned strings behind moves[i].name */
   nnmem_fit_costs_t costs;
+  double *op_s; /* per step: the cost model's op time (seconds) */
   double seconds;
   uint64_t graph_digest;
   char *model_name;

@@ -41,6 +41,10 @@ typedef struct blk {
 } blk_t;
 static blk_t *blocks;
 
+/* The executor's block (end of file) names the errors it injects. */
+static const char *fake_exec_error_name(CUresult r);
+static const char *fake_exec_error_string(CUresult r);
+
 long fake_cuda_live(void) {
   return live;
 }
@@ -220,8 +224,8 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
       *s = "CUDA_ERROR_INVALID_CONTEXT";
       return OK;
     default:
-      *s = NULL;
-      return INVALID_VALUE;
+      *s = fake_exec_error_name(r);
+      return *s ? OK : INVALID_VALUE;
   }
 }
 
@@ -237,7 +241,8 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
       *s = "invalid argument";
       return OK;
     default:
-      *s = "fake driver error";
+      *s = fake_exec_error_string(r);
+      if (!*s) *s = "fake driver error";
       return OK;
   }
 }
@@ -413,7 +418,10 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
   if (!v || dev < 0 || dev >= devices)
     return dev < 0 || dev >= devices ? INVALID_DEVICE : INVALID_VALUE;
   const char *e = getenv("FAKE_CUDA_NO_VMM");
-  *v = attr == 102 ? !(e && atoi(e)) : 0;
+  if (attr == 102) /* CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
+    *v = !(e && atoi(e));
+  else /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT (16): 4 */
+    *v = attr == 16 ? 4 : 0;
   return OK;
 }
 
@@ -588,9 +596,325 @@ CUresult cuMemSetAccess(CUdeviceptr p, size_t size, const vm_access_t *desc,
     m->access = desc->flags == 3; /* the copies need read/write */
     q = m->addr + m->size;
   }
+/* ==== streams, events, async copies, pinned host memory, modules and
+ * kernel launches: what the GPU executor (src/fit/exec_cuda.c) uses. ====
+ *
+ * Work runs at call time (copies copy, kernels run their C versions below
+ * on the fake device memory), while a virtual clock per stream gives the
+ * events their times: a kernel takes its spin cycles / FAKE_CUDA_CLOCK_HZ
+ * (default 1e9), a copy bytes / FAKE_CUDA_LINK_BW (default 25e9) on one
+ * engine per direction shared by all streams; cuStreamWaitEvent moves a
+ * stream's clock to the event's; cuEventElapsedTime answers the difference.
+ * So the measured exposed time of a run depends on the events it waits
+ * for exactly as on a GPU whose kernels take their spin time.
+ * The kernels are recognized by name in the image given to
+ * cuModuleLoadData (a fatbin: its header bounds the search; else a PTX
+ * text); their arguments are read from kernelParams as exec_kernels.cu
+ * declares them. Fault injection (read at cuModuleLoadData, which also
+ * resets the counters): FAKE_CUDA_FAIL_LAUNCH=N fails the N-th
+ * cuLaunchKernel with CUDA_ERROR_LAUNCH_FAILED, FAKE_CUDA_FAIL_COPY=N the
+ * N-th async copy with CUDA_ERROR_ILLEGAL_ADDRESS, FAKE_CUDA_FAIL_EVENT=N
+ * the N-th cuEventRecord with CUDA_ERROR_INVALID_HANDLE.
+ * fake_cuda_exec_objects() counts streams, events, modules and pinned host
+ * allocations outstanding (leak checks). */
+#include <stdio.h>
+
+enum {
+  FX_INVALID_HANDLE = 400,
+  FX_NOT_FOUND = 500,
+  FX_ILLEGAL_ADDRESS = 700,
+  FX_LAUNCH_FAILED = 719
+};
+
+typedef struct fx_stream {
+  double t;
+} fx_stream_t;
+typedef struct fx_event {
+  double t;
+  int recorded;
+} fx_event_t;
+typedef struct fx_module {
+  int magic;
+} fx_module_t;
+enum { FX_CHECK = 1, FX_WRITE, FX_SPIN };
+static int fx_functions[4]; /* handles: &fx_functions[kind] */
+
+static long fx_objects;
+static double fx_clock = 1e9, fx_link = 25e9, fx_engine[2];
+static long fx_fail_launch, fx_fail_copy, fx_fail_event;
+static long fx_launches, fx_copies, fx_events;
+
+long fake_cuda_exec_objects(void) {
+  return fx_objects;
+}
+
+static const char *fake_exec_error_name(CUresult r) {
+  switch (r) {
+    case FX_INVALID_HANDLE:
+      return "CUDA_ERROR_INVALID_HANDLE";
+    case FX_NOT_FOUND:
+      return "CUDA_ERROR_NOT_FOUND";
+    case FX_ILLEGAL_ADDRESS:
+      return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case FX_LAUNCH_FAILED:
+      return "CUDA_ERROR_LAUNCH_FAILED";
+    default:
+      return NULL;
+  }
+}
+
+static const char *fake_exec_error_string(CUresult r) {
+  switch (r) {
+    case FX_INVALID_HANDLE:
+      return "invalid resource handle";
+    case FX_NOT_FOUND:
+      return "named symbol not found";
+    case FX_ILLEGAL_ADDRESS:
+      return "an illegal memory access was encountered";
+    case FX_LAUNCH_FAILED:
+      return "unspecified launch failure";
+    default:
+      return NULL;
+  }
+}
+
+static double fx_env(const char *name, double def) {
+  const char *e = getenv(name);
+  return e && *e ? strtod(e, NULL) : def;
+}
+
+CUresult cuStreamCreate(void **s, unsigned flags) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  if (flags > 1) return INVALID_VALUE;
+  fx_stream_t *x = calloc(1, sizeof *x);
+  if (!x) return OUT_OF_MEMORY;
+  fx_objects++;
+  *s = x;
+  return OK;
+}
+
+CUresult cuStreamDestroy_v2(void *s) {
+  if (!s) return FX_INVALID_HANDLE;
+  free(s);
+  fx_objects--;
+  return OK;
+}
+
+CUresult cuStreamSynchronize(void *s) {
+  return s ? OK : FX_INVALID_HANDLE;
+}
+
+CUresult cuStreamWaitEvent(void *s, void *e, unsigned flags) {
+  if (!s || !e || flags) return s && e ? INVALID_VALUE : FX_INVALID_HANDLE;
+  fx_stream_t *x = s;
+  fx_event_t *v = e;
+  if (v->recorded && v->t > x->t) x->t = v->t; /* unrecorded: no-op */
+  return OK;
+}
+
+CUresult cuEventCreate(void **e, unsigned flags) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  if (flags & 2) return INVALID_VALUE; /* the executor times every event */
+  fx_event_t *v = calloc(1, sizeof *v);
+  if (!v) return OUT_OF_MEMORY;
+  fx_objects++;
+  *e = v;
+  return OK;
+}
+
+CUresult cuEventDestroy_v2(void *e) {
+  if (!e) return FX_INVALID_HANDLE;
+  free(e);
+  fx_objects--;
+  return OK;
+}
+
+CUresult cuEventRecord(void *e, void *s) {
+  if (!e || !s) return FX_INVALID_HANDLE;
+  if (fx_fail_event && ++fx_events == fx_fail_event) return FX_INVALID_HANDLE;
+  ((fx_event_t *)e)->t = ((fx_stream_t *)s)->t;
+  ((fx_event_t *)e)->recorded = 1;
+  return OK;
+}
+
+CUresult cuEventSynchronize(void *e) {
+  return e ? OK : FX_INVALID_HANDLE;
+}
+
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
+  fx_event_t *x = a, *y = b;
+  if (!x || !y || !x->recorded || !y->recorded) return FX_INVALID_HANDLE;
+  *ms = (float)((y->t - x->t) * 1e3);
+  return OK;
+}
+
+static CUresult fx_copy(void *s, int dir, size_t n) {
+  fx_stream_t *x = s;
+  if (!x) return FX_INVALID_HANDLE;
+  if (fx_fail_copy && ++fx_copies == fx_fail_copy) return FX_ILLEGAL_ADDRESS;
+  double b = x->t > fx_engine[dir] ? x->t : fx_engine[dir];
+  x->t = fx_engine[dir] = b + (double)n / fx_link;
+  return OK;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *s) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  if (!valid(d, n)) return INVALID_VALUE;
+  CUresult r = fx_copy(s, 0, n);
+  if (r == OK) memcpy((void *)(uintptr_t)d, h, n);
+  return r;
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, void *s) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  if (!valid(d, n)) return INVALID_VALUE;
+  CUresult r = fx_copy(s, 1, n);
+  if (r == OK) memcpy(h, (const void *)(uintptr_t)d, n);
+  return r;
+}
+
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  if (n == 0 || flags > 0xf) return INVALID_VALUE;
+  if (!(*p = malloc(n))) return OUT_OF_MEMORY;
+  fx_objects++;
+  return OK;
+}
+
+CUresult cuMemFreeHost(void *p) {
+  if (!p) return INVALID_VALUE;
+  free(p);
+  fx_objects--;
+  return OK;
+}
+
+/* The image's bytes: a fatbin's header says its size (magic 0xBA55ED50,
+ * u16 version, u16 header size, u64 payload size); else a NUL-ended PTX. */
+static size_t fx_image_size(const void *image) {
+  const unsigned char *b = image;
+  uint32_t magic;
+  memcpy(&magic, b, 4);
+  if (magic == 0xBA55ED50u) {
+    uint16_t hs;
+    uint64_t fs;
+    memcpy(&hs, b + 6, 2);
+    memcpy(&fs, b + 8, 8);
+    return (size_t)hs + (size_t)fs;
+  }
+  return strlen(image);
+}
+
+static int fx_has(const void *image, size_t n, const char *name) {
+  size_t k = strlen(name);
+  const unsigned char *b = image;
+  for (size_t i = 0; i + k <= n; i++)
+    if (memcmp(b + i, name, k) == 0) return 1;
+  return 0;
+}
+
+CUresult cuModuleLoadData(void **m, const void *image) {
+  if (!in_ctx()) return INVALID_CONTEXT;
+  if (!image) return INVALID_VALUE;
+  size_t n = fx_image_size(image);
+  if (!fx_has(image, n, "nnmem_exec_check") ||
+      !fx_has(image, n, "nnmem_exec_write") ||
+      !fx_has(image, n, "nnmem_exec_spin"))
+    return 200; /* CUDA_ERROR_INVALID_IMAGE */
+  fx_module_t *x = calloc(1, sizeof *x);
+  if (!x) return OUT_OF_MEMORY;
+  x->magic = 0x6d6f64;
+  fx_clock = fx_env("FAKE_CUDA_CLOCK_HZ", 1e9);
+  fx_link = fx_env("FAKE_CUDA_LINK_BW", 25e9);
+  fx_fail_launch = (long)fx_env("FAKE_CUDA_FAIL_LAUNCH", 0);
+  fx_fail_copy = (long)fx_env("FAKE_CUDA_FAIL_COPY", 0);
+  fx_fail_event = (long)fx_env("FAKE_CUDA_FAIL_EVENT", 0);
+  fx_launches = fx_copies = fx_events = 0;
+  fx_engine[0] = fx_engine[1] = 0;
+  fx_objects++;
+  *m = x;
+  return OK;
+}
+
+CUresult cuModuleUnload(void *m) {
+  if (!m || ((fx_module_t *)m)->magic != 0x6d6f64) return FX_INVALID_HANDLE;
+  free(m);
+  fx_objects--;
+  return OK;
+}
+
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+  if (!m) return FX_INVALID_HANDLE;
+  int k = strcmp(name, "nnmem_exec_check") == 0   ? FX_CHECK
+          : strcmp(name, "nnmem_exec_write") == 0 ? FX_WRITE
+          : strcmp(name, "nnmem_exec_spin") == 0  ? FX_SPIN
+                                                  : 0;
+  if (!k) return FX_NOT_FOUND;
+  *f = &fx_functions[k];
   return OK;
 }
 
 CUresult cuCtxSynchronize(void) {
   return in_ctx() ? OK : INVALID_CONTEXT;
+}
+
+/* exec_kernels.cu's structures and kernels, in C. */
+typedef struct fx_seg {
+  uint64_t addr, len, pat, phase, buf_off;
+  uint32_t tier, buffer;
+} fx_seg_t;
+typedef struct fx_err {
+  uint32_t flag, step, tier, buffer;
+  uint64_t offset;
+  uint32_t expected, found;
+} fx_err_t;
+
+static CUresult fx_segs(uint64_t segs, uint32_t n, fx_err_t *err, uint32_t step,
+                        int write) {
+  if (n && !valid(segs, (size_t)n * sizeof(fx_seg_t)))
+    return FX_ILLEGAL_ADDRESS;
+  const fx_seg_t *s = (const fx_seg_t *)(uintptr_t)segs;
+  for (uint32_t i = 0; i < n && !err->flag; i++) {
+    if (!valid(s[i].addr, s[i].len)) return FX_ILLEGAL_ADDRESS;
+    unsigned char *p = (unsigned char *)(uintptr_t)s[i].addr;
+    for (uint64_t k = 0; k < s[i].len; k++) {
+      unsigned char want =
+          (unsigned char)(s[i].pat >> (8 * ((s[i].phase + k) & 7)));
+      if (write) {
+        p[k] = want;
+      } else if (p[k] != want) {
+        *err = (fx_err_t){1,    step, s[i].tier, s[i].buffer, s[i].buf_off + k,
+                          want, p[k]};
+        break;
+      }
+    }
+  }
+  return OK;
+}
+
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+                        unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                        void *s, void **params, void **extra) {
+  (void)shmem;
+  if (!in_ctx()) return INVALID_CONTEXT;
+  int k = f ? (int)((int *)f - fx_functions) : 0;
+  if (k < FX_CHECK || k > FX_SPIN || !s) return FX_INVALID_HANDLE;
+  if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 ||
+      !params || extra)
+    return INVALID_VALUE;
+  if (fx_fail_launch && ++fx_launches == fx_fail_launch)
+    return FX_LAUNCH_FAILED;
+  fx_stream_t *x = s;
+  if (k == FX_SPIN) {
+    x->t += (double)*(long long *)params[0] / fx_clock;
+    return OK;
+  }
+  uint64_t segs = *(uint64_t *)params[0], errp = *(uint64_t *)params[2];
+  uint32_t n = *(uint32_t *)params[1], step = *(uint32_t *)params[3];
+  if (!valid(errp, sizeof(fx_err_t))) return FX_ILLEGAL_ADDRESS;
+  fx_err_t *err = (fx_err_t *)(uintptr_t)errp;
+  if (err->flag) return OK; /* the kernels return at once */
+  CUresult r = fx_segs(segs, n, err, step, k == FX_WRITE);
+  if (r == OK && k == FX_WRITE)
+    x->t += (double)*(long long *)params[4] / fx_clock;
+  return r;
 }

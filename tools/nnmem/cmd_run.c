@@ -10,8 +10,12 @@
  *   3. with a model (MODEL file, or --model NAME [--batch N]): the plan must
  *      match it (ops, tensor sizes, digest); the difference is named (exit 1);
  *   4. nnmem_exec_run (with --fail-alloc N / --fail-copy N fault injection);
- *      a mismatch or a failed allocation or copy -> exit 3 with the error;
- *   5. print counts and PASS (or the --json report).
+ *      with --backend cuda on a GPU (the cuda backend, --device N): a
+ *      build without CUDA kernels or without a driver is refused before
+ *      anything runs (exit 1); a mismatch or a failed allocation, copy or
+ *      CUDA call -> exit 3 with the error;
+ *   5. print counts and PASS (or the --json report); on the GPU also the
+ *      measured exposed transfer time against the cost model's.
  * Thread-safety: single-threaded. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +35,11 @@ enum {
   OPT_FAIL_ALLOC,
   OPT_FAIL_COPY,
   OPT_JSON,
-  OPT_QUIET
+  OPT_QUIET,
+  OPT_BACKEND,
+  OPT_DEVICE,
+  OPT_SPIN_SCALE,
+  OPT_CORRUPT_STEP
 };
 
 static const cli_opt_t run_table[] = {{"help", 'h', 0, OPT_HELP},
@@ -42,6 +50,10 @@ static const cli_opt_t run_table[] = {{"help", 'h', 0, OPT_HELP},
                                       {"fail-copy", 0, 1, OPT_FAIL_COPY},
                                       {"json", 0, CLI_OPT_INLINE, OPT_JSON},
                                       {"quiet", 'q', 0, OPT_QUIET},
+                                      {"backend", 0, 1, OPT_BACKEND},
+                                      {"device", 0, 1, OPT_DEVICE},
+                                      {"spin-scale", 0, 1, OPT_SPIN_SCALE},
+                                      {"corrupt-step", 0, 1, OPT_CORRUPT_STEP},
                                       {NULL, 0, 0, 0}};
 
 typedef struct run_opts {
@@ -50,6 +62,9 @@ typedef struct run_opts {
   cli_onnx_opts_t onnx;
   nnmem_exec_config_t exec;
   int json, quiet;
+  int cuda;    /* --backend cuda */
+  int device;  /* --device N */
+  int gpu_opt; /* a GPU-only option was given */
 } run_opts_t;
 
 static void print_run_help(void) {
@@ -74,6 +89,16 @@ static void print_run_help(void) {
       "      --fail-alloc N     fault injection: fail the N-th region "
       "allocation\n"
       "      --fail-copy N      fault injection: fail the N-th copy\n"
+      "      --backend NAME     sim (default: simulated device) or cuda: run\n"
+      "                         on a GPU (kernels check and write every\n"
+      "                         buffer, copies on their own streams ordered\n"
+      "                         by events) and report the measured exposed\n"
+      "                         transfer time against the cost model's\n"
+      "      --device N         cuda: the GPU (default 0)\n"
+      "      --spin-scale X     cuda: each op runs its estimated time x X\n"
+      "                         (default 1)\n"
+      "      --corrupt-step N   cuda, test hook: overwrite a byte of step\n"
+      "                         N-1's first output (the run must fail)\n"
       "      --json[=compact]   print a JSON report\n"
       "  -q, --quiet            print nothing on success\n"
       "  -h, --help             show this help\n"
@@ -112,6 +137,35 @@ static int set_option(void *opts, int id, const char *v) {
       else
         o->exec.fail_copy_at = n;
       return 0;
+    case OPT_BACKEND:
+      if (strcmp(v, "sim") && strcmp(v, "cuda"))
+        return cli_usage_error("run",
+                               "bad --backend '%s': expected sim or cuda", v);
+      o->cuda = strcmp(v, "cuda") == 0;
+      return 0;
+    case OPT_DEVICE:
+      if (cli_parse_uint(v, 1024, &n, &why) != 0)
+        return cli_usage_error("run", "bad --device '%s': %s", v, why);
+      o->device = (int)n;
+      o->gpu_opt = 1;
+      return 0;
+    case OPT_SPIN_SCALE: {
+      char *end = NULL;
+      double x = strtod(v, &end);
+      if (!end || end == v || *end || !(x > 0) || x > 1e6)
+        return cli_usage_error(
+            "run", "bad --spin-scale '%s': a number in (0, 1e6]", v);
+      o->exec.spin_scale = x;
+      o->gpu_opt = 1;
+      return 0;
+    }
+    case OPT_CORRUPT_STEP:
+      if (cli_parse_uint(v, UINT64_MAX, &n, &why) != 0 || n == 0)
+        return cli_usage_error("run", "bad --corrupt-step '%s': %s", v,
+                               why ? why : "must be >= 1");
+      o->exec.corrupt_step = n;
+      o->gpu_opt = 1;
+      return 0;
     case OPT_JSON:
       return cli_json_option("run", v, &o->json);
     case OPT_QUIET:
@@ -143,6 +197,70 @@ static nnmem_status_t load_model(const run_opts_t *o, nnmem_graph_t **g,
   return st;
 }
 
+/* The GPU figures: measured exposed transfer time (the compute stream's
+ * waits for copies) against the cost model's estimate, plus the steps that
+ * waited longest. */
+static double ratio(double a, double b) {
+  return b > 0 ? a / b : 0;
+}
+
+static void put_gpu_json(nnmem__jw_t *w, const nnmem_exec_plan_t *p,
+                         const nnmem_exec_report_t *r) {
+  nnmem__jw_key(w, "gpu");
+  nnmem__jw_object(w);
+  nnmem__jw_kv_u64(w, "launches", r->launches);
+  nnmem__jw_kv_double(w, "cycles_per_s", r->cycles_per_s);
+  nnmem__jw_kv_double(w, "link_bytes_per_s", r->link_bytes_per_s);
+  nnmem__jw_kv_double(w, "total_s", r->total_s);
+  nnmem__jw_kv_double(w, "kernel_s", r->kernel_s);
+  nnmem__jw_kv_double(w, "copy_s", r->copy_s);
+  nnmem__jw_kv_double(w, "gap_s", r->gap_s);
+  nnmem__jw_kv_double(w, "exposed_s", r->wait_s);
+  nnmem__jw_kv_u64(w, "waiting_steps", r->waiting_steps);
+  nnmem__jw_kv_double(w, "est_compute_s", r->est_compute_s);
+  nnmem__jw_kv_double(w, "est_exposed_s", r->est_exposed_s);
+  nnmem__jw_kv_double(w, "est_exposed_measured_s", r->est_exposed_measured_s);
+  nnmem__jw_kv_double(w, "exposed_ratio", ratio(r->wait_s, r->est_exposed_s));
+  nnmem__jw_key(w, "step_wait_s");
+  nnmem__jw_array(w);
+  for (uint64_t s = 0; r->step_wait_s && s < r->step_wait_cap; s++)
+    nnmem__jw_double(w, r->step_wait_s[s]);
+  nnmem__jw_end(w);
+  nnmem__jw_end(w);
+  (void)p;
+}
+
+static void print_gpu(FILE *f, const nnmem_exec_plan_t *p,
+                      const nnmem_exec_report_t *r) {
+  fprintf(f,
+          "gpu: %llu kernels, clock %.3g Hz, host->device %.3g B/s\n"
+          "  total %.6f s = kernels %.6f s + waits for copies %.6f s (%llu "
+          "steps) + launch gaps %.6f s; copies %.6f s\n"
+          "  exposed transfer time: measured %.6f s, cost model %.6f s "
+          "(ratio %.3f); the model fed the measured kernel and copy times: "
+          "%.6f s\n",
+          (unsigned long long)r->launches, r->cycles_per_s, r->link_bytes_per_s,
+          r->total_s, r->kernel_s, r->wait_s,
+          (unsigned long long)r->waiting_steps, r->gap_s, r->copy_s, r->wait_s,
+          r->est_exposed_s, ratio(r->wait_s, r->est_exposed_s),
+          r->est_exposed_measured_s);
+  /* the three longest waits */
+  uint64_t top[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+  for (uint64_t s = 0; r->step_wait_s && s < r->step_wait_cap; s++)
+    for (int k = 0; k < 3; k++)
+      if (top[k] == UINT64_MAX || r->step_wait_s[s] > r->step_wait_s[top[k]]) {
+        for (int j = 2; j > k; j--)
+          top[j] = top[j - 1];
+        top[k] = s;
+        break;
+      }
+  for (int k = 0; k < 3 && top[k] != UINT64_MAX; k++)
+    if (r->step_wait_s[top[k]] > 0)
+      fprintf(f, "  wait before step %llu: %.6f s\n",
+              (unsigned long long)top[k], r->step_wait_s[top[k]]);
+  (void)p;
+}
+
 static void print_report(const run_opts_t *o, const nnmem_exec_plan_t *p,
                          const nnmem_exec_report_t *r, int ok,
                          const char *err) {
@@ -161,6 +279,7 @@ static void print_report(const run_opts_t *o, const nnmem_exec_plan_t *p,
     nnmem__jw_kv_u64(&w, "bytes_checked", r->bytes_checked);
     nnmem__jw_kv_u64(&w, "copies", r->copies);
     nnmem__jw_kv_u64(&w, "copy_bytes", r->copy_bytes);
+    if (o->cuda) put_gpu_json(&w, p, r);
     nnmem__jw_end(&w);
     cli_json_print(&w, &t);
     return;
@@ -176,7 +295,24 @@ static void print_report(const run_opts_t *o, const nnmem_exec_plan_t *p,
           cli_fmt_grouped(r->bytes_checked, a, sizeof a),
           (unsigned long long)r->copies,
           cli_fmt_grouped(r->copy_bytes, b, sizeof b));
+  if (o->cuda && ok) print_gpu(f, p, r);
   if (ok) fprintf(f, "PASS\n");
+}
+
+/* --backend cuda: the kernels must be in this build, then the driver and
+ * the device must be there; either missing refuses the run. */
+static nnmem_status_t open_gpu(const run_opts_t *o, nnmem_backend_t **be,
+                               nnmem_diag_t *diag) {
+  if (!nnmem_exec_cuda_kernels())
+    return nnmem__diag(diag, NNMEM_ERR_UNSUPPORTED,
+                       "--backend cuda: this nnmem was built without CUDA "
+                       "kernels (no nvcc at build time: install the CUDA "
+                       "toolkit and configure with -DNNMEM_CUDA=ON)");
+  nnmem_cuda_config_t cc;
+  memset(&cc, 0, sizeof cc);
+  cc.size = sizeof cc;
+  cc.device = o->device;
+  return nnmem_backend_cuda_create(&cc, be, diag);
 }
 
 static int run_plan(const run_opts_t *o) {
@@ -202,7 +338,21 @@ static int run_plan(const run_opts_t *o) {
   nnmem_exec_report_t rep;
   memset(&rep, 0, sizeof rep);
   rep.size = sizeof rep;
-  st = nnmem_exec_run(p, &o->exec, &rep, &diag);
+  nnmem_exec_config_t cfg = o->exec;
+  nnmem_backend_t *be = NULL;
+  if (o->cuda && (st = open_gpu(o, &be, &diag)) != NNMEM_OK) {
+    nnmem_exec_plan_destroy(p);
+    fprintf(stderr, "nnmem run: refused, nothing executed: %s\n",
+            diag.message[0] ? diag.message : nnmem_status_str(st));
+    return CLI_EXIT_INVALID;
+  }
+  cfg.cuda = be;
+  double *waits = NULL;
+  if (be && (waits = calloc(nnmem_exec_plan_steps(p) + 1, sizeof *waits))) {
+    rep.step_wait_s = waits;
+    rep.step_wait_cap = nnmem_exec_plan_steps(p);
+  }
+  st = nnmem_exec_run(p, &cfg, &rep, &diag);
   if (st != NNMEM_OK) {
     fprintf(stderr, "nnmem run: FAIL: %s\n",
             diag.message[0] ? diag.message : nnmem_status_str(st));
@@ -210,6 +360,8 @@ static int run_plan(const run_opts_t *o) {
   } else {
     print_report(o, p, &rep, 1, NULL);
   }
+  free(waits);
+  nnmem_backend_destroy(be);
   nnmem_exec_plan_destroy(p);
   return st == NNMEM_OK ? CLI_EXIT_OK : CLI_EXIT_INTERNAL;
 }
@@ -235,5 +387,14 @@ int cli_cmd_run(int argc, char **argv) {
     return cli_usage_error("run", "give either MODEL or --model, not both");
   if (o.batch && !o.model)
     return cli_usage_error("run", "--batch applies to --model only");
+  if (o.gpu_opt && !o.cuda)
+    return cli_usage_error("run",
+                           "--device, --spin-scale and --corrupt-step apply "
+                           "to --backend cuda only");
+  if (o.cuda && (o.exec.fail_at || o.exec.fail_copy_at))
+    return cli_usage_error("run",
+                           "--fail-alloc / --fail-copy inject faults in the "
+                           "simulated device; with --backend cuda the stand-in "
+                           "driver's FAKE_CUDA_FAIL_* variables do");
   return run_plan(&o);
 }
