@@ -596,6 +596,9 @@ CUresult cuMemSetAccess(CUdeviceptr p, size_t size, const vm_access_t *desc,
     m->access = desc->flags == 3; /* the copies need read/write */
     q = m->addr + m->size;
   }
+  return OK;
+}
+
 /* ==== streams, events, async copies, pinned host memory, modules and
  * kernel launches: what the GPU executor (src/fit/exec_cuda.c) uses. ====
  *
