@@ -11,7 +11,8 @@
  *      .size");
  *   3. tiers -> problems (gaps, parents by id) checked by
  *      nnmem_problem_check, offsets verified by nnmem_plan_verify with the
- *      tier's alignment and capacity (the independent verifier);
+ *      tier's alignment and capacity (the independent verifier); every
+ *      buffer inside the tier's height (the region a run allocates);
  *   4. the digest of the executed content recomputed in the writer's order
  *      (exec_digest.h) and compared with fit.digest;
  *   5. references in range; every access inside its buffer's active time;
@@ -409,6 +410,26 @@ static nnmem_status_t verify_tiers(rd_t *r, const nnmem_exec_plan_t *p) {
       return nnmem__diag(r->diag, NNMEM_ERR_CONFLICT,
                          "%s: tier %s: the plan is invalid: %s", r->name,
                          tr->name, d.message);
+    /* the region the executor allocates is `height` bytes (not in the
+     * digest): every buffer must lie inside it */
+    const nnmem_buffer_t *b = nnmem_problem_buffers(tr->problem);
+    size_t n = nnmem_problem_count(tr->problem);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t rel = 0, q;
+      size_t root = i, par;
+      while (nnmem_problem_parent(tr->problem, root, &par, &q) == NNMEM_OK)
+        rel += q, root = par;
+      uint64_t at = tr->offsets[root] + rel;
+      if (b[i].size && (at < tr->offsets[root] || at + b[i].size < at ||
+                        at + b[i].size > tr->height))
+        return nnmem__diag(r->diag, NNMEM_ERR_CONFLICT,
+                           "%s: tier %s: buffer '%s' ends at %llu, past the "
+                           "tier's height %llu",
+                           r->name, tr->name,
+                           nnmem_problem_id(tr->problem, i),
+                           (unsigned long long)(at + b[i].size),
+                           (unsigned long long)tr->height);
+    }
   }
   return NNMEM_OK;
 }
