@@ -66,6 +66,7 @@
 #include "common/util.h"
 #include "fit/exec_internal.h"
 #include "fit/exec_stamp.h"
+#include "fit/link_timeline.h"
 
 #ifdef NNMEM_HAVE_EXEC_KERNELS
 extern const unsigned char nnmem__exec_kernels[];
@@ -561,68 +562,20 @@ static nnmem_status_t calibrate(gpu_t *g) {
  * each direction's copies in issue order (one FIFO stream per direction),
  * so a copy issued later but due sooner waits behind an earlier one on
  * the GPU where the model lets it go first: the measured time can differ
- * from this estimate there (test_exec_cuda: 0.6% on resnet50 at 50%). */
-typedef struct edf_link {
-  size_t *pend, n;
-  double free_at;
-} edf_link_t;
-
-static int edf_begin(const nnmem_exec_plan_t *p, edf_link_t *l,
-                     const double *rel, const double *cp, double *end,
-                     double until) {
-  if (!l->n) return 0;
-  double first = rel[l->pend[0]];
-  for (size_t q = 1; q < l->n; q++)
-    if (rel[l->pend[q]] < first) first = rel[l->pend[q]];
-  double t0 = l->free_at > first ? l->free_at : first;
-  if (t0 >= until) return 0;
-  size_t best = l->n;
-  for (size_t q = 0; q < l->n; q++) {
-    size_t i = l->pend[q];
-    if (rel[i] <= t0 &&
-        (best == l->n || p->copies[i].done < p->copies[l->pend[best]].done))
-      best = q;
-  }
-  size_t i = l->pend[best];
-  end[i] = t0 + cp[i];
-  l->free_at = end[i];
-  l->pend[best] = l->pend[--l->n];
-  return 1;
-}
-
+ * from this estimate there (over the stand-in driver: resnet50 on edge-npu
+ * +6% at 25%, +0.6% at 50%; docs/fit.md "On a GPU"). */
 static double timeline_exposed(const nnmem_exec_plan_t *p, const double *op,
                                const double *cp) {
-  size_t nc = p->n_copies ? p->n_copies : 1;
+  nnmem__xfer_t *x = calloc(p->n_copies ? p->n_copies : 1, sizeof *x);
+  if (!x) return 0;
+  for (size_t i = 0; i < p->n_copies; i++)
+    x[i] = (nnmem__xfer_t){p->copies[i].start, p->copies[i].done, cp[i],
+                           p->copies[i].in};
   double T = 0, compute = 0;
-  double *end = calloc(nc, sizeof *end), *rel = calloc(nc, sizeof *rel);
-  edf_link_t L[2] = {{calloc(nc, sizeof(size_t)), 0, 0},
-                     {calloc(nc, sizeof(size_t)), 0, 0}};
-  int ok = end && rel && L[0].pend && L[1].pend;
-  for (uint64_t s = 0; s < p->steps && ok; s++) {
-    for (int d = 0; d < 2; d++) /* what begins before this step */
-      while (edf_begin(p, &L[d], rel, cp, end, T)) {
-      }
-    for (size_t i = 0; i < p->n_copies; i++) {
-      const exec_copy_t *c = &p->copies[i];
-      if (c->start != s) continue;
-      edf_link_t *l = &L[c->in ? 0 : 1];
-      rel[i] = T;
-      end[i] = -1; /* not begun */
-      l->pend[l->n++] = i;
-    }
-    for (size_t i = 0; i < p->n_copies; i++) { /* due now: all begin */
-      const exec_copy_t *c = &p->copies[i];
-      if (c->done != s || c->start > s) continue;
-      while (end[i] < 0 &&
-             edf_begin(p, &L[c->in ? 0 : 1], rel, cp, end, INFINITY)) {
-      }
-      if (end[i] > T) T = end[i];
-    }
-    T += op[s];
-    compute += op[s];
-  }
-  free(end), free(rel), free(L[0].pend), free(L[1].pend);
-  return ok && T > compute ? T - compute : 0;
+  nnmem_status_t st =
+      nnmem__link_timeline(op, p->steps, x, p->n_copies, &T, &compute);
+  free(x);
+  return st == NNMEM_OK && T > compute ? T - compute : 0;
 }
 
 static nnmem_status_t measure(gpu_t *g, double scale) {
