@@ -294,7 +294,35 @@ def _align(align: int) -> int:
     return align
 
 
-class Pool:
+class _Closable:
+    """close() frees the object's memory; `with` closes it at the end of
+    the block and the collector when the object is dropped."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _stats_of(fn, handle) -> Dict[str, Any]:
+    """The statistics an nnmem_*_stats function fills, as a dict."""
+    st = _Stats()
+    _load().nnmem_stats_init(ctypes.byref(st))
+    _check(fn(handle, ctypes.byref(st)), what="stats")
+    return _stats_dict(st)
+
+
+class Pool(_Closable):
     """One nnmem pool (fixed, tlsf, best-fit, first-fit, buddy, slab,
     tiered, shape) on its own backend: host memory (`device=None`) or a
     simulated device of `device` bytes (addresses only, not host memory;
@@ -389,11 +417,7 @@ class Pool:
         """The pool's statistics, with the keys of `nnmem replay --json`
         (allocations_total, live_blocks, reserved_bytes_peak, fragmentation,
         latency_p99_ns, ...)."""
-        st = _Stats()
-        _load().nnmem_stats_init(ctypes.byref(st))
-        _check(_load().nnmem_pool_stats(self._p(), ctypes.byref(st)),
-               what="stats")
-        return _stats_dict(st)
+        return _stats_of(_load().nnmem_pool_stats, self._p())
 
     def close(self) -> None:
         """Frees every block and the pool's memory. Idempotent."""
@@ -405,20 +429,8 @@ class Pool:
             lib.nnmem_backend_destroy(self._backend)
             self._backend = None
 
-    def __enter__(self) -> "Pool":
-        return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-
-class Allocator:
+class Allocator(_Closable):
     """nnmem's general-purpose allocator (thread caches over a tiered pool,
     host memory): what libnnmem_malloc.so serves malloc with."""
 
@@ -455,25 +467,9 @@ class Allocator:
                what=f"free {addr:#x}")
 
     def stats(self) -> Dict[str, Any]:
-        st = _Stats()
-        _load().nnmem_stats_init(ctypes.byref(st))
-        _check(_load().nnmem_allocator_stats(self._h(), ctypes.byref(st)),
-               what="stats")
-        return _stats_dict(st)
+        return _stats_of(_load().nnmem_allocator_stats, self._h())
 
     def close(self) -> None:
         if self._a is not None:
             _load().nnmem_allocator_destroy(self._a)
             self._a = None
-
-    def __enter__(self) -> "Allocator":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
