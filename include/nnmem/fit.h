@@ -308,9 +308,7 @@ typedef struct nnmem_exec_report {
   double copy_s;        /* sum of the copies' own times */
   double est_exposed_s; /* the cost model's exposed time: the fitter's
                            timeline (earliest deadline first per link) of
-                           the plan with op times x spin_scale; the GPU
-                           runs each link's copies in issue order, see
-                           docs/fit.md "On a GPU" */
+                           the plan with op times x spin_scale */
   double est_exposed_measured_s; /* the same timeline fed with the measured
                                     kernel and copy times */
   double est_compute_s;          /* sum of the op times x spin_scale */

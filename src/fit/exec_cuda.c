@@ -16,7 +16,7 @@
  * cuMemGetInfo: NNMEM_ERR_NOMEM names the device's free and total bytes.
  *
  * Streams and events (three non-blocking streams: compute, copy in, copy
- * out - the cost model has one FIFO link per direction):
+ * out - one per link direction of the cost model):
  *
  *   copy in  ---[wait done(s-1)]--[in i]--(cdone i)------------------
  *   compute  --(done s-1)--[wait cdone j, done(j) = s]--(ready s)
@@ -33,7 +33,16 @@
  *   2. before the op of step s the compute stream waits for every copy due
  *      at s (a copy in must have landed before its first use; a copied-out
  *      buffer's bytes may be overwritten from s on);
- *   3. ops in plan order on the compute stream.
+ *   3. ops in plan order on the compute stream;
+ *   4. each copy stream is fed in the order the cost model's link begins
+ *      the copies (earliest deadline first among those issued,
+ *      link_timeline.c): a copy is enqueued at the first step at or after
+ *      its issue step where every copy before it in that order is, and at
+ *      its due step at the latest (copy_queue_t); copies out before copies
+ *      in within a step, so the copy out a copy in waits for is enqueued
+ *      first (it is fixed beforehand: the last copy out, in issue order,
+ *      that wrote the host buffer). A FIFO stream fed in that order begins
+ *      each copy exactly when the model's link does.
  * The expected content is computed on the host first (exec_stamp.h, the
  * same model as the simulated executor, in issue order): each kernel gets
  * (device range, pattern) segments; a check that fails sets the device's
@@ -43,9 +52,9 @@
  * Measurement: events ready(s) / done(s) on the compute stream give per
  * step the wait (done(s-1) .. ready(s)) and the kernel time; a step whose
  * op waits for a copy counts its wait as exposed transfer time, others as
- * launch gaps. The estimate is the cost model's timeline (fit.c step 7:
- * copies start at max(issue, link free), an op starts after the copies due;
- * exposed = end - compute) recomputed here from the plan's op times x
+ * launch gaps. The estimate is the cost model's timeline (fit.c step 7,
+ * link_timeline.c: an op starts after the copies due; exposed = end -
+ * compute) recomputed here from the plan's op times x
  * spin_scale and bytes / link_bandwidth, and again from the measured
  * kernel and copy times. Op time: the write kernel spins op seconds x
  * spin_scale x the clock64 rate, calibrated once per run with a spin
@@ -431,10 +440,14 @@ static int overlap(const nnmem_exec_plan_t *p, const exec_copy_t *x,
   return a < b + y->bytes && b < a + x->bytes;
 }
 
-static nnmem_status_t issue_copy(gpu_t *g, size_t i, uint64_t s,
-                                 long *last_out) {
+/* Enqueues copy i (issued at the start of its step s = c->start) on its
+ * direction's stream: after op s-1, after a copy of the other direction
+ * due at s whose device bytes it overwrites, and (a copy in) after the copy
+ * out that filled its host buffer, `dep` (-1: none). */
+static nnmem_status_t issue_copy(gpu_t *g, size_t i, long dep) {
   const nnmem_exec_plan_t *p = g->p;
   const exec_copy_t *c = &p->copies[i];
+  uint64_t s = c->start;
   cu_stream_t q = c->in ? g->is : g->os;
   nnmem_status_t st = wait(g, q, s > 0 ? EV_DONE(s - 1) : EV_START);
   for (size_t j = 0; j < p->n_copies && st == NNMEM_OK; j++) {
@@ -442,8 +455,8 @@ static nnmem_status_t issue_copy(gpu_t *g, size_t i, uint64_t s,
     if (o->done == s && o->in != c->in && overlap(p, o, c))
       st = wait(g, q, EV_CDONE(g, j));
   }
-  if (st == NNMEM_OK && c->in && last_out[c->host_buffer] >= 0)
-    st = wait(g, q, EV_CDONE(g, (size_t)last_out[c->host_buffer]));
+  if (st == NNMEM_OK && c->in && dep >= 0)
+    st = wait(g, q, EV_CDONE(g, (size_t)dep));
   if (st == NNMEM_OK) st = record(g, EV_CSTART(g, i), q);
   cu_ptr_t d = g->dev[c->tier] + p->tiers[c->tier].offsets[c->buffer];
   unsigned char *h = g->hmem + p->tiers[g->host].offsets[c->host_buffer];
@@ -452,10 +465,105 @@ static nnmem_status_t issue_copy(gpu_t *g, size_t i, uint64_t s,
   else if (st == NNMEM_OK)
     st = cu(g, g->a.dtoh_async(h, d, (size_t)c->bytes, q), "cuMemcpyDtoHAsync");
   if (st == NNMEM_OK) st = record(g, EV_CDONE(g, i), q);
-  if (st == NNMEM_OK && !c->in) last_out[c->host_buffer] = (long)i;
   if (st == NNMEM_OK) {
     g->rep->copies++;
     g->rep->copy_bytes += c->bytes;
+  }
+  return st;
+}
+
+/* The copy queue of a run: each direction's copies in the order the cost
+ * model's links begin them (earliest deadline first among those issued,
+ * link_timeline.c), so the FIFO copy streams replay the model; and per
+ * copy in the copy out it depends on (the last one, in issue order, that
+ * wrote its host buffer). A copy is enqueued at the first step >= its
+ * issue step where every copy before it in its direction's order has been
+ * enqueued, and at its due step at the latest. */
+typedef struct copy_queue {
+  size_t *order;  /* all copies: begin order */
+  long *dep;      /* per copy in: its copy out, or -1 */
+  uint8_t *done;  /* enqueued */
+  size_t next[2]; /* per direction (0 out, 1 in): scan position in order */
+} copy_queue_t;
+
+static void queue_free(copy_queue_t *cq) {
+  free(cq->order), free(cq->dep), free(cq->done);
+}
+
+static nnmem_status_t queue_init(gpu_t *g, double scale, copy_queue_t *cq) {
+  const nnmem_exec_plan_t *p = g->p;
+  size_t n = p->n_copies, nh = nnmem_problem_count(p->tiers[g->host].problem);
+  memset(cq, 0, sizeof *cq);
+  cq->order = malloc((n + 1) * sizeof *cq->order);
+  cq->dep = malloc((n + 1) * sizeof *cq->dep);
+  cq->done = calloc(n + 1, 1);
+  long *last_out = malloc((nh + 1) * sizeof *last_out);
+  double *op = calloc(p->steps + 1, sizeof *op);
+  nnmem__xfer_t *x = calloc(n + 1, sizeof *x);
+  nnmem_status_t st = cq->order && cq->dep && cq->done && last_out && op && x
+                          ? NNMEM_OK
+                          : NNMEM_ERR_NOMEM;
+  if (st == NNMEM_OK) {
+    for (size_t i = 0; i < n; i++)
+      cq->dep[i] = -1;
+    for (size_t h = 0; h <= nh; h++)
+      last_out[h] = -1;
+    for (uint64_t s = 0; s < p->steps; s++) /* issue order: step, index */
+      for (size_t i = 0; i < n; i++) {
+        const exec_copy_t *c = &p->copies[i];
+        if (c->start != s) continue;
+        cq->dep[i] = c->in ? last_out[c->host_buffer] : -1;
+        if (!c->in) last_out[c->host_buffer] = (long)i;
+      }
+    for (uint64_t s = 0; s < p->steps; s++)
+      op[s] = p->step[s].seconds * scale;
+    for (size_t i = 0; i < n; i++)
+      x[i] = (nnmem__xfer_t){
+          p->copies[i].start, p->copies[i].done,
+          p->link_bandwidth > 0 ? (double)p->copies[i].bytes / p->link_bandwidth
+                                : 0,
+          p->copies[i].in};
+    double T, compute;
+    for (size_t i = 0; i < n; i++)
+      cq->order[i] = SIZE_MAX;
+    st = nnmem__link_timeline(op, p->steps, x, n, &T, &compute, cq->order);
+  }
+  if (st == NNMEM_OK) { /* copies the model never began go last */
+    size_t k = 0;
+    uint8_t *seen = cq->done; /* scratch, cleared below */
+    while (k < n && cq->order[k] != SIZE_MAX)
+      seen[cq->order[k++]] = 1;
+    for (size_t i = 0; i < n; i++)
+      if (!seen[i]) cq->order[k++] = i;
+    memset(cq->done, 0, n + 1);
+  }
+  free(last_out), free(op), free(x);
+  if (st != NNMEM_OK) queue_free(cq);
+  return st;
+}
+
+/* Enqueues what is due by step s: per direction (copies out first: a copy
+ * in may wait for one), the copies next in the model's order whose issue
+ * step has come, then any copy due at s not yet enqueued (a tie the order
+ * put behind a later one). */
+static nnmem_status_t queue_step(gpu_t *g, copy_queue_t *cq, uint64_t s) {
+  const nnmem_exec_plan_t *p = g->p;
+  nnmem_status_t st = NNMEM_OK;
+  for (int in = 0; in < 2 && st == NNMEM_OK; in++) {
+    size_t *k = &cq->next[in];
+    for (; *k < p->n_copies && st == NNMEM_OK; (*k)++) {
+      size_t i = cq->order[*k];
+      if (p->copies[i].in != in || cq->done[i]) continue;
+      if (p->copies[i].start > s) break;
+      st = issue_copy(g, i, cq->dep[i]);
+      cq->done[i] = 1;
+    }
+    for (size_t i = 0; i < p->n_copies && st == NNMEM_OK; i++)
+      if (p->copies[i].in == in && !cq->done[i] && p->copies[i].done <= s &&
+          p->copies[i].start <= s) {
+        st = issue_copy(g, i, cq->dep[i]);
+        cq->done[i] = 1;
+      }
   }
   return st;
 }
@@ -471,16 +579,14 @@ static nnmem_status_t corrupt(gpu_t *g, uint64_t s) {
 
 static nnmem_status_t run_steps(gpu_t *g) {
   const nnmem_exec_plan_t *p = g->p;
-  long *last_out = malloc((nnmem_problem_count(p->tiers[g->host].problem) + 1) *
-                          sizeof *last_out);
-  if (!last_out) return NNMEM_ERR_NOMEM;
-  for (size_t i = 0; i <= nnmem_problem_count(p->tiers[g->host].problem); i++)
-    last_out[i] = -1;
-  nnmem_status_t st = record(g, EV_START, g->cs);
+  copy_queue_t cq;
+  double scale = g->cfg->spin_scale > 0 ? g->cfg->spin_scale : 1;
+  nnmem_status_t st = queue_init(g, scale, &cq);
+  if (st != NNMEM_OK) return st;
+  st = record(g, EV_START, g->cs);
   for (uint64_t s = 0; s < p->steps && st == NNMEM_OK; s++) {
     g->step = s;
-    for (size_t i = 0; i < p->n_copies && st == NNMEM_OK; i++)
-      if (p->copies[i].start == s) st = issue_copy(g, i, s, last_out);
+    st = queue_step(g, &cq, s);
     for (size_t i = 0; i < p->n_copies && st == NNMEM_OK; i++)
       if (p->copies[i].done == s) st = wait(g, g->cs, EV_CDONE(g, i));
     if (st == NNMEM_OK) st = record(g, EV_READY(s), g->cs);
@@ -491,7 +597,7 @@ static nnmem_status_t run_steps(gpu_t *g) {
     if (st == NNMEM_OK && g->cfg->corrupt_step == s + 1) st = corrupt(g, s);
     if (st == NNMEM_OK) st = record(g, EV_DONE(s), g->cs);
   }
-  free(last_out);
+  queue_free(&cq);
   g->step = UINT64_MAX;
   if (st == NNMEM_OK && g->fin.n)
     st = launch(g, g->f_check, g->fin, (uint32_t)p->steps, 0);
@@ -554,16 +660,10 @@ static nnmem_status_t calibrate(gpu_t *g) {
   return st;
 }
 
-/* The cost model's timeline (fit.c step 7, src/fit/timeline.c), from op
- * and copy times: a copy is issued at the start of its step; each
- * direction's link serves the issued copies one at a time, earliest
- * deadline (`done`) first, without preemption; op s begins when op s-1 has
- * ended and the copies due at s have ended. The executor itself enqueues
- * each direction's copies in issue order (one FIFO stream per direction),
- * so a copy issued later but due sooner waits behind an earlier one on
- * the GPU where the model lets it go first: the measured time can differ
- * from this estimate there (over the stand-in driver: resnet50 on edge-npu
- * +6% at 25%, +0.6% at 50%; docs/fit.md "On a GPU"). */
+/* The cost model's timeline (src/fit/link_timeline.c, the fitter's step
+ * 7), from op and copy times: the exposed time the run should measure,
+ * since the copy streams are fed in the order that timeline begins the
+ * copies (copy_queue_t). */
 static double timeline_exposed(const nnmem_exec_plan_t *p, const double *op,
                                const double *cp) {
   nnmem__xfer_t *x = calloc(p->n_copies ? p->n_copies : 1, sizeof *x);
@@ -573,7 +673,7 @@ static double timeline_exposed(const nnmem_exec_plan_t *p, const double *op,
                            p->copies[i].in};
   double T = 0, compute = 0;
   nnmem_status_t st =
-      nnmem__link_timeline(op, p->steps, x, p->n_copies, &T, &compute);
+      nnmem__link_timeline(op, p->steps, x, p->n_copies, &T, &compute, NULL);
   free(x);
   return st == NNMEM_OK && T > compute ? T - compute : 0;
 }

@@ -14,6 +14,7 @@
 typedef struct link_sim {
   size_t *pend, n; /* issued, not begun */
   double free_at;
+  size_t *order, *n_order; /* begin order (shared by both links), or NULL */
 } link_sim_t;
 
 /* Begins the pending transfer due first among those issued by the time
@@ -37,16 +38,18 @@ static int link_begin(link_sim_t *l, const nnmem__xfer_t *x, const double *rel,
   end[i] = t0 + x[i].seconds;
   l->free_at = end[i];
   l->pend[best] = l->pend[--l->n];
+  if (l->order) l->order[(*l->n_order)++] = i;
   return 1;
 }
 
 nnmem_status_t nnmem__link_timeline(const double *op_s, uint64_t steps,
                                     const nnmem__xfer_t *x, size_t n,
-                                    double *total_s, double *compute_s) {
-  size_t cap = n ? n : 1;
+                                    double *total_s, double *compute_s,
+                                    size_t *order) {
+  size_t cap = n ? n : 1, n_order = 0;
   double *end = calloc(cap, sizeof *end), *rel = calloc(cap, sizeof *rel);
-  link_sim_t L[2] = {{calloc(cap, sizeof(size_t)), 0, 0},
-                     {calloc(cap, sizeof(size_t)), 0, 0}};
+  link_sim_t L[2] = {{calloc(cap, sizeof(size_t)), 0, 0, order, &n_order},
+                     {calloc(cap, sizeof(size_t)), 0, 0, order, &n_order}};
   nnmem_status_t st =
       end && rel && L[0].pend && L[1].pend ? NNMEM_OK : NNMEM_ERR_NOMEM;
   double T = 0, compute = 0;
@@ -71,6 +74,9 @@ nnmem_status_t nnmem__link_timeline(const double *op_s, uint64_t steps,
     T += op_s[s];
     compute += op_s[s];
   }
+  for (int d = 0; d < 2 && st == NNMEM_OK && order; d++) /* the rest */
+    while (link_begin(&L[d], x, rel, end, INFINITY)) {
+    }
   free(end), free(rel), free(L[0].pend), free(L[1].pend);
   *total_s = T;
   *compute_s = compute;

@@ -22,10 +22,13 @@ typedef struct nnmem__xfer {
  * begins the issued transfer due first (smallest `done`) among those
  * issued by then (earliest deadline first). Op s begins when op s-1 has
  * ended and every transfer with done == s has ended. *total_s = the end of
- * the last op; *compute_s = the sum of op_s. NNMEM_ERR_NOMEM.
+ * the last op; *compute_s = the sum of op_s; `order` (nullable, n
+ * entries) gets the transfers in the order they begin (a FIFO queue per
+ * direction fed in that order replays the model). NNMEM_ERR_NOMEM.
  * O(steps * n + n^2). Thread-safe (no state). */
 nnmem_status_t nnmem__link_timeline(const double *op_s, uint64_t steps,
                                     const nnmem__xfer_t *x, size_t n,
-                                    double *total_s, double *compute_s);
+                                    double *total_s, double *compute_s,
+                                    size_t *order);
 
 #endif /* NNMEM_FIT_LINK_TIMELINE_H */

@@ -47,7 +47,7 @@ void nnmem__fit_compute_costs(fitter_t *x) {
       c->offload_bytes += cp->bytes;
   }
   double T = 0, compute = 0;
-  if (xf) nnmem__link_timeline(x->op_s, x->S, xf, nc, &T, &compute);
+  if (xf) nnmem__link_timeline(x->op_s, x->S, xf, nc, &T, &compute, NULL);
   free(xf);
   c->compute_s = compute;
   c->total_s = T;

@@ -148,31 +148,6 @@ static void test_no_kernels(void **state) {
   nnmem_exec_plan_destroy(f.p);
 }
 
-/* What the executor does, modelled independently: each direction's copies
- * enqueued in issue order on one stream (FIFO), a copy taking bytes / link,
- * op s taking its estimated time x scale after the copies due at s. Not
- * counted: a copy in that waits for a copy out still reading the same
- * device bytes (the 1 % allowance where a plan has copies out). */
-static double fifo_exposed(const nnmem_exec_plan_t *p, double scale) {
-  double free_at[2] = {0, 0}, T = 0, compute = 0;
-  double *end = calloc(p->n_copies ? p->n_copies : 1, sizeof *end);
-  assert_non_null(end);
-  for (uint64_t s = 0; s < p->steps; s++) {
-    for (size_t i = 0; i < p->n_copies; i++) {
-      const exec_copy_t *c = &p->copies[i];
-      if (c->start != s) continue;
-      double b = T > free_at[c->in] ? T : free_at[c->in];
-      end[i] = free_at[c->in] = b + (double)c->bytes / p->link_bandwidth;
-    }
-    for (size_t i = 0; i < p->n_copies; i++)
-      if (p->copies[i].done == s && end[i] > T) T = end[i];
-    T += p->step[s].seconds * scale;
-    compute += p->step[s].seconds * scale;
-  }
-  free(end);
-  return T > compute ? T - compute : 0;
-}
-
 /* Plans at 75/50/25 % pass on the fake GPU and the simulated device; the
  * measured exposed time equals the fitter's estimate. */
 static void test_models(void **state) {
@@ -218,17 +193,14 @@ static void test_models(void **state) {
         outs += !f.p->copies[i].in;
       offloads += outs;
       /* The estimate is the fitter's own timeline (earliest deadline
-       * first on each link); the executor enqueues each direction's
-       * copies in issue order, so the measurement follows the FIFO model
-       * instead (and a copy in that lands on bytes a copy out due at the
-       * same step still reads waits for it: resnet50 at 12 MB, 24 us of
-       * 24.7 ms). The two differ where a copy issued later is due sooner
-       * (resnet50 at 25 %: 14.06 ms measured, 13.27 ms estimated). */
+       * first on each link) and the executor feeds each copy stream in
+       * the order that timeline begins the copies, so the measurement
+       * equals it, except where a copy in must wait for a copy out due at
+       * the same step that still reads its device bytes: the cost model
+       * lets both run (resnet50 at 12 MB: 24 us of 24.7 ms). */
       assert_true(fabs(rep.est_exposed_s - f.costs.exposed_s) <= tol);
-      double fifo = fifo_exposed(f.p, 1);
-      print_message("  FIFO model %.9f s\n", fifo);
-      assert_true(rep.wait_s >= fifo - tol);
-      assert_true(rep.wait_s <= fifo * (outs ? 1.01 : 1) + tol);
+      assert_true(rep.wait_s >= f.costs.exposed_s - tol);
+      assert_true(rep.wait_s <= f.costs.exposed_s * (outs ? 1.01 : 1) + tol);
       assert_true(fabs(rep.kernel_s - f.costs.compute_s) <=
                   1e-6 + 1e-4 * f.costs.compute_s);
       assert_true(rep.gap_s <= 1e-9); /* no launch gaps on the fake */
@@ -240,7 +212,7 @@ static void test_models(void **state) {
 }
 
 /* Op times scaled: kernels take longer, fewer copies stay exposed; the
- * measurement still follows the executor's (FIFO) timeline at that scale. */
+ * measurement still follows the model's timeline at that scale. */
 static void test_spin_scale(void **state) {
   (void)state;
   if (!nnmem_exec_cuda_kernels()) skip();
@@ -256,8 +228,8 @@ static void test_spin_scale(void **state) {
                   scales[i], rep.kernel_s, rep.wait_s, rep.est_exposed_s);
     assert_true(fabs(rep.kernel_s - scales[i] * f.costs.compute_s) <=
                 1e-6 + 1e-4 * rep.kernel_s);
-    double fifo = fifo_exposed(f.p, scales[i]);
-    assert_true(fabs(rep.wait_s - fifo) <= 1e-6 + 1e-4 * fifo);
+    assert_true(fabs(rep.wait_s - rep.est_exposed_s) <=
+                1e-6 + 1e-4 * rep.est_exposed_s);
     assert_true(rep.wait_s <= prev + 1e-9);
     prev = rep.wait_s;
   }
