@@ -24,6 +24,9 @@ typedef struct nnmem__region {
 
 struct nnmem_domain {
   nnmem_domain_set_t *set;
+  /* set->pool when the set tags its blocks (set->owned), else NULL: the
+   * owner's alloc and free reach the pool in one load from here */
+  nnmem_pool_t *tagged;
   nnmem_domain_stats_t st; /* counters, name, id, colour, quota */
   nnmem__region_t region;  /* protect sets only */
   nnmem_pool_t *pool;      /* protect sets only: over `region` */
