@@ -41,6 +41,7 @@
  * Complexity: O(1) expected per call (one hash probe sequence or one
  * registry load); check and destroy O(blocks + registered pages).
  * Thread-safety: none (see the header). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,14 @@
 #include "common/util.h"
 #include "runtime/domain_internal.h"
 #include "runtime/pool_internal.h"
+
+/* The counters of the owner's alloc and free share one cache line (the
+ * struct and st start on one: domain_internal.h). */
+_Static_assert(offsetof(nnmem_domain_stats_t, quota) % 64 == 0 &&
+                   offsetof(nnmem_domain_stats_t, checks) + 8 -
+                           offsetof(nnmem_domain_stats_t, quota) <=
+                       64,
+               "nnmem_domain_stats_t: quota..checks leave one cache line");
 
 static inline uint32_t owner_of(const nnmem__dt_entry_t *e) {
   return nnmem__dt_owner(e->meta);
@@ -235,10 +244,12 @@ nnmem_status_t nnmem_domain_create(nnmem_domain_set_t *set,
                        "domain '%s': a set holds at most %d domains", name,
                        NNMEM_DOMAIN_MAX);
   }
-  nnmem_domain_t *d = calloc(1, sizeof *d);
+  nnmem_domain_t *d = aligned_alloc(_Alignof(nnmem_domain_t), sizeof *d);
   if (!d) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain: no memory");
+  memset(d, 0, sizeof *d);
   d->set = set;
   d->tagged = set->owned ? set->pool : NULL;
+  d->tag = set->n + 1;
   d->region.pkey = -1;
   d->st.size = sizeof d->st;
   memcpy(d->st.name, name, sizeof name);
@@ -388,16 +399,19 @@ nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
                            size > st->quota - st->live_bytes,
                        0))
     return refuse_alloc(d, size, align, out, diag);
+  if (d->tagged) {
+    /* steps 3-4 in one pool call: the owner goes into the pool's record
+     * of the block (*out is NULL when it fails) */
+    nnmem_status_t s =
+        nnmem__pool_alloc_owned(d->tagged, size, align, d->tag, out);
+    if (__builtin_expect(s != NNMEM_OK, 0))
+      return refuse_pool(d, size, s, diag);
+    charge(st, size);
+    return NNMEM_OK;
+  }
   if (d->cache && size <= NNMEM__SMALL_MAX && align <= 16)
     return cache_alloc(d, (size_t)size, out, diag);
-  if (!d->tagged) return alloc_other(d, size, align, out, diag);
-  /* steps 3-4 in one pool call: the owner goes into the pool's record
-   * of the block (*out is NULL when it fails) */
-  nnmem_status_t s =
-      nnmem__pool_alloc_owned(d->tagged, size, align, st->id + 1, out);
-  if (__builtin_expect(s != NNMEM_OK, 0)) return refuse_pool(d, size, s, diag);
-  charge(st, size);
-  return NNMEM_OK;
+  return alloc_other(d, size, align, out, diag);
 }
 
 /* A live block of the set as the checks see it. */
@@ -506,7 +520,7 @@ nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
     /* the owner frees a tagged pool block: steps 1-3 in one pool call
      * (its lookup validates the pointer and compares the owner) */
     uint64_t req;
-    if (nnmem__pool_free_owned(d->tagged, ptr, d->st.id + 1, &req) !=
+    if (nnmem__pool_free_owned(d->tagged, ptr, d->tag, &req) !=
         NNMEM_OK)
       return free_other(d, ptr, diag);
     if (__builtin_expect(d->set->grants.count != 0, 0))
