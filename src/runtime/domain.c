@@ -12,6 +12,10 @@
  * block (the one every pool free looks up to validate the pointer), so a
  * free checks owner and pointer in one lookup; only one set per pool can
  * (the first: nnmem__pool_claim_owners), a second one uses the table.
+ * The owner's alloc and free there are the fast path: one test for size,
+ * alignment and quota, the pool and the tag read from the domain's first
+ * cache line, the counters updated on one other line (the domain is
+ * allocated on a line); every other case runs in alloc_other/free_other.
  * Over an allocator, each domain also has a tagged cache of its own
  * (allocator_internal.h): a small block (<= 8 KiB, alignment <= 16) comes
  * from pages that hold only that domain's blocks, so its owner is read
