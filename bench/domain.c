@@ -199,8 +199,8 @@ static void bench_tagging(int repeat, const uint32_t *slot,
     else
       printf("%-20s %12.1f %12.1f %14s %14s %14s\n", ways[i].name, wall[i],
              cpu[i], "-", "-", "-");
-    fprintf(csv, "ring,%s,%.2f,%.2f,%.4f,%.4f\n", ways[i].name, wall[i],
-            cpu[i], (i & 1) ? cpu[i] / cpu[base] - 1 : 0.0, paired[i]);
+    fprintf(csv, "ring,%s,%.2f,%.2f,%.4f,%.4f\n", ways[i].name, wall[i], cpu[i],
+            (i & 1) ? cpu[i] / cpu[base] - 1 : 0.0, paired[i]);
   }
   nnmem_domain_set_destroy(s1);
   nnmem_domain_set_destroy(s2);

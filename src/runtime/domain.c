@@ -361,9 +361,9 @@ static nnmem_status_t cache_alloc(nnmem_domain_t *d, size_t size, void **out,
 }
 
 /* The misuse and quota refusals of alloc (cold): bad input first. */
-static __attribute__((cold, noinline)) nnmem_status_t
-refuse_alloc(nnmem_domain_t *d, uint64_t size, uint64_t align, void **out,
-             nnmem_diag_t *diag) {
+static __attribute__((cold, noinline)) nnmem_status_t refuse_alloc(
+    nnmem_domain_t *d, uint64_t size, uint64_t align, void **out,
+    nnmem_diag_t *diag) {
   *out = NULL;
   if (size == 0 || size > NNMEM__DT_SIZE_MAX || (align & (align - 1)))
     return refuse_bad_alloc(d, size, align, diag);
@@ -373,9 +373,9 @@ refuse_alloc(nnmem_domain_t *d, uint64_t size, uint64_t align, void **out,
 /* Alloc through the block table (an allocator's large or aligned blocks,
  * a pool the set does not tag, protect sets); arguments and quota
  * checked. Out of the fast paths' way (its own frame). */
-static __attribute__((noinline)) nnmem_status_t
-alloc_other(nnmem_domain_t *d, uint64_t size, uint64_t align, void **out,
-            nnmem_diag_t *diag) {
+static __attribute__((noinline)) nnmem_status_t alloc_other(
+    nnmem_domain_t *d, uint64_t size, uint64_t align, void **out,
+    nnmem_diag_t *diag) {
   nnmem_domain_set_t *set = d->set;
   void *p = NULL;
   *out = NULL;
@@ -524,8 +524,7 @@ nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
     /* the owner frees a tagged pool block: steps 1-3 in one pool call
      * (its lookup validates the pointer and compares the owner) */
     uint64_t req;
-    if (nnmem__pool_free_owned(d->tagged, ptr, d->tag, &req) !=
-        NNMEM_OK)
+    if (nnmem__pool_free_owned(d->tagged, ptr, d->tag, &req) != NNMEM_OK)
       return free_other(d, ptr, diag);
     if (__builtin_expect(d->set->grants.count != 0, 0))
       drop_grants(d->set, (uint64_t)(uintptr_t)ptr);
@@ -549,8 +548,9 @@ nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
 /* Free by a domain that is not the owner, of a table block, or of no
  * live block: the paths the owner of a tagged block (pool record or cache
  * page) does not take (their own frame). */
-static __attribute__((noinline)) nnmem_status_t
-free_other(nnmem_domain_t *d, void *ptr, nnmem_diag_t *diag) {
+static __attribute__((noinline)) nnmem_status_t free_other(nnmem_domain_t *d,
+                                                           void *ptr,
+                                                           nnmem_diag_t *diag) {
   nnmem_domain_set_t *set = d->set;
   nnmem_status_t s = NNMEM_OK;
   blk_t b;

@@ -33,11 +33,11 @@ struct nnmem_domain {
   /* allocator sets: the domain's tagged cache (allocator_internal.h); its
    * small blocks carry the owner in their page and are not in `blocks` */
   nnmem__tcache_t *cache;
-  uint32_t tag;                            /* st.id + 1: the pool's owner tag */
-  _Alignas(64) nnmem_domain_stats_t st;    /* counters, name, id, colour,
-                                              quota */
-  nnmem__region_t region; /* protect sets only */
-  nnmem_pool_t *pool;     /* protect sets only: over `region` */
+  uint32_t tag;                         /* st.id + 1: the pool's owner tag */
+  _Alignas(64) nnmem_domain_stats_t st; /* counters, name, id, colour,
+                                           quota */
+  nnmem__region_t region;               /* protect sets only */
+  nnmem_pool_t *pool;                   /* protect sets only: over `region` */
 };
 
 /* The grants of a block (in set->grants under its address, p = this;

@@ -447,9 +447,8 @@ nnmem_status_t nnmem__pool_owner(nnmem_pool_t *pool, const void *ptr,
 
 /* The profiler hears of an owned free while the block is live (outside
  * the pool lock), only when it is the owner's. */
-static __attribute__((cold, noinline)) void
-profile_owned_free(nnmem_pool_t *pool, nnmem_profiler_t *pr, void *ptr,
-                   uint32_t owner) {
+static __attribute__((cold, noinline)) void profile_owned_free(
+    nnmem_pool_t *pool, nnmem_profiler_t *pr, void *ptr, uint32_t owner) {
   uint32_t o;
   uint64_t r;
   if (nnmem__pool_owner(pool, ptr, &o, &r) == NNMEM_OK && o == owner &&
@@ -461,8 +460,7 @@ nnmem_status_t nnmem__pool_free_owned(nnmem_pool_t *pool, void *ptr,
                                       uint32_t owner, uint64_t *requested) {
   nnmem_profiler_t *pr =
       atomic_load_explicit(&pool->prof, memory_order_acquire);
-  if (__builtin_expect(pr != NULL, 0))
-    profile_owned_free(pool, pr, ptr, owner);
+  if (__builtin_expect(pr != NULL, 0)) profile_owned_free(pool, pr, ptr, owner);
   lock(pool);
   int timed = sample(pool);
   uint64_t t0 = timed ? nnmem__cycles() : 0;

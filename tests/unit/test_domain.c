@@ -127,8 +127,8 @@ static void test_grants(void **state) {
    * grant record goes with it, and b gets nothing at that address */
   void *r = NULL;
   assert_ok(nnmem_domain_alloc(a, 64, 0, &r, NULL));
-  assert_ok(nnmem_domain_grant(a, r, 1, NNMEM_GRANT_READ | NNMEM_GRANT_FREE,
-                               NULL));
+  assert_ok(
+      nnmem_domain_grant(a, r, 1, NNMEM_GRANT_READ | NNMEM_GRANT_FREE, NULL));
   assert_int_equal(f.set->grants.count, 1);
   assert_ok(nnmem_domain_free(a, r, NULL));
   assert_int_equal(f.set->grants.count, 0);
