@@ -13,7 +13,9 @@
  *      owner and colour, every free checked). Rounds interleave direct and
  *      domain runs; ns per step by wall and by thread CPU time (which time
  *      slices lost to other processes do not inflate), medians of
- *      --repeat (default 7); overhead = domain / direct - 1;
+ *      --repeat (default 7); overhead = domain / direct - 1, of the
+ *      medians and (paired) the median of the per-round ratios, rounds
+ *      running the ways forward and backward in turn;
  *   2. (b) isolation: 10^6 random operations by 8 tenants (seed printed):
  *      allocations, own frees, cross-tenant frees with and without a grant;
  *      prints how many cross-tenant frees without a grant were tried and
@@ -134,16 +136,28 @@ static nnmem_domain_set_t *make_set(nnmem_pool_t *pool, nnmem_allocator_t *al,
   return set;
 }
 
-/* Runs `n` ways `repeat` times interleaved; medians in ns per step. */
+/* Runs `n` ways `repeat` times interleaved, forward in even rounds and
+ * backward in odd ones (so neither way of a pair always runs first);
+ * medians in ns per step. paired[i] (odd i): the median over rounds of
+ * way i's CPU time / way i-1's in the same round - 1, which a load that
+ * drifts between rounds moves less than the ratio of the medians. */
 static void run_ways(const way_t *ways, int n, int repeat, const uint32_t *slot,
-                     const uint32_t *size, double *wall_ns, double *cpu_ns) {
-  static double wv[8][MAX_REPEAT], cv[8][MAX_REPEAT];
+                     const uint32_t *size, double *wall_ns, double *cpu_ns,
+                     double *paired) {
+  static double wv[8][MAX_REPEAT], cv[8][MAX_REPEAT], ratio[MAX_REPEAT];
   for (int r = 0; r < repeat; r++)
-    for (int i = 0; i < n; i++)
+    for (int k = 0; k < n; k++) {
+      int i = r & 1 ? n - 1 - k : k;
       ring(&ways[i], slot, size, &wv[i][r], &cv[i][r]);
+    }
   for (int i = 0; i < n; i++) {
     wall_ns[i] = median(wv[i], repeat) * 1e9 / (double)g_steps;
     cpu_ns[i] = median(cv[i], repeat) * 1e9 / (double)g_steps;
+    paired[i] = 0;
+    if (!(i & 1)) continue;
+    for (int r = 0; r < repeat; r++)
+      ratio[r] = cv[i][r] / cv[i - 1][r] - 1;
+    paired[i] = median(ratio, repeat);
   }
 }
 
@@ -167,26 +181,26 @@ static void bench_tagging(int repeat, const uint32_t *slot,
                    {"allocator+domains", al, NULL, d1, s1, 0},
                    {"tlsf", NULL, pool, NULL, NULL, 0},
                    {"tlsf+domains", NULL, pool, d2, s2, 0}};
-  double wall[4], cpu[4];
-  run_ways(ways, 4, repeat, slot, size, wall, cpu);
+  double wall[4], cpu[4], paired[4];
+  run_ways(ways, 4, repeat, slot, size, wall, cpu, paired);
   printf(
       "\n(a) tagging on the allocation path: ring of %d blocks, 16 B - 4 KiB, "
       "%ld steps, %d tenants, median of %d (direct and domain rounds "
-      "interleaved)\n",
+      "interleaved, order alternating)\n",
       RING, g_steps, TENANTS, repeat);
-  printf("%-20s %12s %12s %14s %14s\n", "way", "ns/step", "cpu ns/step",
-         "overhead", "overhead (cpu)");
+  printf("%-20s %12s %12s %14s %14s %14s\n", "way", "ns/step", "cpu ns/step",
+         "overhead", "overhead (cpu)", "paired (cpu)");
   for (int i = 0; i < 4; i++) {
     int base = i & ~1;
     if (i & 1)
-      printf("%-20s %12.1f %12.1f %13.1f%% %13.1f%%\n", ways[i].name, wall[i],
-             cpu[i], 100.0 * (wall[i] / wall[base] - 1),
-             100.0 * (cpu[i] / cpu[base] - 1));
+      printf("%-20s %12.1f %12.1f %13.1f%% %13.1f%% %13.1f%%\n", ways[i].name,
+             wall[i], cpu[i], 100.0 * (wall[i] / wall[base] - 1),
+             100.0 * (cpu[i] / cpu[base] - 1), 100.0 * paired[i]);
     else
-      printf("%-20s %12.1f %12.1f %14s %14s\n", ways[i].name, wall[i], cpu[i],
-             "-", "-");
-    fprintf(csv, "ring,%s,%.2f,%.2f,%.4f\n", ways[i].name, wall[i], cpu[i],
-            (i & 1) ? cpu[i] / cpu[base] - 1 : 0.0);
+      printf("%-20s %12.1f %12.1f %14s %14s %14s\n", ways[i].name, wall[i],
+             cpu[i], "-", "-", "-");
+    fprintf(csv, "ring,%s,%.2f,%.2f,%.4f,%.4f\n", ways[i].name, wall[i], cpu[i],
+            (i & 1) ? cpu[i] / cpu[base] - 1 : 0.0, paired[i]);
   }
   nnmem_domain_set_destroy(s1);
   nnmem_domain_set_destroy(s2);
@@ -297,8 +311,8 @@ static void bench_enforce(nnmem_domain_protect_t prot, int repeat,
   if (prot != NNMEM_PROTECT_PKEY && g_steps > 50000) g_steps = 50000;
   way_t ways[2] = {{"no switch", NULL, NULL, dom, set, 0},
                    {"switch every step", NULL, NULL, dom, set, 1}};
-  double wall[2], cpu[2];
-  run_ways(ways, 2, repeat, slot, size, wall, cpu);
+  double wall[2], cpu[2], paired[2];
+  run_ways(ways, 2, repeat, slot, size, wall, cpu, paired);
   printf(
       "(c) %-8s switch between two domains: %.1f ns; ring (%ld steps) "
       "without switching %.1f ns/step, switching to the slot's tenant "
@@ -338,7 +352,7 @@ int main(int argc, char **argv) {
     perror(csv_path);
     return 1;
   }
-  fprintf(csv, "section,name,a,b,c\n");
+  fprintf(csv, "section,name,a,b,c,d\n");
   uint32_t *slot = malloc((size_t)g_steps * sizeof *slot);
   uint32_t *size = malloc((size_t)g_steps * sizeof *size);
   if (!slot || !size) return 1;

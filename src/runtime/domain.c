@@ -12,6 +12,10 @@
  * block (the one every pool free looks up to validate the pointer), so a
  * free checks owner and pointer in one lookup; only one set per pool can
  * (the first: nnmem__pool_claim_owners), a second one uses the table.
+ * The owner's alloc and free there are the fast path: one test for size,
+ * alignment and quota, the pool and the tag read from the domain's first
+ * cache line, the counters updated on one other line (the domain is
+ * allocated on a line); every other case runs in alloc_other/free_other.
  * Over an allocator, each domain also has a tagged cache of its own
  * (allocator_internal.h): a small block (<= 8 KiB, alignment <= 16) comes
  * from pages that hold only that domain's blocks, so its owner is read
@@ -41,6 +45,7 @@
  * Complexity: O(1) expected per call (one hash probe sequence or one
  * registry load); check and destroy O(blocks + registered pages).
  * Thread-safety: none (see the header). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +53,14 @@
 #include "common/util.h"
 #include "runtime/domain_internal.h"
 #include "runtime/pool_internal.h"
+
+/* The counters of the owner's alloc and free share one cache line (the
+ * struct and st start on one: domain_internal.h). */
+_Static_assert(offsetof(nnmem_domain_stats_t, quota) % 64 == 0 &&
+                   offsetof(nnmem_domain_stats_t, checks) + 8 -
+                           offsetof(nnmem_domain_stats_t, quota) <=
+                       64,
+               "nnmem_domain_stats_t: quota..checks leave one cache line");
 
 static inline uint32_t owner_of(const nnmem__dt_entry_t *e) {
   return nnmem__dt_owner(e->meta);
@@ -167,12 +180,10 @@ static void owned_block_free(void *user, void *blk, uint32_t owner,
                              uint64_t requested) {
   nnmem_domain_set_t *set = user;
   nnmem__addrmap_entry_t g;
-  uint32_t actual;
-  (void)requested;
   if (set->grants.count &&
       nnmem__addrmap_remove(&set->grants, (uint64_t)(uintptr_t)blk, &g))
     free(g.p);
-  (void)nnmem__pool_free_owned(set->pool, blk, owner, &actual, &requested);
+  (void)nnmem__pool_free_owned(set->pool, blk, owner, &requested);
 }
 
 void nnmem_domain_set_destroy(nnmem_domain_set_t *set) {
@@ -237,9 +248,12 @@ nnmem_status_t nnmem_domain_create(nnmem_domain_set_t *set,
                        "domain '%s': a set holds at most %d domains", name,
                        NNMEM_DOMAIN_MAX);
   }
-  nnmem_domain_t *d = calloc(1, sizeof *d);
+  nnmem_domain_t *d = aligned_alloc(_Alignof(nnmem_domain_t), sizeof *d);
   if (!d) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "domain: no memory");
+  memset(d, 0, sizeof *d);
   d->set = set;
+  d->tagged = set->owned ? set->pool : NULL;
+  d->tag = set->n + 1;
   d->region.pkey = -1;
   d->st.size = sizeof d->st;
   memcpy(d->st.name, name, sizeof name);
@@ -315,6 +329,14 @@ refuse_quota(nnmem_domain_t *d, uint64_t size, nnmem_diag_t *diag) {
                      (unsigned long long)st->quota);
 }
 
+/* Step 5 of alloc: `size` bytes join d's account. */
+static inline void charge(nnmem_domain_stats_t *st, uint64_t size) {
+  st->live_bytes += size;
+  st->live_blocks++;
+  st->allocs++;
+  if (st->live_bytes > st->peak_bytes) st->peak_bytes = st->live_bytes;
+}
+
 /* A small block from the domain's tagged cache, charged its usable size:
  * no table record (the page knows the owner). */
 static nnmem_status_t cache_alloc(nnmem_domain_t *d, size_t size, void **out,
@@ -322,6 +344,7 @@ static nnmem_status_t cache_alloc(nnmem_domain_t *d, size_t size, void **out,
   nnmem_domain_stats_t *st = &d->st;
   uint32_t usable = 0;
   void *p = nnmem__tcache_alloc(d->cache, size, &usable);
+  *out = p;
   if (__builtin_expect(!p, 0)) {
     st->refused_pool++;
     return nnmem__diag(diag, NNMEM_ERR_NOMEM,
@@ -330,12 +353,41 @@ static nnmem_status_t cache_alloc(nnmem_domain_t *d, size_t size, void **out,
   }
   if (__builtin_expect(usable > st->quota - st->live_bytes, 0)) {
     nnmem__tcache_free(d->cache, p);
+    *out = NULL;
     return refuse_quota(d, usable, diag);
   }
-  st->live_bytes += usable;
-  st->live_blocks++;
-  st->allocs++;
-  if (st->live_bytes > st->peak_bytes) st->peak_bytes = st->live_bytes;
+  charge(st, usable);
+  return NNMEM_OK;
+}
+
+/* The misuse and quota refusals of alloc (cold): bad input first. */
+static __attribute__((cold, noinline)) nnmem_status_t refuse_alloc(
+    nnmem_domain_t *d, uint64_t size, uint64_t align, void **out,
+    nnmem_diag_t *diag) {
+  *out = NULL;
+  if (size == 0 || size > NNMEM__DT_SIZE_MAX || (align & (align - 1)))
+    return refuse_bad_alloc(d, size, align, diag);
+  return refuse_quota(d, size, diag);
+}
+
+/* Alloc through the block table (an allocator's large or aligned blocks,
+ * a pool the set does not tag, protect sets); arguments and quota
+ * checked. Out of the fast paths' way (its own frame). */
+static __attribute__((noinline)) nnmem_status_t alloc_other(
+    nnmem_domain_t *d, uint64_t size, uint64_t align, void **out,
+    nnmem_diag_t *diag) {
+  nnmem_domain_set_t *set = d->set;
+  void *p = NULL;
+  *out = NULL;
+  nnmem_status_t s = under_alloc(set, d, size, align, &p);
+  if (s == NNMEM_OK) { /* a new block: absent from the table */
+    s = nnmem__dt_insert(&set->blocks, (uint64_t)(uintptr_t)p,
+                         size | (uint64_t)d->st.id << 48);
+    if (s != NNMEM_OK) (void)under_free(set, d->st.id, p);
+  }
+  if (__builtin_expect(s != NNMEM_OK, 0))
+    return refuse_pool(d, size, s, diag);
+  charge(&d->st, size);
   *out = p;
   return NNMEM_OK;
 }
@@ -344,37 +396,26 @@ nnmem_status_t nnmem_domain_alloc(nnmem_domain_t *d, uint64_t size,
                                   uint64_t align, void **out,
                                   nnmem_diag_t *diag) {
   if (!d || !out) return NNMEM_ERR_INVALID;
-  *out = NULL;
   nnmem_domain_stats_t *st = &d->st;
-  if (__builtin_expect(size == 0 || size > NNMEM__DT_SIZE_MAX ||
-                           (align & (align - 1)),
+  /* steps 1-2 in one test: size - 1 wraps for 0 */
+  if (__builtin_expect(size - 1 >= NNMEM__DT_SIZE_MAX ||
+                           (align & (align - 1)) ||
+                           size > st->quota - st->live_bytes,
                        0))
-    return refuse_bad_alloc(d, size, align, diag);
-  if (__builtin_expect(size > st->quota - st->live_bytes, 0))
-    return refuse_quota(d, size, diag);
-  nnmem_domain_set_t *set = d->set;
-  void *p = NULL;
+    return refuse_alloc(d, size, align, out, diag);
+  if (d->tagged) {
+    /* steps 3-4 in one pool call: the owner goes into the pool's record
+     * of the block (*out is NULL when it fails) */
+    nnmem_status_t s =
+        nnmem__pool_alloc_owned(d->tagged, size, align, d->tag, out);
+    if (__builtin_expect(s != NNMEM_OK, 0))
+      return refuse_pool(d, size, s, diag);
+    charge(st, size);
+    return NNMEM_OK;
+  }
   if (d->cache && size <= NNMEM__SMALL_MAX && align <= 16)
     return cache_alloc(d, (size_t)size, out, diag);
-  nnmem_status_t s;
-  if (set->owned) /* the owner in the pool's record: no table insert */
-    s = nnmem__pool_alloc_owned(set->pool, size, align, st->id + 1, &p);
-  else
-    s = under_alloc(set, d, size, align, &p);
-  if (s == NNMEM_OK && !set->owned) {
-    /* a new block: absent from the table */
-    s = nnmem__dt_insert(&set->blocks, (uint64_t)(uintptr_t)p,
-                         size | (uint64_t)st->id << 48);
-    if (s != NNMEM_OK) (void)under_free(set, st->id, p);
-  }
-  if (__builtin_expect(s != NNMEM_OK, 0))
-    return refuse_pool(d, size, s, diag);
-  st->live_bytes += size;
-  st->live_blocks++;
-  st->allocs++;
-  if (st->live_bytes > st->peak_bytes) st->peak_bytes = st->live_bytes;
-  *out = p;
-  return NNMEM_OK;
+  return alloc_other(d, size, align, out, diag);
 }
 
 /* A live block of the set as the checks see it. */
@@ -458,47 +499,66 @@ static int lookup(nnmem_domain_t *d, const void *p, uint32_t rights,
   return 0;
 }
 
+/* Step 5 of free by the owner: `size` bytes leave d's account. */
+static inline void discharge(nnmem_domain_stats_t *st, uint64_t size) {
+  st->checks++;
+  st->live_bytes -= size;
+  st->live_blocks--;
+  st->frees++;
+}
+
+/* A grant record of a block being freed goes with it. */
+static __attribute__((noinline)) void drop_grants(nnmem_domain_set_t *set,
+                                                  uint64_t key) {
+  nnmem__addrmap_entry_t g;
+  if (nnmem__addrmap_remove(&set->grants, key, &g)) free(g.p);
+}
+
+static nnmem_status_t free_other(nnmem_domain_t *d, void *ptr,
+                                 nnmem_diag_t *diag);
+
 nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
                                  nnmem_diag_t *diag) {
   if (!d) return NNMEM_ERR_INVALID;
-  nnmem_domain_set_t *set = d->set;
-  uint32_t usable;
-  if (set->owned) { /* one lookup in the pool: pointer and owner */
-    uint32_t actual;
+  if (d->tagged) {
+    /* the owner frees a tagged pool block: steps 1-3 in one pool call
+     * (its lookup validates the pointer and compares the owner) */
     uint64_t req;
-    if (nnmem__pool_free_owned(set->pool, ptr, d->st.id + 1, &actual, &req) ==
-        NNMEM_OK) {
-      nnmem__addrmap_entry_t g;
-      if (set->grants.count &&
-          nnmem__addrmap_remove(&set->grants, (uint64_t)(uintptr_t)ptr, &g))
-        free(g.p);
-      d->st.checks++;
-      d->st.live_bytes -= req;
-      d->st.live_blocks--;
-      d->st.frees++;
-      return NNMEM_OK;
-    }
+    if (nnmem__pool_free_owned(d->tagged, ptr, d->tag, &req) != NNMEM_OK)
+      return free_other(d, ptr, diag);
+    if (__builtin_expect(d->set->grants.count != 0, 0))
+      drop_grants(d->set, (uint64_t)(uintptr_t)ptr);
+    discharge(&d->st, req);
+    return NNMEM_OK;
   }
   /* the owner frees a block of its cache, no grants anywhere: a registry
    * load and a compare of the page's tag */
+  nnmem_domain_set_t *set = d->set;
+  uint32_t usable;
   if (d->cache && !set->grants.count &&
       nnmem__allocator_block_tag(set->allocator, ptr, &usable) == d &&
       nnmem__tcache_block_live(ptr)) {
     nnmem__tcache_free(d->cache, ptr);
-    d->st.checks++;
-    d->st.live_bytes -= usable;
-    d->st.live_blocks--;
-    d->st.frees++;
+    discharge(&d->st, usable);
     return NNMEM_OK;
   }
+  return free_other(d, ptr, diag);
+}
+
+/* Free by a domain that is not the owner, of a table block, or of no
+ * live block: the paths the owner of a tagged block (pool record or cache
+ * page) does not take (their own frame). */
+static __attribute__((noinline)) nnmem_status_t free_other(nnmem_domain_t *d,
+                                                           void *ptr,
+                                                           nnmem_diag_t *diag) {
+  nnmem_domain_set_t *set = d->set;
   nnmem_status_t s = NNMEM_OK;
   blk_t b;
   if (!lookup(d, ptr, NNMEM_GRANT_FREE, "free", &b, &s, diag)) return s;
   nnmem_domain_t *o = set->dom[b.owner];
   if (set->owned) {
-    uint32_t actual;
     uint64_t req;
-    s = nnmem__pool_free_owned(set->pool, ptr, b.owner + 1, &actual, &req);
+    s = nnmem__pool_free_owned(set->pool, ptr, b.owner + 1, &req);
     if (s != NNMEM_OK)
       return nnmem__diag(diag, NNMEM_ERR_STATE,
                          "domain '%s': the pool refused live block %p: %s",

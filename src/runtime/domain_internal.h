@@ -22,14 +22,22 @@ typedef struct nnmem__region {
   int pkey;
 } nnmem__region_t;
 
+/* Allocated on a cache line (aligned_alloc): the owner's alloc and free
+ * over a tagged pool touch two lines, the first (set, tagged, tag) and
+ * st's line from quota to checks (domain.c asserts they share one). */
 struct nnmem_domain {
   nnmem_domain_set_t *set;
-  nnmem_domain_stats_t st; /* counters, name, id, colour, quota */
-  nnmem__region_t region;  /* protect sets only */
-  nnmem_pool_t *pool;      /* protect sets only: over `region` */
+  /* set->pool when the set tags its blocks (set->owned), else NULL: the
+   * owner's alloc and free reach the pool in one load from here */
+  nnmem_pool_t *tagged;
   /* allocator sets: the domain's tagged cache (allocator_internal.h); its
    * small blocks carry the owner in their page and are not in `blocks` */
   nnmem__tcache_t *cache;
+  uint32_t tag;                         /* st.id + 1: the pool's owner tag */
+  _Alignas(64) nnmem_domain_stats_t st; /* counters, name, id, colour,
+                                           quota */
+  nnmem__region_t region;               /* protect sets only */
+  nnmem_pool_t *pool;                   /* protect sets only: over `region` */
 };
 
 /* The grants of a block (in set->grants under its address, p = this;

@@ -445,34 +445,34 @@ nnmem_status_t nnmem__pool_owner(nnmem_pool_t *pool, const void *ptr,
   return e ? NNMEM_OK : NNMEM_ERR_INVALID;
 }
 
+/* The profiler hears of an owned free while the block is live (outside
+ * the pool lock), only when it is the owner's. */
+static __attribute__((cold, noinline)) void profile_owned_free(
+    nnmem_pool_t *pool, nnmem_profiler_t *pr, void *ptr, uint32_t owner) {
+  uint32_t o;
+  uint64_t r;
+  if (nnmem__pool_owner(pool, ptr, &o, &r) == NNMEM_OK && o == owner &&
+      owner != 0)
+    nnmem__profiler_on_free(pr, ptr);
+}
+
 nnmem_status_t nnmem__pool_free_owned(nnmem_pool_t *pool, void *ptr,
-                                      uint32_t owner, uint32_t *actual,
-                                      uint64_t *requested) {
+                                      uint32_t owner, uint64_t *requested) {
   nnmem_profiler_t *pr =
       atomic_load_explicit(&pool->prof, memory_order_acquire);
-  if (__builtin_expect(pr != NULL, 0)) { /* told while the block is live,
-                                            outside the pool lock */
-    uint32_t o;
-    uint64_t r;
-    if (nnmem__pool_owner(pool, ptr, &o, &r) == NNMEM_OK && o == owner &&
-        owner != 0)
-      nnmem__profiler_on_free(pr, ptr);
-  }
+  if (__builtin_expect(pr != NULL, 0)) profile_owned_free(pool, pr, ptr, owner);
   lock(pool);
   int timed = sample(pool);
   uint64_t t0 = timed ? nnmem__cycles() : 0;
+  /* one lookup: the record validates the pointer and names the owner */
   nnmem__addrmap_entry_t *e =
-      ptr ? nnmem__addrmap_get(&pool->live, (uint64_t)(uintptr_t)ptr) : NULL;
-  nnmem_status_t st = NNMEM_ERR_INVALID;
-  if (e) {
-    *actual = (uint32_t)(e->a >> OWNER_SHIFT);
-    *requested = e->a & REQ_MASK;
-    st = NNMEM_ERR_DENIED;
-  }
-  if (e && *actual == owner && owner != 0) {
+      nnmem__addrmap_get(&pool->live, (uint64_t)(uintptr_t)ptr);
+  nnmem_status_t st = !e ? NNMEM_ERR_INVALID : NNMEM_ERR_DENIED;
+  if (e && e->a >> OWNER_SHIFT == owner && owner != 0) {
     nnmem__addrmap_entry_t rec = *e;
     nnmem__addrmap_remove_entry(&pool->live, e);
     free_record_locked(pool, ptr, &rec);
+    *requested = rec.a & REQ_MASK;
     st = NNMEM_OK;
   }
   if (timed) record_latency(pool, t0);

@@ -136,13 +136,13 @@ nnmem_status_t nnmem__pool_alloc_owned(nnmem_pool_t *pool, uint64_t size,
  * NNMEM_ERR_INVALID when ptr is none. */
 nnmem_status_t nnmem__pool_owner(nnmem_pool_t *pool, const void *ptr,
                                  uint32_t *owner, uint64_t *requested);
-/* Frees ptr when it is a live block tagged `owner`: NNMEM_OK. Otherwise
- * nothing changes and nothing is counted: NNMEM_ERR_DENIED with its actual
- * owner and size (0: untagged), NNMEM_ERR_INVALID when it is no live
- * block. */
+/* Frees ptr when it is a live block tagged `owner`: NNMEM_OK with its
+ * requested size in *requested. Otherwise nothing changes and nothing is
+ * counted: NNMEM_ERR_DENIED when it has another owner (or none),
+ * NNMEM_ERR_INVALID when it is no live block (NULL included); the caller
+ * asks nnmem__pool_owner who owns it. */
 nnmem_status_t nnmem__pool_free_owned(nnmem_pool_t *pool, void *ptr,
-                                      uint32_t owner, uint32_t *actual,
-                                      uint64_t *requested);
+                                      uint32_t owner, uint64_t *requested);
 /* Calls fn for every tagged live block (collected under the lock, called
  * outside it, so fn may free). NNMEM_ERR_NOMEM: fn was not called. */
 nnmem_status_t nnmem__pool_each_owned(nnmem_pool_t *pool,

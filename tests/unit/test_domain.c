@@ -123,6 +123,17 @@ static void test_grants(void **state) {
   assert_ok(nnmem_domain_alloc(a, 1000, 0, &p2, NULL));
   assert_int_equal(nnmem_domain_free(b, p2, NULL), NNMEM_ERR_DENIED);
   assert_ok(nnmem_domain_free(a, p2, NULL));
+  /* the owner frees a block it granted (the one-call pool path): the
+   * grant record goes with it, and b gets nothing at that address */
+  void *r = NULL;
+  assert_ok(nnmem_domain_alloc(a, 64, 0, &r, NULL));
+  assert_ok(
+      nnmem_domain_grant(a, r, 1, NNMEM_GRANT_READ | NNMEM_GRANT_FREE, NULL));
+  assert_int_equal(f.set->grants.count, 1);
+  assert_ok(nnmem_domain_free(a, r, NULL));
+  assert_int_equal(f.set->grants.count, 0);
+  assert_int_equal(stats_of(a).live_bytes, 0);
+  assert_int_equal(nnmem_domain_free(b, r, NULL), NNMEM_ERR_INVALID);
   fx_close(&f); /* q is still live: destroy frees it */
 }
 
@@ -207,14 +218,17 @@ static void test_quota(void **state) {
   assert_ok(nnmem_domain_alloc(a, 1000, 0, &p[0], NULL));
   assert_ok(nnmem_domain_alloc(a, 2000, 0, &p[1], NULL)); /* exactly full */
   nnmem_diag_t d = {{0}};
+  p[2] = &d; /* a refusal clears *out */
   assert_int_equal(nnmem_domain_alloc(a, 1, 0, &p[2], &d), NNMEM_ERR_NOMEM);
+  assert_null(p[2]);
   assert_non_null(strstr(d.message, "quota (3000 of 3000 bytes live)"));
   assert_ok(nnmem_domain_free(a, p[0], NULL));
   assert_ok(nnmem_domain_alloc(a, 1000, 0, &p[0], NULL));
   /* b's quota is larger than the device: the pool refuses */
-  void *big = NULL;
+  void *big = &d;
   assert_int_equal(nnmem_domain_alloc(b, 32u << 20, 0, &big, &d),
                    NNMEM_ERR_NOMEM);
+  assert_null(big);
   assert_non_null(strstr(d.message, "the pool refused"));
   nnmem_domain_stats_t sa = stats_of(a), sb = stats_of(b);
   assert_int_equal(sa.refused_quota, 1);
