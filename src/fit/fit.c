@@ -907,9 +907,12 @@ static int fit_better(const nnmem_fit_t *b, const nnmem_fit_t *a,
          eb < (1 - FIT_SLACK) * ea;
 }
 
-nnmem_status_t nnmem_fit(const nnmem_graph_t *g, const nnmem_device_t *d,
-                         uint64_t limit, const nnmem_fit_config_t *cfg,
-                         nnmem_fit_t **out, nnmem_diag_t *diag) {
+/* The fits over the window bounds; with `any`, the first that fits (the
+ * smallest-limit search asks only whether some fit exists). */
+static nnmem_status_t fit_best(const nnmem_graph_t *g, const nnmem_device_t *d,
+                               uint64_t limit, const nnmem_fit_config_t *cfg,
+                               int any, nnmem_fit_t **out,
+                               nnmem_diag_t *diag) {
   if (out) *out = NULL;
   if (!g || !d || !out)
     return nnmem__diag(diag, NNMEM_ERR_INVALID, "nnmem_fit: NULL argument");
@@ -939,6 +942,10 @@ nnmem_status_t nnmem_fit(const nnmem_graph_t *g, const nnmem_device_t *d,
       return st;
     }
     if (st != NNMEM_OK) continue;
+    if (any) {
+      best = f;
+      break;
+    }
     if (!best || fit_better(f, best, fewest)) {
       nnmem_fit_destroy(best);
       best = f;
@@ -957,6 +964,12 @@ nnmem_status_t nnmem_fit(const nnmem_graph_t *g, const nnmem_device_t *d,
   best->seconds = nnmem__now() - t0;
   *out = best;
   return NNMEM_OK;
+}
+
+nnmem_status_t nnmem_fit(const nnmem_graph_t *g, const nnmem_device_t *d,
+                         uint64_t limit, const nnmem_fit_config_t *cfg,
+                         nnmem_fit_t **out, nnmem_diag_t *diag) {
+  return fit_best(g, d, limit, cfg, 0, out, diag);
 }
 
 void nnmem_fit_destroy(nnmem_fit_t *f) {
@@ -1032,7 +1045,7 @@ nnmem_status_t nnmem_fit_smallest_limit(const nnmem_graph_t *g,
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "nnmem_fit_smallest_limit: NULL argument");
   nnmem_fit_t *f = NULL;
-  nnmem_status_t st = nnmem_fit(g, d, UINT64_MAX / 4, cfg, &f, diag);
+  nnmem_status_t st = fit_best(g, d, UINT64_MAX / 4, cfg, 1, &f, diag);
   if (st != NNMEM_OK) return st;
   uint64_t lo = f->min_footprint, hi = f->unconstrained_peak;
   nnmem_fit_destroy(f);
@@ -1040,7 +1053,7 @@ nnmem_status_t nnmem_fit_smallest_limit(const nnmem_graph_t *g,
   /* invariant: hi fits; below lo nothing does */
   while (hi - lo > 4096 && hi - lo > hi / 100) {
     uint64_t mid = lo + (hi - lo) / 2;
-    st = nnmem_fit(g, d, mid, cfg, &f, NULL);
+    st = fit_best(g, d, mid, cfg, 1, &f, NULL);
     nnmem_fit_destroy(f);
     f = NULL;
     if (st == NNMEM_OK)
@@ -1050,7 +1063,7 @@ nnmem_status_t nnmem_fit_smallest_limit(const nnmem_graph_t *g,
     else
       return nnmem__diag(diag, st, "fit: %s", nnmem_status_str(st));
   }
-  if (lo < hi && nnmem_fit(g, d, lo, cfg, &f, NULL) == NNMEM_OK) hi = lo;
+  if (lo < hi && fit_best(g, d, lo, cfg, 1, &f, NULL) == NNMEM_OK) hi = lo;
   nnmem_fit_destroy(f);
   *limit_out = hi;
   return NNMEM_OK;
