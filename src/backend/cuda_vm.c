@@ -29,12 +29,17 @@
  * destination's, so every granule the segment counts as committed stays
  * backed throughout (the source granule holds the destination's old memory
  * until the segment decommits it) and a move never needs new memory.
- * Invariants (nnmem__cuda_vm_check): backed[g] == 1 <=> the segment's
- * refs[g] > 0; n_backed == |{g : backed[g] == 1}|; the driver's own view
- * matches (the fake driver's counters in tests: live handles == mapped granules
- * == n_backed). Complexity: O(granules touched) driver calls per commit,
- * decommit or move. Thread-safety: driver calls under the backend's mutex with
- * its context current; the tables belong to the segment's (serialized) caller.
+ * A failed exchange maps both handles back (restore: unmap, map, set
+ * access, 3 attempts), and a failed move exchanges back what it exchanged
+ * (3 attempts each); if the driver refuses all of them the segment is
+ * broken (sticky, named by the checker; commit and move refuse).
+ * Invariants (nnmem__cuda_vm_check): not broken; backed[g] == 1 <=> the
+ * segment's refs[g] > 0; n_backed == |{g : backed[g] == 1}|; the driver's
+ * own view matches (the fake driver's counters in tests: live handles ==
+ * mapped granules == n_backed). Complexity: O(granules touched) driver
+ * calls per commit, decommit or move. Thread-safety: driver calls under the
+ * backend's mutex with its context current; the tables belong to the
+ * segment's (serialized) caller.
  * Untested on a real GPU so far: only the stand-in driver has run it. */
 #include "backend/cuda_vm.h"
 
@@ -54,6 +59,10 @@ struct nnmem__cuda_vm {
                             orphan (unmap or release refused; retried) */
   uint64_t n_backed;     /* granules backed */
   int pending;           /* copies issued since the last synchronize */
+  int broken;            /* a granule's bytes are lost or misplaced (the
+                            driver refused every attempt to put them back):
+                            check fails, commit and move refuse */
+  char broken_msg[200];  /* which granule and why */
 };
 
 /* Entry point names, in the order of cu_vm_api_t's members (none has a
@@ -230,9 +239,18 @@ static nnmem_status_t sync_pending(nnmem__cuda_vm_t *vm) {
   return vm_status(vm->c, vm->c->vm.synchronize(), "cuCtxSynchronize");
 }
 
+/* NNMEM_ERR_STATE, the broken granule named in last_error, when the
+ * segment is broken (see vm_break); else NNMEM_OK. */
+static nnmem_status_t refuse_broken(const nnmem__cuda_vm_t *vm) {
+  if (!vm->broken) return NNMEM_OK;
+  snprintf(vm->c->last_error, sizeof vm->c->last_error, "%s", vm->broken_msg);
+  return NNMEM_ERR_STATE;
+}
+
 nnmem_status_t nnmem__cuda_vm_commit(nnmem__cuda_vm_t *vm, uint64_t g0,
                                      uint64_t g1) {
   if (g0 >= g1 || g1 > vm->n) return NNMEM_ERR_INVALID;
+  if (vm->broken) return refuse_broken(vm);
   cuda_t *c = vm->c;
   nnmem_status_t st = nnmem__cuda_enter(c, "cuda vm commit");
   if (st) return st;
@@ -340,11 +358,49 @@ static nnmem_status_t copy_down(nnmem__cuda_vm_t *vm, uint64_t dst,
   return NNMEM_OK;
 }
 
+/* Attempts at restoring a mapping, and at exchanging a granule back, before
+ * the segment gives up: one failing driver call, or two of different
+ * functions, leave at least one clean attempt. */
+#define RETRIES 3
+
+/* Marks the segment broken: a granule whose bytes are no longer where the
+ * heap believes them. Sticky: check reports it, commit and move refuse. */
+static nnmem_status_t vm_break(nnmem__cuda_vm_t *vm, uint64_t g,
+                               const char *why) {
+  if (!vm->broken)
+    snprintf(vm->broken_msg, sizeof vm->broken_msg,
+             "cuda vm: granule %llu %.60s (driver: %.80s)",
+             (unsigned long long)g, why, vm->c->last_error);
+  vm->broken = 1;
+  snprintf(vm->c->last_error, sizeof vm->c->last_error, "%s", vm->broken_msg);
+  return NNMEM_ERR_STATE;
+}
+
+/* Maps handle h at granule g with read/write access, whatever g holds now
+ * (a mapping there is undone first; its failure is ignored, as g may well
+ * be unmapped); up to RETRIES attempts. */
+static nnmem_status_t restore(nnmem__cuda_vm_t *vm, uint64_t g,
+                              cu_mem_handle_t h) {
+  cuda_t *c = vm->c;
+  size_t G = (size_t)vm->granule;
+  cu_mem_access_t a = rw_access(c);
+  nnmem_status_t st = NNMEM_ERR_IO;
+  for (int i = 0; i < RETRIES && st != NNMEM_OK; i++) {
+    (void)c->vm.unmap(addr_of(vm, g), G);
+    st = vm_status(c, c->vm.map(addr_of(vm, g), G, 0, h, 0), "cuMemMap");
+    if (st == NNMEM_OK)
+      st = vm_status(c, c->vm.set_access(addr_of(vm, g), G, &a, 1),
+                     "cuMemSetAccess");
+  }
+  return st;
+}
+
 /* Exchanges the physical memory of granules gs and gd (both backed): each
- * handle mapped at the other's address, access set on both. *done: 1 when
- * the handles did change places (even if setting access then failed: an
- * exchange back repairs that), 0 when a failure restored the original
- * mappings (as far as the driver lets). */
+ * handle mapped at the other's address, access set on both. On success
+ * *done = 1. When a step fails, both handles are mapped back where they
+ * were (restore, with retries) and *done = 0 with the first error; when
+ * even that fails, or access cannot be set after a successful exchange, the
+ * segment is broken (vm_break) and the status is NNMEM_ERR_STATE. */
 static nnmem_status_t exchange(nnmem__cuda_vm_t *vm, uint64_t gs, uint64_t gd,
                                int *done) {
   cuda_t *c = vm->c;
@@ -355,30 +411,34 @@ static nnmem_status_t exchange(nnmem__cuda_vm_t *vm, uint64_t gs, uint64_t gd,
   *done = 0;
   nnmem_status_t st = vm_status(c, c->vm.unmap(as, G), "cuMemUnmap");
   if (st) return st;
+  int unmapped_d = 0;
   st = vm_status(c, c->vm.unmap(ad, G), "cuMemUnmap");
-  if (st) {
-    (void)c->vm.map(as, G, 0, hs, 0);
-    (void)c->vm.set_access(as, G, &a, 1);
+  if (st == NNMEM_OK) {
+    unmapped_d = 1;
+    st = vm_status(c, c->vm.map(ad, G, 0, hs, 0), "cuMemMap");
+  }
+  if (st == NNMEM_OK) st = vm_status(c, c->vm.map(as, G, 0, hd, 0), "cuMemMap");
+  if (st) { /* back to where they were; keep the first error */
+    char keep[sizeof c->last_error];
+    memcpy(keep, c->last_error, sizeof keep);
+    if (restore(vm, gs, hs) != NNMEM_OK)
+      return vm_break(vm, gs, "lost its mapping undoing a failed exchange");
+    if (unmapped_d && restore(vm, gd, hd) != NNMEM_OK)
+      return vm_break(vm, gd, "lost its mapping undoing a failed exchange");
+    memcpy(c->last_error, keep, sizeof keep);
     return st;
   }
-  st = vm_status(c, c->vm.map(ad, G, 0, hs, 0), "cuMemMap");
-  if (st == NNMEM_OK) {
-    st = vm_status(c, c->vm.map(as, G, 0, hd, 0), "cuMemMap");
-    if (st) (void)c->vm.unmap(ad, G);
+  vm->h[gd] = hs;
+  vm->h[gs] = hd;
+  *done = 1;
+  for (int i = 0; i < 2; i++) {
+    uint64_t g = i ? gs : gd;
+    st = vm_status(c, c->vm.set_access(addr_of(vm, g), G, &a, 1),
+                   "cuMemSetAccess");
+    if (st && restore(vm, g, vm->h[g]) != NNMEM_OK)
+      return vm_break(vm, g, "mapped without access after an exchange");
   }
-  if (st) { /* back to where they were */
-    (void)c->vm.map(as, G, 0, hs, 0);
-    (void)c->vm.map(ad, G, 0, hd, 0);
-  } else {
-    vm->h[gd] = hs;
-    vm->h[gs] = hd;
-    *done = 1;
-  }
-  nnmem_status_t s1 =
-      vm_status(c, c->vm.set_access(ad, G, &a, 1), "cuMemSetAccess");
-  nnmem_status_t s2 =
-      vm_status(c, c->vm.set_access(as, G, &a, 1), "cuMemSetAccess");
-  return st ? st : s1 ? s1 : s2;
+  return NNMEM_OK;
 }
 
 nnmem_status_t nnmem__cuda_vm_move(nnmem__cuda_vm_t *vm, uint64_t dst,
@@ -387,6 +447,7 @@ nnmem_status_t nnmem__cuda_vm_move(nnmem__cuda_vm_t *vm, uint64_t dst,
   if (dst == src || len == 0) return NNMEM_OK;
   if (dst > src || src > vm->size || len > vm->size - src)
     return NNMEM_ERR_INVALID;
+  if (vm->broken) return refuse_broken(vm);
   cuda_t *c = vm->c;
   uint64_t G = vm->granule, d = src - dst;
   /* whole granules of the source: [lo, hi) */
@@ -414,10 +475,18 @@ nnmem_status_t nnmem__cuda_vm_move(nnmem__cuda_vm_t *vm, uint64_t dst,
       char keep[sizeof c->last_error];
       memcpy(keep, c->last_error, sizeof keep);
       (void)sync_pending(vm);
-      int done;
-      while (swapped--)
-        (void)exchange(vm, g0 + swapped, g0 + swapped - d / G, &done);
-      memcpy(c->last_error, keep, sizeof keep);
+      while (swapped-- && !vm->broken) {
+        uint64_t gs = g0 + swapped, gd = gs - d / G;
+        int done = 0;
+        for (int i = 0; i < RETRIES && !done && !vm->broken; i++)
+          (void)exchange(vm, gs, gd, &done);
+        if (!done)
+          (void)vm_break(vm, gd, "holds another's bytes (move not undone)");
+      }
+      if (vm->broken)
+        st = NNMEM_ERR_STATE;
+      else
+        memcpy(c->last_error, keep, sizeof keep);
     }
   }
   nnmem_status_t s2 = sync_pending(vm);
@@ -433,8 +502,11 @@ void nnmem__cuda_vm_destroy(nnmem__cuda_vm_t *vm) {
       vm->pending = 1;
       (void)sync_pending(vm);
     }
-    for (uint64_t g = 0; g < vm->n; g++)
-      if (vm->backed[g]) (void)unback(vm, g);
+    for (uint64_t g = 0; g < vm->n; g++) /* an unmap refused (or, broken,
+                                              nothing mapped): release anyway,
+                                              the driver frees at unmap */
+      if (vm->backed[g] && unback(vm, g) && vm->backed[g] == 2)
+        (void)c->vm.release(vm->h[g]);
     (void)vm_status(c, c->vm.address_free(vm->base, (size_t)vm->size),
                     "cuMemAddressFree");
     nnmem__cuda_leave(c);
@@ -449,6 +521,10 @@ int nnmem__cuda_vm_check(const nnmem__cuda_vm_t *vm, const uint32_t *refs,
   if (n != vm->n) {
     snprintf(msg, cap, "cuda vm: %llu granules, the segment has %llu",
              (unsigned long long)vm->n, (unsigned long long)n);
+    return 1;
+  }
+  if (vm->broken) {
+    snprintf(msg, cap, "%s", vm->broken_msg);
     return 1;
   }
   uint64_t backed = 0;

@@ -55,12 +55,18 @@ nnmem_status_t nnmem__cuda_vm_decommit(nnmem__cuda_vm_t *vm, uint64_t g0,
  * distance is short (< 1 MiB, over 16 chunks), through a scratch buffer of
  * up to 16 MiB from cuMemAlloc (chunks if it cannot be had). *remapped gets
  * the bytes moved by exchange. The device is synchronized before any unmap
- * and before returning, so the bytes are in place on return. */
+ * and before returning, so the bytes are in place on return. A failure
+ * undoes the exchanges done so far (the block intact at src); a mapping the
+ * driver refuses to put back is retried (3 attempts). When every attempt
+ * fails the segment is broken: NNMEM_ERR_STATE, the granule named in
+ * last_error and by the checker, and commit and move refuse from then on
+ * (no silent loss; destroy still releases everything). */
 nnmem_status_t nnmem__cuda_vm_move(nnmem__cuda_vm_t *vm, uint64_t dst,
                                    uint64_t src, uint64_t len, int remap,
                                    uint64_t *remapped);
-/* Checker: granule g is backed exactly when refs[g] > 0, and the backed
- * count matches. 0 when consistent; else 1 with msg. */
+/* Checker: not broken (see move), granule g is backed exactly when
+ * refs[g] > 0, and the backed count matches. 0 when consistent; else 1
+ * with msg. */
 int nnmem__cuda_vm_check(const nnmem__cuda_vm_t *vm, const uint32_t *refs,
                          uint64_t n, char *msg, size_t cap);
 /* Granules backed now. */

@@ -269,7 +269,8 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
  * fake_cuda_vm_calls(name) (calls so far). Fault injection:
  * fake_cuda_vm_fail(name, n, code) makes the n-th next call of name
  * ("cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemUnmap",
- * "cuMemAddressReserve") return `code` (n = 0 clears). */
+ * "cuMemAddressReserve") return `code` (n = 0 clears);
+ * fake_cuda_vm_fail_times(name, n, code, k) the k calls from the n-th. */
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -322,11 +323,12 @@ typedef struct vm_fault {
   long calls;   /* so far */
   long fail_at; /* call number that fails; 0 = none */
   CUresult code;
+  long times; /* consecutive calls failing from fail_at (1 when 0) */
 } vm_fault_t;
 static vm_fault_t vm_faults[] = {
-    {"cuMemCreate", 0, 0, 0},         {"cuMemMap", 0, 0, 0},
-    {"cuMemSetAccess", 0, 0, 0},      {"cuMemUnmap", 0, 0, 0},
-    {"cuMemAddressReserve", 0, 0, 0}, {"cuMemRelease", 0, 0, 0}};
+    {"cuMemCreate", 0, 0, 0, 0},         {"cuMemMap", 0, 0, 0, 0},
+    {"cuMemSetAccess", 0, 0, 0, 0},      {"cuMemUnmap", 0, 0, 0, 0},
+    {"cuMemAddressReserve", 0, 0, 0, 0}, {"cuMemRelease", 0, 0, 0, 0}};
 #define N_FAULTS (sizeof vm_faults / sizeof *vm_faults)
 
 static vm_fault_t *vm_fault(const char *name) {
@@ -339,8 +341,9 @@ static vm_fault_t *vm_fault(const char *name) {
 static CUresult vm_call(const char *name) {
   vm_fault_t *f = vm_fault(name);
   f->calls++;
-  if (f->fail_at && f->calls == f->fail_at) {
-    f->fail_at = 0;
+  if (f->fail_at && f->calls >= f->fail_at) {
+    if (f->calls - f->fail_at + 1 >= (f->times > 0 ? f->times : 1))
+      f->fail_at = 0;
     return f->code;
   }
   return OK;
@@ -351,6 +354,13 @@ int fake_cuda_vm_fail(const char *name, long n, int code) {
   if (!f) return -1;
   f->fail_at = n ? f->calls + n : 0;
   f->code = code;
+  f->times = 1;
+  return 0;
+}
+/* As fake_cuda_vm_fail, but `times` consecutive calls fail from the n-th. */
+int fake_cuda_vm_fail_times(const char *name, long n, int code, long times) {
+  if (fake_cuda_vm_fail(name, n, code)) return -1;
+  vm_fault(name)->times = times;
   return 0;
 }
 long fake_cuda_vm_calls(const char *name) {

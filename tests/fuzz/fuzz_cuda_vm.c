@@ -8,9 +8,10 @@
  * 4 KiB),
  * free, pin, unpin, compact, or a fault armed in the driver (the n-th next
  * cuMemCreate / cuMemMap / cuMemSetAccess / cuMemUnmap / cuMemRelease
- * fails with out of memory or an invalid value; one fault armed at a time:
- * the heap recovers from one failing driver call, not from a second one
- * failing inside that recovery).
+ * fails with out of memory or an invalid value; arming one clears the
+ * others unless bit 0x40 of its function byte keeps them, so two calls of
+ * different functions can fail in one compaction, the second inside the
+ * recovery from the first: the heap restores its mappings, retrying).
  *
  * Checked after every operation: nnmem_heap_check passes (every granule
  * with refs is backed, no other); statuses agree with a model (stale
@@ -154,9 +155,11 @@ static void heap_op(nnmem_heap_t *h, nnmem_backend_t *b, const fake_t *f,
       (void)nnmem_heap_compact(h, NULL);
       all_intact(h, b, m);
       return;
-    default: { /* one fault at a time: arming one clears the others */
+    default: { /* arming one fault clears the others, unless bit 0x40 of
+                  `which` keeps them: two driver calls of different
+                  functions fail, e.g. a map while undoing an exchange */
       uint8_t which = take(p, end), n = take(p, end);
-      clear_faults(f);
+      if (!(which & 0x40)) clear_faults(f);
       f->fail(fns[which % 5], 1 + n % 8, which & 0x80 ? 1 : 2);
       return;
     }

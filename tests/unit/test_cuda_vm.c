@@ -33,6 +33,7 @@ static long (*vm_handles)(void);
 static long (*vm_mappings)(void);
 static long (*vm_reserved)(void);
 static int (*vm_fail)(const char *, long, int);
+static int (*vm_fail_times)(const char *, long, int, long);
 static long (*vm_calls)(const char *);
 
 #define SYM(var, name)                    \
@@ -51,6 +52,7 @@ static int setup(void **state) {
   SYM(vm_mappings, "fake_cuda_vm_mappings");
   SYM(vm_reserved, "fake_cuda_vm_reserved");
   SYM(vm_fail, "fake_cuda_vm_fail");
+  SYM(vm_fail_times, "fake_cuda_vm_fail_times");
   SYM(vm_calls, "fake_cuda_vm_calls");
   /* 64 KiB granules keep the fake's memfds small; 64 MiB of "device" */
   setenv("FAKE_CUDA_GRANULARITY", "65536", 1);
@@ -467,6 +469,99 @@ static void test_compact_failure(void **state) {
   nnmem_backend_destroy(b);
 }
 
+/* Two driver calls of different functions failing in one remapping
+ * compaction (e.g. the second cuMemUnmap of an exchange, then the cuMemMap
+ * that puts the source granule back): swept over the pairs of functions and
+ * the call numbers of both. Each time the heap passes its check (the
+ * segment restored or, when the driver refused every retry, reported
+ * broken: not reachable with two one-shot faults, so here always
+ * restored), every block still holds its bytes, and destroy leaves nothing
+ * in the driver. */
+static void test_compact_two_failures(void **state) {
+  (void)state;
+  nnmem_backend_t *b = fake_backend();
+  const uint64_t G = 65536;
+  const char *fns[] = {"cuMemMap", "cuMemUnmap", "cuMemSetAccess"};
+  int failed = 0, runs = 0;
+  for (int f1 = 0; f1 < 3; f1++)
+    for (int f2 = 0; f2 < 3; f2++)
+      for (long n1 = 1; f1 != f2 && n1 <= 6; n1++)
+        for (long n2 = 1; n2 <= 6; n2++) {
+          nnmem_heap_t *h = vm_heap(b, 64 * G, 1);
+          nnmem_handle_t t[8];
+          uint64_t sz[8];
+          for (int i = 0; i < 8; i++) {
+            sz[i] = i % 2 ? (uint64_t)(i + 1) * G : G + 4096 * (uint64_t)i;
+            assert_int_equal(nnmem_handle_alloc(h, sz[i], G, &t[i]), NNMEM_OK);
+            fill(h, b, t[i], sz[i], 300u + (uint32_t)i);
+          }
+          for (int i = 0; i < 8; i += 3)
+            assert_int_equal(nnmem_handle_free(h, t[i]), NNMEM_OK);
+          vm_fail(fns[f1], n1, 2);
+          vm_fail(fns[f2], n2, 2);
+          nnmem_status_t st = nnmem_heap_compact(h, NULL);
+          vm_fail(fns[f1], 0, 0);
+          vm_fail(fns[f2], 0, 0);
+          failed += st != NNMEM_OK;
+          runs++;
+          check(h);
+          assert_true(vm_mappings() >= (long)(committed(h) / G));
+          for (int i = 0; i < 8; i++)
+            if (i % 3) expect(h, b, t[i], sz[i], 300u + (uint32_t)i);
+          nnmem_heap_destroy(h);
+          nothing_left();
+        }
+  print_message("two failing calls: %d of %d compactions refused\n", failed,
+                runs);
+  assert_true(failed > 0);
+  nnmem_backend_destroy(b);
+}
+
+/* A driver that keeps refusing cuMemMap (10 calls in a row from the n-th)
+ * after one cuMemUnmap failed (the m-th) in a remapping compaction: either
+ * the compaction fails cleanly (check passes, the block intact) or the
+ * segment is broken: NNMEM_ERR_STATE, the heap's checker names the
+ * granule, a later allocation that needs a commit is refused, and destroy
+ * still leaves nothing in the driver. Swept over n and m; the broken state
+ * must be reached. */
+static void test_compact_broken(void **state) {
+  (void)state;
+  nnmem_backend_t *b = fake_backend();
+  const uint64_t G = 65536;
+  int broken = 0, clean = 0;
+  for (long m = 1; m <= 3; m++)
+    for (long n = 1; n <= 4; n++) {
+      nnmem_heap_t *h = vm_heap(b, 64 * G, 1);
+      nnmem_handle_t a, c, t;
+      assert_int_equal(nnmem_handle_alloc(h, G, G, &a), NNMEM_OK);
+      assert_int_equal(nnmem_handle_alloc(h, 2 * G, G, &c), NNMEM_OK);
+      fill(h, b, c, 2 * G, 77);
+      assert_int_equal(nnmem_handle_free(h, a), NNMEM_OK);
+      vm_fail("cuMemUnmap", m, 2);
+      vm_fail_times("cuMemMap", n, 2, 10);
+      nnmem_status_t st = nnmem_heap_compact(h, NULL);
+      vm_fail("cuMemUnmap", 0, 0);
+      vm_fail("cuMemMap", 0, 0);
+      nnmem_diag_t d = {{0}};
+      nnmem_status_t cst = nnmem_heap_check(h, &d);
+      if (cst == NNMEM_OK) {
+        clean += st != NNMEM_OK;
+        expect(h, b, c, 2 * G, 77);
+      } else {
+        broken++;
+        assert_int_equal(st, NNMEM_ERR_STATE);
+        assert_non_null(strstr(d.message, "cuda vm: granule"));
+        assert_int_not_equal(nnmem_handle_alloc(h, 8 * G, G, &t), NNMEM_OK);
+      }
+      nnmem_heap_destroy(h);
+      nothing_left();
+    }
+  print_message("map refused 10 times: %d broken, %d clean failures\n", broken,
+                clean);
+  assert_true(broken > 0);
+  nnmem_backend_destroy(b);
+}
+
 /* A long block moved a short distance: through the scratch buffer, and
  * in direct chunks when the device has no room for the scratch buffer;
  * the bytes survive both ways and the scratch buffer is freed. */
@@ -716,6 +811,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_compact),
       cmocka_unit_test(test_commit_failure),
       cmocka_unit_test(test_compact_failure),
+      cmocka_unit_test(test_compact_two_failures),
+      cmocka_unit_test(test_compact_broken),
       cmocka_unit_test(test_short_moves),
       cmocka_unit_test(test_random),
   };
