@@ -89,6 +89,26 @@ static void undo_group(fitter_t *x, const alap_copy_t *cp, const size_t *idx,
     nnmem__fit_set_min_lead(x, &x->cands[cp[idx[q]].c], old[q], w);
 }
 
+/* The longest lead in [lo, hi] with which copy j's group keeps the profile
+ * <= target, lo feasible (feasibility is monotone in the lead): bisection,
+ * each probe issued and undone. */
+static uint64_t longest_lead(fitter_t *x, const alap_copy_t *cp, size_t k,
+                             size_t j, uint64_t lo, uint64_t hi,
+                             uint64_t target, nnmem_interval_t *w, size_t *idx,
+                             uint64_t *old) {
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo + 1) / 2;
+    int ok = 0;
+    size_t n = issue_group(x, cp, k, j, mid, target, w, idx, old, &ok);
+    undo_group(x, cp, idx, old, n, w);
+    if (ok)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 /* Issue order, a last touch: going back from the last use, a copy issued
  * later than a copy of a later use (it would wait behind it on the link)
  * moves its issue step back to that one's, or as far as the steps it
@@ -105,17 +125,8 @@ static void order_leads(fitter_t *x, const alap_copy_t *cp, size_t k,
     uint64_t start = copy_start(x, c, cp[j].use, w);
     if (earliest < start) {
       memcpy(x->prof_before, x->prof, x->S * sizeof *x->prof);
-      uint64_t lo = cp[j].use - start, hi = cp[j].use - earliest;
-      while (lo < hi) { /* the longest lead that fits */
-        uint64_t mid = lo + (hi - lo + 1) / 2;
-        int ok = 0;
-        size_t n = issue_group(x, cp, k, j, mid, target, w, idx, old, &ok);
-        undo_group(x, cp, idx, old, n, w);
-        if (ok)
-          lo = mid;
-        else
-          hi = mid - 1;
-      }
+      uint64_t lo = longest_lead(x, cp, k, j, cp[j].use - start,
+                                 cp[j].use - earliest, target, w, idx, old);
       int ok = 0;
       if (lo > cp[j].use - start)
         (void)issue_group(x, cp, k, j, lo, target, w, idx, old, &ok);
@@ -132,9 +143,8 @@ static void order_leads(fitter_t *x, const alap_copy_t *cp, size_t k,
  * longest lead whose group keeps the profile <= target, by bisection
  * (a longer lead holds more bytes at more steps: feasibility is monotone).
  * O(k * log 64 * group * (S + uses)). */
-static nnmem_status_t extend_leads(fitter_t *x, const alap_copy_t *cp,
-                                   size_t k, uint64_t target,
-                                   nnmem_interval_t *w) {
+static nnmem_status_t extend_leads(fitter_t *x, const alap_copy_t *cp, size_t k,
+                                   uint64_t target, nnmem_interval_t *w) {
   size_t *idx = malloc((k + 1) * sizeof *idx);
   uint64_t *old = malloc((k + 1) * sizeof *old);
   if (!idx || !old) {
@@ -146,18 +156,8 @@ static nnmem_status_t extend_leads(fitter_t *x, const alap_copy_t *cp,
     const cand_t *c = &x->cands[cp[j].c];
     memcpy(x->prof_before, x->prof, x->S * sizeof *x->prof);
     uint64_t cur = cp[j].use - copy_start(x, c, cp[j].use, w);
-    uint64_t lo = cur, hi = cp[j].lead; /* lo feasible; find the largest */
-    if (hi > cp[j].use) hi = cp[j].use;
-    while (lo < hi) {
-      uint64_t mid = lo + (hi - lo + 1) / 2;
-      int ok = 0;
-      size_t n = issue_group(x, cp, k, j, mid, target, w, idx, old, &ok);
-      undo_group(x, cp, idx, old, n, w);
-      if (ok)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
+    uint64_t hi = cp[j].lead < cp[j].use ? cp[j].lead : cp[j].use;
+    uint64_t lo = longest_lead(x, cp, k, j, cur, hi, target, w, idx, old);
     if (lo > cur) {
       int ok = 0;
       (void)issue_group(x, cp, k, j, lo, target, w, idx, old, &ok);
@@ -291,4 +291,3 @@ nnmem_status_t nnmem__fit_alap_leads(fitter_t *x, uint32_t ahead) {
   free(chosen);
   return st;
 }
-
