@@ -523,10 +523,13 @@ static nnmem_status_t queue_init(gpu_t *g, double scale, copy_queue_t *cq) {
           p->link_bandwidth > 0 ? (double)p->copies[i].bytes / p->link_bandwidth
                                 : 0,
           p->copies[i].in};
-    double T, compute;
+    double T = 0, compute = 0;
     for (size_t i = 0; i < n; i++)
       cq->order[i] = SIZE_MAX;
     st = nnmem__link_timeline(op, p->steps, x, n, &T, &compute, cq->order);
+    /* the same timeline is the run's estimate */
+    g->rep->est_compute_s = compute;
+    g->rep->est_exposed_s = T > compute ? T - compute : 0;
   }
   if (st == NNMEM_OK) { /* copies the model never began go last */
     size_t k = 0;
@@ -577,10 +580,9 @@ static nnmem_status_t corrupt(gpu_t *g, uint64_t s) {
   return launch(g, g->f_write, sp, (uint32_t)s, 0);
 }
 
-static nnmem_status_t run_steps(gpu_t *g) {
+static nnmem_status_t run_steps(gpu_t *g, double scale) {
   const nnmem_exec_plan_t *p = g->p;
   copy_queue_t cq;
-  double scale = g->cfg->spin_scale > 0 ? g->cfg->spin_scale : 1;
   nnmem_status_t st = queue_init(g, scale, &cq);
   if (st != NNMEM_OK) return st;
   st = record(g, EV_START, g->cs);
@@ -678,21 +680,14 @@ static double timeline_exposed(const nnmem_exec_plan_t *p, const double *op,
   return st == NNMEM_OK && T > compute ? T - compute : 0;
 }
 
-static nnmem_status_t measure(gpu_t *g, double scale) {
+/* The measured times from the events, and the model's timeline fed with
+ * them (the estimate itself came with the copy queue, queue_init). */
+static nnmem_status_t measure(gpu_t *g) {
   const nnmem_exec_plan_t *p = g->p;
   nnmem_exec_report_t *r = g->rep;
   double *op = calloc(p->steps + 1, sizeof *op);
   double *cp = calloc(p->n_copies + 1, sizeof *cp);
   nnmem_status_t st = op && cp ? NNMEM_OK : NNMEM_ERR_NOMEM;
-  for (size_t i = 0; i < p->n_copies && st == NNMEM_OK; i++)
-    cp[i] = p->link_bandwidth > 0
-                ? (double)p->copies[i].bytes / p->link_bandwidth
-                : 0;
-  for (uint64_t s = 0; s < p->steps && st == NNMEM_OK; s++) {
-    op[s] = p->step[s].seconds * scale;
-    r->est_compute_s += op[s];
-  }
-  if (st == NNMEM_OK) r->est_exposed_s = timeline_exposed(p, op, cp);
   for (uint64_t s = 0; s < p->steps && st == NNMEM_OK; s++) {
     double w = 0, k = 0;
     int waits = 0;
@@ -860,11 +855,11 @@ nnmem_status_t nnmem__exec_run_cuda(const nnmem_exec_plan_t *p,
     st = launch(&g, g.f_write, g.init, (uint32_t)p->steps, 0);
   if (st == NNMEM_OK)
     st = cu(&g, g.a.stream_synchronize(g.cs), "cuStreamSynchronize");
-  if (st == NNMEM_OK) st = run_steps(&g);
+  if (st == NNMEM_OK) st = run_steps(&g, scale);
   if (st == NNMEM_OK) st = device_error(&g);
   if (st == NNMEM_OK) {
     rep->steps = p->steps;
-    st = measure(&g, scale);
+    st = measure(&g);
   }
   if (st == NNMEM_ERR_NOMEM && diag && !diag->message[0])
     nnmem__diag(diag, st, "GPU executor: out of host memory");
