@@ -47,6 +47,7 @@
 
 #include "common/text.h"
 #include "common/util.h"
+#include "import/json_exact.h"
 #include "nnmem/io.h"
 #include "plan/problem_internal.h"
 
@@ -396,33 +397,13 @@ nnmem_status_t nnmem_plan_read_json(const char *data, size_t len,
   if (!data || !problem_out || !offsets_out)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "nnmem_plan_read_json: NULL argument");
-  reader_t r = {
-      display_name ? display_name : "<plan>", NULL, NULL, diag, NULL, NULL};
-  char *tagged = NULL;
-  nnmem_status_t st = tag_numbers(&r, data, len, &tagged);
-  if (st != NNMEM_OK) return st;
-  const char *end = NULL;
-  /* with the terminator: text after the document is an error */
-  cJSON *doc = cJSON_ParseWithLengthOpts(tagged, strlen(tagged) + 1, &end, 1);
-  if (!doc)
-    st = nnmem__diag(diag, NNMEM_ERR_PARSE, "%s: not valid JSON", r.name);
-  else if (has_number_key(doc))
-    st = nnmem__diag(diag, NNMEM_ERR_PARSE,
-                     "%s: not valid JSON: a number as an object key", r.name);
-  else
-    st = read_doc(&r, doc);
+  const char *name = display_name ? display_name : "<plan>";
+  cJSON *doc = NULL;
+  nnmem_status_t st = nnmem__json_exact_parse(name, data, len, &doc, diag);
+  if (st == NNMEM_OK)
+    st = nnmem__plan_read_doc(name, doc, problem_out, offsets_out, diag);
   cJSON_Delete(doc);
-  free(tagged);
-  free(r.parent);
-  free(r.parent_off);
-  if (st != NNMEM_OK) {
-    nnmem_problem_destroy(r.p);
-    free(r.offs);
-    return st;
-  }
-  *problem_out = r.p;
-  *offsets_out = r.offs;
-  return NNMEM_OK;
+  return st;
 }
 
 nnmem_status_t nnmem_plan_read_json_file(const char *path,
@@ -648,8 +629,7 @@ nnmem_status_t nnmem__plan_read_doc_order(const char *name, const cJSON *doc,
   return read_order(&r, doc, g, order_out);
 }
 
-nnmem_status_t nnmem__plan_read_doc_kept_out(const char *name,
-                                             const cJSON *doc,
+nnmem_status_t nnmem__plan_read_doc_kept_out(const char *name, const cJSON *doc,
                                              const nnmem_graph_t *g,
                                              uint8_t **kept_out,
                                              nnmem_diag_t *diag) {
