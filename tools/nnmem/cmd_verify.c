@@ -499,6 +499,17 @@ static void json_buffer(nnmem__jw_t *w, const verify_ctx_t *c, size_t i) {
   nnmem__jw_end(w);
 }
 
+/* The first violation a verify report names, for --json; NULL: valid. */
+static const char *violation_name(const nnmem_verify_report_t *r) {
+  return r->valid           ? NULL
+         : r->has_conflict  ? "conflict"
+         : r->overflow      ? "overflow"
+         : r->misaligned    ? "misaligned"
+         : r->bad_child     ? "sub_buffer"
+         : r->over_capacity ? "over_capacity"
+                            : "invalid";
+}
+
 static int print_json(const verify_ctx_t *c, const nnmem_verify_report_t *r,
                       uint64_t lb) {
   nnmem__text_t t;
@@ -514,14 +525,7 @@ static int print_json(const verify_ctx_t *c, const nnmem_verify_report_t *r,
   nnmem__jw_kv_u64(&w, "height", r->height);
   nnmem__jw_kv_u64(&w, "lower_bound", lb);
   nnmem__jw_kv_double(&w, "ratio", lb ? (double)r->height / (double)lb : 1.0);
-  const char *v = r->valid           ? NULL
-                  : r->has_conflict  ? "conflict"
-                  : r->overflow      ? "overflow"
-                  : r->misaligned    ? "misaligned"
-                  : r->bad_child     ? "sub_buffer"
-                  : r->over_capacity ? "over_capacity"
-                                     : "invalid";
-  nnmem__jw_kv_string(&w, "violation", v);
+  nnmem__jw_kv_string(&w, "violation", violation_name(r));
   if (r->has_conflict) {
     nnmem__jw_key(&w, "conflict");
     nnmem__jw_array(&w);
@@ -585,16 +589,6 @@ typedef struct multi_result {
   const char *violation;
 } multi_result_t;
 
-static const char *violation_name(const nnmem_verify_report_t *r) {
-  return r->valid           ? NULL
-         : r->has_conflict  ? "conflict"
-         : r->overflow      ? "overflow"
-         : r->misaligned    ? "misaligned"
-         : r->bad_child     ? "sub_buffer"
-         : r->over_capacity ? "over_capacity"
-                            : "invalid";
-}
-
 /* M2 for plan i of m against `model`: 1 exit code in *res, or a load
  * error (returned, printed). */
 static int verify_one_plan(const verify_opts_t *o, const nnmem_multi_plan_t *m,
@@ -604,8 +598,8 @@ static int verify_one_plan(const verify_opts_t *o, const nnmem_multi_plan_t *m,
   memset(&c, 0, sizeof c);
   if (nnmem_multi_plan_entry(m, i, &e) != NNMEM_OK) return CLI_EXIT_INTERNAL;
   char where[300];
-  snprintf(where, sizeof where, "%s: plans[%zu] ('%.80s')", o->solution_path,
-           i, e.label);
+  snprintf(where, sizeof where, "%s: plans[%zu] ('%.80s')", o->solution_path, i,
+           e.label);
   c.o = *o;
   c.o.problem_path = model;
   c.o.solution_path = where;
@@ -664,8 +658,7 @@ static int verify_one_plan(const verify_opts_t *o, const nnmem_multi_plan_t *m,
 
 /* M3: NULL when the arena holds every plan, else what is wrong in msg. */
 static const char *check_arena(const nnmem_multi_plan_t *m,
-                               const multi_result_t *r, char *msg,
-                               size_t cap) {
+                               const multi_result_t *r, char *msg, size_t cap) {
   size_t n = nnmem_multi_plan_count(m);
   uint64_t size = nnmem_multi_plan_arena_bytes(m);
   nnmem_diag_t d = {{0}};
@@ -723,9 +716,9 @@ static int print_multi_json(const verify_opts_t *o, const nnmem_multi_plan_t *m,
   nnmem__jw_object(&w);
   nnmem__jw_kv_bool(&w, "valid", code == 0);
   nnmem__jw_kv_string(&w, "plan", o->solution_path);
-  nnmem__jw_kv_string(&w, "mode", nnmem_multi_plan_is_buckets(m)
-                                      ? "shape-buckets"
-                                      : "shared-arena");
+  nnmem__jw_kv_string(
+      &w, "mode",
+      nnmem_multi_plan_is_buckets(m) ? "shape-buckets" : "shared-arena");
   nnmem__jw_kv_u64(&w, "arena_bytes", nnmem_multi_plan_arena_bytes(m));
   nnmem__jw_kv_u64(&w, "capacity", o->capacity);
   nnmem__jw_kv_string(&w, "arena_violation", arena_bad);
@@ -736,8 +729,7 @@ static int print_multi_json(const verify_opts_t *o, const nnmem_multi_plan_t *m,
     nnmem_multi_plan_entry(m, i, &e);
     nnmem__jw_object(&w);
     nnmem__jw_kv_string(&w, "label", e.label);
-    nnmem__jw_kv_string(&w, "model",
-                        o->models[o->n_models == 1 ? 0 : i]);
+    nnmem__jw_kv_string(&w, "model", o->models[o->n_models == 1 ? 0 : i]);
     nnmem__jw_kv_bool(&w, "valid", r[i].code == 0);
     nnmem__jw_kv_u64(&w, "base", e.base);
     nnmem__jw_kv_u64(&w, "height", r[i].height);
@@ -750,7 +742,8 @@ static int print_multi_json(const verify_opts_t *o, const nnmem_multi_plan_t *m,
   return cli_json_print(&w, &t);
 }
 
-static int verify_multi_doc(const verify_opts_t *o, const nnmem_multi_plan_t *m) {
+static int verify_multi_doc(const verify_opts_t *o,
+                            const nnmem_multi_plan_t *m) {
   size_t n = nnmem_multi_plan_count(m);
   int buckets = nnmem_multi_plan_is_buckets(m);
   if (buckets ? o->n_models != 1 : o->n_models != n)
@@ -760,8 +753,9 @@ static int verify_multi_doc(const verify_opts_t *o, const nnmem_multi_plan_t *m)
         buckets ? "the one model" : "their models in the same order",
         o->n_models);
   if (buckets && o->onnx.has_buckets)
-    return cli_usage_error("verify", "--dim with a range: the buckets come "
-                                     "from the document");
+    return cli_usage_error("verify",
+                           "--dim with a range: the buckets come "
+                           "from the document");
   multi_result_t *r = calloc(n, sizeof *r);
   if (!r) return cli_fail(NNMEM_ERR_NOMEM, NULL);
   int code = 0;
@@ -812,8 +806,9 @@ static int is_multi_doc(const cli_input_t *in) {
 /* -1 when PLAN is not a multi-plan document and one model is given (the
  * single-plan forms go on), else the exit code of checking it. */
 static int verify_multi_maybe(const verify_opts_t *o) {
-  if (o->n_models == 1 && (!strcmp(o->solution_path, "-") ||
-                           cli_format_of_name(o->solution_path) != CLI_FMT_JSON))
+  if (o->n_models == 1 &&
+      (!strcmp(o->solution_path, "-") ||
+       cli_format_of_name(o->solution_path) != CLI_FMT_JSON))
     return -1;
   cli_input_t in;
   nnmem_diag_t d = {{0}};
