@@ -242,6 +242,16 @@ static void free_run(run_t *r) {
   }
 }
 
+/* The report as far as the caller's `size` reaches (0: the whole). */
+static void deliver_report(nnmem_exec_report_t *report,
+                           const nnmem_exec_report_t *rep) {
+  if (!report) return;
+  uint32_t sz =
+      report->size && report->size < sizeof *rep ? report->size : sizeof *rep;
+  memcpy(report, rep, sz);
+  report->size = sz;
+}
+
 /* Steps 1-3 of a step: copies due and copies starting. */
 static nnmem_status_t step_copies(run_t *r, uint64_t s) {
   const nnmem_exec_plan_t *p = r->p;
@@ -296,12 +306,7 @@ nnmem_status_t nnmem_exec_run(const nnmem_exec_plan_t *p,
        cfg->size >= offsetof(nnmem_exec_config_t, cuda) + sizeof cfg->cuda) &&
       cfg->cuda) {
     nnmem_status_t cst = nnmem__exec_run_cuda(p, cfg, &rep, diag);
-    if (report) {
-      uint32_t sz =
-          report->size && report->size < sizeof rep ? report->size : sizeof rep;
-      memcpy(report, &rep, sz);
-      report->size = sz;
-    }
+    deliver_report(report, &rep);
     return cst;
   }
   run_t r;
@@ -324,11 +329,6 @@ nnmem_status_t nnmem_exec_run(const nnmem_exec_plan_t *p,
   if (st == NNMEM_ERR_NOMEM && diag && !diag->message[0])
     nnmem__diag(diag, st, "executor: out of memory");
   free_run(&r);
-  if (report) {
-    uint32_t sz =
-        report->size && report->size < sizeof rep ? report->size : sizeof rep;
-    memcpy(report, &rep, sz);
-    report->size = sz;
-  }
+  deliver_report(report, &rep);
   return st;
 }
