@@ -432,56 +432,68 @@ static int op_name_cmp(const void *a, const void *b) {
   return strcmp(((const op_name_t *)a)->name, ((const op_name_t *)b)->name);
 }
 
+/* Resolves the JSON list `list` (member `key`) of op names against the
+ * graph: seen[op] is set for each (an op named twice is an error) and,
+ * when order is given, order[i] is the i-th name's op. seen has room for
+ * the graph's ops and starts zeroed. */
+static nnmem_status_t resolve_op_names(reader_t *r, const cJSON *list,
+                                       const char *key, const nnmem_graph_t *g,
+                                       uint8_t *seen, uint32_t *order) {
+  size_t n = nnmem_graph_op_count(g);
+  op_name_t *idx = malloc((n + 1) * sizeof *idx);
+  if (!idx) return nnmem__diag(r->diag, NNMEM_ERR_NOMEM, "out of memory");
+  for (uint32_t o = 0; o < n; o++) {
+    nnmem_op_info_t oi;
+    nnmem_graph_op(g, o, &oi);
+    idx[o].name = oi.name;
+    idx[o].op = o;
+  }
+  qsort(idx, n, sizeof *idx, op_name_cmp);
+  nnmem_status_t st = NNMEM_OK;
+  size_t i = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, list) {
+    if (!cJSON_IsString(e) || e->valuestring[0] == NUM_TAG) {
+      st = nnmem__diag(r->diag, NNMEM_ERR_PARSE,
+                       "%s: %s[%zu] is not an op name", r->name, key, i);
+      break;
+    }
+    op_name_t probe = {e->valuestring, 0};
+    const op_name_t *hit = bsearch(&probe, idx, n, sizeof *idx, op_name_cmp);
+    if (!hit)
+      st = nnmem__diag(r->diag, NNMEM_ERR_NOT_FOUND,
+                       "%s: %s[%zu]: the graph has no op '%s'", r->name, key,
+                       i, e->valuestring);
+    else if (seen[hit->op])
+      st = nnmem__diag(r->diag, NNMEM_ERR_DUPLICATE,
+                       "%s: %s[%zu]: op '%s' is listed twice", r->name, key, i,
+                       e->valuestring);
+    if (st != NNMEM_OK) break;
+    seen[hit->op] = 1;
+    if (order) order[i] = hit->op;
+    i++;
+  }
+  free(idx);
+  return st;
+}
+
 static nnmem_status_t read_order(reader_t *r, const cJSON *doc,
                                  const nnmem_graph_t *g, uint32_t **out) {
   int twice;
   const cJSON *jo = member(doc, "order", &twice);
   if (twice)
     return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
-                       "%s: key 'order' is given "
-                       "twice",
-                       r->name);
+                       "%s: key 'order' is given twice", r->name);
   if (!jo) return NNMEM_OK; /* file order */
   size_t n = nnmem_graph_op_count(g);
   if (!cJSON_IsArray(jo) || (size_t)cJSON_GetArraySize(jo) != n)
     return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
                        "%s: 'order' must list the graph's %zu ops", r->name, n);
-  op_name_t *idx = malloc((n + 1) * sizeof *idx);
   uint32_t *order = malloc((n + 1) * sizeof *order);
   uint8_t *seen = calloc(n + 1, 1);
-  nnmem_status_t st = NNMEM_OK;
-  if (!idx || !order || !seen)
-    st = nnmem__diag(r->diag, NNMEM_ERR_NOMEM, "out of memory");
-  for (uint32_t o = 0; o < n && st == NNMEM_OK; o++) {
-    nnmem_op_info_t oi;
-    nnmem_graph_op(g, o, &oi);
-    idx[o].name = oi.name;
-    idx[o].op = o;
-  }
-  if (st == NNMEM_OK) qsort(idx, n, sizeof *idx, op_name_cmp);
-  size_t i = 0;
-  const cJSON *e;
-  cJSON_ArrayForEach(e, jo) {
-    if (st != NNMEM_OK) break;
-    if (!cJSON_IsString(e) || e->valuestring[0] == NUM_TAG) {
-      st = nnmem__diag(r->diag, NNMEM_ERR_PARSE,
-                       "%s: order[%zu] is not an op name", r->name, i);
-      break;
-    }
-    op_name_t key = {e->valuestring, 0};
-    const op_name_t *hit = bsearch(&key, idx, n, sizeof *idx, op_name_cmp);
-    if (!hit)
-      st = nnmem__diag(r->diag, NNMEM_ERR_NOT_FOUND,
-                       "%s: order[%zu]: the graph has no op '%s'", r->name, i,
-                       e->valuestring);
-    else if (seen[hit->op])
-      st = nnmem__diag(r->diag, NNMEM_ERR_DUPLICATE,
-                       "%s: order[%zu]: op '%s' is listed twice", r->name, i,
-                       e->valuestring);
-    else
-      seen[hit->op] = 1, order[i++] = hit->op;
-  }
-  free(idx);
+  nnmem_status_t st =
+      order && seen ? resolve_op_names(r, jo, "order", g, seen, order)
+                    : nnmem__diag(r->diag, NNMEM_ERR_NOMEM, "out of memory");
   free(seen);
   if (st != NNMEM_OK) {
     free(order);
@@ -505,42 +517,10 @@ static nnmem_status_t read_kept_out(reader_t *r, const cJSON *doc,
     return nnmem__diag(r->diag, NNMEM_ERR_PARSE,
                        "%s: 'concat_kept_out' must be a list of op names",
                        r->name);
-  size_t n = nnmem_graph_op_count(g), i = 0;
-  op_name_t *idx = malloc((n + 1) * sizeof *idx);
-  uint8_t *k = calloc(n + 1, 1);
-  nnmem_status_t st = NNMEM_OK;
-  if (!idx || !k) st = nnmem__diag(r->diag, NNMEM_ERR_NOMEM, "out of memory");
-  for (uint32_t o = 0; o < n && st == NNMEM_OK; o++) {
-    nnmem_op_info_t oi;
-    nnmem_graph_op(g, o, &oi);
-    idx[o].name = oi.name;
-    idx[o].op = o;
-  }
-  if (st == NNMEM_OK) qsort(idx, n, sizeof *idx, op_name_cmp);
-  const cJSON *e;
-  cJSON_ArrayForEach(e, jk) {
-    if (st != NNMEM_OK) break;
-    if (!cJSON_IsString(e) || e->valuestring[0] == NUM_TAG) {
-      st =
-          nnmem__diag(r->diag, NNMEM_ERR_PARSE,
-                      "%s: concat_kept_out[%zu] is not an op name", r->name, i);
-      break;
-    }
-    op_name_t key = {e->valuestring, 0};
-    const op_name_t *hit = bsearch(&key, idx, n, sizeof *idx, op_name_cmp);
-    if (!hit)
-      st = nnmem__diag(r->diag, NNMEM_ERR_NOT_FOUND,
-                       "%s: concat_kept_out[%zu]: the graph has no op '%s'",
-                       r->name, i, e->valuestring);
-    else if (k[hit->op])
-      st = nnmem__diag(r->diag, NNMEM_ERR_DUPLICATE,
-                       "%s: concat_kept_out[%zu]: op '%s' is listed twice",
-                       r->name, i, e->valuestring);
-    else
-      k[hit->op] = 1;
-    i++;
-  }
-  free(idx);
+  uint8_t *k = calloc(nnmem_graph_op_count(g) + 1, 1);
+  nnmem_status_t st =
+      k ? resolve_op_names(r, jk, "concat_kept_out", g, k, NULL)
+        : nnmem__diag(r->diag, NNMEM_ERR_NOMEM, "out of memory");
   if (st != NNMEM_OK) {
     free(k);
     return st;
