@@ -17,7 +17,9 @@
  *   4. Placement on on-chip tiers: small, often-accessed activation and
  *      workspace roots (no gaps, no sub-buffers) by accesses per byte-step,
  *      while the tier's plan fits its capacity (each tier planned and
- *      verified separately).
+ *      verified separately). Once they are placed their ops run faster
+ *      (cost.c at the tier's bandwidth) and the main tier holds less, so
+ *      the prefetch leads of step 6 are chosen again (onchip_leads).
  *   5. Greedy relief of the live-bytes profile of the main tier while its
  *      peak exceeds the target (the limit, lowered 3 % per failed placement
  *      round): at the peak step s*, among the moves that free bytes at s*,
@@ -866,7 +868,9 @@ static nnmem_status_t onchip_leads(fitter_t *x, uint32_t ahead,
   double before = x->f->costs.exposed_s;
   for (size_t i = 0; i < x->n_v; i++)
     lead[2 * i] = x->v[i].min_lead, lead[2 * i + 1] = x->v[i].pace_lead;
+  x->skip_alone = 1;
   nnmem_status_t st = nnmem__fit_alap_leads(x, ahead);
+  x->skip_alone = 0;
   if (st == NNMEM_OK) nnmem__fit_compute_costs(x);
   if (st == NNMEM_OK && x->f->costs.exposed_s > before) {
     for (size_t i = 0; i < x->n_v; i++)

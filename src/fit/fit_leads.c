@@ -15,20 +15,35 @@
  *    it, every copy of a use it passes is issued no later than it (the
  *    link serves copies in issue order, earliest deadline first within a
  *    step, so no copy waits behind one due later).
+ * 2b. A third rule, link-paced (paced_leads): every window starts at lead
+ *    1, then the copies in deadline order (first use first), each issued
+ *    at the step during which the link finishes the copy before it (a
+ *    forward replay of the link and the ops), or at the first later step
+ *    whose held bytes stay <= a target (the limit, then 3 %, 6 %, ... as
+ *    above, below it). Deadline order gives the memory to the copy the
+ *    link serves next, and a copy that would wait for the link anyway
+ *    holds nothing early: the link stays busy from the first step while
+ *    memory allows (the other rules leave it idle where a late-use copy
+ *    grew first and a 64-step cap stopped the early ones). Its windows may
+ *    be shorter than the moves' (pace_lead replaces their lead).
  * 3. Of the rules' results the one with the least exposed time (the
  *    timeline of fit.c, step 7) is kept; a last pass moves every copy that
  *    is still issued after a copy of a later use back to that one's step,
  *    as far as the steps it grows stay <= the limit; it is kept when it
  *    plans and lowers the exposed time.
+ * After on-chip placement (fit.c) the leads are chosen again with the
+ * grouped and paced rules (x->skip_alone), the op times then faster and
+ * the main tier emptier (the rule alone is skipped there: fit time).
  * Invariant: the profile (fitter.h) always equals the main tier's live
- * bytes under the current leads; leads never shrink below the ones the
- * chosen moves fitted with (those are the fallback).
+ * bytes under the current leads; when no rule's leads plan, the leads the
+ * chosen moves fitted with stay (the fallback).
  * Complexity: per rule and target O(k log 64 * group * (S + uses)) for k
- * copies, plus one planning round. Thread-safety: one fitter. */
+ * copies (paced: O(k log S * (S + uses))), plus one planning round.
+ * Thread-safety: one fitter. */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/util.h"
 #include "fit/fitter.h"
@@ -324,11 +339,12 @@ nnmem_status_t nnmem__fit_alap_leads(fitter_t *x, uint32_t ahead) {
   static const double shrink[] = {1.0, 0.97, 0.94, 0.9, 0.85, 0.8};
   nnmem_status_t st = NNMEM_OK;
   double best = -1;
-  for (int rule = 0; rule < 3 && st == NNMEM_OK; rule++) {
+  for (int rule = x->skip_alone ? 1 : 0; rule < 3 && st == NNMEM_OK; rule++) {
     x->group_leads = rule == 1;
     /* paced leads may shorten windows, so they may fill up to the limit */
     uint64_t base = rule == 2 ? x->f->limit : peak;
-    for (size_t r = 0; r < sizeof shrink / sizeof *shrink; r++) {
+    size_t r0 = rule == 2 && x->skip_alone && x->paced_r ? x->paced_r - 1 : 0;
+    for (size_t r = r0; r < sizeof shrink / sizeof *shrink; r++) {
       for (size_t i = 0; i < x->n_v; i++)
         x->v[i].min_lead = saved[i], x->v[i].pace_lead = saved_pace[i];
       nnmem__fit_rebuild_profile(x, ahead, w);
@@ -343,6 +359,7 @@ nnmem_status_t nnmem__fit_alap_leads(fitter_t *x, uint32_t ahead) {
         continue;
       }
       if (st != NNMEM_OK) break;
+      if (rule == 2 && !x->skip_alone) x->paced_r = r;
       nnmem__fit_compute_costs(x);
       if (best < 0 || x->f->costs.exposed_s < best) {
         best = x->f->costs.exposed_s;
