@@ -5,9 +5,10 @@
  * the fitter's transfer bytes, exposed time and time to fit, whether the
  * plan passed the executor, against on-demand LRU swapping (no prefetch)
  * and Belady's MIN eviction (nnmem_fit_baseline). `floor` is the exposed
- * time no schedule moving the row's bytes can beat, over LRU's: the
- * copies in share one link and at best overlap all compute, so exposed >=
- * bytes in / link - compute. Prints a table and a tally against the
+ * time no schedule moving the row's bytes with the plan's op times can
+ * beat, over LRU's: the copies in share one link, start at step 0 at the
+ * earliest and at best overlap all compute, so exposed >= bytes in / link
+ * - compute (memory ignored: docs/fit.md, Baselines). Prints a table and a tally against the
  * issue's figures, writes CSV (--csv FILE). Asserts nothing about time.
  *
  * Usage: bench/fit [--device NAME] [--data DIR] [--csv FILE] [--no-run]

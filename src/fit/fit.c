@@ -17,7 +17,9 @@
  *   4. Placement on on-chip tiers: small, often-accessed activation and
  *      workspace roots (no gaps, no sub-buffers) by accesses per byte-step,
  *      while the tier's plan fits its capacity (each tier planned and
- *      verified separately).
+ *      verified separately). Once they are placed their ops run faster
+ *      (cost.c at the tier's bandwidth) and the main tier holds less, so
+ *      the prefetch leads of step 6 are chosen again (onchip_leads).
  *   5. Greedy relief of the live-bytes profile of the main tier while its
  *      peak exceeds the target (the limit, lowered 3 % per failed placement
  *      round): at the peak step s*, among the moves that free bytes at s*,
@@ -784,6 +786,7 @@ nnmem_status_t nnmem__fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg) {
   if (st != NNMEM_OK) return st;
   x->S = f->steps = nnmem_liveness_steps(x->live);
   x->op_s = calloc(x->S + 1, sizeof *x->op_s);
+  x->win_s = x->op_s;
   x->op_flops = calloc(x->S + 1, sizeof *x->op_flops);
   x->op_bytes = calloc(x->S + 1, sizeof *x->op_bytes);
   x->prof = calloc(x->S + 1, sizeof *x->prof);
@@ -819,6 +822,7 @@ void nnmem__fitter_free(fitter_t *x) {
     free(x->v[i].own_id);
   }
   free(x->v);
+  if (x->win_s != x->op_s) free(x->win_s);
   free(x->op_s);
   free(x->op_flops);
   free(x->op_bytes);
@@ -826,6 +830,58 @@ void nnmem__fitter_free(fitter_t *x) {
   free(x->prof_before);
   free(x->cands);
   nnmem_liveness_destroy(x->live);
+}
+
+static void free_accesses(nnmem_fit_t *f) {
+  free(f->acc), free(f->acc_start), free(f->init), free(f->final);
+  f->acc = f->init = f->final = NULL;
+  f->acc_start = NULL;
+  f->n_init = f->n_final = 0;
+}
+
+/* Once values sit on on-chip tiers the ops that access them run faster
+ * (onchip_times) and the main tier holds fewer bytes: the prefetch leads
+ * were chosen for slower ops and a fuller tier, so they are chosen again
+ * (fit_leads.c) with the new op times and profile; the windows of the
+ * moves keep the op times they were chosen with (win_s). The new leads
+ * are kept when the exposed time does not grow, else the ones before.
+ * The accesses are rebuilt for the tier buffers of the final round. */
+static nnmem_status_t onchip_leads(fitter_t *x, uint32_t ahead,
+                                   const int64_t *wval) {
+  int onchip = 0;
+  for (size_t i = 0; i < x->n_v && !onchip; i++)
+    onchip = x->v[i].tier < x->main && x->v[i].n_acc;
+  if (!onchip) return NNMEM_OK;
+  x->win_s = malloc((x->S + 1) * sizeof *x->win_s);
+  uint64_t *lead = malloc((2 * x->n_v + 1) * sizeof *lead);
+  size_t wcap = 0;
+  for (size_t i = 0; i < x->n_v; i++)
+    if (x->v[i].n_acc > wcap) wcap = x->v[i].n_acc;
+  nnmem_interval_t *w = malloc((wcap + 1) * sizeof *w);
+  if (!x->win_s || !lead || !w) {
+    free(lead), free(w);
+    return NNMEM_ERR_NOMEM;
+  }
+  memcpy(x->win_s, x->op_s, (x->S + 1) * sizeof *x->win_s);
+  onchip_times(x);
+  nnmem__fit_compute_costs(x);
+  double before = x->f->costs.exposed_s;
+  for (size_t i = 0; i < x->n_v; i++)
+    lead[2 * i] = x->v[i].min_lead, lead[2 * i + 1] = x->v[i].pace_lead;
+  x->skip_alone = 1;
+  nnmem_status_t st = nnmem__fit_alap_leads(x, ahead);
+  x->skip_alone = 0;
+  if (st == NNMEM_OK) nnmem__fit_compute_costs(x);
+  if (st == NNMEM_OK && x->f->costs.exposed_s > before) {
+    for (size_t i = 0; i < x->n_v; i++)
+      x->v[i].min_lead = lead[2 * i], x->v[i].pace_lead = lead[2 * i + 1];
+    nnmem__fit_rebuild_profile(x, ahead, w);
+    st = nnmem__fit_build_round(x, ahead, w);
+  }
+  free(lead);
+  free(w);
+  free_accesses(x->f);
+  return st == NNMEM_OK ? build_accesses(x, wval) : st;
 }
 
 static nnmem_status_t fit_main(fitter_t *x, uint32_t ahead) {
@@ -847,9 +903,10 @@ static nnmem_status_t fit_main(fitter_t *x, uint32_t ahead) {
   if (st == NNMEM_OK) st = nnmem__fit_alap_leads(x, ahead);
   if (st == NNMEM_OK) st = place_onchip(x, ahead);
   if (st == NNMEM_OK) st = build_accesses(x, wval);
-  if (st == NNMEM_OK) onchip_times(x);
+  if (st == NNMEM_OK) st = onchip_leads(x, ahead, wval);
   if (st == NNMEM_OK) nnmem__fit_compute_costs(x);
   if (st == NNMEM_OK) { /* the op times travel with the fit (plan JSON) */
+    if (x->win_s == x->op_s) x->win_s = NULL;
     f->op_s = x->op_s;
     x->op_s = NULL;
   }

@@ -15,18 +15,34 @@
  *    it, every copy of a use it passes is issued no later than it (the
  *    link serves copies in issue order, earliest deadline first within a
  *    step, so no copy waits behind one due later).
+ * 2b. A third rule, link-paced (paced_leads): every window starts at lead
+ *    1, then the copies in deadline order (first use first), each issued
+ *    at the step during which the link finishes the copy before it (a
+ *    forward replay of the link and the ops), or at the first later step
+ *    whose held bytes stay <= a target (the limit, then 3 %, 6 %, ... as
+ *    above, below it). Deadline order gives the memory to the copy the
+ *    link serves next, and a copy that would wait for the link anyway
+ *    holds nothing early: the link stays busy from the first step while
+ *    memory allows (the other rules leave it idle where a late-use copy
+ *    grew first and a 64-step cap stopped the early ones). Its windows may
+ *    be shorter than the moves' (pace_lead replaces their lead).
  * 3. Of the rules' results the one with the least exposed time (the
  *    timeline of fit.c, step 7) is kept; a last pass moves every copy that
  *    is still issued after a copy of a later use back to that one's step,
  *    as far as the steps it grows stay <= the limit; it is kept when it
  *    plans and lowers the exposed time.
+ * After on-chip placement (fit.c) the leads are chosen again with the
+ * grouped and paced rules (x->skip_alone), the op times then faster and
+ * the main tier emptier (the rule alone is skipped there: fit time).
  * Invariant: the profile (fitter.h) always equals the main tier's live
- * bytes under the current leads; leads never shrink below the ones the
- * chosen moves fitted with (those are the fallback).
+ * bytes under the current leads; when no rule's leads plan, the leads the
+ * chosen moves fitted with stay (the fallback).
  * Complexity: per rule and target O(k log 64 * group * (S + uses)) for k
- * copies, plus one planning round. Thread-safety: one fitter. */
+ * copies (paced: O(k log S * (S + uses))), plus one planning round.
+ * Thread-safety: one fitter. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -168,6 +184,86 @@ static nnmem_status_t extend_leads(fitter_t *x, const alap_copy_t *cp, size_t k,
   return NNMEM_OK;
 }
 
+/* Sets value c's paced lead to `lead` (never below what it has: a weight
+ * used twice keeps the longer of its windows' leads); 1 when every step
+ * that grew stays <= target. */
+static int try_pace(fitter_t *x, const cand_t *c, uint64_t lead,
+                    uint64_t target, nnmem_interval_t *w) {
+  if (lead <= x->v[c->v].pace_lead) return 1;
+  nnmem__fit_set_pace_lead(x, c, lead, w);
+  for (uint64_t t = 0; t < x->S; t++)
+    if (x->prof[t] > x->prof_before[t] && x->prof[t] > target) return 0;
+  return 1;
+}
+
+/* The link-paced rule: the copies in deadline order (first use first),
+ * each issued at the step during which the link finishes the one before
+ * (so the link never idles while a copy could move) or, when memory is
+ * short there, at the first later step whose held bytes stay <= target
+ * (bisection: a shorter lead holds a subset of the steps). A forward
+ * replay of the link (the copies back to back, op s begins when op s-1
+ * has ended and the copies due at s are in) gives the time the link
+ * frees and the time each step begins. Every window starts at lead 1, so
+ * a copy that would wait for the link anyway holds no memory early.
+ * Issue steps never go back (deadline order is issue order). Copies of
+ * offloads are not paced (they keep their fitted steps). O(k * log S *
+ * (S + uses)). */
+static nnmem_status_t paced_leads(fitter_t *x, const alap_copy_t *cp,
+                                  size_t k, uint64_t target,
+                                  nnmem_interval_t *w) {
+  double *tb = malloc((x->S + 1) * sizeof *tb);
+  double *ready = calloc(x->S + 1, sizeof *ready);
+  if (!tb || !ready) {
+    free(tb), free(ready);
+    return NNMEM_ERR_NOMEM;
+  }
+  for (size_t j = 0; j < k; j++) {
+    const cand_t *c = &x->cands[cp[j].c];
+    x->v[c->v].min_lead = 0;
+    x->v[c->v].pace_lead = 1;
+  }
+  nnmem__fit_rebuild_profile(x, 0, w);
+  uint64_t done_to = 0, last_issue = 0; /* tb[0 .. done_to) final */
+  double link_free = 0;
+  tb[0] = 0;
+  for (size_t j = k; j-- > 0;) { /* cp is sorted last use first */
+    const cand_t *c = &x->cands[cp[j].c];
+    uint64_t u = cp[j].use;
+    for (; done_to < u; done_to++) { /* ops before u have all their copies */
+      double t = done_to ? tb[done_to - 1] + x->op_s[done_to - 1] : 0;
+      tb[done_to] = t > ready[done_to] ? t : ready[done_to];
+    }
+    if (u == 0) continue; /* needed before the first op: exposed anyway */
+    uint64_t s = last_issue < u ? last_issue : u - 1; /* desired issue step */
+    while (s + 1 < u && tb[s + 1] <= link_free)
+      s++;
+    memcpy(x->prof_before, x->prof, x->S * sizeof *x->prof);
+    uint64_t lo = 1, hi = u - s; /* lead 1 holds nothing new */
+    uint64_t have = x->v[c->v].pace_lead;
+    if (!try_pace(x, c, hi, target, w)) {
+      nnmem__fit_set_pace_lead(x, c, have, w);
+      while (lo < hi) { /* the longest lead that stays <= target */
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        int ok = try_pace(x, c, mid, target, w);
+        nnmem__fit_set_pace_lead(x, c, have, w);
+        if (ok)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      (void)try_pace(x, c, lo, target, w);
+    }
+    uint64_t issue = u - (x->v[c->v].pace_lead < u ? x->v[c->v].pace_lead : u);
+    if (issue > last_issue) last_issue = issue;
+    double begin = link_free > tb[issue] ? link_free : tb[issue];
+    link_free = begin + cp[j].t;
+    if (link_free > ready[u]) ready[u] = link_free;
+  }
+  free(tb);
+  free(ready);
+  return NNMEM_OK;
+}
+
 /* Link-aware leads: the copies in share one link, so a copy must start
  * early enough that every later one still finishes before its use. Going
  * back from the last use: finish = min(start time of its use step, start
@@ -190,12 +286,15 @@ nnmem_status_t nnmem__fit_alap_leads(fitter_t *x, uint32_t ahead) {
   nnmem_interval_t *w = malloc((wcap + 1) * sizeof *w);
   uint64_t *saved = malloc((x->n_v ? x->n_v : 1) * sizeof *saved);
   uint64_t *chosen = malloc((x->n_v ? x->n_v : 1) * sizeof *chosen);
-  if (!T || !cp || !w || !saved || !chosen) {
-    free(T), free(cp), free(w), free(saved), free(chosen);
+  uint64_t *paced = malloc((x->n_v ? x->n_v : 1) * sizeof *paced);
+  uint64_t *saved_pace = malloc((x->n_v ? x->n_v : 1) * sizeof *saved_pace);
+  if (!T || !cp || !w || !saved || !chosen || !paced || !saved_pace) {
+    free(T), free(cp), free(w), free(saved), free(chosen), free(paced);
+    free(saved_pace);
     return NNMEM_ERR_NOMEM;
   }
   for (size_t i = 0; i < x->n_v; i++)
-    saved[i] = x->v[i].min_lead;
+    saved[i] = x->v[i].min_lead, saved_pace[i] = x->v[i].pace_lead;
   T[0] = 0;
   for (uint64_t s = 0; s < x->S; s++)
     T[s + 1] = T[s] + x->op_s[s];
@@ -240,13 +339,18 @@ nnmem_status_t nnmem__fit_alap_leads(fitter_t *x, uint32_t ahead) {
   static const double shrink[] = {1.0, 0.97, 0.94, 0.9, 0.85, 0.8};
   nnmem_status_t st = NNMEM_OK;
   double best = -1;
-  for (int grouped = 0; grouped < 2 && st == NNMEM_OK; grouped++) {
-    x->group_leads = grouped;
-    for (size_t r = 0; r < sizeof shrink / sizeof *shrink; r++) {
+  for (int rule = x->skip_alone ? 1 : 0; rule < 3 && st == NNMEM_OK; rule++) {
+    x->group_leads = rule == 1;
+    /* paced leads may shorten windows, so they may fill up to the limit */
+    uint64_t base = rule == 2 ? x->f->limit : peak;
+    size_t r0 = rule == 2 && x->skip_alone && x->paced_r ? x->paced_r - 1 : 0;
+    for (size_t r = r0; r < sizeof shrink / sizeof *shrink; r++) {
       for (size_t i = 0; i < x->n_v; i++)
-        x->v[i].min_lead = saved[i];
+        x->v[i].min_lead = saved[i], x->v[i].pace_lead = saved_pace[i];
       nnmem__fit_rebuild_profile(x, ahead, w);
-      st = extend_leads(x, cp, k, (uint64_t)((double)peak * shrink[r]), w);
+      uint64_t target = (uint64_t)((double)base * shrink[r]);
+      st = rule == 2 ? paced_leads(x, cp, k, target, w)
+                     : extend_leads(x, cp, k, target, w);
       x->trial = 1;
       if (st == NNMEM_OK) st = nnmem__fit_build_round(x, ahead, w);
       x->trial = 0;
@@ -255,18 +359,19 @@ nnmem_status_t nnmem__fit_alap_leads(fitter_t *x, uint32_t ahead) {
         continue;
       }
       if (st != NNMEM_OK) break;
+      if (rule == 2 && !x->skip_alone) x->paced_r = r;
       nnmem__fit_compute_costs(x);
       if (best < 0 || x->f->costs.exposed_s < best) {
         best = x->f->costs.exposed_s;
         for (size_t i = 0; i < x->n_v; i++)
-          chosen[i] = x->v[i].min_lead;
+          chosen[i] = x->v[i].min_lead, paced[i] = x->v[i].pace_lead;
       }
       break;
     }
   }
   if (st == NNMEM_OK && best >= 0) { /* the winner in issue order */
     for (size_t i = 0; i < x->n_v; i++)
-      x->v[i].min_lead = chosen[i];
+      x->v[i].min_lead = chosen[i], x->v[i].pace_lead = paced[i];
     nnmem__fit_rebuild_profile(x, ahead, w);
     order_leads(x, cp, k, x->f->limit, w);
     x->trial = 1;
@@ -279,8 +384,10 @@ nnmem_status_t nnmem__fit_alap_leads(fitter_t *x, uint32_t ahead) {
     st = NNMEM_ERR_CAPACITY;
   }
   if (st == NNMEM_ERR_CAPACITY) { /* the winner, else the leads that fitted */
-    for (size_t i = 0; i < x->n_v; i++)
+    for (size_t i = 0; i < x->n_v; i++) {
       x->v[i].min_lead = best < 0 ? saved[i] : chosen[i];
+      x->v[i].pace_lead = best < 0 ? saved_pace[i] : paced[i];
+    }
     nnmem__fit_rebuild_profile(x, ahead, w);
     st = nnmem__fit_build_round(x, ahead, w);
   }
@@ -289,5 +396,7 @@ nnmem_status_t nnmem__fit_alap_leads(fitter_t *x, uint32_t ahead) {
   free(w);
   free(saved);
   free(chosen);
+  free(paced);
+  free(saved_pace);
   return st;
 }

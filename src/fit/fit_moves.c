@@ -36,7 +36,7 @@ static uint64_t lead_steps(const fitter_t *x, uint64_t c, uint64_t floor,
   uint64_t k = 0;
   while (k < max_ahead && c > floor + k) {
     k++;
-    acc += x->op_s[c - k];
+    acc += x->win_s[c - k];
     if (acc >= t) break;
   }
   return k ? k : 1;
@@ -47,7 +47,7 @@ static uint64_t delay_steps(const fitter_t *x, uint64_t a1, double t,
   double acc = 0;
   uint64_t d = 0;
   while (d < max_ahead && a1 + d < x->S) {
-    acc += x->op_s[a1 + d];
+    acc += x->win_s[a1 + d];
     d++;
     if (acc >= t) break;
   }
@@ -101,7 +101,7 @@ size_t nnmem__fit_stream_windows(const fitter_t *x, const fv_t *v,
   size_t n = 0;
   for (size_t k = 0; k < v->n_acc; k++) {
     uint64_t u = v->acc[k];
-    uint64_t lead = lead_steps(x, u, 0, t, ahead);
+    uint64_t lead = v->pace_lead ? v->pace_lead : lead_steps(x, u, 0, t, ahead);
     if (v->min_lead > lead) lead = v->min_lead;
     uint64_t from = u >= lead ? u - lead : 0;
     if (n && from <= w[n - 1].last) {
@@ -215,6 +215,15 @@ void nnmem__fit_set_min_lead(fitter_t *x, const cand_t *c, uint64_t lead,
                              nnmem_interval_t *scratch) {
   apply_to_profile(x, c, 0, scratch, +1);
   x->v[c->v].min_lead = lead;
+  apply_to_profile(x, c, 0, scratch, -1);
+}
+
+/* The same for the link-paced lead (it replaces the fewest steps hiding
+ * the copy; 0: those again). */
+void nnmem__fit_set_pace_lead(fitter_t *x, const cand_t *c, uint64_t lead,
+                              nnmem_interval_t *scratch) {
+  apply_to_profile(x, c, 0, scratch, +1);
+  x->v[c->v].pace_lead = lead;
   apply_to_profile(x, c, 0, scratch, -1);
 }
 

@@ -29,6 +29,10 @@ typedef struct fv {
   uint64_t orig_first, orig_last;
   uint64_t min_lead; /* streamed: copies start at least this many steps
                         ahead (link-aware leads, fit.c); 0 = none */
+  uint64_t pace_lead; /* streamed: when nonzero, the lead of every window
+                         instead of the fewest steps hiding the copy (the
+                         link-paced rule, fit_leads.c); min_lead still
+                         applies on top */
 } fv_t;
 
 typedef struct cand {
@@ -48,6 +52,10 @@ typedef struct fitter {
   fv_t *v;
   size_t n_v, cap_v;
   double *op_s;     /* compute time of step s */
+  double *win_s;    /* op times the stream windows and offload delays are
+                       measured with: op_s before on-chip placement (the
+                       moves were chosen with them), op_s itself until
+                       then */
   double *op_flops; /* FLOPs of step s */
   double *op_bytes; /* bytes its operands move (cost model) */
   uint64_t *prof;   /* main-tier live bytes per step */
@@ -58,6 +66,13 @@ typedef struct fitter {
   uint64_t S;
   int group_leads; /* alap_leads: extend a lead with the copies it passes */
   int trial;       /* alap_leads: a trial round (a smaller search budget) */
+  int skip_alone;  /* alap_leads: the grouped and link-paced rules only
+                      (leads chosen again after on-chip placement) */
+  size_t paced_r;  /* alap_leads: the first target of the paced rule that
+                      planned; where the leads are chosen again they start
+                      one target above it (a target that fails costs a
+                      full search: light_shufflenet at 25 % fitted in 2.0 s
+                      CPU trying them all again, 0.6 s so) */
   nnmem_diag_t *diag;
 } fitter_t;
 
@@ -86,6 +101,8 @@ size_t nnmem__fit_stream_windows(const fitter_t *x, const fv_t *v,
                                  uint32_t ahead, nnmem_interval_t *w);
 void nnmem__fit_set_min_lead(fitter_t *x, const cand_t *c, uint64_t lead,
                              nnmem_interval_t *scratch);
+void nnmem__fit_set_pace_lead(fitter_t *x, const cand_t *c, uint64_t lead,
+                              nnmem_interval_t *scratch);
 void nnmem__fit_build_profile(fitter_t *x);
 int nnmem__fit_relieve_peak(fitter_t *x, uint64_t target, uint32_t ahead,
                             nnmem_interval_t *scratch);
