@@ -780,7 +780,8 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   }
   int64_t idx = small_index(pg, ptr);
   if (__builtin_expect(idx < 0, 0)) return misuse(a);
-  leaks_free_small(lk, pg, ptr, (uint32_t)idx);
+  if (__builtin_expect(lk != NULL, 0))
+    leaks_free_small(lk, pg, ptr, (uint32_t)idx);
   /* NULL tc: a thread past its cache's exit */
   return small_free(a, cache_get(a), pg, ptr, (uint32_t)idx);
 }
