@@ -43,10 +43,13 @@
 #endif
 enum { MAX_REPEAT = 51 };
 
+/* One event, 16 bytes read in order: an allocation carries its size, so
+ * the replay reads no buffer table (a free reads the pointer its
+ * allocation stored, ptr[buf]). */
 typedef struct ev {
-  uint64_t t;    /* dense step */
+  uint32_t t;    /* dense step (< 2 x buffers) */
   uint32_t buf;  /* buffer index */
-  uint32_t kind; /* 0 alloc, 1 free */
+  uint64_t size; /* allocation: its size; free: 0 */
 } ev_t;
 
 static int cmp_u64(const void *a, const void *b) {
@@ -57,7 +60,7 @@ static int cmp_u64(const void *a, const void *b) {
 static int ev_cmp(const void *a, const void *b) {
   const ev_t *x = a, *y = b;
   if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+  if (!x->size != !y->size) return x->size ? -1 : 1; /* allocations first */
   return (x->buf > y->buf) - (x->buf < y->buf);
 }
 
@@ -90,8 +93,10 @@ static ev_t *make_events(const nnmem_problem_t *p, size_t *n_out) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     if (b[i].size == 0) continue;
-    ev[k++] = (ev_t){dense(times, nt, b[i].first), (uint32_t)i, 0};
-    ev[k++] = (ev_t){dense(times, nt, b[i].last - 1), (uint32_t)i, 1};
+    ev[k++] = (ev_t){(uint32_t)dense(times, nt, b[i].first), (uint32_t)i,
+                     b[i].size};
+    ev[k++] = (ev_t){(uint32_t)dense(times, nt, b[i].last - 1), (uint32_t)i,
+                     0};
   }
   qsort(ev, k, sizeof *ev, ev_cmp);
   free(times);
@@ -101,18 +106,18 @@ static ev_t *make_events(const nnmem_problem_t *p, size_t *n_out) {
 
 /* Plays the events; returns the seconds taken. With `given` (3b), an
  * allocation is not called: its pointer is loaded from given[]. */
-static double play(nnmem_planned_t *pl, const nnmem_buffer_t *b, const ev_t *ev,
-                   size_t n, void **ptr, void *const *given) {
-  uint64_t step = 0;
+static double play(nnmem_planned_t *pl, const ev_t *ev, size_t n, void **ptr,
+                   void *const *given) {
+  uint32_t step = 0;
   double t0 = now();
   for (size_t i = 0; i < n; i++) {
     while (step < ev[i].t) {
       nnmem_step(pl);
       step++;
     }
-    if (ev[i].kind == 0)
+    if (ev[i].size)
       ptr[ev[i].buf] =
-          given ? given[ev[i].buf] : nnmem_planned_alloc(pl, b[ev[i].buf].size);
+          given ? given[ev[i].buf] : nnmem_planned_alloc(pl, ev[i].size);
     else
       nnmem_planned_free(pl, ptr[ev[i].buf]);
   }
@@ -137,7 +142,7 @@ static void bench_trace(const char *path, const char *name, int repeat,
   /* 2. record, plan, verify */
   nnmem_planned_t *pl = NULL;
   nnmem_planned_record(a, NULL, &pl);
-  play(pl, b, ev, nev, ptr, NULL);
+  play(pl, ev, nev, ptr, NULL);
   nnmem_problem_t *rec = NULL;
   nnmem_plan_t *plan = NULL;
   nnmem_status_t st = nnmem_planned_problem(pl, &rec);
@@ -174,11 +179,11 @@ static void bench_trace(const char *path, const char *name, int repeat,
         goto out;
       }
       if (!without) {
-        t[r] = play(pl, b, ev, nev, ptr, NULL);
+        t[r] = play(pl, ev, nev, ptr, NULL);
         nnmem_planned_stats(pl, &ps);
         memcpy(given, ptr, n * sizeof *given);
       } else {
-        t0[r] = play(pl, b, ev, nev, ptr, given);
+        t0[r] = play(pl, ev, nev, ptr, given);
       }
       nnmem_planned_destroy(pl);
     }
