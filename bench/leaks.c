@@ -155,9 +155,9 @@ int main(int argc, char **argv) {
   static const char *names[NMODE] = {"baseline"};
 #else
   const int nmode = NMODE;
-  static const char *names[NMODE] = {
-      "off",         "sampled-512KiB", "full-depth16",
-      "full-depth0", "sampled-2MiB",   "sampled-512KiB-depth0"};
+  static const char *names[NMODE] = {"off",          "sampled-512KiB",
+                                     "full-depth16", "full-depth0",
+                                     "sampled-2MiB", "sampled-512KiB-depth0"};
 #endif
   static double t[NMODE][MAX_REPEAT], w[NMODE][MAX_REPEAT],
       q[NMODE][MAX_REPEAT];
@@ -175,14 +175,14 @@ int main(int argc, char **argv) {
       t[m][r] = ring(al[m], slot, size, &w[m][r]);
       q[m][r] = t[m][r] / t[0][r];
     }
-  printf("%-22s %9s %9s %17s %9s\n", "records", "ns/step", "vs off",
-         "range", "wall ns");
+  printf("%-22s %9s %9s %17s %9s\n", "records", "ns/step", "vs off", "range",
+         "wall ns");
   for (int m = 0; m < nmode; m++) {
     double v = median(t[m], repeat), wv = median(w[m], repeat);
     double ratio = median(q[m], repeat); /* sorts q[m] */
     double lo = q[m][0], hi = q[m][repeat - 1];
-    printf("%-22s %9.2f %8.3fx %7.3fx - %.3fx %9.2f\n", names[m], v, ratio,
-           lo, hi, wv);
+    printf("%-22s %9.2f %8.3fx %7.3fx - %.3fx %9.2f\n", names[m], v, ratio, lo,
+           hi, wv);
     fprintf(csv, "ring,%s,%.2f,%.4f,%.4f,%.4f,%.2f\n", names[m], v, ratio, lo,
             hi, wv);
     nnmem_allocator_destroy(al[m]);

@@ -98,10 +98,9 @@ static ev_t *make_events(const nnmem_problem_t *p, size_t *n_out) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     if (b[i].size == 0) continue;
-    ev[k++] = (ev_t){(uint32_t)dense(times, nt, b[i].first), (uint32_t)i,
-                     b[i].size};
-    ev[k++] = (ev_t){(uint32_t)dense(times, nt, b[i].last - 1), (uint32_t)i,
-                     0};
+    ev[k++] =
+        (ev_t){(uint32_t)dense(times, nt, b[i].first), (uint32_t)i, b[i].size};
+    ev[k++] = (ev_t){(uint32_t)dense(times, nt, b[i].last - 1), (uint32_t)i, 0};
   }
   qsort(ev, k, sizeof *ev, ev_cmp);
   free(times);
@@ -220,13 +219,14 @@ static void bench_trace(const char *path, const char *name, int repeat,
     tt[r] = rr.ns_per_op;
   }
   double tns = median(tt, repeat);
-  printf("  %-12s %7zu %8.2f %8.2f %8.2f %8.2f %8.2f %14llu %14llu %14llu "
-         "%7llu/%llu\n",
-         name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
-         (sec - secl) * 1e9 / (double)allocs,
-         (sec - sec0) * 1e9 / (double)allocs, tns, (unsigned long long)height,
-         (unsigned long long)rr.peak_reserved_bytes, (unsigned long long)lb,
-         (unsigned long long)ps.served, (unsigned long long)ps.allocs);
+  printf(
+      "  %-12s %7zu %8.2f %8.2f %8.2f %8.2f %8.2f %14llu %14llu %14llu "
+      "%7llu/%llu\n",
+      name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
+      (sec - secl) * 1e9 / (double)allocs, (sec - sec0) * 1e9 / (double)allocs,
+      tns, (unsigned long long)height,
+      (unsigned long long)rr.peak_reserved_bytes, (unsigned long long)lb,
+      (unsigned long long)ps.served, (unsigned long long)ps.allocs);
   fprintf(csv, "%s,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu\n",
           name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
           (sec - secl) * 1e9 / (double)allocs,

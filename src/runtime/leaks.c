@@ -299,8 +299,8 @@ static rec_t *rec_new_locked(nnmem__leaks_t *lk) {
 }
 
 static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
-                                             size_t size, const char *file,
-                                             int line) {
+                                            size_t size, const char *file,
+                                            int line) {
   void *fr[NNMEM_LEAKS_MAX_DEPTH + SKIP_FRAMES];
   int n = 0;
   if (lk->depth) {

@@ -80,7 +80,7 @@ void nnmem__leaks_destroy(nnmem__leaks_t *lk);
  * NULL. Returns 1 when a record was stored. Never fails the allocation: a
  * record that cannot be stored is counted as dropped. */
 int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
-                           const char *file, int line);
+                          const char *file, int line);
 /* A block is about to be freed and nnmem__leaks_maybe said 1: forget its
  * record, if any; returns 1 when one was removed. Must run before the
  * block returns to the allocator (its address may be reused at once). */

@@ -35,8 +35,8 @@
  * live = 0; no entry or live == 0 is misuse (counted, ignored).
  * At each step end, every buffer b with last <= the new step must not be
  * live (oslot[slot].live != b + 1; amortized O(1): the ends[] cursor); one
- * that is disables serving. Each buffer is requested at most once (steps and k only
- * grow), so a served buffer is never live twice.
+ * that is disables serving. Each buffer is requested at most once (steps and
+ * cur only grow), so a served buffer is never live twice.
  *
  * Invariant (why served blocks never overlap): a block is served at step s
  * only if no served block with a planned last <= s is live (checked at the
@@ -88,8 +88,8 @@ struct nnmem_planned {
   planned_req_t *req; /* by buffer (recording order = request order) */
   uint64_t cur, end;  /* request index: next, end of this step's */
   char *base;
-  uint64_t span; /* the plan's height: [base, base + span) is served */
-  planned_slot_t *oslot; /* static offset hash */
+  uint64_t span;          /* the plan's height: [base, base + span) is served */
+  planned_slot_t *oslot;  /* static offset hash */
   uint32_t omask, oshift; /* ocap - 1; 64 - log2(ocap): hash_in's shift */
   size_t ocap;
   nnmem_allocator_t *a;
@@ -308,8 +308,7 @@ void *nnmem_planned_alloc(nnmem_planned_t *r, size_t size) {
 
 /* Every free but one of a served block: recording, a pointer outside the
  * plan's range, misuse. */
-static __attribute__((noinline)) void free_slow(nnmem_planned_t *r,
-                                                void *ptr) {
+static __attribute__((noinline)) void free_slow(nnmem_planned_t *r, void *ptr) {
   if (!r || !ptr) return;
   if (!r->serving) {
     int64_t b = map_take(r, (uintptr_t)ptr);

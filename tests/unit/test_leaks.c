@@ -295,10 +295,11 @@ static void check_estimate(nnmem_allocator_t *a, const char *what, uint64_t n,
   double q = -expm1(-(double)size / (double)n);
   double mean = (double)count * q, sd = sqrt((double)count * q * (1 - q));
   double truth = (double)count * (double)size, est_sd = (double)size / q * sd;
-  printf("%s: N=%llu records %llu (expected %.1f +- %.1f), est_bytes %llu "
-         "(truth %.0f +- %.0f)\n",
-         what, (unsigned long long)n, (unsigned long long)s.records, mean, sd,
-         (unsigned long long)s.est_bytes, truth, est_sd);
+  printf(
+      "%s: N=%llu records %llu (expected %.1f +- %.1f), est_bytes %llu "
+      "(truth %.0f +- %.0f)\n",
+      what, (unsigned long long)n, (unsigned long long)s.records, mean, sd,
+      (unsigned long long)s.est_bytes, truth, est_sd);
   assert_true(fabs((double)s.records - mean) < 5 * sd + 1);
   assert_true(fabs((double)s.est_bytes - truth) < 5 * est_sd + (double)size);
 }

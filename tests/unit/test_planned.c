@@ -217,7 +217,7 @@ static void test_order_divergence(void **state) {
   assert_ptr_equal((char *)y - (char *)x, 128);
   nnmem_planned_free(pl, x); /* in step 1: the plan's last step 2 */
   nnmem_planned_free(pl, y);
-  nnmem_planned_free(pl, x); /* twice: counted, ignored */
+  nnmem_planned_free(pl, x);             /* twice: counted, ignored */
   nnmem_planned_free(pl, (char *)y + 8); /* interior: counted, ignored */
   nnmem_step(pl);
   nnmem_step(pl);
