@@ -8,9 +8,15 @@
  *      allocates a random size in [16, 4096] into it (the same seed and
  *      sizes as bench/alloc.c's ring); one allocator per mode - records
  *      off, sampled (1 in 512 KiB, depth 16), full with depth 16, full
- *      without backtrace (depth 0), sampled 1 in 2 MiB - rounds interleaved
- * across modes so that background load hits all alike; ns per step, median of
- *      --repeat (default 7), and the ratio to "off";
+ *      without backtrace (depth 0), sampled 1 in 2 MiB, sampled 1 in 512
+ *      KiB without backtrace - rounds interleaved across modes so that
+ *      background load hits all alike. Each round is timed twice: the
+ *      thread's CPU time (what the figures use: time the VM gave other
+ *      processes is not counted) and wall time. Per mode: the median CPU
+ *      ns per step over --repeat rounds (default 15); the ratio to "off"
+ *      per round (each mode's round against the "off" round just before
+ *      it: paired, so that load drifting between rounds cancels) with its
+ *      median and its range (min - max); the median wall ns per step;
  *   2. backtrace cost: from a call chain 24 frames deep, glibc backtrace()
  *      of 16 frames against libunwind's unw_backtrace() (libunwind.so.8
  *      opened with dlopen, as the leak records do; "absent" without it),
@@ -33,7 +39,7 @@
 
 #include "bench_util.h"
 
-enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 5 };
+enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 6 };
 
 static uint64_t rnd(uint64_t *s) {
   uint64_t x = *s;
@@ -43,24 +49,33 @@ static uint64_t rnd(uint64_t *s) {
   return *s = x;
 }
 
+/* Seconds of CPU time the calling thread has used. */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One round; CPU ns per step, *wall = wall ns per step. */
 static double ring(nnmem_allocator_t *a, const uint32_t *slot,
-                   const uint32_t *size) {
+                   const uint32_t *size, double *wall) {
   static void *live[RING];
   for (int i = 0; i < RING; i++) {
     live[i] = nnmem_alloc(a, 16 + (size_t)i % 4081);
     *(volatile char *)live[i] = 1;
   }
-  double t0 = now();
+  double t0 = now(), c0 = cpu_now();
   for (int s = 0; s < STEPS; s++) {
     uint32_t k = slot[s];
     nnmem_free(a, live[k]);
     live[k] = nnmem_alloc(a, size[s]);
     *(volatile char *)live[k] = 1;
   }
-  double t = now() - t0;
+  double c = cpu_now() - c0, t = now() - t0;
   for (int i = 0; i < RING; i++)
     nnmem_free(a, live[i]);
-  return t * 1e9 / STEPS;
+  *wall = t * 1e9 / STEPS;
+  return c * 1e9 / STEPS;
 }
 
 static nnmem_allocator_t *make(int mode) {
@@ -74,6 +89,7 @@ static nnmem_allocator_t *make(int mode) {
                         : NNMEM_LEAKS_FULL;
   if (mode == 3) lc.depth = 0;
   if (mode == 4) lc.mode = NNMEM_LEAKS_SAMPLED, lc.sample_bytes = 2u << 20;
+  if (mode == 5) lc.mode = NNMEM_LEAKS_SAMPLED, lc.depth = 0;
   cfg.leaks = &lc;
 #else
   (void)mode;
@@ -111,7 +127,7 @@ static void open_unwind(void) {
 }
 
 int main(int argc, char **argv) {
-  int repeat = 7;
+  int repeat = 15;
   const char *csv_path = "bench-leaks.csv";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
@@ -123,10 +139,10 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  if (repeat < 1 || repeat > MAX_REPEAT) repeat = 7;
+  if (repeat < 1 || repeat > MAX_REPEAT) repeat = 15;
   FILE *csv = fopen(csv_path, "w");
   if (!csv) return 1;
-  fprintf(csv, "bench,what,ns,ratio\n");
+  fprintf(csv, "bench,what,ns,ratio,ratio_min,ratio_max,wall_ns\n");
   uint32_t *slot = malloc(STEPS * sizeof *slot);
   uint32_t *size = malloc(STEPS * sizeof *size);
   uint64_t seed = 88172645463325252ULL;
@@ -139,27 +155,36 @@ int main(int argc, char **argv) {
   static const char *names[NMODE] = {"baseline"};
 #else
   const int nmode = NMODE;
-  static const char *names[NMODE] = {"off", "sampled-512KiB", "full-depth16",
-                                     "full-depth0", "sampled-2MiB"};
+  static const char *names[NMODE] = {"off",          "sampled-512KiB",
+                                     "full-depth16", "full-depth0",
+                                     "sampled-2MiB", "sampled-512KiB-depth0"};
 #endif
-  static double t[NMODE][MAX_REPEAT];
+  static double t[NMODE][MAX_REPEAT], w[NMODE][MAX_REPEAT],
+      q[NMODE][MAX_REPEAT];
   nnmem_allocator_t *al[NMODE];
   for (int m = 0; m < nmode; m++)
     al[m] = make(m);
   printf(
-      "ring: %d live blocks, 16 B - 4 KiB, %d steps, median of %d "
-      "(rounds interleaved)\n",
+      "ring: %d live blocks, 16 B - 4 KiB, %d steps, %d rounds interleaved;\n"
+      "ns/step: median thread CPU time; vs off: median of the per-round "
+      "ratios to the\n\"off\" round before (range: min - max); wall: median "
+      "wall time\n",
       RING, STEPS, repeat);
   for (int r = 0; r < repeat; r++)
-    for (int m = 0; m < nmode; m++)
-      t[m][r] = ring(al[m], slot, size);
-  printf("%-16s %10s %10s\n", "records", "ns/step", "vs off");
-  double off = 0;
+    for (int m = 0; m < nmode; m++) {
+      t[m][r] = ring(al[m], slot, size, &w[m][r]);
+      q[m][r] = t[m][r] / t[0][r];
+    }
+  printf("%-22s %9s %9s %17s %9s\n", "records", "ns/step", "vs off", "range",
+         "wall ns");
   for (int m = 0; m < nmode; m++) {
-    double v = median(t[m], repeat);
-    if (m == 0) off = v;
-    printf("%-16s %10.1f %9.3fx\n", names[m], v, v / off);
-    fprintf(csv, "ring,%s,%.2f,%.4f\n", names[m], v, v / off);
+    double v = median(t[m], repeat), wv = median(w[m], repeat);
+    double ratio = median(q[m], repeat); /* sorts q[m] */
+    double lo = q[m][0], hi = q[m][repeat - 1];
+    printf("%-22s %9.2f %8.3fx %7.3fx - %.3fx %9.2f\n", names[m], v, ratio, lo,
+           hi, wv);
+    fprintf(csv, "ring,%s,%.2f,%.4f,%.4f,%.4f,%.2f\n", names[m], v, ratio, lo,
+            hi, wv);
     nnmem_allocator_destroy(al[m]);
   }
   double bt[MAX_REPEAT], uw[MAX_REPEAT];
@@ -172,11 +197,11 @@ int main(int argc, char **argv) {
   printf("\nbacktrace of 16 frames from 24 deep, ns per call (median of %d)\n",
          repeat);
   printf("%-28s %10.1f\n", "glibc backtrace()", b);
-  fprintf(csv, "backtrace,glibc,%.1f,1\n", b);
+  fprintf(csv, "backtrace,glibc,%.1f,1,,,\n", b);
   if (unw_bt) {
     printf("%-28s %10.1f  (%.2fx glibc)\n", "libunwind unw_backtrace()", u,
            u / b);
-    fprintf(csv, "backtrace,libunwind,%.1f,%.4f\n", u, u / b);
+    fprintf(csv, "backtrace,libunwind,%.1f,%.4f,,,\n", u, u / b);
   } else {
     printf("%-28s %10s\n", "libunwind unw_backtrace()", "absent");
   }

@@ -22,6 +22,11 @@
  *      markers still run: the frees then find no live block, one probe
  *      sequence as before); (full - without allocs) / allocations, each the
  *      median of --repeat, the rounds interleaved with the full runs;
+ *   3c. the bench's own loop alone: the same events with no library call
+ *      at all (allocations load the full run's pointers, frees load their
+ *      pointer into a sink, no step markers); (full - loop) / allocations
+ *      is the library's time per allocation (its alloc, its free, its
+ *      share of the step markers), next to the whole replay's;
  *   4. the tiered pool on the same trace (nnmem_pool_replay on an unbacked
  *      simulated device: wall time / operations, peak reserved), median;
  *   5. rows to OUT.csv (default bench-planned.csv).
@@ -43,10 +48,13 @@
 #endif
 enum { MAX_REPEAT = 51 };
 
+/* One event, 16 bytes read in order: an allocation carries its size, so
+ * the replay reads no buffer table (a free reads the pointer its
+ * allocation stored, ptr[buf]). */
 typedef struct ev {
-  uint64_t t;    /* dense step */
+  uint32_t t;    /* dense step (< 2 x buffers) */
   uint32_t buf;  /* buffer index */
-  uint32_t kind; /* 0 alloc, 1 free */
+  uint64_t size; /* allocation: its size; free: 0 */
 } ev_t;
 
 static int cmp_u64(const void *a, const void *b) {
@@ -57,7 +65,7 @@ static int cmp_u64(const void *a, const void *b) {
 static int ev_cmp(const void *a, const void *b) {
   const ev_t *x = a, *y = b;
   if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+  if (!x->size != !y->size) return x->size ? -1 : 1; /* allocations first */
   return (x->buf > y->buf) - (x->buf < y->buf);
 }
 
@@ -90,8 +98,9 @@ static ev_t *make_events(const nnmem_problem_t *p, size_t *n_out) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     if (b[i].size == 0) continue;
-    ev[k++] = (ev_t){dense(times, nt, b[i].first), (uint32_t)i, 0};
-    ev[k++] = (ev_t){dense(times, nt, b[i].last - 1), (uint32_t)i, 1};
+    ev[k++] =
+        (ev_t){(uint32_t)dense(times, nt, b[i].first), (uint32_t)i, b[i].size};
+    ev[k++] = (ev_t){(uint32_t)dense(times, nt, b[i].last - 1), (uint32_t)i, 0};
   }
   qsort(ev, k, sizeof *ev, ev_cmp);
   free(times);
@@ -99,20 +108,32 @@ static ev_t *make_events(const nnmem_problem_t *p, size_t *n_out) {
   return ev;
 }
 
+static void *volatile sink;
+
 /* Plays the events; returns the seconds taken. With `given` (3b), an
- * allocation is not called: its pointer is loaded from given[]. */
-static double play(nnmem_planned_t *pl, const nnmem_buffer_t *b, const ev_t *ev,
-                   size_t n, void **ptr, void *const *given) {
-  uint64_t step = 0;
+ * allocation is not called: its pointer is loaded from given[]; with
+ * `loop_only` too (3c), nothing of the library is called. */
+static double play(nnmem_planned_t *pl, const ev_t *ev, size_t n, void **ptr,
+                   void *const *given, int loop_only) {
+  uint32_t step = 0;
   double t0 = now();
+  if (loop_only) {
+    for (size_t i = 0; i < n; i++) {
+      if (ev[i].size)
+        ptr[ev[i].buf] = given[ev[i].buf];
+      else
+        sink = ptr[ev[i].buf];
+    }
+    return now() - t0;
+  }
   for (size_t i = 0; i < n; i++) {
     while (step < ev[i].t) {
       nnmem_step(pl);
       step++;
     }
-    if (ev[i].kind == 0)
+    if (ev[i].size)
       ptr[ev[i].buf] =
-          given ? given[ev[i].buf] : nnmem_planned_alloc(pl, b[ev[i].buf].size);
+          given ? given[ev[i].buf] : nnmem_planned_alloc(pl, ev[i].size);
     else
       nnmem_planned_free(pl, ptr[ev[i].buf]);
   }
@@ -137,7 +158,7 @@ static void bench_trace(const char *path, const char *name, int repeat,
   /* 2. record, plan, verify */
   nnmem_planned_t *pl = NULL;
   nnmem_planned_record(a, NULL, &pl);
-  play(pl, b, ev, nev, ptr, NULL);
+  play(pl, ev, nev, ptr, NULL, 0);
   nnmem_problem_t *rec = NULL;
   nnmem_plan_t *plan = NULL;
   nnmem_status_t st = nnmem_planned_problem(pl, &rec);
@@ -161,7 +182,7 @@ static void bench_trace(const char *path, const char *name, int repeat,
   nnmem_planned_config_t pc;
   nnmem_planned_config_init(&pc);
   pc.base = base;
-  double t[MAX_REPEAT], t0[MAX_REPEAT];
+  double t[MAX_REPEAT], t0[MAX_REPEAT], tl[MAX_REPEAT];
   void **given = calloc(n, sizeof *given);
   nnmem_planned_stats_t ps = {0};
   for (int r = 0; r < repeat; r++)
@@ -174,16 +195,18 @@ static void bench_trace(const char *path, const char *name, int repeat,
         goto out;
       }
       if (!without) {
-        t[r] = play(pl, b, ev, nev, ptr, NULL);
+        t[r] = play(pl, ev, nev, ptr, NULL, 0);
         nnmem_planned_stats(pl, &ps);
         memcpy(given, ptr, n * sizeof *given);
+        tl[r] = play(NULL, ev, nev, ptr, given, 1);
       } else {
-        t0[r] = play(pl, b, ev, nev, ptr, given);
+        t0[r] = play(pl, ev, nev, ptr, given, 0);
       }
       nnmem_planned_destroy(pl);
     }
   free(given);
-  double sec = median(t, repeat), sec0 = median(t0, repeat);
+  double sec = median(t, repeat), sec0 = median(t0, repeat),
+         secl = median(tl, repeat);
   size_t allocs = nev / 2;
   /* 4. the tiered pool */
   double tt[MAX_REPEAT];
@@ -197,13 +220,16 @@ static void bench_trace(const char *path, const char *name, int repeat,
   }
   double tns = median(tt, repeat);
   printf(
-      "  %-12s %7zu %8.2f %8.2f %8.2f %8.2f %14llu %14llu %14llu %7llu/%llu\n",
+      "  %-12s %7zu %8.2f %8.2f %8.2f %8.2f %8.2f %14llu %14llu %14llu "
+      "%7llu/%llu\n",
       name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
-      (sec - sec0) * 1e9 / (double)allocs, tns, (unsigned long long)height,
+      (sec - secl) * 1e9 / (double)allocs, (sec - sec0) * 1e9 / (double)allocs,
+      tns, (unsigned long long)height,
       (unsigned long long)rr.peak_reserved_bytes, (unsigned long long)lb,
       (unsigned long long)ps.served, (unsigned long long)ps.allocs);
-  fprintf(csv, "%s,%zu,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu\n", name,
-          allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
+  fprintf(csv, "%s,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu\n",
+          name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
+          (sec - secl) * 1e9 / (double)allocs,
           (sec - sec0) * 1e9 / (double)allocs, tns, (unsigned long long)height,
           (unsigned long long)rr.peak_reserved_bytes, (unsigned long long)lb,
           (unsigned long long)ps.served, (unsigned long long)ps.fallback);
@@ -260,17 +286,18 @@ int main(int argc, char **argv) {
   if (!csv) return 1;
   fprintf(csv,
           "trace,allocs,planned_ns_per_op,planned_ns_per_alloc,"
-          "planned_alloc_call_ns,"
+          "planned_library_ns_per_alloc,planned_alloc_call_ns,"
           "tiered_ns_per_op,plan_height,tiered_peak_reserved,"
           "lower_bound,served,fallback\n");
   printf(
       "record -> plan -> serve, median of %d; plan/op, plan/alc: wall time "
-      "of the replay (allocs, frees, steps) / operations, / allocations; alc "
-      "call: (replay - replay without the allocation calls) / allocations\n",
+      "of the replay (allocs, frees, steps) / operations, / allocations; lib/"
+      "alc: (replay - the bench loop alone) / allocations; alc call: (replay "
+      "- replay without the allocation calls) / allocations\n",
       repeat);
-  printf("  %-12s %7s %8s %8s %8s %8s %14s %14s %14s %s\n", "trace", "allocs",
-         "plan/op", "plan/alc", "alc call", "tier/op", "plan height",
-         "tiered peak", "lower bound", "served");
+  printf("  %-12s %7s %8s %8s %8s %8s %8s %14s %14s %14s %s\n", "trace",
+         "allocs", "plan/op", "plan/alc", "lib/alc", "alc call", "tier/op",
+         "plan height", "tiered peak", "lower bound", "served");
   for (int i = 0; i < nn; i++) {
     char path[8192], name[256];
     snprintf(path, sizeof path, "%s/%s", tdir, names[i]);

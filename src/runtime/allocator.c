@@ -87,6 +87,12 @@ typedef struct page {
   tcache_t *owner;   /* set before the page is published; never changes */
   struct page *next; /* avail stack of the owner's class */
   int in_avail;
+  /* leak records of this page's blocks (leaks.c; 0 while records are
+   * off): the high 32 bits count them; bit i of the low 32 is set when one
+   * of them is a block whose index % 32 == i (all cleared with the count's
+   * last). A free looks for a record only when its block's bit is set. In
+   * the line of `bits`, which every free reads anyway. */
+  _Atomic uint64_t leak_recs;
   /* out bit i set: block i is handed out. Written by the owner only
    * (relaxed load + store, no read-modify-write); read by any thread to
    * refuse a second free. rem bit i set: block i waits on the owner's
@@ -218,7 +224,7 @@ static inline _Atomic uint8_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
   return leaf ? &leaf[(p >> PAGE_LOG2) & 0xFFFF] : NULL;
 }
 
-static page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
+static inline page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   if ((p & (PAGE_SIZE - 1)) < PAGE_HDR) return NULL;
   _Atomic uint8_t *s = reg_slot(a, p, 0);
@@ -502,7 +508,9 @@ static inline nnmem__leaks_t *leaks_of(nnmem_allocator_t *a) {
 }
 
 /* An allocation the leak records want (nnmem__leaks_wants said 1): kept
- * out of the hot path. */
+ * out of the hot path. A recorded block on a small page raises the page's
+ * leak_recs before it is handed out, so that a free on a page without
+ * records skips them (leaks_free_small). */
 static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
                                                       nnmem__leaks_t *lk,
                                                       size_t size, size_t align,
@@ -511,8 +519,36 @@ static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
   void *p = size <= SMALL_MAX && align <= 16 && !a->no_cache
                 ? small_alloc(a, size)
                 : large_alloc(a, size, align);
-  if (p) nnmem__leaks_on_alloc(lk, p, size, file, line);
+  if (p && nnmem__leaks_on_alloc(lk, p, size, file, line)) {
+    page_t *pg = a->no_cache ? NULL : small_page_of(a, p);
+    if (pg) {
+      uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
+      uint64_t bit = 1ull << (blk_index(pg, p) & 31);
+      while (!atomic_compare_exchange_weak_explicit(
+          &pg->leak_recs, &w, (w + (1ull << 32)) | bit, memory_order_relaxed,
+          memory_order_relaxed)) {
+      }
+    }
+  }
   return p;
+}
+
+/* Block idx of small page pg about to be freed: its leak record is looked
+ * up only when the page's leak_recs has the block's bit (a line the free
+ * reads anyway; never while records are off, lk then NULL); a record
+ * found and removed lowers the count, the last one clears the bits. */
+static inline void leaks_free_small(nnmem__leaks_t *lk, page_t *pg, void *ptr,
+                                    uint32_t idx) {
+  uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
+  if (__builtin_expect((w >> (idx & 31)) & 1, 0) &&
+      nnmem__leaks_maybe(lk, ptr) && nnmem__leaks_on_free(lk, ptr)) {
+    uint64_t n;
+    do {
+      n = w - (1ull << 32);
+      if ((n >> 32) == 0) n = 0;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &pg->leak_recs, &w, n, memory_order_relaxed, memory_order_relaxed));
+  }
 }
 
 static inline nnmem_profiler_t *prof_of(nnmem_allocator_t *a) {
@@ -715,10 +751,9 @@ static __attribute__((noinline)) nnmem_status_t free_general(
     nnmem_allocator_t *a, void *ptr) {
   if (!a) return NNMEM_ERR_INVALID;
   if (!ptr) return NNMEM_OK;
+  /* leak records go before the free (once freed, another thread may get
+   * the address): by page for a small block, by the filter for the rest */
   nnmem__leaks_t *lk = leaks_of(a);
-  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
-    nnmem__leaks_on_free(lk, ptr);
-  /* before the free: once freed, another thread may get the address */
   nnmem_profiler_t *pr = prof_of(a);
   if (__builtin_expect(pr != NULL, 0)) nnmem__profiler_on_free(pr, ptr);
   if (a->free_batch && (uintptr_t)ptr & (PAGE_SIZE - 1)) {
@@ -727,15 +762,26 @@ static __attribute__((noinline)) nnmem_status_t free_general(
     tcache_t *tc;
     if (s && atomic_load_explicit(s, memory_order_acquire) &&
         (tc = cache_get(a)) != NULL) {
+      if (__builtin_expect(lk != NULL, 0)) {
+        page_t *pg = (page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
+        int64_t k = small_index(pg, ptr); /* < 0: misuse, at the flush */
+        if (k >= 0) leaks_free_small(lk, pg, ptr, (uint32_t)k);
+      }
       tc->pend[tc->npend++] = ptr;
       if (tc->npend >= a->free_batch) flush_pending(tc);
       return NNMEM_OK;
     }
   }
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
-  if (!pg) return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
+  if (!pg) {
+    if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
+      (void)nnmem__leaks_on_free(lk, ptr);
+    return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
+  }
   int64_t idx = small_index(pg, ptr);
   if (__builtin_expect(idx < 0, 0)) return misuse(a);
+  if (__builtin_expect(lk != NULL, 0))
+    leaks_free_small(lk, pg, ptr, (uint32_t)idx);
   /* NULL tc: a thread past its cache's exit */
   return small_free(a, cache_get(a), pg, ptr, (uint32_t)idx);
 }

@@ -3,25 +3,37 @@
  *
  * Steps:
  *   1. alloc (full): take a backtrace of `depth` frames (outside the
- *      lock), then insert {ptr, size, file, line, tid, time, frames}
- *      into a chained hash table keyed by address, under the records'
- *      mutex. The unwinder: libunwind's unw_backtrace when libunwind.so.8
- *      opens (dlopen, once per process; nothing links against it), else
- *      glibc's backtrace(). Measured in bench/leaks: 16 frames from 24
- *      deep cost ~1.8 us with glibc's (DWARF unwinding through libgcc_s,
- *      an FDE search per frame) and ~0.1 us with libunwind's (it caches
- *      the unwinding rule of each return address);
- *   2. alloc (sampled): each thread counts down the bytes it allocates; the
- *      count starts at an exponential draw of mean N = sample_bytes. When
- *      an allocation of s bytes takes it to <= 0 the block is recorded as
- *      in step 1 with p = 1 - exp(-s / N) and a new count is drawn (the
- *      process is memoryless, so an allocation is recorded with exactly
- *      probability p: jemalloc's prof sampling). The record stands for
- *      s / p bytes and 1 / p blocks (Horvitz-Thompson: unbiased);
- *   3. free: in full mode, remove the record under the mutex. In sampled
- *      mode a counting filter (one atomic counter per address hash, raised
- *      by every record, lowered by its removal) is read first: a zero
- *      counter proves there is no record and the free takes no lock;
+ *      lock), then, under the records' mutex, take a spare record (or a
+ *      new one: every record has room for `depth` frames, so a freed one
+ *      is kept for the next, up to MAX_SPARE) and insert {ptr, size, file,
+ *      line, tid, cycle counter, frames} into a chained hash table keyed
+ *      by address. The unwinder: libunwind's unw_backtrace when
+ *      libunwind.so.8 opens (dlopen, once per process; nothing links
+ *      against it), else glibc's backtrace(). Measured in bench/leaks: 16
+ *      frames from 24 deep cost ~1.8 us with glibc's (DWARF unwinding
+ *      through libgcc_s, an FDE search per frame) and ~0.1 us with
+ *      libunwind's (it caches the unwinding rule of each return address).
+ *      The time is the cycle counter (runtime/cycles.h), turned into ns
+ *      by the report: no clock_gettime on the recording path;
+ *   2. alloc (sampled): each thread counts down the bytes it allocates,
+ *      one countdown per distinct N = sample_bytes in the process (slots
+ *      1..7 of nnmem__leaks_left; records with the same N share one). The
+ *      count starts at an exponential draw of mean N. When an allocation
+ *      of s bytes takes it to <= 0 the block is recorded as in step 1 and
+ *      a new count is drawn: the process is memoryless, so an allocation
+ *      is recorded with exactly probability p = 1 - exp(-s / N)
+ *      (jemalloc's prof sampling). An 8th distinct N gets slot 0: a fresh
+ *      draw for every allocation, recorded iff the draw <= s (the same
+ *      p). The record stands for s / p bytes and 1 / p blocks
+ *      (Horvitz-Thompson: unbiased); p is computed by the report, from s;
+ *   3. free: the allocator asks only when the block may have a record: a
+ *      block of a thread cache's small page when the page's mark has the
+ *      block's bit (allocator.c, leak_recs: set by a recorded allocation,
+ *      cleared with the page's last record), any other block always. Then
+ *      a counting filter (one counter per address hash, raised by every
+ *      record, lowered by its removal, both under the mutex) is read: a
+ *      zero proves there is no record and the free takes no lock; else the
+ *      record is removed under the mutex and kept as a spare;
  *   4. report: copy the records under the mutex, sort by site key (file
  *      and line when given, else the frames), add up each group, sort the
  *      groups by estimated bytes (largest first) and render text, JSON
@@ -29,14 +41,16 @@
  *      by ';', file:line as the leaf, then the bytes).
  *
  * Invariants: count == number of records in the table; for every address
- * hash h, filter[h] == number of records whose address hashes to h.
+ * hash h, filter[h] == number of records whose address hashes to h;
+ * nspare <= MAX_SPARE.
  *
  * Complexity: O(1) expected per recorded alloc / free plus the backtrace;
- * O(1) and lock-free for a free with no record in sampled mode; report
- * O(r log r) for r records.
+ * O(1) and lock-free for a free with no record; report O(r log r) for r
+ * records.
  *
- * Thread-safety: all entries may run concurrently; the table is under
- * `lock`, the filter is atomic, the sampling countdown is per thread. */
+ * Thread-safety: all entries may run concurrently; the table, the spares
+ * and the filter's writes are under `lock` (the filter is read without
+ * it), the sampling countdowns are per thread, the slot table is atomic. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -52,22 +66,26 @@
 
 #include "common/json_write.h"
 #include "common/text.h"
+#include "runtime/cycles.h"
 #include "runtime/leaks_internal.h"
 
 enum { FILTER = NNMEM__LEAKS_FILTER, SKIP_FRAMES = 2 };
 
+/* One record; every record of a nnmem__leaks_t has room for `depth`
+ * frames, so a freed one is kept for the next (the spare list). */
 typedef struct rec {
   struct rec *next;
   uintptr_t ptr;
   uint64_t size;
-  double p; /* probability the block was recorded (1 in full mode) */
   const char *file;
   int line;
   uint32_t tid;
-  uint64_t t_ns;
+  uint64_t t_cyc; /* nnmem__cycles() when recorded; ns in the reports */
   uint32_t depth;
   void *frames[];
 } rec_t;
+
+typedef int (*backtrace_fn)(void **frames, int n);
 
 struct nnmem__leaks {
   nnmem__leaks_head_t head; /* first: mode + filter, read inline */
@@ -76,25 +94,44 @@ struct nnmem__leaks {
   uint64_t id, seed;
   char *report_path;
   nnmem_leaks_format_t report_format;
+  backtrace_fn bt; /* the unwinder, picked at create when depth > 0 */
   pthread_mutex_t lock;
   rec_t **bucket;
   size_t nbucket, count;
+  rec_t *spare; /* freed records kept for reuse (under lock) */
+  size_t nspare;
   _Atomic uint64_t dropped;
 };
+
+enum { MAX_SPARE = 1024 };
 
 static _Atomic uint64_t next_leaks_id = 1;
 static _Atomic uint64_t next_thread_seq = 1;
 
 _Thread_local __attribute__((tls_model("initial-exec")))
-int64_t nnmem__leaks_left;
+int64_t nnmem__leaks_left[NNMEM__LEAKS_SLOTS];
+
+/* slot_rate[k]: the N of countdown slot k (1 .. 7; 0: free). Taken by the
+ * first records with that N, never given back. */
+static _Atomic uint64_t slot_rate[NNMEM__LEAKS_SLOTS];
+
+static uint32_t slot_for(uint64_t n) {
+  for (uint32_t k = 1; k < NNMEM__LEAKS_SLOTS; k++) {
+    uint64_t v = atomic_load(&slot_rate[k]);
+    if (v == 0 && atomic_compare_exchange_strong(&slot_rate[k], &v, n))
+      return k;
+    if (v == n) return k;
+  }
+  return 0; /* an 8th distinct N: a draw per allocation */
+}
 
 /* Per thread: the sampling random state (0 until the thread's first
- * sampled allocation) and the cached kernel thread id. initial-exec: no
- * __tls_get_addr call (as allocator.c's tls_cur; 24 bytes of static TLS
- * with nnmem__leaks_left). */
+ * sampled allocation), the slots whose countdown has started (bit k) and
+ * the cached kernel thread id. initial-exec: no __tls_get_addr call (as
+ * allocator.c's tls_cur). */
 static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
   uint64_t rng;
-  uint32_t tid;
+  uint32_t tid, started;
 } tl;
 
 static uint64_t splitmix(uint64_t *s) {
@@ -115,10 +152,12 @@ static uint32_t thread_id(void) {
   return tl.tid;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+/* Probability that a block of `size` bytes was recorded: 1 in full mode,
+ * 1 - exp(-size / N) in sampled mode (step 2). Computed when reporting,
+ * not when recording: it depends on the size alone. */
+static double rec_p(const nnmem__leaks_t *lk, const rec_t *r) {
+  if (lk->head.mode != NNMEM_LEAKS_SAMPLED) return 1.0;
+  return -expm1(-(double)r->size / (double)lk->sample_bytes);
 }
 
 static inline size_t hash_ptr(uintptr_t p) {
@@ -129,7 +168,6 @@ static inline size_t hash_ptr(uintptr_t p) {
 
 /* ---- the unwinder ------------------------------------------------------ */
 
-typedef int (*backtrace_fn)(void **frames, int n);
 static backtrace_fn bt_fn;
 static pthread_once_t bt_once = PTHREAD_ONCE_INIT;
 
@@ -175,15 +213,19 @@ nnmem_status_t nnmem__leaks_create(const nnmem_leaks_config_t *cfg,
     return NNMEM_ERR_NOMEM;
   }
   lk->head.mode = cfg->mode;
+  lk->head.slot =
+      cfg->mode == NNMEM_LEAKS_SAMPLED ? slot_for(cfg->sample_bytes) : 0;
   lk->sample_bytes = cfg->sample_bytes;
   lk->depth = cfg->depth;
   lk->seed = cfg->seed ? cfg->seed : 0x6E6E6D656D6C6BULL;
   lk->report_format = cfg->report_format;
   lk->id = atomic_fetch_add(&next_leaks_id, 1);
   pthread_mutex_init(&lk->lock, NULL);
+  (void)nnmem__ns_per_cycle(); /* calibrated once per process (~2 ms) */
   if (lk->depth) { /* the first call loads the unwinder: not on a hot path */
     void *f[2];
-    (void)unwinder()(f, 2);
+    lk->bt = unwinder();
+    (void)lk->bt(f, 2);
   }
   *out = lk;
   return NNMEM_OK;
@@ -208,6 +250,10 @@ void nnmem__leaks_destroy(nnmem__leaks_t *lk) {
       n = r->next;
       free(r);
     }
+  for (rec_t *r = lk->spare, *n; r; r = n) {
+    n = r->next;
+    free(r);
+  }
   free(lk->bucket);
   free(lk->report_path);
   pthread_mutex_destroy(&lk->lock);
@@ -232,77 +278,113 @@ static void grow_locked(nnmem__leaks_t *lk) {
   lk->nbucket = n;
 }
 
-static __attribute__((noinline)) void record(nnmem__leaks_t *lk, void *ptr,
-                                             size_t size, double p,
-                                             const char *file, int line) {
+/* A filter counter changes only under the lock: a plain load and store (no
+ * locked instruction); lock-free readers see one value or the other. */
+static inline void filter_add_locked(_Atomic uint32_t *f, int d) {
+  atomic_store_explicit(
+      f, atomic_load_explicit(f, memory_order_relaxed) + (uint32_t)d,
+      memory_order_relaxed);
+}
+
+/* A spare record (room for lk->depth frames), else a new one; NULL when
+ * out of memory. */
+static rec_t *rec_new_locked(nnmem__leaks_t *lk) {
+  rec_t *r = lk->spare;
+  if (r) {
+    lk->spare = r->next;
+    lk->nspare--;
+    return r;
+  }
+  return malloc(sizeof *r + lk->depth * sizeof(void *));
+}
+
+static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
+                                            size_t size, const char *file,
+                                            int line) {
   void *fr[NNMEM_LEAKS_MAX_DEPTH + SKIP_FRAMES];
   int n = 0;
   if (lk->depth) {
-    n = unwinder()(fr, (int)lk->depth + SKIP_FRAMES) - SKIP_FRAMES;
+    n = lk->bt(fr, (int)lk->depth + SKIP_FRAMES) - SKIP_FRAMES;
     if (n < 0) n = 0;
   }
-  rec_t *r = malloc(sizeof *r + (size_t)n * sizeof(void *));
+  uint64_t t = nnmem__cycles();
+  size_t h = hash_ptr((uintptr_t)ptr);
+  pthread_mutex_lock(&lk->lock);
+  rec_t *r = rec_new_locked(lk);
   if (!r) {
+    pthread_mutex_unlock(&lk->lock);
     atomic_fetch_add_explicit(&lk->dropped, 1, memory_order_relaxed);
-    return;
+    return 0;
   }
   r->ptr = (uintptr_t)ptr;
   r->size = size;
-  r->p = p;
   r->file = file;
   r->line = line;
   r->tid = thread_id();
-  r->t_ns = now_ns();
+  r->t_cyc = t;
   r->depth = (uint32_t)n;
   if (n) memcpy(r->frames, fr + SKIP_FRAMES, (size_t)n * sizeof(void *));
-  size_t h = hash_ptr(r->ptr);
-  atomic_fetch_add_explicit(&lk->head.filter[h & (FILTER - 1)], 1,
-                            memory_order_relaxed);
-  pthread_mutex_lock(&lk->lock);
+  filter_add_locked(&lk->head.filter[h & (FILTER - 1)], 1);
   if (lk->count >= lk->nbucket) grow_locked(lk);
   h &= lk->nbucket - 1;
   r->next = lk->bucket[h];
   lk->bucket[h] = r;
   lk->count++;
   pthread_mutex_unlock(&lk->lock);
+  return 1;
 }
 
-void nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
-                           const char *file, int line) {
-  if (lk->head.mode == NNMEM_LEAKS_FULL) {
-    record(lk, ptr, size, 1.0, file, line);
-    return;
+int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
+                          const char *file, int line) {
+  uint32_t k = lk->head.slot;
+  if (k == 0) {
+    nnmem__leaks_left[0] = 0; /* slot 0 stays <= 0 */
+    if (lk->head.mode == NNMEM_LEAKS_FULL)
+      return record(lk, ptr, size, file, line);
   }
-  if (tl.rng == 0) { /* this thread's first countdown: no sample yet */
+  if (tl.rng == 0) {
     tl.rng = lk->seed ^
              (atomic_fetch_add(&next_thread_seq, 1) * 0xD1B54A32D192ED03ULL);
     if (!tl.rng) tl.rng = 1;
-    nnmem__leaks_left = draw_interval(lk) - (int64_t)size;
-    if (nnmem__leaks_left > 0) return;
   }
-  nnmem__leaks_left = draw_interval(lk);
-  double p = -expm1(-(double)size / (double)lk->sample_bytes);
-  record(lk, ptr, size, p, file, line);
+  if (k == 0 || !(tl.started & (1u << k))) {
+    /* no countdown yet (or none for this N): draw one; this block is
+     * recorded iff the draw is <= its size (probability 1 - e^(-s/N)) */
+    int64_t left = draw_interval(lk) - (int64_t)size;
+    if (k == 0) return left > 0 ? 0 : record(lk, ptr, size, file, line);
+    tl.started |= 1u << k;
+    nnmem__leaks_left[k] = left;
+    if (left > 0) return 0;
+  }
+  nnmem__leaks_left[k] = draw_interval(lk);
+  return record(lk, ptr, size, file, line);
 }
 
-void nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr) {
+int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr) {
   size_t h = hash_ptr((uintptr_t)ptr);
   _Atomic uint32_t *f = &lk->head.filter[h & (FILTER - 1)];
-  if (atomic_load_explicit(f, memory_order_relaxed) == 0) return;
+  if (atomic_load_explicit(f, memory_order_relaxed) == 0) return 0;
   rec_t *found = NULL;
+  int removed = 0;
   pthread_mutex_lock(&lk->lock);
   for (rec_t **pp = &lk->bucket[h & (lk->nbucket - 1)]; *pp; pp = &(*pp)->next)
     if ((*pp)->ptr == (uintptr_t)ptr) {
       found = *pp;
       *pp = found->next;
       lk->count--;
+      removed = 1;
+      if (lk->nspare < MAX_SPARE) {
+        found->next = lk->spare;
+        lk->spare = found;
+        lk->nspare++;
+        found = NULL;
+      }
+      filter_add_locked(f, -1);
       break;
     }
   pthread_mutex_unlock(&lk->lock);
-  if (found) {
-    atomic_fetch_sub_explicit(f, 1, memory_order_relaxed);
-    free(found);
-  }
+  free(found);
+  return removed;
 }
 
 /* ---- reports ----------------------------------------------------------- */
@@ -373,7 +455,8 @@ static nnmem_status_t collect(nnmem__leaks_t *lk, rec_t ***recs_out,
     free(v);
     return NNMEM_ERR_NOMEM;
   }
-  uint64_t now = now_ns();
+  uint64_t now = nnmem__cycles();
+  double ns_per_cycle = nnmem__ns_per_cycle();
   size_t m = 0;
   double eb = 0, en = 0;
   for (size_t i = 0; i < k; i++) {
@@ -385,10 +468,14 @@ static nnmem_status_t collect(nnmem__leaks_t *lk, rec_t ***recs_out,
     site_t *t = &s[m - 1];
     t->records++;
     t->bytes += v[i]->size;
-    eb += (double)v[i]->size / v[i]->p;
-    en += 1.0 / v[i]->p;
+    double p = rec_p(lk, v[i]);
+    eb += (double)v[i]->size / p;
+    en += 1.0 / p;
     if (t->records == 1 || v[i - 1]->tid != v[i]->tid) t->threads++;
-    uint64_t age = now > v[i]->t_ns ? now - v[i]->t_ns : 0;
+    uint64_t age =
+        now > v[i]->t_cyc
+            ? (uint64_t)((double)(now - v[i]->t_cyc) * ns_per_cycle + 0.5)
+            : 0;
     if (age > t->oldest_ns) t->oldest_ns = age;
   }
   if (m) s[m - 1].est_bytes = est(eb), s[m - 1].est_blocks = est(en);

@@ -14,33 +14,49 @@
 
 typedef struct nnmem__leaks nnmem__leaks_t;
 
-/* The part of the records the allocator's inline checks read: the mode and
- * the counting filter (one counter per address hash: a zero proves a block
- * has no record). It is the first member of struct nnmem__leaks. */
+/* The part of the records the allocator's inline checks read: the mode,
+ * the countdown slot and the counting filter (one counter per address
+ * hash: a zero proves a block has no record). It is the first member of
+ * struct nnmem__leaks. */
 #define NNMEM__LEAKS_FILTER (1u << 12)
+#define NNMEM__LEAKS_SLOTS 8
 typedef struct nnmem__leaks_head {
   nnmem_leaks_mode_t mode;
+  /* index into nnmem__leaks_left: 1 .. 7, one per distinct sample_bytes N
+   * in the process (records with the same N share it); 0 in full mode and
+   * for an 8th distinct N: every allocation then goes to on_alloc */
+  uint32_t slot;
   _Atomic uint32_t filter[NNMEM__LEAKS_FILTER];
 } nnmem__leaks_head_t;
 
-/* Bytes this thread may still allocate before the next sample (sampled
- * mode; shared by every allocator of the thread: the byte process is
- * memoryless, so that changes no probability). <= 0 sends the allocation
- * to nnmem__leaks_on_alloc. initial-exec: one %fs-relative access. */
+/* The thread's sampling countdowns, one per slot: bytes it may still
+ * allocate before the next sample at that slot's N. Shared by every
+ * allocator of the thread whose records have that N (the byte process is
+ * memoryless, so that changes no probability). Slot 0 stays <= 0. <= 0
+ * sends the allocation to nnmem__leaks_on_alloc. initial-exec: one
+ * %fs-relative read-modify-write, no __tls_get_addr (64 bytes of static
+ * TLS). */
 extern _Thread_local __attribute__((tls_model("initial-exec")))
-int64_t nnmem__leaks_left;
+int64_t nnmem__leaks_left[NNMEM__LEAKS_SLOTS];
 
 static inline size_t nnmem__leaks_hash(uintptr_t p) {
   uint64_t h = (uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL;
   return (size_t)(h >> 32);
 }
 
-/* 1 when an allocation of `size` must go to nnmem__leaks_on_alloc: always
- * in full mode, when the countdown runs out in sampled mode. */
+/* 1 when an allocation of `size` must go to nnmem__leaks_on_alloc: the
+ * countdown of the records' slot runs out (always for slot 0). One load
+ * and one subtraction from thread-local memory. */
 static inline int nnmem__leaks_wants(const nnmem__leaks_t *lk, size_t size) {
   const nnmem__leaks_head_t *h = (const nnmem__leaks_head_t *)lk;
-  if (h->mode == NNMEM_LEAKS_FULL) return 1;
-  return (nnmem__leaks_left -= (int64_t)size) <= 0;
+  return (nnmem__leaks_left[h->slot] -= (int64_t)size) <= 0;
+}
+
+/* 1 in full mode: any block may have a record (every free looks). 0 in
+ * sampled mode: the allocator counts the records of each small page, and
+ * a free on a page without any skips the records. */
+static inline int nnmem__leaks_full(const nnmem__leaks_t *lk) {
+  return ((const nnmem__leaks_head_t *)lk)->mode == NNMEM_LEAKS_FULL;
 }
 
 /* 1 when `ptr` may have a record (the filter's counter is not zero). */
@@ -61,14 +77,14 @@ void nnmem__leaks_destroy(nnmem__leaks_t *lk);
 /* A block was handed out after nnmem__leaks_wants said 1: record it (full),
  * or (sampled) draw the next countdown and record it with its probability
  * (the first call of a thread only starts its countdown). `file` may be
- * NULL. Never fails the allocation: a record that cannot be stored is
- * counted as dropped. */
-void nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
-                           const char *file, int line);
+ * NULL. Returns 1 when a record was stored. Never fails the allocation: a
+ * record that cannot be stored is counted as dropped. */
+int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
+                          const char *file, int line);
 /* A block is about to be freed and nnmem__leaks_maybe said 1: forget its
- * record, if any. Must run before
- * the block returns to the allocator (its address may be reused at once). */
-void nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr);
+ * record, if any; returns 1 when one was removed. Must run before the
+ * block returns to the allocator (its address may be reused at once). */
+int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr);
 nnmem_status_t nnmem__leaks_report(nnmem__leaks_t *lk, nnmem_leaks_format_t fmt,
                                    char **out, size_t *len);
 void nnmem__leaks_summary(nnmem__leaks_t *lk, nnmem_leaks_summary_t *out);

@@ -269,6 +269,162 @@ static void test_sampled_estimates(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* Records of sample_bytes `n` on an allocator configured by `cfg` (NULL:
+ * defaults). */
+static nnmem_allocator_t *make_cfg(nnmem_allocator_config_t *cfg,
+                                   nnmem_leaks_mode_t mode, uint64_t n) {
+  nnmem_leaks_config_t lc;
+  nnmem_leaks_config_init(&lc);
+  lc.mode = mode;
+  if (n) lc.sample_bytes = n;
+  nnmem_allocator_config_t c;
+  if (!cfg) nnmem_allocator_config_init(&c);
+  if (!cfg) cfg = &c;
+  cfg->leaks = &lc;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(cfg, &a));
+  return a;
+}
+
+/* The records' count and estimate of `count` blocks of `size` bytes on
+ * allocator a (sample_bytes n) within 5 standard deviations of the truth. */
+static void check_estimate(nnmem_allocator_t *a, const char *what, uint64_t n,
+                           uint64_t count, uint64_t size) {
+  nnmem_leaks_summary_t s;
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  double q = -expm1(-(double)size / (double)n);
+  double mean = (double)count * q, sd = sqrt((double)count * q * (1 - q));
+  double truth = (double)count * (double)size, est_sd = (double)size / q * sd;
+  printf(
+      "%s: N=%llu records %llu (expected %.1f +- %.1f), est_bytes %llu "
+      "(truth %.0f +- %.0f)\n",
+      what, (unsigned long long)n, (unsigned long long)s.records, mean, sd,
+      (unsigned long long)s.est_bytes, truth, est_sd);
+  assert_true(fabs((double)s.records - mean) < 5 * sd + 1);
+  assert_true(fabs((double)s.est_bytes - truth) < 5 * est_sd + (double)size);
+}
+
+/* One thread allocating from records of different N in turn: each
+ * allocator's records keep their own rate (a countdown per N), so both
+ * estimates are unbiased; with one countdown shared by all N, the rare
+ * 4 MiB draws starve the 8 KiB records. Then 9 more distinct N: the
+ * process has 7 countdown slots and this test alone uses 11 N values, so
+ * at least 4 of these allocators take the draw-per-allocation path of slot
+ * 0; every one must still be unbiased. Seed: the default fixed seed. */
+static void test_sampled_mixed_rates(void **state) {
+  (void)state;
+  const uint64_t count = 40000, size = 512;
+  nnmem_allocator_t *a = make(NNMEM_LEAKS_SAMPLED, 8192);
+  nnmem_allocator_t *b = make(NNMEM_LEAKS_SAMPLED, 4 << 20);
+  void **pa = malloc(count * sizeof *pa), **pb = malloc(count * sizeof *pb);
+  for (uint64_t i = 0; i < count; i++) {
+    pa[i] = nnmem_alloc(a, size);
+    pb[i] = nnmem_alloc(b, size);
+  }
+  check_estimate(a, "mixed a", 8192, count, size);
+  check_estimate(b, "mixed b", 4 << 20, count, size);
+  for (uint64_t i = 0; i < count; i++) {
+    nnmem_free(a, pa[i]);
+    nnmem_free(b, pb[i]);
+  }
+  nnmem_leaks_summary_t s;
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.records, 0);
+  nnmem_allocator_destroy(a);
+  nnmem_allocator_destroy(b);
+
+  enum { NA = 9 };
+  const uint64_t c2 = 20000, s2 = 256;
+  nnmem_allocator_t *al[NA];
+  for (int k = 0; k < NA; k++)
+    al[k] = make(NNMEM_LEAKS_SAMPLED, 3000 + 7 * (uint64_t)k);
+  for (uint64_t i = 0; i < c2; i++)
+    for (int k = 0; k < NA; k++)
+      (void)nnmem_alloc(al[k], s2); /* freed by destroy */
+  for (int k = 0; k < NA; k++) {
+    char what[32];
+    snprintf(what, sizeof what, "distinct N #%d", k);
+    check_estimate(al[k], what, 3000 + 7 * (uint64_t)k, c2, s2);
+    nnmem_allocator_destroy(al[k]);
+  }
+  free(pa);
+  free(pb);
+}
+
+/* Sampled records on small pages with N = 1 (p = 1 - e^-48 = 1 in double:
+ * every block is recorded, so counts are exact): many records per page
+ * (the page's marks collide, index % 32), freed in a shuffled order
+ * (fixed seed) by the owner thread, by another thread (the remote path),
+ * through queued frees (free_batch) and with no thread cache (the pool);
+ * after each half the records must be exactly the live blocks. */
+typedef struct frees {
+  nnmem_allocator_t *a;
+  void **p;
+  size_t n;
+} frees_t;
+
+static void *free_some(void *arg) {
+  frees_t *f = arg;
+  for (size_t i = 0; i < f->n; i++)
+    nnmem_free(f->a, f->p[i]);
+  return NULL;
+}
+
+static void test_sampled_pages(void **state) {
+  (void)state;
+  enum { N = 3000 };
+  printf("sampled pages: shuffle seed 12345\n");
+  for (int variant = 0; variant < 4; variant++) {
+    nnmem_allocator_config_t cfg;
+    nnmem_allocator_config_init(&cfg);
+    if (variant == 2) cfg.free_batch = 64;
+    if (variant == 3) cfg.no_thread_cache = 1;
+    nnmem_allocator_t *a = make_cfg(&cfg, NNMEM_LEAKS_SAMPLED, 1);
+    void *p[N];
+    for (int i = 0; i < N; i++)
+      p[i] = nnmem_alloc(a, 48);
+    uint64_t seed = 12345;
+    for (int i = N - 1; i > 0; i--) {
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      int j = (int)((seed >> 33) % (uint64_t)(i + 1));
+      void *t = p[i];
+      p[i] = p[j];
+      p[j] = t;
+    }
+    nnmem_leaks_summary_t s;
+    assert_ok(nnmem_allocator_leaks_summary(a, &s));
+    assert_int_equal(s.records, N);
+    frees_t half = {a, p, N / 2};
+    if (variant == 1) {
+      pthread_t th;
+      assert_int_equal(pthread_create(&th, NULL, free_some, &half), 0);
+      pthread_join(th, NULL);
+    } else {
+      free_some(&half);
+    }
+    assert_ok(nnmem_allocator_leaks_summary(a, &s));
+    assert_int_equal(s.records, N - N / 2);
+    assert_int_equal(s.bytes, (N - N / 2) * 48);
+    nnmem_free(a, p[0]); /* a second free: refused, no record touched */
+    assert_ok(nnmem_allocator_leaks_summary(a, &s));
+    assert_int_equal(s.records, N - N / 2);
+    /* the other half, then the same blocks again from a fresh round */
+    frees_t rest = {a, p + N / 2, N - N / 2};
+    free_some(&rest);
+    assert_ok(nnmem_allocator_leaks_summary(a, &s));
+    assert_int_equal(s.records, 0);
+    for (int i = 0; i < N; i++)
+      p[i] = nnmem_alloc(a, 48);
+    assert_ok(nnmem_allocator_leaks_summary(a, &s));
+    assert_int_equal(s.records, N);
+    free_some(&(frees_t){a, p, N});
+    nnmem_allocator_thread_flush(a);
+    assert_ok(nnmem_allocator_leaks_summary(a, &s));
+    assert_int_equal(s.records, 0);
+    nnmem_allocator_destroy(a);
+  }
+}
+
 static void test_enable_late_and_misuse(void **state) {
   (void)state;
   nnmem_allocator_t *a = make(NNMEM_LEAKS_OFF, 0);
@@ -373,6 +529,8 @@ int main(void) {
       cmocka_unit_test(test_backtrace_sites),
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_sampled_estimates),
+      cmocka_unit_test(test_sampled_mixed_rates),
+      cmocka_unit_test(test_sampled_pages),
       cmocka_unit_test(test_enable_late_and_misuse),
       cmocka_unit_test(test_environment),
   };
