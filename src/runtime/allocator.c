@@ -57,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "nnmem/allocator.h"
 #include "runtime/allocator_internal.h"
@@ -66,10 +67,20 @@
 #include "runtime/pool_internal.h"
 
 #define PAGE_LOG2 16
-#define PAGE_SIZE (1u << PAGE_LOG2)
+#define PAGE_SIZE (1u << PAGE_LOG2) /* registry unit; a span is 1..32 */
 #define PAGE_HDR 128u
-#define SMALL_MAX 8192u
-#define NCLASS 32
+#define SMALL_MAX 8192u              /* classes found by table */
+#define CACHE_MAX (128u << 10)       /* the largest cached class */
+#define NCLASS 48
+/* A span is 1..MAX_UNITS units: one for classes <= 8 KiB, room for 4
+ * blocks above (few blocks a span: an empty span, given back, is likely
+ * even when some blocks of a class live long) */
+#define SPAN_BLOCKS 16
+#define MAX_UNITS 33 /* 16 x 128 KiB + header */
+#define NSPAN (MAX_UNITS + 1) /* span pools by unit count; 0 unused */
+#define DIRTY_MAGIC 0x6e6e6d64u /* a given-back span still resident */
+#define DIRTY_MAX (64u << 20) /* resident given-back spans (decommit_spans) */
+#define RECIP_SHIFT 40
 #define PAGE_MAGIC 0x6e6e6d70u
 #define KEEP_EMPTY 2 /* empty pages a class keeps before giving them back */
 
@@ -78,10 +89,12 @@ typedef struct tcache tcache_t;
 typedef struct page {
   uint32_t magic, cls, bsize, used, cap;
   uint32_t first;    /* offset of block 0 from the page start */
-  uint32_t recip;    /* ceil(2^32 / bsize): exact offset / bsize for offsets
-                        < 2^16 without a division */
   uint32_t relink;   /* a page off the avail stack rejoins it once this
                         many blocks are free (hysteresis: max(1, cap / 8)) */
+  uint32_t span;     /* bytes of the span (span_units(cls) units) */
+  uint64_t recip;    /* ceil(2^40 / bsize): exact offset / bsize for offsets
+                        < 2^40 / bsize (>= 2^23 > any span) without a
+                        division */
   void *free;        /* local free list (owner only) */
   char *bump, *end;  /* next never-carved block */
   tcache_t *owner;   /* set before the page is published; never changes */
@@ -117,6 +130,7 @@ struct tcache {
   uint32_t sample_left;   /* calls until the next timed one (owner only) */
   uint32_t npend;         /* queued frees (free_batch; owner only) */
   void *pend[PEND_MAX];
+  page_t *pendpg[PEND_MAX]; /* the span header of pend[i] (registry) */
   /* MPSC stack of blocks freed by other threads: written by them, so it
    * has a 128-byte line pair of its own (the owner's hot fields and
    * counters stay out of it; 128: adjacent-line prefetch pairs lines) */
@@ -135,10 +149,14 @@ struct nnmem_allocator {
   uint64_t id;
   nnmem_backend_t *backend, *owned_backend;
   nnmem_pool_t *pool;       /* large blocks */
-  nnmem_pool_t *pages_pool; /* 64 KiB pages of the thread caches */
+  /* spans of the thread caches by unit count (1 .. MAX_UNITS, each aligned
+   * to 64 KiB), kept until destroy (decommitted: not resident) */
+  nnmem_pool_t *pages_pool[NSPAN];
+  _Atomic uint64_t dirty; /* bytes of given-back spans still resident */
   int no_cache;
   uint32_t sample_every; /* time 1 cached call in this many */
   uint32_t free_batch;   /* 0: frees are not queued */
+  int decommit;          /* madvise(MADV_DONTNEED) released large spans */
   void (*on_misuse)(void *ctx, const void *ptr);
   void *misuse_ctx;
   pthread_key_t key;
@@ -152,13 +170,24 @@ struct nnmem_allocator {
   /* the run-time profiler watching (profiler.c), NULL when none: one more
    * load beside `leaks` on the hot path */
   _Atomic(nnmem_profiler_t *) prof;
-  _Atomic(_Atomic uint8_t *) reg[1u << 16]; /* by address bits 32..47 */
+  /* by address bits 32..47, then a byte per 64 KiB unit: 0 no span of a
+   * cache, u + 1 the u-th unit of a span (its header u units below) */
+  _Atomic(_Atomic uint8_t *) reg[1u << 16];
 };
 
-static const uint16_t class_size[NCLASS] = {
-    16,   32,   48,   64,   80,   96,   112,  128,  160,  192,  224,
-    256,  320,  384,  448,  512,  640,  768,  896,  1024, 1280, 1536,
-    1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+/* 16-byte steps to 128 B, then four classes per power of two; classes
+ * above SMALL_MAX (from 32 on) live in larger spans. */
+static const uint32_t class_size[NCLASS] = {
+    16,    32,    48,    64,    80,    96,    112,    128,   160,   192,
+    224,   256,   320,   384,   448,   512,   640,    768,   896,   1024,
+    1280,  1536,  1792,  2048,  2560,  3072,  3584,   4096,  5120,  6144,
+    7168,  8192,  10240, 12288, 14336, 16384, 20480,  24576, 28672, 32768,
+    40960, 49152, 57344, 65536, 81920, 98304, 114688, 131072};
+static inline unsigned span_units(unsigned cls) {
+  if (cls < 32) return 1;
+  return (PAGE_HDR + 16 + SPAN_BLOCKS * class_size[cls] + PAGE_SIZE - 1) >>
+         PAGE_LOG2;
+}
 static uint8_t class_of[SMALL_MAX / 16 + 1]; /* by (size + 15) / 16 */
 static pthread_once_t class_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t next_id = 1;
@@ -175,6 +204,18 @@ static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
   tcache_t *tc;
   int exiting;
 } tls_cur;
+
+/* The class of a size in (SMALL_MAX, CACHE_MAX]: for 2^k < size <=
+ * 2^(k+1), four steps of 2^(k-2). */
+static inline unsigned class_big(size_t size) {
+  unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)size - 1);
+  unsigned sub = (unsigned)((size - 1 - ((size_t)1 << k)) >> (k - 2));
+  return 32u + (k - 13u) * 4u + sub;
+}
+
+static inline unsigned class_for(size_t size) {
+  return size <= SMALL_MAX ? class_of[(size + 15) >> 4] : class_big(size);
+}
 
 static void init_classes(void) {
   unsigned c = 0;
@@ -218,13 +259,29 @@ static inline _Atomic uint8_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
   return leaf ? &leaf[(p >> PAGE_LOG2) & 0xFFFF] : NULL;
 }
 
+/* The header of the span whose unit holds registry byte v (!= 0). */
+static inline page_t *span_head(uintptr_t p, unsigned v) {
+  return (page_t *)((p & ~(uintptr_t)(PAGE_SIZE - 1)) -
+                    ((uintptr_t)(v - 1) << PAGE_LOG2));
+}
+
 static page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
-  if ((p & (PAGE_SIZE - 1)) < PAGE_HDR) return NULL;
   _Atomic uint8_t *s = reg_slot(a, p, 0);
-  if (!s || !atomic_load_explicit(s, memory_order_acquire)) return NULL;
-  page_t *pg = (page_t *)(p & ~(uintptr_t)(PAGE_SIZE - 1));
+  unsigned v = s ? atomic_load_explicit(s, memory_order_acquire) : 0;
+  if (!v) return NULL;
+  page_t *pg = span_head(p, v);
+  if (p - (uintptr_t)pg < PAGE_HDR) return NULL;
   return pg->magic == PAGE_MAGIC ? pg : NULL;
+}
+
+/* The header of a block known to be a cache's (queued, remote). */
+static inline page_t *block_page(nnmem_allocator_t *a, const void *ptr) {
+  uintptr_t p = (uintptr_t)ptr;
+  _Atomic uint8_t *leaf =
+      atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
+  return span_head(p, atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                           memory_order_relaxed));
 }
 
 /* ---- pages ------------------------------------------------------------- */
@@ -232,7 +289,7 @@ static page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
 /* Index of the block at p (p on a block boundary below end). */
 static inline uint32_t blk_index(const page_t *pg, const void *p) {
   uint64_t off = (uintptr_t)p - (uintptr_t)pg - pg->first;
-  return (uint32_t)((off * pg->recip) >> 32);
+  return (uint32_t)((off * pg->recip) >> RECIP_SHIFT);
 }
 
 static inline int out_test(const page_t *pg, uint32_t i) {
@@ -270,27 +327,51 @@ static void avail_unlink(tcache_t *tc, page_t *pg) { /* O(pages), rare */
   pg->in_avail = 0;
 }
 
+/* Creates the registry leaves of a span's units (a span aligned to 1 MiB
+ * may cross a 4 GiB boundary): 0, or -1 when out of memory. */
+static int span_leaves(nnmem_allocator_t *a, void *mem, uint32_t span) {
+  for (uint32_t u = 0; u < span >> PAGE_LOG2; u++)
+    if (!reg_slot(a, (uintptr_t)mem + ((uintptr_t)u << PAGE_LOG2), 1))
+      return -1;
+  return 0;
+}
+
+/* Marks the units of a span in the registry (u + 1 for its u-th unit) or
+ * clears them (on = 0); span_leaves made their leaves. */
+static void span_register(nnmem_allocator_t *a, void *mem, uint32_t span,
+                          int on) {
+  for (uint32_t u = 0; u < span >> PAGE_LOG2; u++)
+    atomic_store_explicit(
+        reg_slot(a, (uintptr_t)mem + ((uintptr_t)u << PAGE_LOG2), 0),
+        on ? (uint8_t)(u + 1) : 0, memory_order_release);
+}
+
 static page_t *page_new(tcache_t *tc, unsigned cls) {
   nnmem_allocator_t *a = tc->a;
+  unsigned kind = span_units(cls);
+  uint32_t span = kind << PAGE_LOG2;
   void *mem = NULL;
-  if (nnmem_pool_alloc(a->pages_pool, PAGE_SIZE, PAGE_SIZE, &mem) != NNMEM_OK)
+  if (nnmem_pool_alloc(a->pages_pool[kind], span, PAGE_SIZE, &mem) !=
+      NNMEM_OK)
     return NULL;
-  _Atomic uint8_t *s = reg_slot(a, (uintptr_t)mem, 1);
-  if (!s) {
-    (void)nnmem_pool_free(a->pages_pool, mem);
+  if (span_leaves(a, mem, span) != 0) {
+    (void)nnmem_pool_free(a->pages_pool[kind], mem);
     return NULL;
   }
   page_t *pg = mem;
+  if (pg->magic == DIRTY_MAGIC && pg->next == pg) /* given back, resident */
+    atomic_fetch_sub_explicit(&a->dirty, span, memory_order_relaxed);
   memset(pg, 0, sizeof *pg);
   pg->magic = PAGE_MAGIC;
   pg->cls = cls;
+  pg->span = span;
   pg->bsize = class_size[cls];
-  pg->recip = (uint32_t)(((1ULL << 32) + pg->bsize - 1) / pg->bsize);
+  pg->recip = ((1ULL << RECIP_SHIFT) + pg->bsize - 1) / pg->bsize;
   /* the most blocks that fit after the header and their bits */
-  uint32_t cap = (PAGE_SIZE - PAGE_HDR) / pg->bsize, first;
+  uint32_t cap = (span - PAGE_HDR) / pg->bsize, first;
   for (;; cap--) {
     first = PAGE_HDR + 16 * ((cap + 63) / 64); /* 16-byte aligned */
-    if (first + (size_t)cap * pg->bsize <= PAGE_SIZE) break;
+    if (first + (size_t)cap * pg->bsize <= span) break;
   }
   pg->first = first;
   pg->bits = (_Atomic uint64_t *)((char *)mem + PAGE_HDR);
@@ -300,7 +381,7 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->relink = cap / 8 ? cap / 8 : 1;
   pg->cap = cap;
   pg->owner = tc;
-  atomic_store_explicit(s, 1, memory_order_release);
+  span_register(a, mem, span, 1);
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
   avail_push(tc, pg);
   tc->empty[cls]++;
@@ -311,10 +392,25 @@ static void page_release(tcache_t *tc, page_t *pg) {
   nnmem_allocator_t *a = tc->a;
   if (pg->in_avail) avail_unlink(tc, pg);
   tc->empty[pg->cls]--;
-  atomic_store_explicit(reg_slot(a, (uintptr_t)pg, 0), 0, memory_order_release);
+  span_register(a, pg, pg->span, 0);
   pg->magic = 0;
   atomic_fetch_sub_explicit(&a->pages, 1, memory_order_relaxed);
-  (void)nnmem_pool_free(a->pages_pool, pg);
+  unsigned kind = span_units(pg->cls);
+  if (a->decommit && pg->cls >= 32) {
+    /* up to DIRTY_MAX bytes of given-back spans stay resident (marked,
+     * so that page_new can count them out: reuse without page faults);
+     * beyond, the pages go back to the system and read as 0 */
+    uint64_t d = atomic_fetch_add_explicit(&a->dirty, pg->span,
+                                           memory_order_relaxed);
+    if (d + pg->span > DIRTY_MAX) {
+      atomic_fetch_sub_explicit(&a->dirty, pg->span, memory_order_relaxed);
+      (void)madvise(pg, pg->span, MADV_DONTNEED);
+    } else {
+      pg->next = pg;
+      pg->magic = DIRTY_MAGIC;
+    }
+  }
+  (void)nnmem_pool_free(a->pages_pool[kind], pg);
 }
 
 /* Returns block `idx` (at blk) to its page (owner thread only). */
@@ -333,7 +429,7 @@ static void drain_remote(tcache_t *tc) {
   void *b = atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
   while (b) {
     void *next = *(void **)b;
-    page_t *pg = (page_t *)((uintptr_t)b & ~(uintptr_t)(PAGE_SIZE - 1));
+    page_t *pg = block_page(tc->a, b);
     uint32_t i = blk_index(pg, b);
     atomic_fetch_and_explicit(REM_W(pg, i), ~(1ULL << (i & 63)),
                               memory_order_relaxed);
@@ -412,9 +508,13 @@ static inline tcache_t *cache_get(nnmem_allocator_t *a) {
  * (so the fast path only ever looks at the free list); 0 when none are
  * left. */
 #define EXTEND_BLOCKS 64
+#define EXTEND_BYTES (16u << 10) /* at least one block: untouched memory of
+                                    a large span stays unmapped */
 static int page_extend(page_t *pg) {
   if (pg->bump >= pg->end) return 0;
-  char *first = pg->bump, *stop = first + EXTEND_BLOCKS * pg->bsize;
+  uint32_t n = EXTEND_BYTES / pg->bsize;
+  n = n < 1 ? 1 : n > EXTEND_BLOCKS ? EXTEND_BLOCKS : n;
+  char *first = pg->bump, *stop = first + (size_t)n * pg->bsize;
   if (stop > pg->end) stop = pg->end;
   for (char *p = first; p < stop; p += pg->bsize)
     *(void **)p = p + pg->bsize < stop ? p + pg->bsize : pg->free;
@@ -461,7 +561,7 @@ static __attribute__((noinline)) void lat_record(tcache_t *tc, uint64_t t0) {
 }
 
 static inline void *small_alloc_in(tcache_t *tc, size_t size) {
-  unsigned cls = class_of[(size + 15) >> 4];
+  unsigned cls = class_for(size);
   page_t *pg = tc->avail[cls];
   void *b;
   if (pg && (b = pg->free) != NULL)
@@ -508,7 +608,7 @@ static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
                                                       size_t size, size_t align,
                                                       const char *file,
                                                       int line) {
-  void *p = size <= SMALL_MAX && align <= 16 && !a->no_cache
+  void *p = size <= CACHE_MAX && align <= 16 && !a->no_cache
                 ? small_alloc(a, size)
                 : large_alloc(a, size, align);
   if (p) nnmem__leaks_on_alloc(lk, p, size, file, line);
@@ -530,7 +630,7 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
   void *p;
   if (lk && nnmem__leaks_wants(lk, size))
     p = alloc_recorded(a, lk, size, align, file, line);
-  else if (size <= SMALL_MAX && align <= 16 && !a->no_cache)
+  else if (size <= CACHE_MAX && align <= 16 && !a->no_cache)
     p = small_alloc(a, size);
   else
     p = large_alloc(a, size, align);
@@ -545,7 +645,7 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
  * fast path saves no registers. */
 static __attribute__((noinline)) void *alloc_plain(nnmem_allocator_t *a,
                                                    size_t size) {
-  if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
+  if (size <= CACHE_MAX && !a->no_cache) return small_alloc(a, size);
   return large_alloc(a, size, 16);
 }
 
@@ -589,7 +689,7 @@ void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,
   nnmem__leaks_t *lk = leaks_of(a);
   if (lk && nnmem__leaks_wants(lk, size))
     return alloc_recorded(a, lk, size, 16, file, line);
-  if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
+  if (size <= CACHE_MAX && !a->no_cache) return small_alloc(a, size);
   return large_alloc(a, size, 16);
 }
 
@@ -601,7 +701,7 @@ void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align) {
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
     return alloc_recorded(a, lk, size, align, NULL, 0);
-  if (size <= SMALL_MAX && align <= 16 && !a->no_cache)
+  if (size <= CACHE_MAX && align <= 16 && !a->no_cache)
     return small_alloc(a, size);
   return large_alloc(a, size, align);
 }
@@ -628,11 +728,11 @@ static inline int local_misuse(const page_t *pg, const void *ptr,
  * boundary of it (in the bits, interior, or in the unused tail). cap,
  * first and bsize never change once the page is published: no race. */
 static inline int64_t small_index(const page_t *pg, const void *ptr) {
-  /* < 2^16 unless ptr lies in the block bits (wraps: caught below) */
+  /* < span unless ptr lies in the block bits (wraps: caught below) */
   uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - pg->first;
-  uint64_t idx = (off * pg->recip) >> 32; /* off / bsize, exact */
+  uint64_t idx = (off * pg->recip) >> RECIP_SHIFT; /* off / bsize, exact */
   if (__builtin_expect(
-          off >= PAGE_SIZE || idx >= pg->cap || idx * pg->bsize != off, 0))
+          off >= pg->span || idx >= pg->cap || idx * pg->bsize != off, 0))
     return -1;
   return (int64_t)idx;
 }
@@ -690,11 +790,9 @@ static void flush_pending(tcache_t *tc) {
   int32_t idx[PEND_MAX];
   tc->npend = 0;
   for (uint32_t i = 0; i < n; i++)
-    __builtin_prefetch(
-        (void *)((uintptr_t)tc->pend[i] & ~(uintptr_t)(PAGE_SIZE - 1)));
+    __builtin_prefetch(tc->pendpg[i]);
   for (uint32_t i = 0; i < n; i++) {
-    const page_t *pg =
-        (const page_t *)((uintptr_t)tc->pend[i] & ~(uintptr_t)(PAGE_SIZE - 1));
+    const page_t *pg = tc->pendpg[i];
     int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, tc->pend[i]) : -1;
     idx[i] = (int32_t)k;
     if (k < 0) continue;
@@ -703,7 +801,7 @@ static void flush_pending(tcache_t *tc) {
   }
   for (uint32_t i = 0; i < n; i++) {
     void *p = tc->pend[i];
-    page_t *pg = (page_t *)((uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1));
+    page_t *pg = tc->pendpg[i];
     if (idx[i] < 0 ? misuse(a) != NNMEM_OK
                    : small_free(a, tc, pg, p, (uint32_t)idx[i]) != NNMEM_OK)
       late_misuse(a, p);
@@ -724,9 +822,10 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   if (a->free_batch && (uintptr_t)ptr & (PAGE_SIZE - 1)) {
     /* queued: the registry alone says "a small page" (no header read) */
     _Atomic uint8_t *s = reg_slot(a, (uintptr_t)ptr, 0);
+    unsigned v = s ? atomic_load_explicit(s, memory_order_acquire) : 0;
     tcache_t *tc;
-    if (s && atomic_load_explicit(s, memory_order_acquire) &&
-        (tc = cache_get(a)) != NULL) {
+    if (v && (tc = cache_get(a)) != NULL) {
+      tc->pendpg[tc->npend] = span_head((uintptr_t)ptr, v);
       tc->pend[tc->npend++] = ptr;
       if (tc->npend >= a->free_batch) flush_pending(tc);
       return NNMEM_OK;
@@ -753,12 +852,14 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
     return free_general(a, ptr);
   _Atomic uint8_t *leaf =
       atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
+  unsigned v;
   if (__builtin_expect(
-          !leaf || !atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
-                                         memory_order_acquire),
+          !leaf || !(v = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                              memory_order_acquire)),
           0))
     return free_general(a, ptr); /* not a small page */
   tcache_t *tc = tls_cur.tc;
+  tc->pendpg[tc->npend] = span_head(p, v);
   tc->pend[tc->npend++] = ptr;
   if (__builtin_expect(tc->npend >= a->free_batch, 0)) flush_pending(tc);
   return NNMEM_OK;
@@ -784,8 +885,8 @@ nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (pg) {
     uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - pg->first;
-    uint64_t idx = (off * pg->recip) >> 32;
-    if (off >= PAGE_SIZE || idx >= pg->cap || idx * pg->bsize != off)
+    uint64_t idx = (off * pg->recip) >> RECIP_SHIFT;
+    if (off >= pg->span || idx >= pg->cap || idx * pg->bsize != off)
       return NNMEM_ERR_INVALID;
     *out = pg->bsize;
     return NNMEM_OK;
@@ -798,19 +899,22 @@ nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
 
 void nnmem__allocator_fork_prepare(nnmem_allocator_t *a) {
   pthread_mutex_lock(&a->lock);
-  nnmem__pool_fork(a->pages_pool, 0);
+  for (unsigned k = 1; k < NSPAN; k++)
+    nnmem__pool_fork(a->pages_pool[k], 0);
   nnmem__pool_fork(a->pool, 0);
 }
 
 void nnmem__allocator_fork_parent(nnmem_allocator_t *a) {
   nnmem__pool_fork(a->pool, 1);
-  nnmem__pool_fork(a->pages_pool, 1);
+  for (unsigned k = 1; k < NSPAN; k++)
+    nnmem__pool_fork(a->pages_pool[k], 1);
   pthread_mutex_unlock(&a->lock);
 }
 
 void nnmem__allocator_fork_child(nnmem_allocator_t *a) {
   nnmem__pool_fork(a->pool, 2);
-  nnmem__pool_fork(a->pages_pool, 2);
+  for (unsigned k = 1; k < NSPAN; k++)
+    nnmem__pool_fork(a->pages_pool[k], 2);
   pthread_mutex_init(&a->lock, NULL);
 }
 
@@ -846,7 +950,7 @@ void nnmem__tcache_release(nnmem__tcache_t *tc) {
 
 void *nnmem__tcache_alloc(nnmem__tcache_t *tc, size_t size, uint32_t *usable) {
   void *b = small_alloc_in(tc, size);
-  if (b) *usable = class_size[class_of[(size + 15) >> 4]];
+  if (b) *usable = class_size[class_for(size)];
   return b;
 }
 
@@ -862,6 +966,8 @@ const void *nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
   return atomic_load_explicit(&pg->owner->tag, memory_order_relaxed);
 }
 
+/* A tagged cache's blocks are <= NNMEM__SMALL_MAX: one-unit spans, the
+ * header at the 64 KiB boundary below. */
 int nnmem__tcache_block_live(const void *ptr) {
   const page_t *pg =
       (const page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
@@ -887,7 +993,8 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
     _Atomic uint8_t *leaf =
         atomic_load_explicit(&a->reg[hi], memory_order_acquire);
     for (size_t i = 0; leaf && i < (1u << 16) && s == NNMEM_OK; i++) {
-      if (!atomic_load_explicit(&leaf[i], memory_order_acquire)) continue;
+      if (atomic_load_explicit(&leaf[i], memory_order_acquire) != 1)
+        continue; /* no span, or not its first unit */
       page_t *pg =
           (page_t *)(((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2));
       if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
@@ -931,6 +1038,7 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   a->no_cache = c.no_thread_cache != 0;
   a->sample_every = c.latency_sample ? c.latency_sample : 64;
   a->free_batch = c.free_batch > PEND_MAX ? PEND_MAX : c.free_batch;
+  a->decommit = c.decommit_spans != 0;
   a->on_misuse = c.on_misuse;
   a->misuse_ctx = c.misuse_ctx;
   if (a->sample_every != 1 && a->sample_every != UINT32_MAX)
@@ -951,17 +1059,21 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   pc.latency_sample = c.latency_sample;
   if (st == NNMEM_OK)
     st = nnmem_pool_create(NNMEM_POOL_TIERED, &pc, a->backend, &a->pool);
-  nnmem_pool_config_init(&pc); /* pages: fixed blocks, kept until destroy */
-  pc.name = "allocator-pages";
-  pc.block_size = pc.alignment = PAGE_SIZE;
-  pc.chunk_size = 16 * PAGE_SIZE;
-  pc.thread_safe = 1;
-  if (st == NNMEM_OK)
-    st = nnmem_pool_create(NNMEM_POOL_FIXED, &pc, a->backend, &a->pages_pool);
+  for (unsigned k = 1; k < NSPAN && st == NNMEM_OK; k++) {
+    nnmem_pool_config_init(&pc); /* spans: fixed blocks, kept until destroy */
+    pc.name = "allocator-pages";
+    pc.block_size = (uint64_t)k << PAGE_LOG2;
+    pc.alignment = PAGE_SIZE; /* the registry finds a span's header */
+    pc.chunk_size = k == 1 ? 16 * PAGE_SIZE : 4 * pc.block_size;
+    pc.thread_safe = 1;
+    st = nnmem_pool_create(NNMEM_POOL_FIXED, &pc, a->backend,
+                           &a->pages_pool[k]);
+  }
   if (st == NNMEM_OK && pthread_key_create(&a->key, cache_exit) != 0)
     st = NNMEM_ERR_NOMEM;
   if (st != NNMEM_OK) {
-    nnmem_pool_destroy(a->pages_pool);
+    for (unsigned k = 1; k < NSPAN; k++)
+      nnmem_pool_destroy(a->pages_pool[k]);
     nnmem_pool_destroy(a->pool);
     nnmem_backend_destroy(a->owned_backend);
     free(a);
@@ -997,7 +1109,8 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a) {
   }
   /* the block bits live in the pages: nothing to free per page */
   nnmem_pool_destroy(a->pool);       /* every large block */
-  nnmem_pool_destroy(a->pages_pool); /* every page */
+  for (unsigned k = 1; k < NSPAN; k++)
+    nnmem_pool_destroy(a->pages_pool[k]); /* every span */
   for (size_t i = 0; i < (1u << 16); i++)
     free((void *)atomic_load_explicit(&a->reg[i], memory_order_relaxed));
   nnmem_backend_destroy(a->owned_backend);
@@ -1009,11 +1122,33 @@ static uint64_t ld(_Atomic uint64_t *v) {
   return atomic_load_explicit(v, memory_order_relaxed);
 }
 
+/* The figures of the span pools that the allocator's stats report. */
+static void spans_add(nnmem_stats_t *to, const nnmem_stats_t *s) {
+  to->allocated_bytes += s->allocated_bytes;
+  to->allocated_bytes_peak += s->allocated_bytes_peak;
+  to->reserved_bytes += s->reserved_bytes;
+  to->reserved_bytes_peak += s->reserved_bytes_peak;
+  to->backend_allocs += s->backend_allocs;
+  to->backend_frees += s->backend_frees;
+  to->failed_count += s->failed_count;
+  to->free_bytes += s->free_bytes;
+  if (s->largest_free > to->largest_free) to->largest_free = s->largest_free;
+  to->lock_acquisitions += s->lock_acquisitions;
+  to->lock_contended += s->lock_contended;
+  for (unsigned b = 0; b < NNMEM_STATS_LAT_BUCKETS; b++)
+    to->latency_hist[b] += s->latency_hist[b];
+  to->latency_samples += s->latency_samples;
+  to->latency_sum_ns += s->latency_sum_ns;
+}
+
 nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
   if (!a || !out) return NNMEM_ERR_INVALID;
-  nnmem_stats_t pg;
+  nnmem_stats_t pg, pk;
   nnmem_status_t st = nnmem_pool_stats(a->pool, out);
-  if (st == NNMEM_OK) st = nnmem_pool_stats(a->pages_pool, &pg);
+  if (st == NNMEM_OK) st = nnmem_pool_stats(a->pages_pool[1], &pg);
+  for (unsigned k = 2; k < NSPAN && st == NNMEM_OK; k++)
+    if ((st = nnmem_pool_stats(a->pages_pool[k], &pk)) == NNMEM_OK)
+      spans_add(&pg, &pk);
   if (st != NNMEM_OK) return st;
   uint64_t allocs = 0, frees = 0, out_b = 0, in_b = 0;
   alock(a);

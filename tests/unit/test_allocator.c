@@ -115,6 +115,57 @@ static void test_small_page_misuse(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* Blocks over 8 KiB: classes of four steps per power of two up to 128 KiB
+ * in spans of several 64 KiB units (the registry names each unit's span).
+ * Class 16 KiB: room for 16 blocks and a header -> 5 units (320 KiB), 19
+ * blocks fit (128 + 16 * 1 = 144, 144 + 19 * 16384 = 311440 <= 327680),
+ * block 0 at span + 144, carved one at a time (16 KiB of blocks). */
+static void test_span_blocks(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  char *b[6];
+  for (int k = 0; k < 6; k++)
+    assert_non_null(b[k] = nnmem_alloc(a, 16000));
+  char *span = b[0] - 144;
+  assert_int_equal((uintptr_t)span & 0xFFFF, 0);
+  for (int k = 0; k < 6; k++)
+    assert_ptr_equal(b[k], b[0] + (size_t)k * 16384);
+  /* block 4 lies in the span's second unit */
+  assert_ptr_equal(b[4], span + 65536 + 144);
+  assert_int_equal(nnmem_allocator_free(a, b[4] + 16), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_free(a, span + 65536), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_free(a, b[0] + 10 * 16384),
+                   NNMEM_ERR_INVALID); /* never carved */
+  assert_ok(nnmem_allocator_free(a, b[4]));
+  assert_int_equal(nnmem_allocator_free(a, b[4]), NNMEM_ERR_INVALID);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 4);
+  assert_int_equal(st.live_count, 5);
+  assert_ptr_equal(nnmem_alloc(a, 16384), b[4]); /* list intact */
+  for (int k = 0; k < 6; k++)
+    nnmem_free(a, b[k]);
+  /* class boundaries: two blocks of each size do not overlap */
+  static const size_t sizes[] = {8193,  10240, 10241, 16384,
+                                 16385, 65536, 98305, 131072};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    size_t n = sizes[i];
+    unsigned char *p = nnmem_alloc(a, n), *q = nnmem_alloc(a, n);
+    assert_non_null(p);
+    assert_non_null(q);
+    memset(p, 0x11, n);
+    memset(q, 0x22, n);
+    for (size_t j = 0; j < n; j += 512)
+      assert_int_equal(p[j] + p[n - 1], 0x22);
+    nnmem_free(a, p);
+    nnmem_free(a, q);
+  }
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(a);
+}
+
 /* A config of an older, smaller layout (only its size field here, in a
  * heap block of exactly that size) is read no further than its size says
  * (ASan builds catch an over-read); the missing fields keep defaults. */
@@ -389,6 +440,7 @@ int main(void) {
       cmocka_unit_test(test_usage_example),
       cmocka_unit_test(test_small_blocks),
       cmocka_unit_test(test_small_page_misuse),
+      cmocka_unit_test(test_span_blocks),
       cmocka_unit_test(test_unbacked_refused),
       cmocka_unit_test(test_old_config_layout),
       cmocka_unit_test(test_random),

@@ -212,6 +212,9 @@ static void create(void) {
      * misuse wants the bad call itself: no queue then. */
     cfg.free_batch = abort_on_misuse ? 0 : FREE_BATCH;
     cfg.on_misuse = late_bad_free;
+    /* spans of blocks over 8 KiB that empty give their pages back beyond
+     * a few MiB: the resident size follows the live blocks */
+    cfg.decommit_spans = 1;
     if (nnmem_allocator_create(&cfg, &a) != NNMEM_OK) a = NULL;
   }
   heap_a = a;
