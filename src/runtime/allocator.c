@@ -843,13 +843,15 @@ static __attribute__((noinline)) nnmem_status_t free_general(
  * PLT call between the two in the shared library). The fast path queues a
  * small block (free_batch, no hooks, the thread's cache current); anything
  * else is free_general, which makes the same checks in the same order. */
-static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
+/* Queues a small block (free_batch, no hooks, the thread's cache
+ * current): 1; else 0, nothing done (free_general's case). */
+static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   if (__builtin_expect(!a || !a->free_batch || !(p & (PAGE_SIZE - 1)) ||
                            (p >> 48) || prof_of(a) || leaks_of(a) ||
                            tls_cur.a != a || tls_cur.id != a->id,
                        0))
-    return free_general(a, ptr);
+    return 0;
   _Atomic uint8_t *leaf =
       atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
   unsigned v;
@@ -857,12 +859,17 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
           !leaf || !(v = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
                                               memory_order_acquire)),
           0))
-    return free_general(a, ptr); /* not a small page */
+    return 0; /* not a small page */
   tcache_t *tc = tls_cur.tc;
   tc->pendpg[tc->npend] = span_head(p, v);
   tc->pend[tc->npend++] = ptr;
   if (__builtin_expect(tc->npend >= a->free_batch, 0)) flush_pending(tc);
-  return NNMEM_OK;
+  return 1;
+}
+
+static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
+  if (free_queued(a, ptr)) return NNMEM_OK;
+  return free_general(a, ptr);
 }
 
 nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
@@ -871,6 +878,15 @@ nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
 
 void nnmem_free(nnmem_allocator_t *a, void *ptr) {
   (void)allocator_free(a, ptr);
+}
+
+static __attribute__((noinline)) void free_report_slow(nnmem_allocator_t *a,
+                                                       void *ptr) {
+  if (free_general(a, ptr) != NNMEM_OK && a) late_misuse(a, ptr);
+}
+
+void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr) {
+  if (__builtin_expect(!free_queued(a, ptr), 0)) free_report_slow(a, ptr);
 }
 
 void nnmem_allocator_thread_flush(nnmem_allocator_t *a) {

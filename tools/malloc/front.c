@@ -309,12 +309,39 @@ static size_t usable(const char *fn, void *p, int quiet) {
   return n;
 }
 
-API void *malloc(size_t n) {
+/* Out of line: the common paths below save no registers. */
+static __attribute__((noinline)) void *malloc_slow(size_t n) {
   return do_alloc(n, 16);
 }
-
-API void free(void *p) {
+static __attribute__((noinline)) void free_slow(void *p) {
   do_free("free", p);
+}
+
+/* The common case first: the allocator ready, no recording, a size in
+ * (0, PTRDIFF_MAX]; anything else (and a failure) is do_alloc. */
+API void *malloc(size_t n) {
+  if (__builtin_expect(
+          atomic_load_explicit(&state, memory_order_acquire) == ST_READY &&
+              !nnmem__recording && n - 1 < (size_t)PTRDIFF_MAX,
+          1)) {
+    void *p = nnmem_alloc(heap_a, n);
+    if (__builtin_expect(p != NULL, 1)) return p;
+  }
+  return malloc_slow(n);
+}
+
+/* The common case is one call: a refused pointer reaches bad_pointer
+ * through the allocator's on_misuse (late_bad_free). */
+API void free(void *p) {
+  if (__builtin_expect(
+          p && !in_boot(p) &&
+              atomic_load_explicit(&state, memory_order_acquire) == ST_READY &&
+              !nnmem__recording,
+          1)) {
+    nnmem__allocator_free_report(heap_a, p);
+    return;
+  }
+  free_slow(p);
 }
 
 API void *calloc(size_t n, size_t m) {
