@@ -58,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 
 #include "nnmem/allocator.h"
 #include "runtime/allocator_internal.h"
@@ -100,19 +101,30 @@ typedef struct page {
   tcache_t *owner;   /* set before the page is published; never changes */
   struct page *next; /* avail stack of the owner's class */
   int in_avail;
-  /* out bit i set: block i is handed out. Written by the owner only
-   * (relaxed load + store, no read-modify-write); read by any thread to
-   * refuse a second free. rem bit i set: block i waits on the owner's
-   * remote stack; set by the freeing thread with an atomic or (the one
-   * that finds it set already refuses: a block is never pushed twice,
-   * which would loop the stack), cleared by the owner's drain. The words
-   * sit in the page after the header, interleaved: bits[2w] = out word w,
-   * bits[2w + 1] = rem word w (a free reads both from one cache line). */
+  /* rem bit i set: block i waits on the owner's remote stack; set by the
+   * freeing thread with an atomic or (the one that finds it set already
+   * refuses: a block is never pushed twice, which would loop the stack),
+   * cleared by the owner's drain. The words sit in the page after the
+   * header. (Whether a block is free is its tag word: blk_tag.) */
   _Atomic uint64_t *bits;
 } page_t;
 
-#define OUT_W(pg, i) (&(pg)->bits[2 * ((i) >> 6)])
-#define REM_W(pg, i) (&(pg)->bits[2 * ((i) >> 6) + 1])
+#define REM_W(pg, i) (&(pg)->bits[(i) >> 6])
+
+/* A free block (on a free list, a remote stack, or carved and never
+ * handed out) carries its link in word 0 and its tag in word 1:
+ * (key ^ address) | 1, with the allocator's random key; a block handed out
+ * has word 1 cleared (0, or the debug fill 0xAA..: even), so a free that
+ * finds the tag is a second free. The check reads the line the free
+ * writes anyway (no side table on the allocation path). A program could
+ * forge a tag only by reading freed memory; one that overwrites a freed
+ * block's word 1 (use after free) hides a later second free. */
+static inline uintptr_t blk_tag(uint64_t key, const void *b) {
+  return (uintptr_t)(key ^ (uintptr_t)b) | 1u;
+}
+static inline int blk_tagged(uint64_t key, const void *b) {
+  return ((const uintptr_t *)b)[1] == blk_tag(key, b);
+}
 
 typedef struct tstat { /* written by the owner only (relaxed) */
   _Atomic uint64_t misses;
@@ -125,6 +137,7 @@ typedef struct tstat { /* written by the owner only (relaxed) */
 
 struct tcache {
   nnmem_allocator_t *a;
+  uint64_t key; /* a->tag_key (blk_tag), next to the hot fields */
   page_t *avail[NCLASS];
   uint32_t empty[NCLASS]; /* pages with used == 0 kept on avail */
   uint32_t sample_left;   /* calls until the next timed one (owner only) */
@@ -157,6 +170,7 @@ struct nnmem_allocator {
   uint32_t sample_every; /* time 1 cached call in this many */
   uint32_t free_batch;   /* 0: frees are not queued */
   int decommit;          /* madvise(MADV_DONTNEED) released large spans */
+  uint64_t tag_key;      /* random, for the free blocks' tags (blk_tag) */
   void (*on_misuse)(void *ctx, const void *ptr);
   void *misuse_ctx;
   pthread_key_t key;
@@ -292,19 +306,6 @@ static inline uint32_t blk_index(const page_t *pg, const void *p) {
   return (uint32_t)((off * pg->recip) >> RECIP_SHIFT);
 }
 
-static inline int out_test(const page_t *pg, uint32_t i) {
-  return (int)((atomic_load_explicit(OUT_W(pg, i), memory_order_relaxed) >>
-                (i & 63)) &
-               1);
-}
-
-/* Owner only: flips bit i (set on hand-out, cleared on return). */
-static inline void out_flip(page_t *pg, uint32_t i) {
-  _Atomic uint64_t *w = OUT_W(pg, i);
-  atomic_store_explicit(
-      w, atomic_load_explicit(w, memory_order_relaxed) ^ (1ULL << (i & 63)),
-      memory_order_relaxed);
-}
 
 /* The avail stack is singly linked so that push and pop touch only the
  * page itself (no neighbour header: those are cold cache lines). */
@@ -370,7 +371,7 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   /* the most blocks that fit after the header and their bits */
   uint32_t cap = (span - PAGE_HDR) / pg->bsize, first;
   for (;; cap--) {
-    first = PAGE_HDR + 16 * ((cap + 63) / 64); /* 16-byte aligned */
+    first = PAGE_HDR + 16 * ((cap + 127) / 128); /* 16-byte aligned */
     if (first + (size_t)cap * pg->bsize <= span) break;
   }
   pg->first = first;
@@ -414,16 +415,19 @@ static void page_release(tcache_t *tc, page_t *pg) {
 }
 
 /* Returns block `idx` (at blk) to its page (owner thread only). */
-static void local_free(tcache_t *tc, page_t *pg, void *blk, uint32_t idx) {
-  out_flip(pg, idx);
+static void local_free(tcache_t *tc, page_t *pg, void *blk) {
   if (nnmem__debug) memset(blk, 0x55, pg->bsize);
   *(void **)blk = pg->free;
+  ((uintptr_t *)blk)[1] = blk_tag(tc->key, blk);
   pg->free = blk;
   if (!pg->in_avail && pg->cap - pg->used + 1 >= pg->relink)
     avail_push(tc, pg); /* with a few free blocks, not just this one */
   if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY)
     page_release(tc, pg); /* a class keeps a few empty pages */
 }
+
+static nnmem_status_t misuse(nnmem_allocator_t *a);
+static void late_misuse(nnmem_allocator_t *a, const void *ptr);
 
 static void drain_remote(tcache_t *tc) {
   void *b = atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
@@ -433,7 +437,12 @@ static void drain_remote(tcache_t *tc) {
     uint32_t i = blk_index(pg, b);
     atomic_fetch_and_explicit(REM_W(pg, i), ~(1ULL << (i & 63)),
                               memory_order_relaxed);
-    local_free(tc, pg, b, i);
+    if ((char *)b >= pg->bump || pg->used == 0) { /* never handed out */
+      (void)misuse(tc->a);
+      late_misuse(tc->a, b);
+    } else {
+      local_free(tc, pg, b);
+    }
     b = next;
   }
 }
@@ -478,6 +487,7 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
     } else if ((tc = aligned_alloc(128, (sizeof *tc + 127) & ~(size_t)127))) {
       memset(tc, 0, sizeof *tc); /* own cache lines: no false sharing */
       tc->a = a;
+      tc->key = a->tag_key;
       tc->sample_left = a->sample_every;
       tc->next_all = a->caches;
       a->caches = tc;
@@ -510,14 +520,16 @@ static inline tcache_t *cache_get(nnmem_allocator_t *a) {
 #define EXTEND_BLOCKS 64
 #define EXTEND_BYTES (16u << 10) /* at least one block: untouched memory of
                                     a large span stays unmapped */
-static int page_extend(page_t *pg) {
+static int page_extend(page_t *pg, uint64_t key) {
   if (pg->bump >= pg->end) return 0;
   uint32_t n = EXTEND_BYTES / pg->bsize;
   n = n < 1 ? 1 : n > EXTEND_BLOCKS ? EXTEND_BLOCKS : n;
   char *first = pg->bump, *stop = first + (size_t)n * pg->bsize;
   if (stop > pg->end) stop = pg->end;
-  for (char *p = first; p < stop; p += pg->bsize)
+  for (char *p = first; p < stop; p += pg->bsize) {
     *(void **)p = p + pg->bsize < stop ? p + pg->bsize : pg->free;
+    ((uintptr_t *)p)[1] = blk_tag(key, p);
+  }
   pg->free = first;
   pg->bump = stop;
   return 1;
@@ -525,7 +537,7 @@ static int page_extend(page_t *pg) {
 
 static inline void *page_pop(tcache_t *tc, page_t *pg, void *b) {
   pg->free = *(void **)b;
-  out_flip(pg, blk_index(pg, b));
+  ((uintptr_t *)b)[1] = 0; /* handed out: no tag */
   if (pg->used++ == 0) tc->empty[pg->cls]--;
   return b;
 }
@@ -542,7 +554,8 @@ static __attribute__((noinline)) void *small_alloc_slow(tcache_t *tc,
       bump(&tc->st.misses, 1);
       if (!(pg = page_new(tc, cls))) return NULL;
     }
-    if (pg->free || page_extend(pg)) return page_pop(tc, pg, pg->free);
+    if (pg->free || page_extend(pg, tc->key))
+      return page_pop(tc, pg, pg->free);
     avail_pop(tc, pg);
   }
 }
@@ -714,14 +727,12 @@ static nnmem_status_t misuse(nnmem_allocator_t *a) {
 }
 
 /* Owner-thread checks of a block about to return to its page: never carved
- * (at or past the bump pointer), or not handed out (its bit is clear: a
- * double free). */
+ * (at or past the bump pointer), or free already (tagged: a double free,
+ * on the free list or the remote stack). */
 static inline int local_misuse(const page_t *pg, const void *ptr,
-                               uint32_t idx) {
-  return (const char *)ptr >= pg->bump || pg->used == 0 || !out_test(pg, idx) ||
-         ((atomic_load_explicit(REM_W(pg, idx), memory_order_relaxed) >>
-           (idx & 63)) &
-          1);
+                               uint64_t key) {
+  return (const char *)ptr >= pg->bump || pg->used == 0 ||
+         blk_tagged(key, ptr);
 }
 
 /* Block index of ptr in its small page pg, or -1 when ptr is no block
@@ -743,26 +754,29 @@ static inline int64_t small_index(const page_t *pg, const void *ptr) {
 static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
                                         page_t *pg, void *ptr, uint32_t idx) {
   if (pg->owner == tc) {
-    if (__builtin_expect(local_misuse(pg, ptr, idx), 0)) return misuse(a);
+    if (__builtin_expect(local_misuse(pg, ptr, tc->key), 0))
+      return misuse(a);
     bump(&tc->st.frees[pg->cls], 1);
     if (__builtin_expect(--tc->sample_left == 0, 0)) {
       uint64_t t0 = nnmem__cycles();
-      local_free(tc, pg, ptr, idx);
+      local_free(tc, pg, ptr);
       lat_record(tc, t0);
     } else {
-      local_free(tc, pg, ptr, idx);
+      local_free(tc, pg, ptr);
     }
     return NNMEM_OK;
   }
-  /* a block already back (out clear) or already on the remote stack (rem
-   * was set) is a second free */
-  if (__builtin_expect(!out_test(pg, idx), 0)) return misuse(a);
+  /* a block free already (tagged) or already on the remote stack (rem
+   * was set: two frees racing) is a second free (a block never carved
+   * is refused by the owner's drain: the bump pointer is the owner's) */
+  if (__builtin_expect(blk_tagged(a->tag_key, ptr), 0)) return misuse(a);
   uint64_t bit = 1ULL << (idx & 63);
   if (__builtin_expect(
           atomic_fetch_or_explicit(REM_W(pg, idx), bit, memory_order_relaxed) &
               bit,
           0))
     return misuse(a);
+  ((uintptr_t *)ptr)[1] = blk_tag(a->tag_key, ptr);
   if (tc) bump(&tc->st.frees[pg->cls], 1);
   tcache_t *owner = pg->owner;
   void *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
@@ -778,32 +792,25 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
   if (a->on_misuse) a->on_misuse(a->misuse_ctx, ptr);
 }
 
-/* Returns the queued frees of tc (free_batch). Three passes so that the
- * misses overlap: 1. prefetch every page header; 2. check each page (the
- * registry said "small page" when it was queued; the magic says it still
- * is one) and block index, prefetch its bit words and the block; 3. the
- * frees themselves, in queue order (a block queued twice: the second finds
- * its bit clear, misuse). */
+/* Returns the queued frees of tc (free_batch). Two passes so that the
+ * misses overlap: 1. prefetch every span header (found by the registry
+ * when the block was queued) and block; 2. check each page (the magic says
+ * it is still one) and block index, and free, in queue order (a block
+ * queued twice: the second finds its tag, misuse). */
 static void flush_pending(tcache_t *tc) {
   nnmem_allocator_t *a = tc->a;
   uint32_t n = tc->npend;
-  int32_t idx[PEND_MAX];
   tc->npend = 0;
-  for (uint32_t i = 0; i < n; i++)
-    __builtin_prefetch(tc->pendpg[i]);
   for (uint32_t i = 0; i < n; i++) {
-    const page_t *pg = tc->pendpg[i];
-    int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, tc->pend[i]) : -1;
-    idx[i] = (int32_t)k;
-    if (k < 0) continue;
-    __builtin_prefetch(OUT_W(pg, (uint32_t)k), 1);
-    __builtin_prefetch(tc->pend[i], 1);
+    __builtin_prefetch(tc->pendpg[i]);
+    __builtin_prefetch(tc->pend[i], 1); /* its link and tag are written */
   }
   for (uint32_t i = 0; i < n; i++) {
     void *p = tc->pend[i];
     page_t *pg = tc->pendpg[i];
-    if (idx[i] < 0 ? misuse(a) != NNMEM_OK
-                   : small_free(a, tc, pg, p, (uint32_t)idx[i]) != NNMEM_OK)
+    int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, p) : -1;
+    if (k < 0 ? misuse(a) != NNMEM_OK
+              : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
       late_misuse(a, p);
   }
 }
@@ -943,6 +950,7 @@ nnmem_status_t nnmem__tcache_create(nnmem_allocator_t *a, const void *tag,
   if (!tc) return NNMEM_ERR_NOMEM;
   memset(tc, 0, sizeof *tc);
   tc->a = a;
+  tc->key = a->tag_key;
   tc->sample_left = UINT32_MAX; /* not sampled: no clock on this path */
   atomic_store_explicit(&tc->tag, tag, memory_order_relaxed);
   alock(a);
@@ -988,13 +996,13 @@ int nnmem__tcache_block_live(const void *ptr) {
   const page_t *pg =
       (const page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
   int64_t idx = small_index(pg, ptr);
-  return idx >= 0 && !local_misuse(pg, ptr, (uint32_t)idx);
+  return idx >= 0 && !local_misuse(pg, ptr, pg->owner->key);
 }
 
 void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr) {
   page_t *pg = (page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
   bump(&tc->st.frees[pg->cls], 1);
-  local_free(tc, pg, ptr, blk_index(pg, ptr));
+  local_free(tc, pg, ptr);
 }
 
 nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
@@ -1016,7 +1024,7 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
       if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
       for (uint32_t k = 0; k < pg->cap && s == NNMEM_OK; k++) {
         char *b = (char *)pg + pg->first + (size_t)k * pg->bsize;
-        if (local_misuse(pg, b, k)) continue;
+        if (local_misuse(pg, b, tc->key)) continue;
         s = nnmem__grow((void **)&blk, &cap, n + 1, sizeof *blk);
         if (s == NNMEM_OK) blk[n++] = b;
       }
@@ -1055,6 +1063,9 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   a->sample_every = c.latency_sample ? c.latency_sample : 64;
   a->free_batch = c.free_batch > PEND_MAX ? PEND_MAX : c.free_batch;
   a->decommit = c.decommit_spans != 0;
+  if (getrandom(&a->tag_key, sizeof a->tag_key, GRND_NONBLOCK) !=
+      sizeof a->tag_key)
+    a->tag_key = (uintptr_t)a * 0x9e3779b97f4a7c15ull ^ nnmem__cycles();
   a->on_misuse = c.on_misuse;
   a->misuse_ctx = c.misuse_ctx;
   if (a->sample_every != 1 && a->sample_every != UINT32_MAX)

@@ -85,19 +85,20 @@ static void test_small_page_misuse(void **state) {
   (void)state;
   nnmem_allocator_t *a = NULL;
   assert_ok(nnmem_allocator_create(NULL, &a));
-  /* class 48: a 128-byte header, then 2 x 22 words of block bits (1355
-   * blocks: 128 + 16 * 22 = 480, 480 + 1355 * 48 = 65520 <= 65536, and
-   * 1356 blocks would end past the page), so block 0 is at page + 480 */
+  /* class 48: a 128-byte header, then 22 words of remote bits rounded to
+   * 16 bytes (1359 blocks: 128 + 16 * 11 = 304, 304 + 1359 * 48 = 65536,
+   * and 1360 would end past the page), so block 0 is at page + 304 */
   char *x = nnmem_alloc(a, 48);
   assert_non_null(x);
   char *page = (char *)((uintptr_t)x & ~(uintptr_t)0xFFFF);
-  assert_ptr_equal(x, page + 480);
+  assert_ptr_equal(x, page + 304);
+  /* interior of the last block */
   assert_int_equal(nnmem_allocator_free(a, page + 65520), NNMEM_ERR_INVALID);
   /* 64 blocks are carved at a time: block 100 was never handed out */
-  assert_int_equal(nnmem_allocator_free(a, page + 480 + 100 * 48),
+  assert_int_equal(nnmem_allocator_free(a, page + 304 + 100 * 48),
                    NNMEM_ERR_INVALID);
   /* inside the block bits, 48-byte steps below block 0 */
-  assert_int_equal(nnmem_allocator_free(a, page + 480 - 48), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_free(a, page + 304 - 48), NNMEM_ERR_INVALID);
   assert_int_equal(nnmem_allocator_free(a, page + 128), NNMEM_ERR_INVALID);
   assert_ok(nnmem_allocator_free(a, x));
   assert_int_equal(nnmem_allocator_free(a, x), NNMEM_ERR_INVALID);
@@ -377,6 +378,52 @@ static void *free_from_thread(void *arg) {
   return NULL; /* the thread's exit flushes its queue */
 }
 
+static void *free_one(void *arg) {
+  handoff_t *h = arg;
+  for (int i = 0; i < h->n; i++)
+    assert_ok(nnmem_allocator_free(h->a, h->blocks[i])); /* remote: queued */
+  return NULL;
+}
+
+static int ptr_cmp(const void *x, const void *y) {
+  uintptr_t a = *(const uintptr_t *)x, b = *(const uintptr_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Misuse that crosses threads: a block freed by another thread and then by
+ * its owner (the owner finds the block's tag), and a never-carved block
+ * freed by another thread (the other thread cannot read the owner's bump
+ * pointer; the owner's drain refuses it). The free lists stay sound: 400
+ * allocations afterwards are distinct. */
+static void test_remote_misuse(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  char *x = nnmem_alloc(a, 48);
+  char *page = (char *)((uintptr_t)x & ~(uintptr_t)0xFFFF);
+  assert_ptr_equal(x, page + 304); /* see test_small_page_misuse */
+  void *two[2] = {x, page + 304 + 1000 * 48}; /* block 1000: never carved */
+  handoff_t h = {a, two, 2};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, free_one, &h), 0);
+  pthread_join(t, NULL);
+  assert_int_equal(nnmem_allocator_free(a, x), NNMEM_ERR_INVALID);
+  nnmem_allocator_thread_flush(a); /* drains the remote stack */
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 2);
+  enum { N = 400 };
+  void *p[N];
+  for (int i = 0; i < N; i++)
+    assert_non_null(p[i] = nnmem_alloc(a, 48));
+  qsort(p, N, sizeof p[0], ptr_cmp);
+  for (int i = 1; i < N; i++)
+    assert_true(p[i] != p[i - 1]);
+  for (int i = 0; i < N; i++)
+    nnmem_free(a, p[i]);
+  nnmem_allocator_destroy(a);
+}
+
 static void test_free_batch(void **state) {
   (void)state;
   misuse_log_t log = {{0}, 0};
@@ -446,6 +493,7 @@ int main(void) {
       cmocka_unit_test(test_random),
       cmocka_unit_test(test_cross_thread),
       cmocka_unit_test(test_free_batch),
+      cmocka_unit_test(test_remote_misuse),
       cmocka_unit_test(test_backend_faults),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
