@@ -677,7 +677,8 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
     return alloc_recorded(a, lk, size, 16, NULL, 0);
-  if (__builtin_expect(size > SMALL_MAX || a->no_cache || tls_cur.a != a ||
+  /* a current cache implies thread caches (no_cache never makes one) */
+  if (__builtin_expect(size > SMALL_MAX || tls_cur.a != a ||
                            tls_cur.id != a->id,
                        0))
     return alloc_plain(a, size);
@@ -731,8 +732,7 @@ static nnmem_status_t misuse(nnmem_allocator_t *a) {
  * on the free list or the remote stack). */
 static inline int local_misuse(const page_t *pg, const void *ptr,
                                uint64_t key) {
-  return (const char *)ptr >= pg->bump || pg->used == 0 ||
-         blk_tagged(key, ptr);
+  return (const char *)ptr >= pg->bump || blk_tagged(key, ptr);
 }
 
 /* Block index of ptr in its small page pg, or -1 when ptr is no block
@@ -1091,6 +1091,7 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
     pc.name = "allocator-pages";
     pc.block_size = (uint64_t)k << PAGE_LOG2;
     pc.alignment = PAGE_SIZE; /* the registry finds a span's header */
+    pc.latency_sample = c.latency_sample; /* as the config says */
     pc.chunk_size = k == 1 ? 16 * PAGE_SIZE : 4 * pc.block_size;
     pc.thread_safe = 1;
     st = nnmem_pool_create(NNMEM_POOL_FIXED, &pc, a->backend,
