@@ -54,6 +54,7 @@
 #define _DEFAULT_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +89,11 @@
 typedef struct tcache tcache_t;
 
 typedef struct page {
-  uint32_t magic, cls, bsize, used, cap;
+  /* the first 64 bytes hold everything a free or an allocation reads */
+  uint32_t magic;
+  uint16_t cls;
+  uint16_t in_avail; /* on the owner's avail stack of its class */
+  uint32_t bsize, used, cap;
   uint32_t first;    /* offset of block 0 from the page start */
   uint32_t relink;   /* a page off the avail stack rejoins it once this
                         many blocks are free (hysteresis: max(1, cap / 8)) */
@@ -97,10 +102,10 @@ typedef struct page {
                         < 2^40 / bsize (>= 2^23 > any span) without a
                         division */
   void *free;        /* local free list (owner only) */
-  char *bump, *end;  /* next never-carved block */
+  char *bump;        /* next never-carved block */
   tcache_t *owner;   /* set before the page is published; never changes */
+  char *end;         /* end of the last block */
   struct page *next; /* avail stack of the owner's class */
-  int in_avail;
   /* rem bit i set: block i waits on the owner's remote stack; set by the
    * freeing thread with an atomic or (the one that finds it set already
    * refuses: a block is never pushed twice, which would loop the stack),
@@ -108,6 +113,8 @@ typedef struct page {
    * header. (Whether a block is free is its tag word: blk_tag.) */
   _Atomic uint64_t *bits;
 } page_t;
+_Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
+               "the hot fields fill the header's first line");
 
 #define REM_W(pg, i) (&(pg)->bits[(i) >> 6])
 
@@ -364,7 +371,7 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
     atomic_fetch_sub_explicit(&a->dirty, span, memory_order_relaxed);
   memset(pg, 0, sizeof *pg);
   pg->magic = PAGE_MAGIC;
-  pg->cls = cls;
+  pg->cls = (uint16_t)cls;
   pg->span = span;
   pg->bsize = class_size[cls];
   pg->recip = ((1ULL << RECIP_SHIFT) + pg->bsize - 1) / pg->bsize;
