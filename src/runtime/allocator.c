@@ -281,9 +281,20 @@ static inline _Atomic uint8_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
 }
 
 /* The header of the span whose unit holds registry byte v (!= 0). */
+/* A span's header sits 64 x ((base >> 16) & 15) bytes into it: headers
+ * of spans aligned to 64 KiB would all fall in one set of the L1 cache
+ * (and evict each other); coloured, they spread over 16 sets. */
+#define NCOLOR 16
+static inline page_t *hdr_of_base(uintptr_t base) {
+  return (page_t *)(base + (((base >> PAGE_LOG2) & (NCOLOR - 1)) << 6));
+}
+static inline uintptr_t base_of(const page_t *pg) {
+  return (uintptr_t)pg & ~(uintptr_t)(PAGE_SIZE - 1);
+}
+
 static inline page_t *span_head(uintptr_t p, unsigned v) {
-  return (page_t *)((p & ~(uintptr_t)(PAGE_SIZE - 1)) -
-                    ((uintptr_t)(v - 1) << PAGE_LOG2));
+  return hdr_of_base((p & ~(uintptr_t)(PAGE_SIZE - 1)) -
+                     ((uintptr_t)(v - 1) << PAGE_LOG2));
 }
 
 static page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
@@ -366,7 +377,8 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
     (void)nnmem_pool_free(a->pages_pool[kind], mem);
     return NULL;
   }
-  page_t *pg = mem;
+  page_t *pg = hdr_of_base((uintptr_t)mem);
+  uint32_t room = span - (uint32_t)((uintptr_t)pg - (uintptr_t)mem);
   if (pg->magic == DIRTY_MAGIC && pg->next == pg) /* given back, resident */
     atomic_fetch_sub_explicit(&a->dirty, span, memory_order_relaxed);
   memset(pg, 0, sizeof *pg);
@@ -376,16 +388,16 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->bsize = class_size[cls];
   pg->recip = ((1ULL << RECIP_SHIFT) + pg->bsize - 1) / pg->bsize;
   /* the most blocks that fit after the header and their bits */
-  uint32_t cap = (span - PAGE_HDR) / pg->bsize, first;
+  uint32_t cap = (room - PAGE_HDR) / pg->bsize, first;
   for (;; cap--) {
     first = PAGE_HDR + 16 * ((cap + 127) / 128); /* 16-byte aligned */
-    if (first + (size_t)cap * pg->bsize <= span) break;
+    if (first + (size_t)cap * pg->bsize <= room) break;
   }
   pg->first = first;
-  pg->bits = (_Atomic uint64_t *)((char *)mem + PAGE_HDR);
+  pg->bits = (_Atomic uint64_t *)((char *)pg + PAGE_HDR);
   memset((void *)pg->bits, 0, first - PAGE_HDR); /* a reused page */
-  pg->bump = (char *)mem + first;
-  pg->end = (char *)mem + first + (size_t)cap * pg->bsize;
+  pg->bump = (char *)pg + first;
+  pg->end = (char *)pg + first + (size_t)cap * pg->bsize;
   pg->relink = cap / 8 ? cap / 8 : 1;
   pg->cap = cap;
   pg->owner = tc;
@@ -400,7 +412,8 @@ static void page_release(tcache_t *tc, page_t *pg) {
   nnmem_allocator_t *a = tc->a;
   if (pg->in_avail) avail_unlink(tc, pg);
   tc->empty[pg->cls]--;
-  span_register(a, pg, pg->span, 0);
+  void *base = (void *)base_of(pg);
+  span_register(a, base, pg->span, 0);
   pg->magic = 0;
   atomic_fetch_sub_explicit(&a->pages, 1, memory_order_relaxed);
   unsigned kind = span_units(pg->cls);
@@ -412,13 +425,13 @@ static void page_release(tcache_t *tc, page_t *pg) {
                                            memory_order_relaxed);
     if (d + pg->span > DIRTY_MAX) {
       atomic_fetch_sub_explicit(&a->dirty, pg->span, memory_order_relaxed);
-      (void)madvise(pg, pg->span, MADV_DONTNEED);
+      (void)madvise(base, pg->span, MADV_DONTNEED);
     } else {
       pg->next = pg;
       pg->magic = DIRTY_MAGIC;
     }
   }
-  (void)nnmem_pool_free(a->pages_pool[kind], pg);
+  (void)nnmem_pool_free(a->pages_pool[kind], base);
 }
 
 /* Returns block `idx` (at blk) to its page (owner thread only). */
@@ -998,16 +1011,16 @@ const void *nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
 }
 
 /* A tagged cache's blocks are <= NNMEM__SMALL_MAX: one-unit spans, the
- * header at the 64 KiB boundary below. */
+ * header at its colour offset (hdr_of_base). */
 int nnmem__tcache_block_live(const void *ptr) {
   const page_t *pg =
-      (const page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
+      hdr_of_base((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
   int64_t idx = small_index(pg, ptr);
   return idx >= 0 && !local_misuse(pg, ptr, pg->owner->key);
 }
 
 void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr) {
-  page_t *pg = (page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
+  page_t *pg = hdr_of_base((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
   bump(&tc->st.frees[pg->cls], 1);
   local_free(tc, pg, ptr);
 }
@@ -1027,7 +1040,7 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
       if (atomic_load_explicit(&leaf[i], memory_order_acquire) != 1)
         continue; /* no span, or not its first unit */
       page_t *pg =
-          (page_t *)(((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2));
+          hdr_of_base(((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2));
       if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
       for (uint32_t k = 0; k < pg->cap && s == NNMEM_OK; k++) {
         char *b = (char *)pg + pg->first + (size_t)k * pg->bsize;
@@ -1039,7 +1052,7 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
   }
   /* after the walk: fn may free the block and with it its page */
   for (size_t k = 0; k < n && s == NNMEM_OK; k++) {
-    page_t *pg = (page_t *)((uintptr_t)blk[k] & ~(uintptr_t)(PAGE_SIZE - 1));
+    page_t *pg = hdr_of_base((uintptr_t)blk[k] & ~(uintptr_t)(PAGE_SIZE - 1));
     fn(user, blk[k], pg->bsize);
   }
   free(blk);
