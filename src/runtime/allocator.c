@@ -1,56 +1,66 @@
-/* allocator.c - the general-purpose front: per-thread caches of small
- * blocks in front of shared pools on a (host) backend.
+/* allocator.c - the general-purpose front: per-thread caches of blocks up
+ * to 128 KiB in front of shared pools on a (host) backend.
  *
- *   thread A tcache                      shared page pool (fixed, mutex):
- *   avail[cls] -> page -> page           64 KiB pages aligned to 64 KiB,
- *   remote: MPSC stack <- frees by B     kept until destroy (no munmap /
- *                                        TLB shootdowns while threads run)
+ *   thread A tcache                      shared span pools (fixed, mutex):
+ *   avail[cls] -> span -> span           one per span length (1..33 units
+ *   remote: MPSC stack <- frees by B     of 64 KiB, aligned to 64 KiB),
+ *                                        kept until destroy (decommit_spans:
+ *                                        emptied large spans madvised away
+ *                                        beyond 64 MiB still resident)
  *                                        shared tiered pool (mutex): large
- *                                        blocks (> 8 KiB or aligned > 16)
+ *                                        blocks (> 128 KiB or aligned > 16)
  *
- *   page (64 KiB, header in the first 128 bytes, then the block bits):
- *   +--------+-------------------+-------+-------+-----+-------------------+
- *   | header | out0 rem0 out1 .. | blk 0 | blk 1 | ... | never carved yet  |
- *   +--------+-------------------+-------+-------+-----+-------------------+
- *   0        128                 first   free list links live in the free
- *            (2 x ceil(cap / 64) words, out and rem of     blocks   ^ bump
- *             one word pair in one line)
+ *   span (1 unit for classes <= 8 KiB, else room for 16 blocks):
+ *   +-----+--------+-----------+-------+-------+-----+--------------------+
+ *   | pad | header | rem bits  | blk 0 | blk 1 | ... | never carved yet   |
+ *   +-----+--------+-----------+-------+-------+-----+--------------------+
+ *   0     c        c+128       c+first  a free block: [link | tag] ^ bump
+ *   c = 64 x (address bits 16..19): the colour (headers spread over 16 L1
+ *   sets); rem bits: ceil(cap / 64) words rounded to 16 bytes
  *
  * Steps of nnmem_alloc(size):
- *   1. size <= 8 KiB: size class (16-byte steps to 128 B, then 4 classes
- *      per power of two); take the calling thread's cache (thread-local
- *      pointer, else pthread key, else adopt a parked cache of an exited
- *      thread, else a new one);
- *   2. pop a block from the free list of the first page of avail[cls]. No
- *      lock, no atomic read-modify-write: a cache hit;
- *   3. miss: drain the remote stack (blocks other threads freed); thread 64
- *      never-used blocks of the page onto its free list (pages are carved
- *      lazily); drop exhausted pages from avail; else take a new page from
- *      the shared pool under its mutex and mark it in the page registry;
+ *   1. size <= 128 KiB: size class (16-byte steps to 128 B, then 4 classes
+ *      per power of two; by table up to 8 KiB); take the calling thread's
+ *      cache (thread-local pointer, else pthread key, else adopt a parked
+ *      cache of an exited thread, else a new one);
+ *   2. pop a block from the free list of the first span of avail[cls] and
+ *      clear its tag word. No lock, no atomic read-modify-write: a hit;
+ *   3. miss: drain the remote stack (blocks other threads freed); carve up
+ *      to 64 never-used blocks (at most 16 KiB of them) onto the free list,
+ *      each tagged (spans are carved lazily); drop exhausted spans from
+ *      avail; else take a new span from its pool under its mutex and mark
+ *      its units in the registry (byte u + 1 for the u-th unit);
  *   4. larger sizes or alignments > 16 go to the shared pool.
- * Steps of nnmem_free(p): 1. the registry says whether p's 64 KiB page is a
- * small page (two acquire loads); p must sit on a block boundary below the
- * page's last block (misuse otherwise: interior pointer, page tail); 2. if
- * the page belongs to the calling thread's cache and p is below the bump
- * pointer and the page has a block out (misuse otherwise: never handed
- * out, double free: the page's out bit of the block), push
- * p on the page's free list (a page that empties is
- * returned to the page pool when its class already keeps two empty ones); 3.
- * otherwise push p on the owner cache's remote stack with a CAS (lock-free
- * multi-producer, the owner takes the whole stack with one exchange: no
- * ABA), after setting the block's rem bit with an atomic or (set already:
- * a second free, refused); 4. other pointers go to the shared pool, which
- * rejects foreign ones (misuse). At thread exit (key destructor) the cache
- * drains its remote stack, gives empty pages back and is parked for adoption;
- * pages never change owner. Invariants: a page's used count = blocks handed out
- * - blocks returned to its free list; a page on avail[cls] may have a free or
- * uncarved block (exhausted pages leave it lazily, on the next miss); a page
- * off it rejoins once relink = max(1, cap / 8) blocks are free, so every page
- * with used == 0 is on it; pages with used 0 number empty[cls]; the registry
- * byte of a page is 1 iff the page is a small page. Complexity: O(1) per
- * operation (plus the pool on misses / large sizes). Thread-safety: every call
- * may come from any thread; counters are relaxed atomics written by their
- * owner; destroy must run alone. */
+ * Steps of nnmem_free(p): 1. the registry byte of p's 64 KiB unit says
+ * whether it belongs to a span and which unit (two acquire loads; the
+ * header is then at the span's colour offset); p must sit on a block
+ * boundary below the span's last block (misuse otherwise: interior
+ * pointer, tail); 2. if the span belongs to the calling thread's cache
+ * and p is below the bump pointer and p's word 1 is not its tag (misuse
+ * otherwise: never handed out, double free), write the link and the tag
+ * and push p on the span's free list (a span that empties is returned to
+ * its pool when its class already keeps two empty ones); 3. otherwise
+ * (tag absent) set the block's rem bit with an atomic or (set already: a
+ * second free racing, refused), write the tag and push p on the owner
+ * cache's remote stack with a CAS (lock-free multi-producer, the owner
+ * takes the whole stack with one exchange: no ABA); the owner's drain
+ * refuses a block past its bump pointer; 4. other pointers go to the
+ * shared pool, which rejects foreign ones (misuse). With free_batch, step
+ * 2-3 run for a batch of queued frees after their headers and blocks were
+ * prefetched. At thread exit (key destructor) the cache drains its remote
+ * stack, gives empty spans back and is parked for adoption; spans never
+ * change owner. Invariants: a span's used count = blocks handed out -
+ * blocks returned to its free list; every carved block below bump is
+ * either handed out (word 1 not its tag) or free (tagged: on the free
+ * list or the remote stack); a span on avail[cls] may have a free or
+ * uncarved block (exhausted spans leave it lazily, on the next miss); a
+ * span off it rejoins once relink = max(1, cap / 8) blocks are free, so
+ * every span with used == 0 is on it; spans with used 0 number
+ * empty[cls]; the registry byte of a unit is u + 1 iff it is the u-th
+ * unit of a live span. Complexity: O(1) per operation (plus the pools on
+ * misses / large sizes). Thread-safety: every call may come from any
+ * thread; counters are relaxed atomics written by their owner; destroy
+ * must run alone. */
 #define _DEFAULT_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
