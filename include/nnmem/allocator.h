@@ -68,11 +68,12 @@ typedef struct nnmem_allocator_config {
   uint32_t free_batch;
   void (*on_misuse)(void *ctx, const void *ptr);
   void *misuse_ctx;
-  /* (appended) 1: a thread cache's span of 512 KiB or 2 MiB (blocks over
-   * 8 KiB) that goes back to the span pool gives its pages back to the
-   * system with madvise(MADV_DONTNEED): the resident size follows the
-   * live blocks (refaulted on reuse). Only for a backend of private
-   * anonymous memory (host, mmap); 0, the default: kept resident. */
+  /* (appended) 1: a thread cache's span of blocks over 8 KiB that
+   * empties and goes back to its span pool stays resident while at most
+   * 64 MiB of such spans do (reused without page faults); beyond, its
+   * pages go back to the system with madvise(MADV_DONTNEED) (refaulted on
+   * reuse). Only for a backend of private anonymous memory (host, mmap);
+   * 0, the default: every span stays resident until destroy. */
   int decommit_spans;
 } nnmem_allocator_config_t;
 
