@@ -84,9 +84,10 @@
 #define SMALL_MAX 8192u              /* classes found by table */
 #define CACHE_MAX (128u << 10)       /* the largest cached class */
 #define NCLASS 48
-/* A span is 1..MAX_UNITS units: one for classes <= 8 KiB, room for 4
- * blocks above (few blocks a span: an empty span, given back, is likely
- * even when some blocks of a class live long) */
+/* A span is 1..MAX_UNITS units: one for classes <= 8 KiB, room for
+ * SPAN_BLOCKS blocks and a header above (measured: 2 and 4 blocks let
+ * spans empty more often, realloc's RSS 232 / 279 MB against 315 MB, but
+ * mixed2 then took and gave back spans all the time: 1-2 s of faults) */
 #define SPAN_BLOCKS 16
 #define MAX_UNITS 33 /* 16 x 128 KiB + header */
 #define NSPAN (MAX_UNITS + 1) /* span pools by unit count; 0 unused */
@@ -765,7 +766,7 @@ static inline int local_misuse(const page_t *pg, const void *ptr,
   return (const char *)ptr >= pg->bump || blk_tagged(key, ptr);
 }
 
-/* Block index of ptr in its small page pg, or -1 when ptr is no block
+/* Block index of ptr in its span pg, or -1 when ptr is no block
  * boundary of it (in the bits, interior, or in the unused tail). cap,
  * first and bsize never change once the page is published: no race. */
 static inline int64_t small_index(const page_t *pg, const void *ptr) {
@@ -778,7 +779,7 @@ static inline int64_t small_index(const page_t *pg, const void *ptr) {
   return (int64_t)idx;
 }
 
-/* Returns block idx of small page pg to its owner: the page's free list
+/* Returns block idx of span pg to its owner: the span's free list
  * when the calling thread's cache `tc` owns it, else the owner's remote
  * stack. A block not handed out (a second free) is misuse. */
 static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
@@ -857,7 +858,7 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   nnmem_profiler_t *pr = prof_of(a);
   if (__builtin_expect(pr != NULL, 0)) nnmem__profiler_on_free(pr, ptr);
   if (a->free_batch && (uintptr_t)ptr & (PAGE_SIZE - 1)) {
-    /* queued: the registry alone says "a small page" (no header read) */
+    /* queued: the registry alone says "a span" (no header read) */
     _Atomic uint8_t *s = reg_slot(a, (uintptr_t)ptr, 0);
     unsigned v = s ? atomic_load_explicit(s, memory_order_acquire) : 0;
     tcache_t *tc;
@@ -896,7 +897,7 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
           !leaf || !(v = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
                                               memory_order_acquire)),
           0))
-    return 0; /* not a small page */
+    return 0; /* not a span's unit */
   tcache_t *tc = tls_cur.tc;
   tc->pendpg[tc->npend] = span_head(p, v);
   tc->pend[tc->npend++] = ptr;

@@ -5,7 +5,7 @@
  * (one line on stderr for a bad free) and abort (NNMEM_MALLOC_ABORT=1).
  *
  *   program --malloc()--> front.c --nnmem_alloc()--> allocator.c
- *                                                     | <= 8 KiB: thread cache
+ *                                                     | <= 128 KiB: thread cache
  *                                                     | < 1 MiB: slab classes
  *                                                     | larger: own mmap region
  *   nnmem's own metadata (pool tables, registry leaves, cache structs)
@@ -212,8 +212,9 @@ static void create(void) {
      * misuse wants the bad call itself: no queue then. */
     cfg.free_batch = abort_on_misuse ? 0 : FREE_BATCH;
     cfg.on_misuse = late_bad_free;
-    /* spans of blocks over 8 KiB that empty give their pages back beyond
-     * a few MiB: the resident size follows the live blocks */
+    /* spans of blocks over 8 KiB that empty give their pages back once
+     * 64 MiB of them are resident: the resident size follows the live
+     * blocks, without refaulting a producer / consumer's spans */
     cfg.decommit_spans = 1;
     if (nnmem_allocator_create(&cfg, &a) != NNMEM_OK) a = NULL;
   }
