@@ -170,6 +170,44 @@ static void test_span_blocks(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* decommit_spans: 100 MiB of 128 KiB blocks freed empties ~50 spans of 33
+ * units; past the 64 MiB kept resident they are madvised away (their
+ * headers then read 0). Allocated again, every block is usable and
+ * distinct, and the spans come back from the pools (no new reservation). */
+static void test_span_decommit(void **state) {
+  (void)state;
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.decommit_spans = 1;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  enum { N = 800 };
+  static unsigned char *p[N];
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < N; i++) {
+      assert_non_null(p[i] = nnmem_alloc(a, 131072));
+      memset(p[i], (unsigned char)(i + round), 131072);
+    }
+    for (int i = 0; i < N; i++) {
+      assert_int_equal(p[i][0], (unsigned char)(i + round));
+      assert_int_equal(p[i][131071], (unsigned char)(i + round));
+    }
+    nnmem_stats_t st;
+    assert_ok(nnmem_allocator_stats(a, &st));
+    assert_int_equal(st.live_count, N);
+    for (int i = 0; i < N; i++)
+      nnmem_free(a, p[i]);
+    nnmem_allocator_thread_flush(a); /* empty spans go back */
+  }
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.live_count, 0);
+  /* the second round took the first round's spans: one span pool's
+   * reservation, not two */
+  assert_true(st.reserved_bytes_peak < 2ull * N * 131072);
+  nnmem_allocator_destroy(a);
+}
+
 /* A config of an older, smaller layout (only its size field here, in a
  * heap block of exactly that size) is read no further than its size says
  * (ASan builds catch an over-read); the missing fields keep defaults. */
@@ -226,10 +264,14 @@ static int filled(const void *p, size_t n) {
   return 1;
 }
 
-static void random_sequence(int no_cache, uint64_t seed) {
+/* big: sizes 1 B .. 160 KiB (every span length and past the caches),
+ * with decommit_spans (emptied spans given back); else mostly <= 9000 B,
+ * 1 in 8 up to 2 MiB. */
+static void random_sequence(int no_cache, uint64_t seed, int big) {
   nnmem_allocator_config_t cfg;
   nnmem_allocator_config_init(&cfg);
   cfg.no_thread_cache = no_cache;
+  cfg.decommit_spans = big;
   nnmem_allocator_t *a = NULL;
   assert_ok(nnmem_allocator_create(&cfg, &a));
   enum { N = 256 };
@@ -246,7 +288,8 @@ static void random_sequence(int no_cache, uint64_t seed) {
       p[i] = NULL;
     } else {
       uint64_t r = tu_rand(&rng);
-      sz[i] = (r % 8) ? 1 + r % 9000 : 1 + r % (2 << 20);
+      sz[i] = big ? 1 + r % (160u << 10)
+                  : (r % 8) ? 1 + r % 9000 : 1 + r % (2 << 20);
       p[i] = nnmem_alloc(a, sz[i]);
       assert_non_null(p[i]);
       fill(p[i], sz[i]);
@@ -262,8 +305,9 @@ static void random_sequence(int no_cache, uint64_t seed) {
 
 static void test_random(void **state) {
   (void)state;
-  random_sequence(0, 12345);
-  random_sequence(1, 777);
+  random_sequence(0, 12345, 0);
+  random_sequence(1, 777, 0);
+  random_sequence(0, 4242, 1);
 }
 
 /* Every backend request fails from the N-th on: allocations return NULL,
@@ -492,6 +536,7 @@ int main(void) {
       cmocka_unit_test(test_small_blocks),
       cmocka_unit_test(test_small_page_misuse),
       cmocka_unit_test(test_span_blocks),
+      cmocka_unit_test(test_span_decommit),
       cmocka_unit_test(test_unbacked_refused),
       cmocka_unit_test(test_old_config_layout),
       cmocka_unit_test(test_random),
