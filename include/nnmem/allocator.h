@@ -68,6 +68,13 @@ typedef struct nnmem_allocator_config {
   uint32_t free_batch;
   void (*on_misuse)(void *ctx, const void *ptr);
   void *misuse_ctx;
+  /* (appended) 1: a thread cache's span of blocks over 8 KiB that
+   * empties and goes back to its span pool stays resident while at most
+   * 64 MiB of such spans do (reused without page faults); beyond, its
+   * pages go back to the system with madvise(MADV_DONTNEED) (refaulted on
+   * reuse). Only for a backend of private anonymous memory (host, mmap);
+   * 0, the default: every span stays resident until destroy. */
+  int decommit_spans;
 } nnmem_allocator_config_t;
 
 NNMEM_API void nnmem_allocator_config_init(nnmem_allocator_config_t *cfg);

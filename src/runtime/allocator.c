@@ -1,62 +1,75 @@
-/* allocator.c - the general-purpose front: per-thread caches of small
- * blocks in front of shared pools on a (host) backend.
+/* allocator.c - the general-purpose front: per-thread caches of blocks up
+ * to 128 KiB in front of shared pools on a (host) backend.
  *
- *   thread A tcache                      shared page pool (fixed, mutex):
- *   avail[cls] -> page -> page           64 KiB pages aligned to 64 KiB,
- *   remote: MPSC stack <- frees by B     kept until destroy (no munmap /
- *                                        TLB shootdowns while threads run)
+ *   thread A tcache                      shared span pools (fixed, mutex):
+ *   avail[cls] -> span -> span           one per span length (1..33 units
+ *   remote: MPSC stack <- frees by B     of 64 KiB, aligned to 64 KiB),
+ *                                        kept until destroy (decommit_spans:
+ *                                        emptied large spans madvised away
+ *                                        beyond 64 MiB still resident)
  *                                        shared tiered pool (mutex): large
- *                                        blocks (> 8 KiB or aligned > 16)
+ *                                        blocks (> 128 KiB or aligned > 16)
  *
- *   page (64 KiB, header in the first 128 bytes, then the block bits):
- *   +--------+-------------------+-------+-------+-----+-------------------+
- *   | header | out0 rem0 out1 .. | blk 0 | blk 1 | ... | never carved yet  |
- *   +--------+-------------------+-------+-------+-----+-------------------+
- *   0        128                 first   free list links live in the free
- *            (2 x ceil(cap / 64) words, out and rem of     blocks   ^ bump
- *             one word pair in one line)
+ *   span (1 unit for classes <= 8 KiB, else room for 16 blocks):
+ *   +-----+--------+-----------+-------+-------+-----+--------------------+
+ *   | pad | header | rem bits  | blk 0 | blk 1 | ... | never carved yet   |
+ *   +-----+--------+-----------+-------+-------+-----+--------------------+
+ *   0     c        c+128       c+first  a free block: [link | tag] ^ bump
+ *   c = 64 x (address bits 16..19): the colour (headers spread over 16 L1
+ *   sets); rem bits: ceil(cap / 64) words rounded to 16 bytes
  *
  * Steps of nnmem_alloc(size):
- *   1. size <= 8 KiB: size class (16-byte steps to 128 B, then 4 classes
- *      per power of two); take the calling thread's cache (thread-local
- *      pointer, else pthread key, else adopt a parked cache of an exited
- *      thread, else a new one);
- *   2. pop a block from the free list of the first page of avail[cls]. No
- *      lock, no atomic read-modify-write: a cache hit;
- *   3. miss: drain the remote stack (blocks other threads freed); thread 64
- *      never-used blocks of the page onto its free list (pages are carved
- *      lazily); drop exhausted pages from avail; else take a new page from
- *      the shared pool under its mutex and mark it in the page registry;
+ *   1. size <= 128 KiB: size class (16-byte steps to 128 B, then 4 classes
+ *      per power of two; by table up to 8 KiB); take the calling thread's
+ *      cache (thread-local pointer, else pthread key, else adopt a parked
+ *      cache of an exited thread, else a new one);
+ *   2. pop a block from the free list of the first span of avail[cls] and
+ *      clear its tag word. No lock, no atomic read-modify-write: a hit;
+ *   3. miss: drain the remote stack (blocks other threads freed); carve up
+ *      to 64 never-used blocks (at most 16 KiB of them) onto the free list,
+ *      each tagged (spans are carved lazily); drop exhausted spans from
+ *      avail; else take a new span from its pool under its mutex and mark
+ *      its units in the registry (byte u + 1 for the u-th unit);
  *   4. larger sizes or alignments > 16 go to the shared pool.
- * Steps of nnmem_free(p): 1. the registry says whether p's 64 KiB page is a
- * small page (two acquire loads); p must sit on a block boundary below the
- * page's last block (misuse otherwise: interior pointer, page tail); 2. if
- * the page belongs to the calling thread's cache and p is below the bump
- * pointer and the page has a block out (misuse otherwise: never handed
- * out, double free: the page's out bit of the block), push
- * p on the page's free list (a page that empties is
- * returned to the page pool when its class already keeps two empty ones); 3.
- * otherwise push p on the owner cache's remote stack with a CAS (lock-free
- * multi-producer, the owner takes the whole stack with one exchange: no
- * ABA), after setting the block's rem bit with an atomic or (set already:
- * a second free, refused); 4. other pointers go to the shared pool, which
- * rejects foreign ones (misuse). At thread exit (key destructor) the cache
- * drains its remote stack, gives empty pages back and is parked for adoption;
- * pages never change owner. Invariants: a page's used count = blocks handed out
- * - blocks returned to its free list; a page on avail[cls] may have a free or
- * uncarved block (exhausted pages leave it lazily, on the next miss); a page
- * off it rejoins once relink = max(1, cap / 8) blocks are free, so every page
- * with used == 0 is on it; pages with used 0 number empty[cls]; the registry
- * byte of a page is 1 iff the page is a small page. Complexity: O(1) per
- * operation (plus the pool on misses / large sizes). Thread-safety: every call
- * may come from any thread; counters are relaxed atomics written by their
- * owner; destroy must run alone. */
+ * Steps of nnmem_free(p): 1. the registry byte of p's 64 KiB unit says
+ * whether it belongs to a span and which unit (two acquire loads; the
+ * header is then at the span's colour offset); p must sit on a block
+ * boundary below the span's last block (misuse otherwise: interior
+ * pointer, tail); 2. if the span belongs to the calling thread's cache
+ * and p is below the bump pointer and p's word 1 is not its tag (misuse
+ * otherwise: never handed out, double free), write the link and the tag
+ * and push p on the span's free list (a span that empties is returned to
+ * its pool when its class already keeps two empty ones); 3. otherwise
+ * (tag absent) set the block's rem bit with an atomic or (set already: a
+ * second free racing, refused), write the tag and push p on the owner
+ * cache's remote stack with a CAS (lock-free multi-producer, the owner
+ * takes the whole stack with one exchange: no ABA); the owner's drain
+ * refuses a block past its bump pointer; 4. other pointers go to the
+ * shared pool, which rejects foreign ones (misuse). With free_batch, step
+ * 2-3 run for a batch of queued frees after their headers and blocks were
+ * prefetched. At thread exit (key destructor) the cache drains its remote
+ * stack, gives empty spans back and is parked for adoption; spans never
+ * change owner. Invariants: a span's used count = blocks handed out -
+ * blocks returned to its free list; every carved block below bump is
+ * either handed out (word 1 not its tag) or free (tagged: on the free
+ * list or the remote stack); a span on avail[cls] may have a free or
+ * uncarved block (exhausted spans leave it lazily, on the next miss); a
+ * span off it rejoins once relink = max(1, cap / 8) blocks are free, so
+ * every span with used == 0 is on it; spans with used 0 number
+ * empty[cls]; the registry byte of a unit is u + 1 iff it is the u-th
+ * unit of a live span. Complexity: O(1) per operation (plus the pools on
+ * misses / large sizes). Thread-safety: every call may come from any
+ * thread; counters are relaxed atomics written by their owner; destroy
+ * must run alone. */
 #define _DEFAULT_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
 
 #include "nnmem/allocator.h"
 #include "runtime/allocator_internal.h"
@@ -66,46 +79,75 @@
 #include "runtime/pool_internal.h"
 
 #define PAGE_LOG2 16
-#define PAGE_SIZE (1u << PAGE_LOG2)
+#define PAGE_SIZE (1u << PAGE_LOG2) /* registry unit; a span is 1..32 */
 #define PAGE_HDR 128u
-#define SMALL_MAX 8192u
-#define NCLASS 32
+#define SMALL_MAX 8192u              /* classes found by table */
+#define CACHE_MAX (128u << 10)       /* the largest cached class */
+#define NCLASS 48
+/* A span is 1..MAX_UNITS units: one for classes <= 8 KiB, room for
+ * SPAN_BLOCKS blocks and a header above (measured: 2 and 4 blocks let
+ * spans empty more often, realloc's RSS 232 / 279 MB against 315 MB, but
+ * mixed2 then took and gave back spans all the time: 1-2 s of faults) */
+#define SPAN_BLOCKS 16
+#define MAX_UNITS 33 /* 16 x 128 KiB + header */
+#define NSPAN (MAX_UNITS + 1) /* span pools by unit count; 0 unused */
+#define DIRTY_MAGIC 0x6e6e6d64u /* a given-back span still resident */
+#define DIRTY_MAX (64u << 20) /* resident given-back spans (decommit_spans) */
+#define RECIP_SHIFT 40
 #define PAGE_MAGIC 0x6e6e6d70u
 #define KEEP_EMPTY 2 /* empty pages a class keeps before giving them back */
 
 typedef struct tcache tcache_t;
 
 typedef struct page {
-  uint32_t magic, cls, bsize, used, cap;
+  /* the first 64 bytes hold everything a free or an allocation reads */
+  uint32_t magic;
+  uint16_t cls;
+  uint16_t in_avail; /* on the owner's avail stack of its class */
+  uint32_t bsize, used, cap;
   uint32_t first;    /* offset of block 0 from the page start */
-  uint32_t recip;    /* ceil(2^32 / bsize): exact offset / bsize for offsets
-                        < 2^16 without a division */
   uint32_t relink;   /* a page off the avail stack rejoins it once this
                         many blocks are free (hysteresis: max(1, cap / 8)) */
+  uint32_t span;     /* bytes of the span (span_units(cls) units) */
+  uint64_t recip;    /* ceil(2^40 / bsize): exact offset / bsize for offsets
+                        < 2^40 / bsize (>= 2^23 > any span) without a
+                        division */
   void *free;        /* local free list (owner only) */
-  char *bump, *end;  /* next never-carved block */
+  char *bump;        /* next never-carved block */
   tcache_t *owner;   /* set before the page is published; never changes */
+  char *end;         /* end of the last block */
   struct page *next; /* avail stack of the owner's class */
-  int in_avail;
-  /* leak records of this page's blocks (leaks.c; 0 while records are
+  /* leak records of this span's blocks (leaks.c; 0 while records are
    * off): the high 32 bits count them; bit i of the low 32 is set when one
    * of them is a block whose index % 32 == i (all cleared with the count's
-   * last). A free looks for a record only when its block's bit is set. In
-   * the line of `bits`, which every free reads anyway. */
+   * last). A free looks for a record only when its block's bit is set. */
   _Atomic uint64_t leak_recs;
-  /* out bit i set: block i is handed out. Written by the owner only
-   * (relaxed load + store, no read-modify-write); read by any thread to
-   * refuse a second free. rem bit i set: block i waits on the owner's
-   * remote stack; set by the freeing thread with an atomic or (the one
-   * that finds it set already refuses: a block is never pushed twice,
-   * which would loop the stack), cleared by the owner's drain. The words
-   * sit in the page after the header, interleaved: bits[2w] = out word w,
-   * bits[2w + 1] = rem word w (a free reads both from one cache line). */
+  /* rem bit i set: block i waits on the owner's remote stack; set by the
+   * freeing thread with an atomic or (the one that finds it set already
+   * refuses: a block is never pushed twice, which would loop the stack),
+   * cleared by the owner's drain. The words sit in the page after the
+   * header. (Whether a block is free is its tag word: blk_tag.) */
   _Atomic uint64_t *bits;
 } page_t;
+_Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
+               "the hot fields fill the header's first line");
 
-#define OUT_W(pg, i) (&(pg)->bits[2 * ((i) >> 6)])
-#define REM_W(pg, i) (&(pg)->bits[2 * ((i) >> 6) + 1])
+#define REM_W(pg, i) (&(pg)->bits[(i) >> 6])
+
+/* A free block (on a free list, a remote stack, or carved and never
+ * handed out) carries its link in word 0 and its tag in word 1:
+ * (key ^ address) | 1, with the allocator's random key; a block handed out
+ * has word 1 cleared (0, or the debug fill 0xAA..: even), so a free that
+ * finds the tag is a second free. The check reads the line the free
+ * writes anyway (no side table on the allocation path). A program could
+ * forge a tag only by reading freed memory; one that overwrites a freed
+ * block's word 1 (use after free) hides a later second free. */
+static inline uintptr_t blk_tag(uint64_t key, const void *b) {
+  return (uintptr_t)(key ^ (uintptr_t)b) | 1u;
+}
+static inline int blk_tagged(uint64_t key, const void *b) {
+  return ((const uintptr_t *)b)[1] == blk_tag(key, b);
+}
 
 typedef struct tstat { /* written by the owner only (relaxed) */
   _Atomic uint64_t misses;
@@ -118,11 +160,13 @@ typedef struct tstat { /* written by the owner only (relaxed) */
 
 struct tcache {
   nnmem_allocator_t *a;
+  uint64_t key; /* a->tag_key (blk_tag), next to the hot fields */
   page_t *avail[NCLASS];
   uint32_t empty[NCLASS]; /* pages with used == 0 kept on avail */
   uint32_t sample_left;   /* calls until the next timed one (owner only) */
   uint32_t npend;         /* queued frees (free_batch; owner only) */
   void *pend[PEND_MAX];
+  page_t *pendpg[PEND_MAX]; /* the span header of pend[i] (registry) */
   /* MPSC stack of blocks freed by other threads: written by them, so it
    * has a 128-byte line pair of its own (the owner's hot fields and
    * counters stay out of it; 128: adjacent-line prefetch pairs lines) */
@@ -141,10 +185,15 @@ struct nnmem_allocator {
   uint64_t id;
   nnmem_backend_t *backend, *owned_backend;
   nnmem_pool_t *pool;       /* large blocks */
-  nnmem_pool_t *pages_pool; /* 64 KiB pages of the thread caches */
+  /* spans of the thread caches by unit count (1 .. MAX_UNITS, each aligned
+   * to 64 KiB), kept until destroy (decommitted: not resident) */
+  nnmem_pool_t *pages_pool[NSPAN];
+  _Atomic uint64_t dirty; /* bytes of given-back spans still resident */
   int no_cache;
   uint32_t sample_every; /* time 1 cached call in this many */
   uint32_t free_batch;   /* 0: frees are not queued */
+  int decommit;          /* madvise(MADV_DONTNEED) released large spans */
+  uint64_t tag_key;      /* random, for the free blocks' tags (blk_tag) */
   void (*on_misuse)(void *ctx, const void *ptr);
   void *misuse_ctx;
   pthread_key_t key;
@@ -158,13 +207,24 @@ struct nnmem_allocator {
   /* the run-time profiler watching (profiler.c), NULL when none: one more
    * load beside `leaks` on the hot path */
   _Atomic(nnmem_profiler_t *) prof;
-  _Atomic(_Atomic uint8_t *) reg[1u << 16]; /* by address bits 32..47 */
+  /* by address bits 32..47, then a byte per 64 KiB unit: 0 no span of a
+   * cache, u + 1 the u-th unit of a span (its header u units below) */
+  _Atomic(_Atomic uint8_t *) reg[1u << 16];
 };
 
-static const uint16_t class_size[NCLASS] = {
-    16,   32,   48,   64,   80,   96,   112,  128,  160,  192,  224,
-    256,  320,  384,  448,  512,  640,  768,  896,  1024, 1280, 1536,
-    1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+/* 16-byte steps to 128 B, then four classes per power of two; classes
+ * above SMALL_MAX (from 32 on) live in larger spans. */
+static const uint32_t class_size[NCLASS] = {
+    16,    32,    48,    64,    80,    96,    112,    128,   160,   192,
+    224,   256,   320,   384,   448,   512,   640,    768,   896,   1024,
+    1280,  1536,  1792,  2048,  2560,  3072,  3584,   4096,  5120,  6144,
+    7168,  8192,  10240, 12288, 14336, 16384, 20480,  24576, 28672, 32768,
+    40960, 49152, 57344, 65536, 81920, 98304, 114688, 131072};
+static inline unsigned span_units(unsigned cls) {
+  if (cls < 32) return 1;
+  return (PAGE_HDR + 16 + SPAN_BLOCKS * class_size[cls] + PAGE_SIZE - 1) >>
+         PAGE_LOG2;
+}
 static uint8_t class_of[SMALL_MAX / 16 + 1]; /* by (size + 15) / 16 */
 static pthread_once_t class_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t next_id = 1;
@@ -181,6 +241,18 @@ static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
   tcache_t *tc;
   int exiting;
 } tls_cur;
+
+/* The class of a size in (SMALL_MAX, CACHE_MAX]: for 2^k < size <=
+ * 2^(k+1), four steps of 2^(k-2). */
+static inline unsigned class_big(size_t size) {
+  unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)size - 1);
+  unsigned sub = (unsigned)((size - 1 - ((size_t)1 << k)) >> (k - 2));
+  return 32u + (k - 13u) * 4u + sub;
+}
+
+static inline unsigned class_for(size_t size) {
+  return size <= SMALL_MAX ? class_of[(size + 15) >> 4] : class_big(size);
+}
 
 static void init_classes(void) {
   unsigned c = 0;
@@ -224,13 +296,40 @@ static inline _Atomic uint8_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
   return leaf ? &leaf[(p >> PAGE_LOG2) & 0xFFFF] : NULL;
 }
 
+/* The header of the span whose unit holds registry byte v (!= 0). */
+/* A span's header sits 64 x ((base >> 16) & 15) bytes into it: headers
+ * of spans aligned to 64 KiB would all fall in one set of the L1 cache
+ * (and evict each other); coloured, they spread over 16 sets. */
+#define NCOLOR 16
+static inline page_t *hdr_of_base(uintptr_t base) {
+  return (page_t *)(base + (((base >> PAGE_LOG2) & (NCOLOR - 1)) << 6));
+}
+static inline uintptr_t base_of(const page_t *pg) {
+  return (uintptr_t)pg & ~(uintptr_t)(PAGE_SIZE - 1);
+}
+
+static inline page_t *span_head(uintptr_t p, unsigned v) {
+  return hdr_of_base((p & ~(uintptr_t)(PAGE_SIZE - 1)) -
+                     ((uintptr_t)(v - 1) << PAGE_LOG2));
+}
+
 static inline page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
-  if ((p & (PAGE_SIZE - 1)) < PAGE_HDR) return NULL;
   _Atomic uint8_t *s = reg_slot(a, p, 0);
-  if (!s || !atomic_load_explicit(s, memory_order_acquire)) return NULL;
-  page_t *pg = (page_t *)(p & ~(uintptr_t)(PAGE_SIZE - 1));
+  unsigned v = s ? atomic_load_explicit(s, memory_order_acquire) : 0;
+  if (!v) return NULL;
+  page_t *pg = span_head(p, v);
+  if (p - (uintptr_t)pg < PAGE_HDR) return NULL;
   return pg->magic == PAGE_MAGIC ? pg : NULL;
+}
+
+/* The header of a block known to be a cache's (queued, remote). */
+static inline page_t *block_page(nnmem_allocator_t *a, const void *ptr) {
+  uintptr_t p = (uintptr_t)ptr;
+  _Atomic uint8_t *leaf =
+      atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
+  return span_head(p, atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                           memory_order_relaxed));
 }
 
 /* ---- pages ------------------------------------------------------------- */
@@ -238,22 +337,9 @@ static inline page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
 /* Index of the block at p (p on a block boundary below end). */
 static inline uint32_t blk_index(const page_t *pg, const void *p) {
   uint64_t off = (uintptr_t)p - (uintptr_t)pg - pg->first;
-  return (uint32_t)((off * pg->recip) >> 32);
+  return (uint32_t)((off * pg->recip) >> RECIP_SHIFT);
 }
 
-static inline int out_test(const page_t *pg, uint32_t i) {
-  return (int)((atomic_load_explicit(OUT_W(pg, i), memory_order_relaxed) >>
-                (i & 63)) &
-               1);
-}
-
-/* Owner only: flips bit i (set on hand-out, cleared on return). */
-static inline void out_flip(page_t *pg, uint32_t i) {
-  _Atomic uint64_t *w = OUT_W(pg, i);
-  atomic_store_explicit(
-      w, atomic_load_explicit(w, memory_order_relaxed) ^ (1ULL << (i & 63)),
-      memory_order_relaxed);
-}
 
 /* The avail stack is singly linked so that push and pop touch only the
  * page itself (no neighbour header: those are cold cache lines). */
@@ -276,37 +362,62 @@ static void avail_unlink(tcache_t *tc, page_t *pg) { /* O(pages), rare */
   pg->in_avail = 0;
 }
 
+/* Creates the registry leaves of a span's units (a span aligned to 1 MiB
+ * may cross a 4 GiB boundary): 0, or -1 when out of memory. */
+static int span_leaves(nnmem_allocator_t *a, void *mem, uint32_t span) {
+  for (uint32_t u = 0; u < span >> PAGE_LOG2; u++)
+    if (!reg_slot(a, (uintptr_t)mem + ((uintptr_t)u << PAGE_LOG2), 1))
+      return -1;
+  return 0;
+}
+
+/* Marks the units of a span in the registry (u + 1 for its u-th unit) or
+ * clears them (on = 0); span_leaves made their leaves. */
+static void span_register(nnmem_allocator_t *a, void *mem, uint32_t span,
+                          int on) {
+  for (uint32_t u = 0; u < span >> PAGE_LOG2; u++)
+    atomic_store_explicit(
+        reg_slot(a, (uintptr_t)mem + ((uintptr_t)u << PAGE_LOG2), 0),
+        on ? (uint8_t)(u + 1) : 0, memory_order_release);
+}
+
 static page_t *page_new(tcache_t *tc, unsigned cls) {
   nnmem_allocator_t *a = tc->a;
+  unsigned kind = span_units(cls);
+  uint32_t span = kind << PAGE_LOG2;
   void *mem = NULL;
-  if (nnmem_pool_alloc(a->pages_pool, PAGE_SIZE, PAGE_SIZE, &mem) != NNMEM_OK)
+  if (nnmem_pool_alloc(a->pages_pool[kind], span, PAGE_SIZE, &mem) !=
+      NNMEM_OK)
     return NULL;
-  _Atomic uint8_t *s = reg_slot(a, (uintptr_t)mem, 1);
-  if (!s) {
-    (void)nnmem_pool_free(a->pages_pool, mem);
+  if (span_leaves(a, mem, span) != 0) {
+    (void)nnmem_pool_free(a->pages_pool[kind], mem);
     return NULL;
   }
-  page_t *pg = mem;
+  page_t *pg = hdr_of_base((uintptr_t)mem);
+  uint32_t room = span - (uint32_t)((uintptr_t)pg - (uintptr_t)mem);
+  if (pg->magic == DIRTY_MAGIC && pg->next == pg) /* given back, resident */
+    atomic_fetch_sub_explicit(&a->dirty, span, memory_order_relaxed);
   memset(pg, 0, sizeof *pg);
   pg->magic = PAGE_MAGIC;
-  pg->cls = cls;
+  pg->cls = (uint16_t)cls;
+  pg->span = span;
   pg->bsize = class_size[cls];
-  pg->recip = (uint32_t)(((1ULL << 32) + pg->bsize - 1) / pg->bsize);
+  pg->recip = ((1ULL << RECIP_SHIFT) + pg->bsize - 1) / pg->bsize;
   /* the most blocks that fit after the header and their bits */
-  uint32_t cap = (PAGE_SIZE - PAGE_HDR) / pg->bsize, first;
+  uint32_t cap = (room - PAGE_HDR) / pg->bsize, first;
   for (;; cap--) {
-    first = PAGE_HDR + 16 * ((cap + 63) / 64); /* 16-byte aligned */
-    if (first + (size_t)cap * pg->bsize <= PAGE_SIZE) break;
+    first = PAGE_HDR + 16 * ((cap + 127) / 128); /* 16-byte aligned */
+    if (first + (size_t)cap * pg->bsize <= room) break;
   }
   pg->first = first;
-  pg->bits = (_Atomic uint64_t *)((char *)mem + PAGE_HDR);
+  pg->bits = (_Atomic uint64_t *)((char *)pg + PAGE_HDR);
   memset((void *)pg->bits, 0, first - PAGE_HDR); /* a reused page */
-  pg->bump = (char *)mem + first;
-  pg->end = (char *)mem + first + (size_t)cap * pg->bsize;
+  pg->bump = (char *)pg + first;
+  pg->end = (char *)pg + first + (size_t)cap * pg->bsize;
   pg->relink = cap / 8 ? cap / 8 : 1;
   pg->cap = cap;
   pg->owner = tc;
-  atomic_store_explicit(s, 1, memory_order_release);
+  span_register(a, mem, span, 1);
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
   avail_push(tc, pg);
   tc->empty[cls]++;
@@ -317,17 +428,33 @@ static void page_release(tcache_t *tc, page_t *pg) {
   nnmem_allocator_t *a = tc->a;
   if (pg->in_avail) avail_unlink(tc, pg);
   tc->empty[pg->cls]--;
-  atomic_store_explicit(reg_slot(a, (uintptr_t)pg, 0), 0, memory_order_release);
+  void *base = (void *)base_of(pg);
+  span_register(a, base, pg->span, 0);
   pg->magic = 0;
   atomic_fetch_sub_explicit(&a->pages, 1, memory_order_relaxed);
-  (void)nnmem_pool_free(a->pages_pool, pg);
+  unsigned kind = span_units(pg->cls);
+  if (a->decommit && pg->cls >= 32) {
+    /* up to DIRTY_MAX bytes of given-back spans stay resident (marked,
+     * so that page_new can count them out: reuse without page faults);
+     * beyond, the pages go back to the system and read as 0 */
+    uint64_t d = atomic_fetch_add_explicit(&a->dirty, pg->span,
+                                           memory_order_relaxed);
+    if (d + pg->span > DIRTY_MAX) {
+      atomic_fetch_sub_explicit(&a->dirty, pg->span, memory_order_relaxed);
+      (void)madvise(base, pg->span, MADV_DONTNEED);
+    } else {
+      pg->next = pg;
+      pg->magic = DIRTY_MAGIC;
+    }
+  }
+  (void)nnmem_pool_free(a->pages_pool[kind], base);
 }
 
 /* Returns block `idx` (at blk) to its page (owner thread only). */
-static void local_free(tcache_t *tc, page_t *pg, void *blk, uint32_t idx) {
-  out_flip(pg, idx);
+static void local_free(tcache_t *tc, page_t *pg, void *blk) {
   if (nnmem__debug) memset(blk, 0x55, pg->bsize);
   *(void **)blk = pg->free;
+  ((uintptr_t *)blk)[1] = blk_tag(tc->key, blk);
   pg->free = blk;
   if (!pg->in_avail && pg->cap - pg->used + 1 >= pg->relink)
     avail_push(tc, pg); /* with a few free blocks, not just this one */
@@ -335,15 +462,23 @@ static void local_free(tcache_t *tc, page_t *pg, void *blk, uint32_t idx) {
     page_release(tc, pg); /* a class keeps a few empty pages */
 }
 
+static nnmem_status_t misuse(nnmem_allocator_t *a);
+static void late_misuse(nnmem_allocator_t *a, const void *ptr);
+
 static void drain_remote(tcache_t *tc) {
   void *b = atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
   while (b) {
     void *next = *(void **)b;
-    page_t *pg = (page_t *)((uintptr_t)b & ~(uintptr_t)(PAGE_SIZE - 1));
+    page_t *pg = block_page(tc->a, b);
     uint32_t i = blk_index(pg, b);
     atomic_fetch_and_explicit(REM_W(pg, i), ~(1ULL << (i & 63)),
                               memory_order_relaxed);
-    local_free(tc, pg, b, i);
+    if ((char *)b >= pg->bump || pg->used == 0) { /* never handed out */
+      (void)misuse(tc->a);
+      late_misuse(tc->a, b);
+    } else {
+      local_free(tc, pg, b);
+    }
     b = next;
   }
 }
@@ -388,6 +523,7 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
     } else if ((tc = aligned_alloc(128, (sizeof *tc + 127) & ~(size_t)127))) {
       memset(tc, 0, sizeof *tc); /* own cache lines: no false sharing */
       tc->a = a;
+      tc->key = a->tag_key;
       tc->sample_left = a->sample_every;
       tc->next_all = a->caches;
       a->caches = tc;
@@ -418,12 +554,18 @@ static inline tcache_t *cache_get(nnmem_allocator_t *a) {
  * (so the fast path only ever looks at the free list); 0 when none are
  * left. */
 #define EXTEND_BLOCKS 64
-static int page_extend(page_t *pg) {
+#define EXTEND_BYTES (16u << 10) /* at least one block: untouched memory of
+                                    a large span stays unmapped */
+static int page_extend(page_t *pg, uint64_t key) {
   if (pg->bump >= pg->end) return 0;
-  char *first = pg->bump, *stop = first + EXTEND_BLOCKS * pg->bsize;
+  uint32_t n = EXTEND_BYTES / pg->bsize;
+  n = n < 1 ? 1 : n > EXTEND_BLOCKS ? EXTEND_BLOCKS : n;
+  char *first = pg->bump, *stop = first + (size_t)n * pg->bsize;
   if (stop > pg->end) stop = pg->end;
-  for (char *p = first; p < stop; p += pg->bsize)
+  for (char *p = first; p < stop; p += pg->bsize) {
     *(void **)p = p + pg->bsize < stop ? p + pg->bsize : pg->free;
+    ((uintptr_t *)p)[1] = blk_tag(key, p);
+  }
   pg->free = first;
   pg->bump = stop;
   return 1;
@@ -431,7 +573,7 @@ static int page_extend(page_t *pg) {
 
 static inline void *page_pop(tcache_t *tc, page_t *pg, void *b) {
   pg->free = *(void **)b;
-  out_flip(pg, blk_index(pg, b));
+  ((uintptr_t *)b)[1] = 0; /* handed out: no tag */
   if (pg->used++ == 0) tc->empty[pg->cls]--;
   return b;
 }
@@ -448,7 +590,8 @@ static __attribute__((noinline)) void *small_alloc_slow(tcache_t *tc,
       bump(&tc->st.misses, 1);
       if (!(pg = page_new(tc, cls))) return NULL;
     }
-    if (pg->free || page_extend(pg)) return page_pop(tc, pg, pg->free);
+    if (pg->free || page_extend(pg, tc->key))
+      return page_pop(tc, pg, pg->free);
     avail_pop(tc, pg);
   }
 }
@@ -467,7 +610,7 @@ static __attribute__((noinline)) void lat_record(tcache_t *tc, uint64_t t0) {
 }
 
 static inline void *small_alloc_in(tcache_t *tc, size_t size) {
-  unsigned cls = class_of[(size + 15) >> 4];
+  unsigned cls = class_for(size);
   page_t *pg = tc->avail[cls];
   void *b;
   if (pg && (b = pg->free) != NULL)
@@ -516,7 +659,7 @@ static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
                                                       size_t size, size_t align,
                                                       const char *file,
                                                       int line) {
-  void *p = size <= SMALL_MAX && align <= 16 && !a->no_cache
+  void *p = size <= CACHE_MAX && align <= 16 && !a->no_cache
                 ? small_alloc(a, size)
                 : large_alloc(a, size, align);
   if (p && nnmem__leaks_on_alloc(lk, p, size, file, line)) {
@@ -566,7 +709,7 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
   void *p;
   if (lk && nnmem__leaks_wants(lk, size))
     p = alloc_recorded(a, lk, size, align, file, line);
-  else if (size <= SMALL_MAX && align <= 16 && !a->no_cache)
+  else if (size <= CACHE_MAX && align <= 16 && !a->no_cache)
     p = small_alloc(a, size);
   else
     p = large_alloc(a, size, align);
@@ -581,7 +724,7 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
  * fast path saves no registers. */
 static __attribute__((noinline)) void *alloc_plain(nnmem_allocator_t *a,
                                                    size_t size) {
-  if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
+  if (size <= CACHE_MAX && !a->no_cache) return small_alloc(a, size);
   return large_alloc(a, size, 16);
 }
 
@@ -600,7 +743,8 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
     return alloc_recorded(a, lk, size, 16, NULL, 0);
-  if (__builtin_expect(size > SMALL_MAX || a->no_cache || tls_cur.a != a ||
+  /* a current cache implies thread caches (no_cache never makes one) */
+  if (__builtin_expect(size > SMALL_MAX || tls_cur.a != a ||
                            tls_cur.id != a->id,
                        0))
     return alloc_plain(a, size);
@@ -625,7 +769,7 @@ void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,
   nnmem__leaks_t *lk = leaks_of(a);
   if (lk && nnmem__leaks_wants(lk, size))
     return alloc_recorded(a, lk, size, 16, file, line);
-  if (size <= SMALL_MAX && !a->no_cache) return small_alloc(a, size);
+  if (size <= CACHE_MAX && !a->no_cache) return small_alloc(a, size);
   return large_alloc(a, size, 16);
 }
 
@@ -637,7 +781,7 @@ void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size, size_t align) {
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
     return alloc_recorded(a, lk, size, align, NULL, 0);
-  if (size <= SMALL_MAX && align <= 16 && !a->no_cache)
+  if (size <= CACHE_MAX && align <= 16 && !a->no_cache)
     return small_alloc(a, size);
   return large_alloc(a, size, align);
 }
@@ -650,55 +794,55 @@ static nnmem_status_t misuse(nnmem_allocator_t *a) {
 }
 
 /* Owner-thread checks of a block about to return to its page: never carved
- * (at or past the bump pointer), or not handed out (its bit is clear: a
- * double free). */
+ * (at or past the bump pointer), or free already (tagged: a double free,
+ * on the free list or the remote stack). */
 static inline int local_misuse(const page_t *pg, const void *ptr,
-                               uint32_t idx) {
-  return (const char *)ptr >= pg->bump || pg->used == 0 || !out_test(pg, idx) ||
-         ((atomic_load_explicit(REM_W(pg, idx), memory_order_relaxed) >>
-           (idx & 63)) &
-          1);
+                               uint64_t key) {
+  return (const char *)ptr >= pg->bump || blk_tagged(key, ptr);
 }
 
-/* Block index of ptr in its small page pg, or -1 when ptr is no block
+/* Block index of ptr in its span pg, or -1 when ptr is no block
  * boundary of it (in the bits, interior, or in the unused tail). cap,
  * first and bsize never change once the page is published: no race. */
 static inline int64_t small_index(const page_t *pg, const void *ptr) {
-  /* < 2^16 unless ptr lies in the block bits (wraps: caught below) */
+  /* < span unless ptr lies in the block bits (wraps: caught below) */
   uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - pg->first;
-  uint64_t idx = (off * pg->recip) >> 32; /* off / bsize, exact */
+  uint64_t idx = (off * pg->recip) >> RECIP_SHIFT; /* off / bsize, exact */
   if (__builtin_expect(
-          off >= PAGE_SIZE || idx >= pg->cap || idx * pg->bsize != off, 0))
+          off >= pg->span || idx >= pg->cap || idx * pg->bsize != off, 0))
     return -1;
   return (int64_t)idx;
 }
 
-/* Returns block idx of small page pg to its owner: the page's free list
+/* Returns block idx of span pg to its owner: the span's free list
  * when the calling thread's cache `tc` owns it, else the owner's remote
  * stack. A block not handed out (a second free) is misuse. */
 static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
                                         page_t *pg, void *ptr, uint32_t idx) {
   if (pg->owner == tc) {
-    if (__builtin_expect(local_misuse(pg, ptr, idx), 0)) return misuse(a);
+    if (__builtin_expect(local_misuse(pg, ptr, tc->key), 0))
+      return misuse(a);
     bump(&tc->st.frees[pg->cls], 1);
     if (__builtin_expect(--tc->sample_left == 0, 0)) {
       uint64_t t0 = nnmem__cycles();
-      local_free(tc, pg, ptr, idx);
+      local_free(tc, pg, ptr);
       lat_record(tc, t0);
     } else {
-      local_free(tc, pg, ptr, idx);
+      local_free(tc, pg, ptr);
     }
     return NNMEM_OK;
   }
-  /* a block already back (out clear) or already on the remote stack (rem
-   * was set) is a second free */
-  if (__builtin_expect(!out_test(pg, idx), 0)) return misuse(a);
+  /* a block free already (tagged) or already on the remote stack (rem
+   * was set: two frees racing) is a second free (a block never carved
+   * is refused by the owner's drain: the bump pointer is the owner's) */
+  if (__builtin_expect(blk_tagged(a->tag_key, ptr), 0)) return misuse(a);
   uint64_t bit = 1ULL << (idx & 63);
   if (__builtin_expect(
           atomic_fetch_or_explicit(REM_W(pg, idx), bit, memory_order_relaxed) &
               bit,
           0))
     return misuse(a);
+  ((uintptr_t *)ptr)[1] = blk_tag(a->tag_key, ptr);
   if (tc) bump(&tc->st.frees[pg->cls], 1);
   tcache_t *owner = pg->owner;
   void *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
@@ -714,34 +858,25 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
   if (a->on_misuse) a->on_misuse(a->misuse_ctx, ptr);
 }
 
-/* Returns the queued frees of tc (free_batch). Three passes so that the
- * misses overlap: 1. prefetch every page header; 2. check each page (the
- * registry said "small page" when it was queued; the magic says it still
- * is one) and block index, prefetch its bit words and the block; 3. the
- * frees themselves, in queue order (a block queued twice: the second finds
- * its bit clear, misuse). */
+/* Returns the queued frees of tc (free_batch). Two passes so that the
+ * misses overlap: 1. prefetch every span header (found by the registry
+ * when the block was queued) and block; 2. check each page (the magic says
+ * it is still one) and block index, and free, in queue order (a block
+ * queued twice: the second finds its tag, misuse). */
 static void flush_pending(tcache_t *tc) {
   nnmem_allocator_t *a = tc->a;
   uint32_t n = tc->npend;
-  int32_t idx[PEND_MAX];
   tc->npend = 0;
-  for (uint32_t i = 0; i < n; i++)
-    __builtin_prefetch(
-        (void *)((uintptr_t)tc->pend[i] & ~(uintptr_t)(PAGE_SIZE - 1)));
   for (uint32_t i = 0; i < n; i++) {
-    const page_t *pg =
-        (const page_t *)((uintptr_t)tc->pend[i] & ~(uintptr_t)(PAGE_SIZE - 1));
-    int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, tc->pend[i]) : -1;
-    idx[i] = (int32_t)k;
-    if (k < 0) continue;
-    __builtin_prefetch(OUT_W(pg, (uint32_t)k), 1);
-    __builtin_prefetch(tc->pend[i], 1);
+    __builtin_prefetch(tc->pendpg[i]);
+    __builtin_prefetch(tc->pend[i], 1); /* its link and tag are written */
   }
   for (uint32_t i = 0; i < n; i++) {
     void *p = tc->pend[i];
-    page_t *pg = (page_t *)((uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1));
-    if (idx[i] < 0 ? misuse(a) != NNMEM_OK
-                   : small_free(a, tc, pg, p, (uint32_t)idx[i]) != NNMEM_OK)
+    page_t *pg = tc->pendpg[i];
+    int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, p) : -1;
+    if (k < 0 ? misuse(a) != NNMEM_OK
+              : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
       late_misuse(a, p);
   }
 }
@@ -757,16 +892,17 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   nnmem_profiler_t *pr = prof_of(a);
   if (__builtin_expect(pr != NULL, 0)) nnmem__profiler_on_free(pr, ptr);
   if (a->free_batch && (uintptr_t)ptr & (PAGE_SIZE - 1)) {
-    /* queued: the registry alone says "a small page" (no header read) */
+    /* queued: the registry alone says "a span" (no header read) */
     _Atomic uint8_t *s = reg_slot(a, (uintptr_t)ptr, 0);
+    unsigned v = s ? atomic_load_explicit(s, memory_order_acquire) : 0;
     tcache_t *tc;
-    if (s && atomic_load_explicit(s, memory_order_acquire) &&
-        (tc = cache_get(a)) != NULL) {
+    if (v && (tc = cache_get(a)) != NULL) {
+      page_t *pg = span_head((uintptr_t)ptr, v);
       if (__builtin_expect(lk != NULL, 0)) {
-        page_t *pg = (page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
         int64_t k = small_index(pg, ptr); /* < 0: misuse, at the flush */
         if (k >= 0) leaks_free_small(lk, pg, ptr, (uint32_t)k);
       }
+      tc->pendpg[tc->npend] = pg;
       tc->pend[tc->npend++] = ptr;
       if (tc->npend >= a->free_batch) flush_pending(tc);
       return NNMEM_OK;
@@ -790,24 +926,33 @@ static __attribute__((noinline)) nnmem_status_t free_general(
  * PLT call between the two in the shared library). The fast path queues a
  * small block (free_batch, no hooks, the thread's cache current); anything
  * else is free_general, which makes the same checks in the same order. */
-static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
+/* Queues a small block (free_batch, no hooks, the thread's cache
+ * current): 1; else 0, nothing done (free_general's case). */
+static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   if (__builtin_expect(!a || !a->free_batch || !(p & (PAGE_SIZE - 1)) ||
                            (p >> 48) || prof_of(a) || leaks_of(a) ||
                            tls_cur.a != a || tls_cur.id != a->id,
                        0))
-    return free_general(a, ptr);
+    return 0;
   _Atomic uint8_t *leaf =
       atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
+  unsigned v;
   if (__builtin_expect(
-          !leaf || !atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
-                                         memory_order_acquire),
+          !leaf || !(v = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                              memory_order_acquire)),
           0))
-    return free_general(a, ptr); /* not a small page */
+    return 0; /* not a span's unit */
   tcache_t *tc = tls_cur.tc;
+  tc->pendpg[tc->npend] = span_head(p, v);
   tc->pend[tc->npend++] = ptr;
   if (__builtin_expect(tc->npend >= a->free_batch, 0)) flush_pending(tc);
-  return NNMEM_OK;
+  return 1;
+}
+
+static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
+  if (free_queued(a, ptr)) return NNMEM_OK;
+  return free_general(a, ptr);
 }
 
 nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
@@ -816,6 +961,15 @@ nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
 
 void nnmem_free(nnmem_allocator_t *a, void *ptr) {
   (void)allocator_free(a, ptr);
+}
+
+static __attribute__((noinline)) void free_report_slow(nnmem_allocator_t *a,
+                                                       void *ptr) {
+  if (free_general(a, ptr) != NNMEM_OK && a) late_misuse(a, ptr);
+}
+
+void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr) {
+  if (__builtin_expect(!free_queued(a, ptr), 0)) free_report_slow(a, ptr);
 }
 
 void nnmem_allocator_thread_flush(nnmem_allocator_t *a) {
@@ -830,8 +984,8 @@ nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (pg) {
     uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - pg->first;
-    uint64_t idx = (off * pg->recip) >> 32;
-    if (off >= PAGE_SIZE || idx >= pg->cap || idx * pg->bsize != off)
+    uint64_t idx = (off * pg->recip) >> RECIP_SHIFT;
+    if (off >= pg->span || idx >= pg->cap || idx * pg->bsize != off)
       return NNMEM_ERR_INVALID;
     *out = pg->bsize;
     return NNMEM_OK;
@@ -844,19 +998,22 @@ nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
 
 void nnmem__allocator_fork_prepare(nnmem_allocator_t *a) {
   pthread_mutex_lock(&a->lock);
-  nnmem__pool_fork(a->pages_pool, 0);
+  for (unsigned k = 1; k < NSPAN; k++)
+    nnmem__pool_fork(a->pages_pool[k], 0);
   nnmem__pool_fork(a->pool, 0);
 }
 
 void nnmem__allocator_fork_parent(nnmem_allocator_t *a) {
   nnmem__pool_fork(a->pool, 1);
-  nnmem__pool_fork(a->pages_pool, 1);
+  for (unsigned k = 1; k < NSPAN; k++)
+    nnmem__pool_fork(a->pages_pool[k], 1);
   pthread_mutex_unlock(&a->lock);
 }
 
 void nnmem__allocator_fork_child(nnmem_allocator_t *a) {
   nnmem__pool_fork(a->pool, 2);
-  nnmem__pool_fork(a->pages_pool, 2);
+  for (unsigned k = 1; k < NSPAN; k++)
+    nnmem__pool_fork(a->pages_pool[k], 2);
   pthread_mutex_init(&a->lock, NULL);
 }
 
@@ -869,6 +1026,7 @@ nnmem_status_t nnmem__tcache_create(nnmem_allocator_t *a, const void *tag,
   if (!tc) return NNMEM_ERR_NOMEM;
   memset(tc, 0, sizeof *tc);
   tc->a = a;
+  tc->key = a->tag_key;
   tc->sample_left = UINT32_MAX; /* not sampled: no clock on this path */
   atomic_store_explicit(&tc->tag, tag, memory_order_relaxed);
   alock(a);
@@ -892,7 +1050,7 @@ void nnmem__tcache_release(nnmem__tcache_t *tc) {
 
 void *nnmem__tcache_alloc(nnmem__tcache_t *tc, size_t size, uint32_t *usable) {
   void *b = small_alloc_in(tc, size);
-  if (b) *usable = class_size[class_of[(size + 15) >> 4]];
+  if (b) *usable = class_size[class_for(size)];
   return b;
 }
 
@@ -908,17 +1066,19 @@ const void *nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
   return atomic_load_explicit(&pg->owner->tag, memory_order_relaxed);
 }
 
+/* A tagged cache's blocks are <= NNMEM__SMALL_MAX: one-unit spans, the
+ * header at its colour offset (hdr_of_base). */
 int nnmem__tcache_block_live(const void *ptr) {
   const page_t *pg =
-      (const page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
+      hdr_of_base((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
   int64_t idx = small_index(pg, ptr);
-  return idx >= 0 && !local_misuse(pg, ptr, (uint32_t)idx);
+  return idx >= 0 && !local_misuse(pg, ptr, pg->owner->key);
 }
 
 void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr) {
-  page_t *pg = (page_t *)((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
+  page_t *pg = hdr_of_base((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
   bump(&tc->st.frees[pg->cls], 1);
-  local_free(tc, pg, ptr, blk_index(pg, ptr));
+  local_free(tc, pg, ptr);
 }
 
 nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
@@ -933,13 +1093,14 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
     _Atomic uint8_t *leaf =
         atomic_load_explicit(&a->reg[hi], memory_order_acquire);
     for (size_t i = 0; leaf && i < (1u << 16) && s == NNMEM_OK; i++) {
-      if (!atomic_load_explicit(&leaf[i], memory_order_acquire)) continue;
+      if (atomic_load_explicit(&leaf[i], memory_order_acquire) != 1)
+        continue; /* no span, or not its first unit */
       page_t *pg =
-          (page_t *)(((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2));
+          hdr_of_base(((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2));
       if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
       for (uint32_t k = 0; k < pg->cap && s == NNMEM_OK; k++) {
         char *b = (char *)pg + pg->first + (size_t)k * pg->bsize;
-        if (local_misuse(pg, b, k)) continue;
+        if (local_misuse(pg, b, tc->key)) continue;
         s = nnmem__grow((void **)&blk, &cap, n + 1, sizeof *blk);
         if (s == NNMEM_OK) blk[n++] = b;
       }
@@ -947,7 +1108,7 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
   }
   /* after the walk: fn may free the block and with it its page */
   for (size_t k = 0; k < n && s == NNMEM_OK; k++) {
-    page_t *pg = (page_t *)((uintptr_t)blk[k] & ~(uintptr_t)(PAGE_SIZE - 1));
+    page_t *pg = hdr_of_base((uintptr_t)blk[k] & ~(uintptr_t)(PAGE_SIZE - 1));
     fn(user, blk[k], pg->bsize);
   }
   free(blk);
@@ -977,6 +1138,10 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   a->no_cache = c.no_thread_cache != 0;
   a->sample_every = c.latency_sample ? c.latency_sample : 64;
   a->free_batch = c.free_batch > PEND_MAX ? PEND_MAX : c.free_batch;
+  a->decommit = c.decommit_spans != 0;
+  if (getrandom(&a->tag_key, sizeof a->tag_key, GRND_NONBLOCK) !=
+      sizeof a->tag_key)
+    a->tag_key = (uintptr_t)a * 0x9e3779b97f4a7c15ull ^ nnmem__cycles();
   a->on_misuse = c.on_misuse;
   a->misuse_ctx = c.misuse_ctx;
   if (a->sample_every != 1 && a->sample_every != UINT32_MAX)
@@ -997,17 +1162,22 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   pc.latency_sample = c.latency_sample;
   if (st == NNMEM_OK)
     st = nnmem_pool_create(NNMEM_POOL_TIERED, &pc, a->backend, &a->pool);
-  nnmem_pool_config_init(&pc); /* pages: fixed blocks, kept until destroy */
-  pc.name = "allocator-pages";
-  pc.block_size = pc.alignment = PAGE_SIZE;
-  pc.chunk_size = 16 * PAGE_SIZE;
-  pc.thread_safe = 1;
-  if (st == NNMEM_OK)
-    st = nnmem_pool_create(NNMEM_POOL_FIXED, &pc, a->backend, &a->pages_pool);
+  for (unsigned k = 1; k < NSPAN && st == NNMEM_OK; k++) {
+    nnmem_pool_config_init(&pc); /* spans: fixed blocks, kept until destroy */
+    pc.name = "allocator-pages";
+    pc.block_size = (uint64_t)k << PAGE_LOG2;
+    pc.alignment = PAGE_SIZE; /* the registry finds a span's header */
+    pc.latency_sample = c.latency_sample; /* as the config says */
+    pc.chunk_size = k == 1 ? 16 * PAGE_SIZE : 4 * pc.block_size;
+    pc.thread_safe = 1;
+    st = nnmem_pool_create(NNMEM_POOL_FIXED, &pc, a->backend,
+                           &a->pages_pool[k]);
+  }
   if (st == NNMEM_OK && pthread_key_create(&a->key, cache_exit) != 0)
     st = NNMEM_ERR_NOMEM;
   if (st != NNMEM_OK) {
-    nnmem_pool_destroy(a->pages_pool);
+    for (unsigned k = 1; k < NSPAN; k++)
+      nnmem_pool_destroy(a->pages_pool[k]);
     nnmem_pool_destroy(a->pool);
     nnmem_backend_destroy(a->owned_backend);
     free(a);
@@ -1043,7 +1213,8 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a) {
   }
   /* the block bits live in the pages: nothing to free per page */
   nnmem_pool_destroy(a->pool);       /* every large block */
-  nnmem_pool_destroy(a->pages_pool); /* every page */
+  for (unsigned k = 1; k < NSPAN; k++)
+    nnmem_pool_destroy(a->pages_pool[k]); /* every span */
   for (size_t i = 0; i < (1u << 16); i++)
     free((void *)atomic_load_explicit(&a->reg[i], memory_order_relaxed));
   nnmem_backend_destroy(a->owned_backend);
@@ -1055,11 +1226,33 @@ static uint64_t ld(_Atomic uint64_t *v) {
   return atomic_load_explicit(v, memory_order_relaxed);
 }
 
+/* The figures of the span pools that the allocator's stats report. */
+static void spans_add(nnmem_stats_t *to, const nnmem_stats_t *s) {
+  to->allocated_bytes += s->allocated_bytes;
+  to->allocated_bytes_peak += s->allocated_bytes_peak;
+  to->reserved_bytes += s->reserved_bytes;
+  to->reserved_bytes_peak += s->reserved_bytes_peak;
+  to->backend_allocs += s->backend_allocs;
+  to->backend_frees += s->backend_frees;
+  to->failed_count += s->failed_count;
+  to->free_bytes += s->free_bytes;
+  if (s->largest_free > to->largest_free) to->largest_free = s->largest_free;
+  to->lock_acquisitions += s->lock_acquisitions;
+  to->lock_contended += s->lock_contended;
+  for (unsigned b = 0; b < NNMEM_STATS_LAT_BUCKETS; b++)
+    to->latency_hist[b] += s->latency_hist[b];
+  to->latency_samples += s->latency_samples;
+  to->latency_sum_ns += s->latency_sum_ns;
+}
+
 nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
   if (!a || !out) return NNMEM_ERR_INVALID;
-  nnmem_stats_t pg;
+  nnmem_stats_t pg, pk;
   nnmem_status_t st = nnmem_pool_stats(a->pool, out);
-  if (st == NNMEM_OK) st = nnmem_pool_stats(a->pages_pool, &pg);
+  if (st == NNMEM_OK) st = nnmem_pool_stats(a->pages_pool[1], &pg);
+  for (unsigned k = 2; k < NSPAN && st == NNMEM_OK; k++)
+    if ((st = nnmem_pool_stats(a->pages_pool[k], &pk)) == NNMEM_OK)
+      spans_add(&pg, &pk);
   if (st != NNMEM_OK) return st;
   uint64_t allocs = 0, frees = 0, out_b = 0, in_b = 0;
   alock(a);

@@ -13,6 +13,11 @@
 nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
                                             const void *ptr, size_t *out);
 
+/* nnmem_free for the malloc front: a pointer refused at once (misuse,
+ * not queued) also goes to the config's on_misuse, as a queued one does
+ * at its flush, so that the front's free is one call. Any thread. */
+void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr);
+
 /* Fork hooks (pthread_atfork): prepare takes every lock of the allocator
  * (its own, then the page pool's, then the block pool's); parent releases
  * them; child re-initialises them (the child has one thread). The caches of

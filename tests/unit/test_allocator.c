@@ -85,20 +85,22 @@ static void test_small_page_misuse(void **state) {
   (void)state;
   nnmem_allocator_t *a = NULL;
   assert_ok(nnmem_allocator_create(NULL, &a));
-  /* class 48: a 128-byte header, then 2 x 22 words of block bits (1355
-   * blocks: 128 + 16 * 22 = 480, 480 + 1355 * 48 = 65520 <= 65536, and
-   * 1356 blocks would end past the page), so block 0 is at page + 480 */
+  /* class 48: the header at the page's colour (64 bytes x address bits
+   * 16..19), 128 bytes, then 22 words of remote bits rounded to 16 bytes
+   * (128 + 16 * 11 = 304), so block 0 is at header + 304 */
   char *x = nnmem_alloc(a, 48);
   assert_non_null(x);
   char *page = (char *)((uintptr_t)x & ~(uintptr_t)0xFFFF);
-  assert_ptr_equal(x, page + 480);
-  assert_int_equal(nnmem_allocator_free(a, page + 65520), NNMEM_ERR_INVALID);
+  char *hdr = page + (((uintptr_t)page >> 16) & 15) * 64;
+  assert_ptr_equal(x, hdr + 304);
+  /* the page's last bytes: tail or interior of the last block */
+  assert_int_equal(nnmem_allocator_free(a, page + 65528), NNMEM_ERR_INVALID);
   /* 64 blocks are carved at a time: block 100 was never handed out */
-  assert_int_equal(nnmem_allocator_free(a, page + 480 + 100 * 48),
+  assert_int_equal(nnmem_allocator_free(a, hdr + 304 + 100 * 48),
                    NNMEM_ERR_INVALID);
   /* inside the block bits, 48-byte steps below block 0 */
-  assert_int_equal(nnmem_allocator_free(a, page + 480 - 48), NNMEM_ERR_INVALID);
-  assert_int_equal(nnmem_allocator_free(a, page + 128), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_free(a, hdr + 304 - 48), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_free(a, hdr + 128), NNMEM_ERR_INVALID);
   assert_ok(nnmem_allocator_free(a, x));
   assert_int_equal(nnmem_allocator_free(a, x), NNMEM_ERR_INVALID);
   nnmem_stats_t st;
@@ -112,6 +114,97 @@ static void test_small_page_misuse(void **state) {
   assert_ptr_equal(z, x + 48);
   nnmem_free(a, y);
   nnmem_free(a, z);
+  nnmem_allocator_destroy(a);
+}
+
+/* Blocks over 8 KiB: classes of four steps per power of two up to 128 KiB
+ * in spans of several 64 KiB units (the registry names each unit's span).
+ * Class 16 KiB: room for 16 blocks and a header -> 5 units (320 KiB), 19
+ * blocks fit (128 + 16 * 1 = 144, 144 + 19 * 16384 = 311440 <= 327680
+ * less the header's colour offset, at most 960), block 0 at header + 144,
+ * carved one at a time (16 KiB of blocks). */
+static void test_span_blocks(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  char *b[6];
+  for (int k = 0; k < 6; k++)
+    assert_non_null(b[k] = nnmem_alloc(a, 16000));
+  char *base = (char *)((uintptr_t)b[0] & ~(uintptr_t)0xFFFF);
+  char *span = base + (((uintptr_t)base >> 16) & 15) * 64; /* header */
+  assert_ptr_equal(b[0], span + 144);
+  for (int k = 0; k < 6; k++)
+    assert_ptr_equal(b[k], b[0] + (size_t)k * 16384);
+  /* block 4 lies in the span's second unit */
+  assert_ptr_equal(b[4], span + 65536 + 144);
+  assert_int_equal(nnmem_allocator_free(a, b[4] + 16), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_free(a, span + 65536), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_free(a, b[0] + 10 * 16384),
+                   NNMEM_ERR_INVALID); /* never carved */
+  assert_ok(nnmem_allocator_free(a, b[4]));
+  assert_int_equal(nnmem_allocator_free(a, b[4]), NNMEM_ERR_INVALID);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 4);
+  assert_int_equal(st.live_count, 5);
+  assert_ptr_equal(nnmem_alloc(a, 16384), b[4]); /* list intact */
+  for (int k = 0; k < 6; k++)
+    nnmem_free(a, b[k]);
+  /* class boundaries: two blocks of each size do not overlap */
+  static const size_t sizes[] = {8193,  10240, 10241, 16384,
+                                 16385, 65536, 98305, 131072};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    size_t n = sizes[i];
+    unsigned char *p = nnmem_alloc(a, n), *q = nnmem_alloc(a, n);
+    assert_non_null(p);
+    assert_non_null(q);
+    memset(p, 0x11, n);
+    memset(q, 0x22, n);
+    for (size_t j = 0; j < n; j += 512)
+      assert_int_equal(p[j] + p[n - 1], 0x22);
+    nnmem_free(a, p);
+    nnmem_free(a, q);
+  }
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(a);
+}
+
+/* decommit_spans: 100 MiB of 128 KiB blocks freed empties ~50 spans of 33
+ * units; past the 64 MiB kept resident they are madvised away (their
+ * headers then read 0). Allocated again, every block is usable and
+ * distinct, and the spans come back from the pools (no new reservation). */
+static void test_span_decommit(void **state) {
+  (void)state;
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.decommit_spans = 1;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  enum { N = 800 };
+  static unsigned char *p[N];
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < N; i++) {
+      assert_non_null(p[i] = nnmem_alloc(a, 131072));
+      memset(p[i], (unsigned char)(i + round), 131072);
+    }
+    for (int i = 0; i < N; i++) {
+      assert_int_equal(p[i][0], (unsigned char)(i + round));
+      assert_int_equal(p[i][131071], (unsigned char)(i + round));
+    }
+    nnmem_stats_t st;
+    assert_ok(nnmem_allocator_stats(a, &st));
+    assert_int_equal(st.live_count, N);
+    for (int i = 0; i < N; i++)
+      nnmem_free(a, p[i]);
+    nnmem_allocator_thread_flush(a); /* empty spans go back */
+  }
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.live_count, 0);
+  /* the second round took the first round's spans: one span pool's
+   * reservation, not two */
+  assert_true(st.reserved_bytes_peak < 2ull * N * 131072);
   nnmem_allocator_destroy(a);
 }
 
@@ -171,10 +264,14 @@ static int filled(const void *p, size_t n) {
   return 1;
 }
 
-static void random_sequence(int no_cache, uint64_t seed) {
+/* big: sizes 1 B .. 160 KiB (every span length and past the caches),
+ * with decommit_spans (emptied spans given back); else mostly <= 9000 B,
+ * 1 in 8 up to 2 MiB. */
+static void random_sequence(int no_cache, uint64_t seed, int big) {
   nnmem_allocator_config_t cfg;
   nnmem_allocator_config_init(&cfg);
   cfg.no_thread_cache = no_cache;
+  cfg.decommit_spans = big;
   nnmem_allocator_t *a = NULL;
   assert_ok(nnmem_allocator_create(&cfg, &a));
   enum { N = 256 };
@@ -191,7 +288,8 @@ static void random_sequence(int no_cache, uint64_t seed) {
       p[i] = NULL;
     } else {
       uint64_t r = tu_rand(&rng);
-      sz[i] = (r % 8) ? 1 + r % 9000 : 1 + r % (2 << 20);
+      sz[i] = big ? 1 + r % (160u << 10)
+                  : (r % 8) ? 1 + r % 9000 : 1 + r % (2 << 20);
       p[i] = nnmem_alloc(a, sz[i]);
       assert_non_null(p[i]);
       fill(p[i], sz[i]);
@@ -207,8 +305,9 @@ static void random_sequence(int no_cache, uint64_t seed) {
 
 static void test_random(void **state) {
   (void)state;
-  random_sequence(0, 12345);
-  random_sequence(1, 777);
+  random_sequence(0, 12345, 0);
+  random_sequence(1, 777, 0);
+  random_sequence(0, 4242, 1);
 }
 
 /* Every backend request fails from the N-th on: allocations return NULL,
@@ -326,6 +425,53 @@ static void *free_from_thread(void *arg) {
   return NULL; /* the thread's exit flushes its queue */
 }
 
+static void *free_one(void *arg) {
+  handoff_t *h = arg;
+  for (int i = 0; i < h->n; i++)
+    assert_ok(nnmem_allocator_free(h->a, h->blocks[i])); /* remote: queued */
+  return NULL;
+}
+
+static int ptr_cmp(const void *x, const void *y) {
+  uintptr_t a = *(const uintptr_t *)x, b = *(const uintptr_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Misuse that crosses threads: a block freed by another thread and then by
+ * its owner (the owner finds the block's tag), and a never-carved block
+ * freed by another thread (the other thread cannot read the owner's bump
+ * pointer; the owner's drain refuses it). The free lists stay sound: 400
+ * allocations afterwards are distinct. */
+static void test_remote_misuse(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  char *x = nnmem_alloc(a, 48);
+  char *page = (char *)((uintptr_t)x & ~(uintptr_t)0xFFFF);
+  char *hdr = page + (((uintptr_t)page >> 16) & 15) * 64;
+  assert_ptr_equal(x, hdr + 304); /* see test_small_page_misuse */
+  void *two[2] = {x, hdr + 304 + 1000 * 48}; /* block 1000: never carved */
+  handoff_t h = {a, two, 2};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, free_one, &h), 0);
+  pthread_join(t, NULL);
+  assert_int_equal(nnmem_allocator_free(a, x), NNMEM_ERR_INVALID);
+  nnmem_allocator_thread_flush(a); /* drains the remote stack */
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 2);
+  enum { N = 400 };
+  void *p[N];
+  for (int i = 0; i < N; i++)
+    assert_non_null(p[i] = nnmem_alloc(a, 48));
+  qsort(p, N, sizeof p[0], ptr_cmp);
+  for (int i = 1; i < N; i++)
+    assert_true(p[i] != p[i - 1]);
+  for (int i = 0; i < N; i++)
+    nnmem_free(a, p[i]);
+  nnmem_allocator_destroy(a);
+}
+
 static void test_free_batch(void **state) {
   (void)state;
   misuse_log_t log = {{0}, 0};
@@ -389,11 +535,14 @@ int main(void) {
       cmocka_unit_test(test_usage_example),
       cmocka_unit_test(test_small_blocks),
       cmocka_unit_test(test_small_page_misuse),
+      cmocka_unit_test(test_span_blocks),
+      cmocka_unit_test(test_span_decommit),
       cmocka_unit_test(test_unbacked_refused),
       cmocka_unit_test(test_old_config_layout),
       cmocka_unit_test(test_random),
       cmocka_unit_test(test_cross_thread),
       cmocka_unit_test(test_free_batch),
+      cmocka_unit_test(test_remote_misuse),
       cmocka_unit_test(test_backend_faults),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

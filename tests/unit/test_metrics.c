@@ -64,7 +64,7 @@ static void test_scrape_allocator(void **state) {
   assert_true(port != 0);
   void *p[300];
   for (int i = 0; i < 300; i++)
-    p[i] = nnmem_alloc(a, i < 200 ? 48 : 20000); /* cached and shared */
+    p[i] = nnmem_alloc(a, i < 200 ? 48 : 200000); /* cached and shared */
   char *resp = http_get(port, "/metrics");
   assert_non_null(strstr(resp, "HTTP/1.1 200"));
   assert_non_null(strstr(resp, "Content-Type: text/plain; version=0.0.4"));

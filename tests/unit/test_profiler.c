@@ -583,12 +583,12 @@ static void test_cached_path_latency_and_hit_rate(void **state) {
 }
 
 /* Lock contention driven into the contended state: two threads hammer the
- * shared pool (64 KiB blocks: past the thread caches) until a try-lock
+ * shared pool (256 KiB blocks: past the thread caches) until a try-lock
  * failed (at most 50 rounds); the ratio is then recomputed by hand. */
 static void *hammer(void *arg) {
   nnmem_allocator_t *a = arg;
   for (int i = 0; i < 20000; i++)
-    nnmem_free(a, nnmem_alloc(a, 65536));
+    nnmem_free(a, nnmem_alloc(a, 256u << 10));
   return NULL;
 }
 

@@ -58,7 +58,8 @@ static double now(void) {
 
 static size_t rand_size(uint64_t *rng) {
   uint64_t r = tu_rand(rng);
-  if (r % 64 == 0) return 1 + (r >> 8) % (256 << 10); /* shared pool */
+  if (r % 64 == 0) /* spans of several units, and the shared pool */
+    return 1 + (r >> 8) % (256 << 10);
   return 1 + (r >> 8) % 2048;
 }
 

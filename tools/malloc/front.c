@@ -5,7 +5,7 @@
  * (one line on stderr for a bad free) and abort (NNMEM_MALLOC_ABORT=1).
  *
  *   program --malloc()--> front.c --nnmem_alloc()--> allocator.c
- *                                                     | <= 8 KiB: thread cache
+ *                                                     | <= 128 KiB: thread cache
  *                                                     | < 1 MiB: slab classes
  *                                                     | larger: own mmap region
  *   nnmem's own metadata (pool tables, registry leaves, cache structs)
@@ -212,6 +212,10 @@ static void create(void) {
      * misuse wants the bad call itself: no queue then. */
     cfg.free_batch = abort_on_misuse ? 0 : FREE_BATCH;
     cfg.on_misuse = late_bad_free;
+    /* spans of blocks over 8 KiB that empty give their pages back once
+     * 64 MiB of them are resident: the resident size follows the live
+     * blocks, without refaulting a producer / consumer's spans */
+    cfg.decommit_spans = 1;
     if (nnmem_allocator_create(&cfg, &a) != NNMEM_OK) a = NULL;
   }
   heap_a = a;
@@ -306,12 +310,39 @@ static size_t usable(const char *fn, void *p, int quiet) {
   return n;
 }
 
-API void *malloc(size_t n) {
+/* Out of line: the common paths below save no registers. */
+static __attribute__((noinline)) void *malloc_slow(size_t n) {
   return do_alloc(n, 16);
 }
-
-API void free(void *p) {
+static __attribute__((noinline)) void free_slow(void *p) {
   do_free("free", p);
+}
+
+/* The common case first: the allocator ready, no recording, a size in
+ * (0, PTRDIFF_MAX]; anything else (and a failure) is do_alloc. */
+API void *malloc(size_t n) {
+  if (__builtin_expect(
+          atomic_load_explicit(&state, memory_order_acquire) == ST_READY &&
+              !nnmem__recording && n - 1 < (size_t)PTRDIFF_MAX,
+          1)) {
+    void *p = nnmem_alloc(heap_a, n);
+    if (__builtin_expect(p != NULL, 1)) return p;
+  }
+  return malloc_slow(n);
+}
+
+/* The common case is one call: a refused pointer reaches bad_pointer
+ * through the allocator's on_misuse (late_bad_free). */
+API void free(void *p) {
+  if (__builtin_expect(
+          p && !in_boot(p) &&
+              atomic_load_explicit(&state, memory_order_acquire) == ST_READY &&
+              !nnmem__recording,
+          1)) {
+    nnmem__allocator_free_report(heap_a, p);
+    return;
+  }
+  free_slow(p);
 }
 
 API void *calloc(size_t n, size_t m) {
