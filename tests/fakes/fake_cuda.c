@@ -281,7 +281,13 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
  * fake_cuda_vm_fail(name, n, code) makes the n-th next call of name
  * ("cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemUnmap",
  * "cuMemAddressReserve") return `code` (n = 0 clears);
- * fake_cuda_vm_fail_times(name, n, code, k) the k calls from the n-th. */
+ * fake_cuda_vm_fail_times(name, n, code, k) the k calls from the n-th.
+ * For a program run as a whole (the CLI tests), FAKE_CUDA_VM_FAIL=
+ * "name:n:code[:k]" does the same from the process's first call of the
+ * group. FAKE_CUDA_LEAKS=1: at exit, one line on stderr counts what is
+ * still held ("fake_cuda at exit: allocations A, vm handles H, mappings M,
+ * reservations R, exec objects O"). */
+#include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -348,8 +354,22 @@ static vm_fault_t *vm_fault(const char *name) {
   return NULL;
 }
 
+int fake_cuda_vm_fail_times(const char *name, long n, int code, long times);
+
+/* FAKE_CUDA_VM_FAIL="name:n:code[:k]", read once. */
+static void vm_env_faults(void) {
+  static int read;
+  const char *e = getenv("FAKE_CUDA_VM_FAIL");
+  if (read++ || !e || !*e) return;
+  char name[64];
+  long n = 0, code = 0, k = 1;
+  if (sscanf(e, "%63[^:]:%ld:%ld:%ld", name, &n, &code, &k) >= 3 && n > 0)
+    fake_cuda_vm_fail_times(name, n, (int)code, k > 0 ? k : 1);
+}
+
 /* Counts a call; its injected error, or OK. */
 static CUresult vm_call(const char *name) {
+  vm_env_faults();
   vm_fault_t *f = vm_fault(name);
   f->calls++;
   if (f->fail_at && f->calls >= f->fail_at) {
@@ -978,4 +998,14 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
   if (r == OK && k == FX_WRITE)
     x->t += (double)*(long long *)params[4] / fx_clock;
   return r;
+}
+
+/* FAKE_CUDA_LEAKS=1: what is still held when the process exits. */
+__attribute__((destructor)) static void fake_cuda_leaks(void) {
+  const char *e = getenv("FAKE_CUDA_LEAKS");
+  if (!e || !atoi(e)) return;
+  fprintf(stderr,
+          "fake_cuda at exit: allocations %ld, vm handles %ld, mappings %ld, "
+          "reservations %ld, exec objects %ld\n",
+          live, vm_n_handles, vm_n_maps, vm_n_res, fx_objects);
 }
