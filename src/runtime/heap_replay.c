@@ -24,8 +24,11 @@
 
 typedef nnmem_trace_event_t hevent_t;
 
+/* `granule`: nonzero on a CUDA_VM segment with remap: buffers of at least
+ * that size are allocated aligned to it (remappable moves). */
 static nnmem_status_t run(const nnmem_problem_t *p, const hevent_t *ev,
-                          size_t n, nnmem_heap_t *h, nnmem_handle_t *hd,
+                          size_t n, nnmem_heap_t *h, uint64_t granule,
+                          nnmem_handle_t *hd,
                           nnmem_heap_replay_cb cb, void *user,
                           nnmem_heap_replay_result_t *r, nnmem_diag_t *diag) {
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
@@ -41,7 +44,9 @@ static nnmem_status_t run(const nnmem_problem_t *p, const hevent_t *ev,
       r->operations++;
       continue;
     }
-    nnmem_status_t s = nnmem_handle_alloc(h, b[j].size, b[j].align, &hd[j]);
+    uint64_t align = b[j].align;
+    if (granule && b[j].size >= granule && align < granule) align = granule;
+    nnmem_status_t s = nnmem_handle_alloc(h, b[j].size, align, &hd[j]);
     if (s == NNMEM_ERR_NOMEM) {
       r->failed_at = (uint64_t)j + 1;
       break;
@@ -103,7 +108,13 @@ nnmem_status_t nnmem_heap_replay_backend(const nnmem_problem_t *problem,
     s = nnmem_backend_sim_create(&sc, &dev);
   if (s == NNMEM_OK)
     s = nnmem_heap_create(cfg, backend ? backend : dev, &h, diag);
-  if (s == NNMEM_OK) s = run(problem, ev, n, h, hd, cb, user, out, diag);
+  uint64_t granule = 0;
+  if (s == NNMEM_OK && cfg->remap && cfg->segment == NNMEM_SEGMENT_CUDA_VM) {
+    nnmem_heap_counters_t hc;
+    if (nnmem_heap_stats(h, NULL, &hc) == NNMEM_OK) granule = hc.granule;
+  }
+  if (s == NNMEM_OK)
+    s = run(problem, ev, n, h, granule, hd, cb, user, out, diag);
   if (s == NNMEM_OK) {
     nnmem_stats_t st;
     nnmem_heap_counters_t hc;

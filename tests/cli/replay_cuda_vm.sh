@@ -71,6 +71,22 @@ expect_rc 0 replay "$T/frag.csv" --pool tlsf --backend cuda --defrag auto \
   --heap-capacity 512KiB --segment cuda-vm --remap
 out_has "pool: heap (defrag auto, capacity 512.0 KiB (524,288 B), segment cuda-vm, remap)"
 out_has "compactions:         1 (256.0 KiB (262,144 B) moved, 256.0 KiB (262,144 B) of it by remapping)"
+# buffers of a granule and a bit (68 KiB): with --remap the replay aligns
+# each to the granule, so the compaction remaps their whole granules and
+# copies only the odd 4 KiB (without the alignment nothing was remapped)
+{
+  echo "id,lower,upper,size"
+  for i in 0 1 2 3 4 5 6 7; do
+    if [ $((i % 2)) -eq 1 ]; then echo "$i,0,10,69632"; else echo "$i,0,2,69632"; fi
+  done
+  echo "8,5,10,278528"
+} >"$T/odd.csv"
+expect_rc 0 replay "$T/odd.csv" --pool tlsf --backend cuda --defrag auto \
+  --heap-capacity 1MiB --segment cuda-vm --remap --json
+py 'import json,sys; on=json.load(open(sys.argv[1]))[2]
+assert on["fits"] and on["compactions"]==1, on
+assert on["bytes_remapped"]==4*65536 and on["bytes_moved"]==4*69632, on' "$T/stdout"
+err_has "$LEAKS"
 # the plain segment: one cuMemAlloc region of the capacity, copies
 expect_rc 0 replay "$T/frag.csv" --pool tlsf --backend cuda --defrag auto \
   --heap-capacity 512KiB --json

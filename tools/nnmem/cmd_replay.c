@@ -167,7 +167,10 @@ static void print_replay_help(void) {
       "                        allocation finds no gap); fragmentation over\n"
       "                        time, compactions, bytes moved\n"
       "      --heap-capacity SIZE  the heap's bytes (default 1.05 x the\n"
-      "                        peak live bytes)\n"
+      "                        peak live bytes; with --segment cuda-vm\n"
+      "                        --remap also 2 MiB per buffer of 2 MiB or\n"
+      "                        more live at once: those are aligned to the\n"
+      "                        granule so that compaction can remap them)\n"
       "      --segment KIND    the heap's memory (with --defrag): backend\n"
       "                        (default: one region of its capacity from\n"
       "                        --backend), host-vm (reserved host address\n"
@@ -612,6 +615,43 @@ static void heap_json(nnmem__jw_t *w, const replay_opts_t *o,
   nnmem__jw_end(w);
 }
 
+/* The granularity of current GPUs' physical allocations, for the default
+ * capacity of a remapping CUDA VM heap (a larger device granule only
+ * shows as "fits: no"; give --heap-capacity then). */
+#define CUDA_VM_GRANULE (2u << 20)
+
+typedef struct big_event {
+  uint64_t t;
+  int d; /* -1 free, +1 alloc: frees first at equal steps */
+} big_event_t;
+
+static int big_cmp(const void *a, const void *b) {
+  const big_event_t *x = a, *y = b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  return x->d - y->d;
+}
+
+/* The most buffers of at least g bytes live at once: with --remap on CUDA
+ * VM each is aligned to the granule (nnmem_heap_replay_backend) and may
+ * leave up to a granule of padding before it. */
+static uint64_t max_live_big(const nnmem_problem_t *p, uint64_t g) {
+  size_t n = nnmem_problem_count(p), k = 0;
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  big_event_t *ev = malloc((2 * n + 1) * sizeof *ev);
+  if (!ev) return n; /* every buffer: an upper bound */
+  for (size_t i = 0; i < n; i++)
+    if (b[i].size >= g) {
+      ev[k++] = (big_event_t){b[i].first, 1};
+      ev[k++] = (big_event_t){b[i].last, -1};
+    }
+  qsort(ev, k, sizeof *ev, big_cmp);
+  int64_t live = 0, most = 0;
+  for (size_t i = 0; i < k; i++)
+    if ((live += ev[i].d) > most) most = live;
+  free(ev);
+  return (uint64_t)most;
+}
+
 /* The heap runs of --defrag: off, and auto when asked, on `be` (NULL: the
  * unbacked simulated device). A CUDA driver error gets the driver's text. */
 static nnmem_status_t run_heaps(const replay_opts_t *o,
@@ -623,6 +663,8 @@ static nnmem_status_t run_heaps(const replay_opts_t *o,
     nnmem_status_t s = nnmem_problem_lower_bound(p, 256, &lb);
     if (s != NNMEM_OK) return s;
     cap = lb + lb / 20;
+    if (o->segment == NNMEM_SEGMENT_CUDA_VM && o->remap) /* the padding */
+      cap += max_live_big(p, CUDA_VM_GRANULE) * CUDA_VM_GRANULE;
     if (cap < 65536) cap = 65536;
   }
   heap_run_t *h = malloc(sizeof *h);
