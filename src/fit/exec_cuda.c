@@ -605,6 +605,9 @@ static nnmem_status_t corrupt(gpu_t *g, uint64_t s) {
 static nnmem_status_t fault(gpu_t *g, cu_result_t r, uint64_t s) {
   nnmem_status_t st = nnmem__cuda_status(g->c, r, "the device");
   uint64_t a = g->n_done, b = s ? s - 1 : 0;
+  const char *fin = s == g->p->steps && g->fin.n && g->stopped == UINT64_MAX
+                        ? ", or the graph outputs' check after it"
+                        : "";
   if (a >= s) /* nothing in flight: the work after the steps */
     return nnmem__diag(g->diag, st,
                        "%s, found after the last step (the graph outputs' "
@@ -613,17 +616,17 @@ static nnmem_status_t fault(gpu_t *g, cu_result_t r, uint64_t s) {
   if (a == b)
     return nnmem__diag(g->diag, st,
                        "step %" PRIu64 " (op %s): %s (the op's kernels or a "
-                       "copy it waits for; found at the sync point before "
+                       "copy it waits for%s; found at the sync point before "
                        "step %" PRIu64 "); run stopped, everything freed",
-                       a, op_name(g, a), g->c->last_error, s);
+                       a, op_name(g, a), g->c->last_error, fin, s);
   return nnmem__diag(g->diag, st,
                      "steps %" PRIu64 "..%" PRIu64 " (op %s .. op %s): %s "
                      "(in the kernels of one of those ops or a copy they "
-                     "wait for: steps before %" PRIu64 " had finished; found "
-                     "at the sync point before step %" PRIu64
+                     "wait for%s: steps before %" PRIu64 " had finished; "
+                     "found at the sync point before step %" PRIu64
                      "); run stopped, everything freed",
-                     a, b, op_name(g, a), op_name(g, b), g->c->last_error, a,
-                     s);
+                     a, b, op_name(g, a), op_name(g, b), g->c->last_error, fin,
+                     a, s);
 }
 
 /* The sync point before step s: (1) learn without blocking which steps

@@ -668,6 +668,8 @@ CUresult cuMemSetAccess(CUdeviceptr p, size_t size, const vm_access_t *desc,
  * every call that uses the context answers it (frees and destroys still
  * work; the context's last release clears it). fake_cuda_fault_step()
  * answers the step argument of the faulting kernel.
+ * FAKE_CUDA_QUERY_PENDING=1: cuEventQuery answers CUDA_ERROR_NOT_READY (a
+ * device that lags the host), so the executor learns only from its waits.
  * fake_cuda_exec_objects() counts streams, events, modules and pinned host
  * allocations outstanding (leak checks). */
 #include <stdio.h>
@@ -807,7 +809,13 @@ CUresult cuEventSynchronize(void *e) {
   return fx_known || ((fx_event_t *)e)->after_fault ? fx_surface() : OK;
 }
 
+/* FAKE_CUDA_QUERY_PENDING=1: as if the device lagged behind the host,
+ * every query answers CUDA_ERROR_NOT_READY (600) until a fault is known;
+ * cuEventSynchronize still answers at once. */
+static int fx_query_pending;
+
 CUresult cuEventQuery(void *e) {
+  if (e && fx_query_pending && !fx_known) return 600;
   return cuEventSynchronize(e);
 }
 
@@ -901,6 +909,7 @@ CUresult cuModuleLoadData(void **m, const void *image) {
   fx_fail_copy = (long)fx_env("FAKE_CUDA_FAIL_COPY", 0);
   fx_fail_event = (long)fx_env("FAKE_CUDA_FAIL_EVENT", 0);
   fx_fault_launch = (long)fx_env("FAKE_CUDA_FAULT_LAUNCH", 0);
+  fx_query_pending = fx_env("FAKE_CUDA_QUERY_PENDING", 0) != 0;
   fx_launches = fx_copies = fx_events = fx_flaunches = 0;
   fx_fault_step = -1;
   fx_sticky = 0, fx_known = 0;

@@ -365,6 +365,37 @@ static void test_async_fault(void **state) {
     }
   }
   assert_true(named >= 10);
+  /* a device that lags the host (every event query pending): the host
+   * learns at its wait for done(s - E), E = check_every; the message names
+   * the steps in flight, the faulting one among them, at most E + 1 */
+  setenv("FAKE_CUDA_QUERY_PENDING", "1", 1);
+  uint32_t every = NNMEM_EXEC_CHECK_EVERY;
+  long ranged = 0;
+  for (long n = 20; n <= all - 20; n += 23) {
+    char v[32];
+    snprintf(v, sizeof v, "%ld", n);
+    setenv("FAKE_CUDA_FAULT_LAUNCH", v, 1);
+    memset(&d, 0, sizeof d);
+    nnmem_status_t st = run_gpu(f.p, 1, 0, &rep, &d);
+    long k = fake_fault_step();
+    unsetenv("FAKE_CUDA_FAULT_LAUNCH");
+    assert_int_equal(st, NNMEM_ERR_IO);
+    assert_non_null(strstr(d.message, "CUDA_ERROR_ILLEGAL_ADDRESS"));
+    if (k < 0 || (uint64_t)k >= steps) continue;
+    unsigned long long a = 0, b = 0;
+    const char *at = strstr(d.message, "steps ");
+    if (at && sscanf(at, "steps %llu..%llu", &a, &b) == 2) {
+      if (ranged++ == 0) print_message("lagging, launch %ld: %s\n", n, d.message);
+    } else {
+      assert_int_equal(sscanf(d.message, "step %llu", &a), 1);
+      b = a;
+    }
+    assert_true(a <= (unsigned long long)k && (unsigned long long)k <= b);
+    assert_true(b - a <= every);
+    assert_true((long)rep.launches < all);
+  }
+  unsetenv("FAKE_CUDA_QUERY_PENDING");
+  assert_true(ranged >= 3);
   nnmem_exec_plan_destroy(f.p);
 }
 
