@@ -121,7 +121,8 @@ step test_cuda_vm_gpu test_cuda_vm_gpu.log timeout 120 \
 
 # `nnmem replay --backend cuda` (not yet run on a real GPU before this
 # script): 1. a fragmenting trace in 2 MiB units (64 buffers of 2-6 MiB,
-# every other one freed, then an 80 MiB one): through the heap on CUDA
+# every other one freed, then an 80 MiB one; 127 x 2 MiB live at most, a
+# heap of 134 x 2 MiB): through the heap on CUDA
 # virtual memory without compaction it does not fit, with --defrag auto it
 # does, and with --remap every moved byte is remapped (block sizes and
 # distances are whole granules), without it every byte is copied; wall time
@@ -147,7 +148,8 @@ PY
     [ $mode = remap ] && extra=(--remap)
     t0=$(date +%s.%N)
     if ! timeout 60 "$bin" replay "$out/frag.csv" --backend cuda --pool tiered \
-      --defrag auto --segment cuda-vm ${extra[@]+"${extra[@]}"} --json \
+      --defrag auto --heap-capacity 268MiB --segment cuda-vm \
+      ${extra[@]+"${extra[@]}"} --json \
       >"$out/frag.$mode.json" 2>"$out/frag.$mode.err"; then
       echo "frag $mode: FAIL $(head -c 300 "$out/frag.$mode.err")"
       bad=1
