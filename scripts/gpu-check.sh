@@ -264,7 +264,7 @@ step gpu_exec gpu-exec.log gpu_exec
 # the bench writes its CSVs in $OUT; about 2 minutes on an H200 (bounded:
 # rows printed before a timeout stay in the log)
 cd "$OUT"
-step bench_device bench-device.txt timeout 240 \
+step bench_device bench-device.txt timeout 200 \
   "$ROOT/build-gpu/bench/device" ${DATA:+--data "$DATA"}
 cd "$ROOT"
 echo "--- summary ---"
