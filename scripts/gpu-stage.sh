@@ -6,7 +6,8 @@
 #                     (cJSON, protobuf-c and its compiler, cmocka; Debian 12),
 #                     unpacked there into a private prefix, never into /;
 #   shared/data/dsa/traces/  the shared traces for bench/device, copied from
-#                     $NNMEM_DATA_DIR or ../shared/data when present.
+#                     $NNMEM_DATA_DIR or ../shared/data when present;
+#   shared/data/models/  the three ONNX models of the executor step.
 # Usage: scripts/gpu-stage.sh   (then: OUT=... scripts/gpu-check.sh there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,5 +22,12 @@ if [ -d "$DATA/dsa/traces" ]; then
   echo "staged: $(ls shared/data/dsa/traces | wc -l) traces"
 else
   echo "no traces at $DATA/dsa/traces: bench/device will run the ring only"
+fi
+# the models gpu-check.sh's executor step fits at 50 % (about 300 KB)
+if [ -d "$DATA/models" ]; then
+  mkdir -p shared/data/models
+  for m in light_resnet50 light_inception_v1 light_inception_v2; do
+    [ -f "$DATA/models/$m.onnx" ] && cp "$DATA/models/$m.onnx" shared/data/models/
+  done
 fi
 du -sh shared

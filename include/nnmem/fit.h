@@ -287,7 +287,14 @@ typedef struct nnmem_exec_config {
   uint64_t corrupt_step; /* GPU test hook: after the op of step N - 1
                             (1-based N) overwrite the first byte of its
                             first output; 0 never */
+  uint32_t check_every;  /* GPU: at most this many steps in flight, and the
+                            device's error record read each time this many
+                            more have finished, so a CUDA error or a failed
+                            check stops the run within about 2 x this many
+                            steps; 0 = NNMEM_EXEC_CHECK_EVERY */
 } nnmem_exec_config_t;
+
+#define NNMEM_EXEC_CHECK_EVERY 8
 
 typedef struct nnmem_exec_report {
   uint32_t size;          /* sizeof; set by the caller (0 = current) */

@@ -186,6 +186,8 @@ typedef struct nnmem_heap_counters {
   uint64_t lat_samples;         /* timed allocations */
   uint64_t lat_avg_ns;          /* moving average now (0: no sample) */
   uint64_t lat_baseline_ns;     /* its baseline (0: still warming up) */
+  uint64_t granule;             /* the commit granule in effect (CUDA_VM: at
+                                   least the device's granularity) */
 } nnmem_heap_counters_t;
 
 /* Pool-style snapshot (reserved = committed bytes, misuse = every rejected
@@ -211,6 +213,8 @@ typedef struct nnmem_heap_replay_result {
   uint64_t lat_samples;         /* allocations timed for it */
   uint64_t failed_at; /* 1-based buffer index of the first allocation that
                          did not fit (0 = all fit) */
+  uint64_t bytes_remapped; /* of bytes_moved, moved by remapping pages
+                              (HOST_VM) or physical granules (CUDA_VM) */
 } nnmem_heap_replay_result_t;
 
 /* Optional per-allocation callback: fragmentation over time. */
@@ -222,6 +226,20 @@ NNMEM_API nnmem_status_t nnmem_heap_replay(const nnmem_problem_t *problem,
                                            nnmem_heap_replay_cb cb, void *user,
                                            nnmem_heap_replay_result_t *out,
                                            nnmem_diag_t *diag);
+/* As nnmem_heap_replay, on `backend` (not owned; NULL = the unbacked
+ * simulated device, as nnmem_heap_replay): a BACKEND segment takes its
+ * capacity from it at once, a CUDA_VM segment reserves GPU addresses on
+ * it (a cuda backend; errors as nnmem_heap_create: NNMEM_ERR_UNSUPPORTED
+ * with the reason when the driver or device lacks virtual memory
+ * management). On a CUDA_VM segment with cfg->remap, a buffer of at least
+ * one granule is allocated aligned to the granule, so that a compaction
+ * can move it by remapping (the padding shows in peak_top). A driver error during the replay (a commit or a move
+ * refused other than for lack of memory) is returned with the diag naming
+ * the buffer; out of memory ends the replay with failed_at, as a result. */
+NNMEM_API nnmem_status_t nnmem_heap_replay_backend(
+    const nnmem_problem_t *problem, const nnmem_heap_config_t *cfg,
+    nnmem_backend_t *backend, nnmem_heap_replay_cb cb, void *user,
+    nnmem_heap_replay_result_t *out, nnmem_diag_t *diag);
 
 #ifdef __cplusplus
 }

@@ -23,7 +23,7 @@ static const char *const names[] = {
     "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemHostAlloc",
     "cuMemFreeHost",        "cuModuleLoadData",     "cuModuleUnload",
     "cuModuleGetFunction",  "cuLaunchKernel",       "cuDeviceGetAttribute",
-    "cuCtxSynchronize"};
+    "cuCtxSynchronize",     "cuEventQuery"};
 
 _Static_assert(sizeof names / sizeof *names ==
                    sizeof(cu_stream_api_t) / sizeof(void (*)(void)),

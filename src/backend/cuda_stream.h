@@ -7,7 +7,8 @@
  * builds without the header): CUstream, CUevent, CUmodule and CUfunction
  * are opaque pointers; CU_STREAM_NON_BLOCKING = 0x1; CU_EVENT_DEFAULT =
  * 0x0 (timing on); CU_MEMHOSTALLOC_PORTABLE = 0x1;
- * CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16. */
+ * CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16; CUDA_ERROR_NOT_READY = 600
+ * (cuEventQuery: the event's work is still pending). */
 #ifndef NNMEM_BACKEND_CUDA_STREAM_H
 #define NNMEM_BACKEND_CUDA_STREAM_H
 
@@ -22,6 +23,7 @@ typedef struct cu_function *cu_function_t; /* CUfunction */
 #define CU_EVENT_DEFAULT 0x0u
 #define CU_MEMHOSTALLOC_PORTABLE 0x1u
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_ERROR_NOT_READY 600
 
 typedef struct cu_stream_api {
   cu_result_t (*stream_create)(cu_stream_t *, unsigned);
@@ -46,6 +48,7 @@ typedef struct cu_stream_api {
                         void **);
   cu_result_t (*device_attribute)(int *, int, cu_device_t);
   cu_result_t (*ctx_synchronize)(void);
+  cu_result_t (*event_query)(cu_event_t); /* CU_ERROR_NOT_READY: pending */
 } cu_stream_api_t;
 
 /* Resolves every entry point of cu_stream_api_t in c's driver.

@@ -502,11 +502,15 @@ void nnmem__cuda_vm_destroy(nnmem__cuda_vm_t *vm) {
       vm->pending = 1;
       (void)sync_pending(vm);
     }
-    for (uint64_t g = 0; g < vm->n; g++) /* an unmap refused (or, broken,
-                                              nothing mapped): release anyway,
-                                              the driver frees at unmap */
-      if (vm->backed[g] && unback(vm, g) && vm->backed[g] == 2)
-        (void)c->vm.release(vm->h[g]);
+    /* an unmap or release refused is retried (3 attempts, as a move's
+     * restore), so a passing failure leaves no mapping behind (the range
+     * could not be freed under it); still refused (or, broken, nothing
+     * mapped): release anyway, the driver frees at unmap */
+    for (uint64_t g = 0; g < vm->n; g++) {
+      for (int k = 0; k < 3 && vm->backed[g]; k++)
+        (void)unback(vm, g);
+      if (vm->backed[g] == 2) (void)c->vm.release(vm->h[g]);
+    }
     (void)vm_status(c, c->vm.address_free(vm->base, (size_t)vm->size),
                     "cuMemAddressFree");
     nnmem__cuda_leave(c);

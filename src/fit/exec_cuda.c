@@ -46,8 +46,20 @@
  * The expected content is computed on the host first (exec_stamp.h, the
  * same model as the simulated executor, in issue order): each kernel gets
  * (device range, pattern) segments; a check that fails sets the device's
- * error record (step, tier, buffer, byte, expected, found), read back at
- * the sync after the last step (kernels after a failure return at once).
+ * error record (step, tier, buffer, byte, expected, found; kernels after a
+ * failure return at once).
+ *
+ * Sync points (watch): before issuing step s the host (a) asks, without
+ * blocking, which done events have completed (cuEventQuery), (b) keeps at
+ * most E = cfg->check_every steps (default 8) in flight by waiting for
+ * done(s - E), which leaves E steps queued on the device, and (c) each
+ * time E more steps have finished reads the error record's 4-byte flag.
+ * So a failed check stops the issuing within about 2E steps of the op
+ * that found it (the record names that op), and a CUDA error raised
+ * asynchronously by a kernel or a copy (an illegal address) surfaces at
+ * the next query or wait: the run stops there, naming the steps in flight
+ * (those after the last one known finished, by op; one step when the
+ * device kept pace), and frees everything.
  *
  * Measurement: events ready(s) / done(s) on the compute stream give per
  * step the wait (done(s-1) .. ready(s)) and the kernel time; a step whose
@@ -134,6 +146,12 @@ typedef struct gpu {
   double cycles_per_s;
   unsigned grid;
   uint64_t step; /* UINT64_MAX: not in a step */
+  /* the watch (sync points): */
+  uint32_t every;   /* steps in flight at most; flag read per `every` done */
+  uint64_t n_done;  /* steps 0 .. n_done - 1 known finished */
+  uint64_t flag_at; /* n_done when the error flag was last read */
+  uint64_t stopped; /* the watch stopped the run before this step; else
+                       UINT64_MAX */
 } gpu_t;
 
 /* Event slots: 0 start; per step ready, done; per copy start, done; 2
@@ -580,15 +598,83 @@ static nnmem_status_t corrupt(gpu_t *g, uint64_t s) {
   return launch(g, g->f_write, sp, (uint32_t)s, 0);
 }
 
+/* An error the device reported at a sync point (asynchronous: a kernel or
+ * a copy faulted earlier; the context is unusable from then on): the diag
+ * names the steps whose work may have failed, those issued (< s) and not
+ * yet known finished, by step and op. */
+static nnmem_status_t fault(gpu_t *g, cu_result_t r, uint64_t s) {
+  nnmem_status_t st = nnmem__cuda_status(g->c, r, "the device");
+  uint64_t a = g->n_done, b = s ? s - 1 : 0;
+  const char *fin = s == g->p->steps && g->fin.n && g->stopped == UINT64_MAX
+                        ? ", or the graph outputs' check after it"
+                        : "";
+  if (a >= s) /* nothing in flight: the work after the steps */
+    return nnmem__diag(g->diag, st,
+                       "%s, found after the last step (the graph outputs' "
+                       "check or a copy); run stopped, everything freed",
+                       g->c->last_error);
+  if (a == b)
+    return nnmem__diag(g->diag, st,
+                       "step %" PRIu64 " (op %s): %s (the op's kernels or a "
+                       "copy it waits for%s; found at the sync point before "
+                       "step %" PRIu64 "); run stopped, everything freed",
+                       a, op_name(g, a), g->c->last_error, fin, s);
+  return nnmem__diag(g->diag, st,
+                     "steps %" PRIu64 "..%" PRIu64 " (op %s .. op %s): %s "
+                     "(in the kernels of one of those ops or a copy they "
+                     "wait for%s: steps before %" PRIu64 " had finished; "
+                     "found at the sync point before step %" PRIu64
+                     "); run stopped, everything freed",
+                     a, b, op_name(g, a), op_name(g, b), g->c->last_error, fin,
+                     a, s);
+}
+
+/* The sync point before step s: (1) learn without blocking which steps
+ * have finished (cuEventQuery of their done events: no device work); (2)
+ * keep at most `every` steps in flight (wait for done(s - every): the
+ * device still has that many queued, so the wait costs it nothing); (3)
+ * once `every` more steps have finished, read the error record's flag (a
+ * 4-byte synchronous copy on the legacy stream, which the run's
+ * non-blocking streams do not wait for). A CUDA error at any of them stops
+ * the run naming the steps in flight; a set flag stops issuing (*stop) and
+ * the record is read after the device drains (device_error). */
+static nnmem_status_t watch(gpu_t *g, uint64_t s, int *stop) {
+  while (g->n_done < s) {
+    cu_result_t r = g->a.event_query(g->ev[EV_DONE(g->n_done)]);
+    if (r == CU_ERROR_NOT_READY) break;
+    if (r != CU_SUCCESS) return fault(g, r, s);
+    g->n_done++;
+  }
+  if (s >= g->every && g->n_done < s - g->every + 1) {
+    cu_result_t r = g->a.event_synchronize(g->ev[EV_DONE(s - g->every)]);
+    if (r != CU_SUCCESS) return fault(g, r, s);
+    g->n_done = s - g->every + 1;
+  }
+  if (g->n_done < g->flag_at + g->every && !(s == g->p->steps && s))
+    return NNMEM_OK;
+  uint32_t flag = 0;
+  cu_result_t r = g->c->api.dtoh(&flag, g->err_dev, sizeof flag);
+  if (r != CU_SUCCESS) return fault(g, r, s);
+  g->flag_at = g->n_done;
+  if (flag) {
+    g->stopped = s;
+    *stop = 1;
+  }
+  return NNMEM_OK;
+}
+
 static nnmem_status_t run_steps(gpu_t *g, double scale) {
   const nnmem_exec_plan_t *p = g->p;
   copy_queue_t cq;
   nnmem_status_t st = queue_init(g, scale, &cq);
   if (st != NNMEM_OK) return st;
   st = record(g, EV_START, g->cs);
+  int stop = 0;
   for (uint64_t s = 0; s < p->steps && st == NNMEM_OK; s++) {
     g->step = s;
-    st = queue_step(g, &cq, s);
+    if (s) st = watch(g, s, &stop);
+    if (stop) break;
+    if (st == NNMEM_OK) st = queue_step(g, &cq, s);
     for (size_t i = 0; i < p->n_copies && st == NNMEM_OK; i++)
       if (p->copies[i].done == s) st = wait(g, g->cs, EV_CDONE(g, i));
     if (st == NNMEM_OK) st = record(g, EV_READY(s), g->cs);
@@ -601,11 +687,15 @@ static nnmem_status_t run_steps(gpu_t *g, double scale) {
   }
   queue_free(&cq);
   g->step = UINT64_MAX;
-  if (st == NNMEM_OK && g->fin.n)
+  if (st == NNMEM_OK && !stop && p->steps) /* the last steps' errors */
+    st = watch(g, p->steps, &stop);
+  if (st == NNMEM_OK && !stop && g->fin.n)
     st = launch(g, g->f_check, g->fin, (uint32_t)p->steps, 0);
-  if (st == NNMEM_OK)
-    st = cu(g, g->a.stream_synchronize(g->cs), "cuStreamSynchronize");
-  if (st == NNMEM_OK) st = cu(g, g->a.ctx_synchronize(), "cuCtxSynchronize");
+  cu_result_t r = CU_SUCCESS;
+  if (st == NNMEM_OK) r = g->a.stream_synchronize(g->cs);
+  if (r == CU_SUCCESS && st == NNMEM_OK) r = g->a.ctx_synchronize();
+  if (r != CU_SUCCESS) st = fault(g, r, g->stopped < p->steps ? g->stopped
+                                                              : p->steps);
   return st;
 }
 
@@ -730,14 +820,18 @@ static nnmem_status_t device_error(gpu_t *g) {
     snprintf(what, sizeof what, "op %.60s reads", op_name(g, e.step));
   else
     snprintf(what, sizeof what, "after the last step: graph output");
+  char when[96] = "after the last step";
+  if (g->stopped < g->p->steps)
+    snprintf(when, sizeof when, "at the sync point before step %" PRIu64
+             " of %" PRIu64, g->stopped, g->p->steps);
   return nnmem__diag(
       g->diag, NNMEM_ERR_CONFLICT,
       "step %" PRIu32 ": %s buffer '%s' (tier %s): byte %" PRIu64
       " holds 0x%02x, expected 0x%02x: another buffer or a copy overwrote "
-      "it (found on the GPU); run stopped, everything freed",
+      "it (found on the GPU, %s); run stopped, everything freed",
       e.step, what, buf_name(g, e.tier, e.buffer),
       e.tier < g->p->n_tiers ? g->p->tiers[e.tier].name : "?", e.offset,
-      e.expected & 0xff, e.found & 0xff);
+      e.expected & 0xff, e.found & 0xff, when);
 }
 
 static nnmem_status_t setup(gpu_t *g) {
@@ -840,6 +934,13 @@ nnmem_status_t nnmem__exec_run_cuda(const nnmem_exec_plan_t *p,
   g.diag = diag;
   g.host = p->n_tiers - 1;
   g.step = UINT64_MAX;
+  g.stopped = UINT64_MAX;
+  g.every = cfg->size == 0 || cfg->size >= offsetof(nnmem_exec_config_t,
+                                                      check_every) +
+                                             sizeof cfg->check_every
+                ? cfg->check_every
+                : 0;
+  if (!g.every) g.every = NNMEM_EXEC_CHECK_EVERY;
   g.c = nnmem__cuda_of(cfg->cuda);
   if (!g.c)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,

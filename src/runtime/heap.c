@@ -696,6 +696,7 @@ nnmem_status_t nnmem_heap_stats(nnmem_heap_t *h, nnmem_stats_t *st,
     hc->lat_baseline_ns = (uint64_t)(h->lat_base + 0.5);
     hc->commits = h->seg.commits;
     hc->decommits = h->seg.decommits;
+    hc->granule = h->cfg.granule;
   }
   return NNMEM_OK;
 }

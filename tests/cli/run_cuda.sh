@@ -4,7 +4,8 @@
 # a virtual clock per stream times the events). A fitted plan passes and
 # its measured exposed transfer time equals the cost model's (the fake's
 # link at the plan's link bandwidth); --json parsed back; a corrupted byte
-# names the op; an injected CUDA failure names the op and the error; a
+# names the op; an injected CUDA failure (at the call, or a kernel faulting
+# asynchronously) names the op and the error; a
 # device too small says free/total; no driver or a build without kernels
 # refuse before anything runs (exit 1); GPU options need --backend cuda.
 . "$(dirname "$0")/lib/common.sh"
@@ -70,6 +71,15 @@ FAKE_CUDA_FAIL_COPY=4 expect_rc 3 run "$T/fit.json" --backend cuda --json
 err_has "CUDA_ERROR_ILLEGAL_ADDRESS"
 py 'import json,sys; r=json.load(open(sys.argv[1])); assert r["passed"] is False' \
   "$T/stdout"
+
+# a kernel faulting asynchronously (the launch succeeds; the host learns at
+# its next sync point): the run stops there, the faulting op and the CUDA
+# error named (exit 3), and the driver holds nothing at exit
+FAKE_CUDA_FAULT_LAUNCH=9 FAKE_CUDA_LEAKS=1 expect_rc 3 run "$T/fit.json" \
+  --backend cuda
+err_matches "step [0-9]+ \(op [^)]+\): the device: CUDA_ERROR_ILLEGAL_ADDRESS"
+err_has "found at the sync point before step"
+err_has "fake_cuda at exit: allocations 0, vm handles 0, mappings 0, reservations 0, exec objects 0"
 
 # the device is too small
 FAKE_CUDA_CAPACITY=1000000 expect_rc 3 run "$T/fit.json" --backend cuda

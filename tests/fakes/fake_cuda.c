@@ -44,6 +44,15 @@ static blk_t *blocks;
 /* The executor's block (end of file) names the errors it injects. */
 static const char *fake_exec_error_name(CUresult r);
 static const char *fake_exec_error_string(CUresult r);
+/* An asynchronous fault (FAKE_CUDA_FAULT_LAUNCH, end of file): the sticky
+ * error, 0 while none; once a synchronizing call has reported it, every
+ * call that uses the context answers it. */
+static CUresult fx_sticky;
+static int fx_known;
+static CUresult fx_surface(void) {
+  if (fx_sticky) fx_known = 1;
+  return fx_sticky;
+}
 
 long fake_cuda_live(void) {
   return live;
@@ -96,7 +105,7 @@ CUresult cuDevicePrimaryCtxRetain(void **ctx, int d) {
 
 CUresult cuDevicePrimaryCtxRelease_v2(int d) {
   (void)d;
-  retained--;
+  if (--retained == 0) fx_sticky = 0, fx_known = 0; /* context destroyed */
   return OK;
 }
 
@@ -167,6 +176,7 @@ static int valid(CUdeviceptr p, size_t n) {
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
   if (!in_ctx()) return INVALID_CONTEXT;
+  if (fx_sticky) return fx_surface();
   if (!valid(d, n)) return INVALID_VALUE;
   memcpy((void *)(uintptr_t)d, s, n);
   return OK;
@@ -174,6 +184,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
 
 CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
   if (!in_ctx()) return INVALID_CONTEXT;
+  if (fx_sticky) return fx_surface();
   if (!valid(s, n)) return INVALID_VALUE;
   memcpy(d, (const void *)(uintptr_t)s, n);
   return OK;
@@ -270,7 +281,13 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
  * fake_cuda_vm_fail(name, n, code) makes the n-th next call of name
  * ("cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemUnmap",
  * "cuMemAddressReserve") return `code` (n = 0 clears);
- * fake_cuda_vm_fail_times(name, n, code, k) the k calls from the n-th. */
+ * fake_cuda_vm_fail_times(name, n, code, k) the k calls from the n-th.
+ * For a program run as a whole (the CLI tests), FAKE_CUDA_VM_FAIL=
+ * "name:n:code[:k]" does the same from the process's first call of the
+ * group. FAKE_CUDA_LEAKS=1: at exit, one line on stderr counts what is
+ * still held ("fake_cuda at exit: allocations A, vm handles H, mappings M,
+ * reservations R, exec objects O"). */
+#include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -337,8 +354,22 @@ static vm_fault_t *vm_fault(const char *name) {
   return NULL;
 }
 
+int fake_cuda_vm_fail_times(const char *name, long n, int code, long times);
+
+/* FAKE_CUDA_VM_FAIL="name:n:code[:k]", read once. */
+static void vm_env_faults(void) {
+  static int read;
+  const char *e = getenv("FAKE_CUDA_VM_FAIL");
+  if (read++ || !e || !*e) return;
+  char name[64];
+  long n = 0, code = 0, k = 1;
+  if (sscanf(e, "%63[^:]:%ld:%ld:%ld", name, &n, &code, &k) >= 3 && n > 0)
+    fake_cuda_vm_fail_times(name, n, (int)code, k > 0 ? k : 1);
+}
+
 /* Counts a call; its injected error, or OK. */
 static CUresult vm_call(const char *name) {
+  vm_env_faults();
   vm_fault_t *f = vm_fault(name);
   f->calls++;
   if (f->fail_at && f->calls >= f->fail_at) {
@@ -627,7 +658,18 @@ CUresult cuMemSetAccess(CUdeviceptr p, size_t size, const vm_access_t *desc,
  * resets the counters): FAKE_CUDA_FAIL_LAUNCH=N fails the N-th
  * cuLaunchKernel with CUDA_ERROR_LAUNCH_FAILED, FAKE_CUDA_FAIL_COPY=N the
  * N-th async copy with CUDA_ERROR_ILLEGAL_ADDRESS, FAKE_CUDA_FAIL_EVENT=N
- * the N-th cuEventRecord with CUDA_ERROR_INVALID_HANDLE.
+ * the N-th cuEventRecord with CUDA_ERROR_INVALID_HANDLE (all three at the
+ * call). FAKE_CUDA_FAULT_LAUNCH=N makes the N-th cuLaunchKernel fault as a
+ * kernel does on a GPU, asynchronously: the launch succeeds, the kernel
+ * and all work after it do nothing, and the host learns of the sticky
+ * CUDA_ERROR_ILLEGAL_ADDRESS only from a call that waits for that work
+ * (cuEventQuery / cuEventSynchronize of an event recorded after it,
+ * cuStreamSynchronize, cuCtxSynchronize, a synchronous copy); from then on
+ * every call that uses the context answers it (frees and destroys still
+ * work; the context's last release clears it). fake_cuda_fault_step()
+ * answers the step argument of the faulting kernel.
+ * FAKE_CUDA_QUERY_PENDING=1: cuEventQuery answers CUDA_ERROR_NOT_READY (a
+ * device that lags the host), so the executor learns only from its waits.
  * fake_cuda_exec_objects() counts streams, events, modules and pinned host
  * allocations outstanding (leak checks). */
 #include <stdio.h>
@@ -645,6 +687,7 @@ typedef struct fx_stream {
 typedef struct fx_event {
   double t;
   int recorded;
+  int after_fault; /* recorded after the fault: its work never ends well */
 } fx_event_t;
 typedef struct fx_module {
   int magic;
@@ -656,6 +699,12 @@ static long fx_objects;
 static double fx_clock = 1e9, fx_link = 25e9, fx_engine[2];
 static long fx_fail_launch, fx_fail_copy, fx_fail_event;
 static long fx_launches, fx_copies, fx_events;
+static long fx_fault_launch, fx_flaunches;
+static long fx_fault_step = -1;
+
+long fake_cuda_fault_step(void) {
+  return fx_fault_step;
+}
 
 long fake_cuda_exec_objects(void) {
   return fx_objects;
@@ -714,11 +763,12 @@ CUresult cuStreamDestroy_v2(void *s) {
 }
 
 CUresult cuStreamSynchronize(void *s) {
-  return s ? OK : FX_INVALID_HANDLE;
+  return !s ? FX_INVALID_HANDLE : fx_surface();
 }
 
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned flags) {
   if (!s || !e || flags) return s && e ? INVALID_VALUE : FX_INVALID_HANDLE;
+  if (fx_known) return fx_sticky;
   fx_stream_t *x = s;
   fx_event_t *v = e;
   if (v->recorded && v->t > x->t) x->t = v->t; /* unrecorded: no-op */
@@ -744,19 +794,35 @@ CUresult cuEventDestroy_v2(void *e) {
 
 CUresult cuEventRecord(void *e, void *s) {
   if (!e || !s) return FX_INVALID_HANDLE;
+  if (fx_known) return fx_sticky;
   if (fx_fail_event && ++fx_events == fx_fail_event) return FX_INVALID_HANDLE;
   ((fx_event_t *)e)->t = ((fx_stream_t *)s)->t;
   ((fx_event_t *)e)->recorded = 1;
+  ((fx_event_t *)e)->after_fault = fx_sticky != 0;
   return OK;
 }
 
+/* Work runs at call time, so an event is complete unless a fault came
+ * before it. */
 CUresult cuEventSynchronize(void *e) {
-  return e ? OK : FX_INVALID_HANDLE;
+  if (!e) return FX_INVALID_HANDLE;
+  return fx_known || ((fx_event_t *)e)->after_fault ? fx_surface() : OK;
+}
+
+/* FAKE_CUDA_QUERY_PENDING=1: as if the device lagged behind the host,
+ * every query answers CUDA_ERROR_NOT_READY (600) until a fault is known;
+ * cuEventSynchronize still answers at once. */
+static int fx_query_pending;
+
+CUresult cuEventQuery(void *e) {
+  if (e && fx_query_pending && !fx_known) return 600;
+  return cuEventSynchronize(e);
 }
 
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
   fx_event_t *x = a, *y = b;
   if (!x || !y || !x->recorded || !y->recorded) return FX_INVALID_HANDLE;
+  if (fx_known) return fx_sticky;
   *ms = (float)((y->t - x->t) * 1e3);
   return OK;
 }
@@ -764,6 +830,7 @@ CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
 static CUresult fx_copy(void *s, int dir, size_t n) {
   fx_stream_t *x = s;
   if (!x) return FX_INVALID_HANDLE;
+  if (fx_known) return fx_sticky;
   if (fx_fail_copy && ++fx_copies == fx_fail_copy) return FX_ILLEGAL_ADDRESS;
   double b = x->t > fx_engine[dir] ? x->t : fx_engine[dir];
   x->t = fx_engine[dir] = b + (double)n / fx_link;
@@ -774,7 +841,7 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *s) {
   if (!in_ctx()) return INVALID_CONTEXT;
   if (!valid(d, n)) return INVALID_VALUE;
   CUresult r = fx_copy(s, 0, n);
-  if (r == OK) memcpy((void *)(uintptr_t)d, h, n);
+  if (r == OK && !fx_sticky) memcpy((void *)(uintptr_t)d, h, n);
   return r;
 }
 
@@ -782,7 +849,7 @@ CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, void *s) {
   if (!in_ctx()) return INVALID_CONTEXT;
   if (!valid(d, n)) return INVALID_VALUE;
   CUresult r = fx_copy(s, 1, n);
-  if (r == OK) memcpy(h, (const void *)(uintptr_t)d, n);
+  if (r == OK && !fx_sticky) memcpy(h, (const void *)(uintptr_t)d, n);
   return r;
 }
 
@@ -841,7 +908,11 @@ CUresult cuModuleLoadData(void **m, const void *image) {
   fx_fail_launch = (long)fx_env("FAKE_CUDA_FAIL_LAUNCH", 0);
   fx_fail_copy = (long)fx_env("FAKE_CUDA_FAIL_COPY", 0);
   fx_fail_event = (long)fx_env("FAKE_CUDA_FAIL_EVENT", 0);
-  fx_launches = fx_copies = fx_events = 0;
+  fx_fault_launch = (long)fx_env("FAKE_CUDA_FAULT_LAUNCH", 0);
+  fx_query_pending = fx_env("FAKE_CUDA_QUERY_PENDING", 0) != 0;
+  fx_launches = fx_copies = fx_events = fx_flaunches = 0;
+  fx_fault_step = -1;
+  fx_sticky = 0, fx_known = 0;
   fx_engine[0] = fx_engine[1] = 0;
   fx_objects++;
   *m = x;
@@ -867,7 +938,7 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 }
 
 CUresult cuCtxSynchronize(void) {
-  return in_ctx() ? OK : INVALID_CONTEXT;
+  return in_ctx() ? fx_surface() : INVALID_CONTEXT;
 }
 
 /* exec_kernels.cu's structures and kernels, in C. */
@@ -914,8 +985,14 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
   if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 ||
       !params || extra)
     return INVALID_VALUE;
+  if (fx_known) return fx_sticky;
   if (fx_fail_launch && ++fx_launches == fx_fail_launch)
     return FX_LAUNCH_FAILED;
+  if (fx_fault_launch && ++fx_flaunches == fx_fault_launch) {
+    fx_sticky = FX_ILLEGAL_ADDRESS; /* the host is told later */
+    fx_fault_step = k == FX_SPIN ? -1 : (long)*(uint32_t *)params[3];
+  }
+  if (fx_sticky) return OK; /* faulted: no more work runs */
   fx_stream_t *x = s;
   if (k == FX_SPIN) {
     x->t += (double)*(long long *)params[0] / fx_clock;
@@ -930,4 +1007,14 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
   if (r == OK && k == FX_WRITE)
     x->t += (double)*(long long *)params[4] / fx_clock;
   return r;
+}
+
+/* FAKE_CUDA_LEAKS=1: what is still held when the process exits. */
+__attribute__((destructor)) static void fake_cuda_leaks(void) {
+  const char *e = getenv("FAKE_CUDA_LEAKS");
+  if (!e || !atoi(e)) return;
+  fprintf(stderr,
+          "fake_cuda at exit: allocations %ld, vm handles %ld, mappings %ld, "
+          "reservations %ld, exec objects %ld\n",
+          live, vm_n_handles, vm_n_maps, vm_n_res, fx_objects);
 }

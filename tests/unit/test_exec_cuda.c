@@ -18,6 +18,11 @@
  * - the N-th launch / async copy / event record failing (swept) stops the
  *   run with the CUDA error named, and every allocation, stream, event,
  *   module and pinned buffer is freed (the fake's counters);
+ * - a kernel faulting asynchronously mid-run (the N-th launch, swept; the
+ *   host learns of it only at a sync point): the run stops at the next
+ *   sync point, before the next step's kernels, names the faulting op and
+ *   the CUDA error, and frees everything; a corrupted byte stops the run
+ *   within 2 x check_every + 1 steps of the op that reads it;
  * - a device too small: NNMEM_ERR_NOMEM naming free/total;
  * - a build without kernels: NNMEM_ERR_UNSUPPORTED before anything runs
  *   (the rest is skipped there);
@@ -38,6 +43,7 @@ static void *fake;
 static long (*fake_live)(void);
 static long (*fake_objects)(void);
 static int (*fake_depth)(void);
+static long (*fake_fault_step)(void);
 
 static int setup(void **state) {
   (void)state;
@@ -48,8 +54,9 @@ static int setup(void **state) {
   *(void **)&fake_live = dlsym(fake, "fake_cuda_live");
   *(void **)&fake_objects = dlsym(fake, "fake_cuda_exec_objects");
   *(void **)&fake_depth = dlsym(fake, "fake_cuda_ctx_depth");
+  *(void **)&fake_fault_step = dlsym(fake, "fake_cuda_fault_step");
   setenv("FAKE_CUDA_CAPACITY", "4000000000", 1);
-  return fake_live && fake_objects && fake_depth ? 0 : -1;
+  return fake_live && fake_objects && fake_depth && fake_fault_step ? 0 : -1;
 }
 
 static int teardown(void **state) {
@@ -259,6 +266,19 @@ static void test_corruption(void **state) {
     assert_non_null(strstr(d.message, "found on the GPU"));
     assert_true(strstr(d.message, ": op ") ||
                 strstr(d.message, "graph output"));
+    /* found at a sync point mid-run, not after the last step */
+    unsigned rd = 0;
+    unsigned long long at = 0, of = 0;
+    assert_int_equal(sscanf(d.message, "step %u:", &rd), 1);
+    const char *sp = strstr(d.message, "at the sync point before step ");
+    if (rd + 2 * NNMEM_EXEC_CHECK_EVERY + 1 < steps) {
+      assert_non_null(sp);
+      assert_int_equal(sscanf(sp, "at the sync point before step %llu of %llu",
+                              &at, &of),
+                       2);
+      assert_int_equal(of, steps);
+      assert_true(at > rd && at <= rd + 2 * NNMEM_EXEC_CHECK_EVERY + 1);
+    }
     found++;
   }
   assert_true(found >= 5);
@@ -299,6 +319,83 @@ static void test_injected_failures(void **state) {
         f.p->n_copies > 40 ? 37 : 1, "CUDA_ERROR_ILLEGAL_ADDRESS");
   sweep(f.p, "FAKE_CUDA_FAIL_EVENT", (long)(2 * steps + 2 * f.p->n_copies + 6),
         97, "CUDA_ERROR_INVALID_HANDLE");
+  nnmem_exec_plan_destroy(f.p);
+}
+
+/* The N-th launch faults asynchronously (an illegal address inside the
+ * kernel; the launch itself succeeds): swept over every launch of a run. */
+static void test_async_fault(void **state) {
+  (void)state;
+  if (!nnmem_exec_cuda_kernels()) skip();
+  fitted_t f = fit_plan("mobilenetv2", "edge-npu", 35, 0);
+  uint64_t steps = nnmem_exec_plan_steps(f.p);
+  nnmem_exec_report_t rep;
+  nnmem_diag_t d = {0};
+  assert_int_equal(run_gpu(f.p, 1, 0, &rep, &d), NNMEM_OK);
+  long all = (long)rep.launches, named = 0, mid = 0;
+  assert_true(all > 2 * (long)steps / 2);
+  for (long n = 1; n <= all;
+       n = n < 8 || n >= all - 4 ? n + 1 : (n + 17 < all - 4 ? n + 17 : all - 4)) {
+    char v[32];
+    snprintf(v, sizeof v, "%ld", n);
+    setenv("FAKE_CUDA_FAULT_LAUNCH", v, 1);
+    memset(&d, 0, sizeof d);
+    nnmem_status_t st = run_gpu(f.p, 1, 0, &rep, &d);
+    long k = fake_fault_step();
+    unsetenv("FAKE_CUDA_FAULT_LAUNCH");
+    if (st == NNMEM_OK) print_message("fault at launch %ld: %s\n", n, "ok?");
+    assert_int_equal(st, NNMEM_ERR_IO);
+    assert_non_null(strstr(d.message, "CUDA_ERROR_ILLEGAL_ADDRESS"));
+    assert_non_null(strstr(d.message, "everything freed"));
+    /* no kernel of a later step was launched: a step launches at most a
+     * check and a write kernel */
+    assert_true((long)rep.launches <= n + 1);
+    if (k >= 0 && (uint64_t)k < steps) {
+      char want[160];
+      snprintf(want, sizeof want, "step %ld (op %s)", k, f.p->step[k].op);
+      if (!strstr(d.message, want))
+        print_message("launch %ld: want '%s' in: %s\n", n, want, d.message);
+      assert_non_null(strstr(d.message, want));
+      assert_true((long)rep.launches < all);
+      if (mid++ == 0) print_message("launch %ld: %s\n", n, d.message);
+      named++;
+    } else if (n == all) { /* the graph outputs' check */
+      print_message("launch %ld (last): %s\n", n, d.message);
+      assert_non_null(strstr(d.message, "after the last step"));
+    }
+  }
+  assert_true(named >= 10);
+  /* a device that lags the host (every event query pending): the host
+   * learns at its wait for done(s - E), E = check_every; the message names
+   * the steps in flight, the faulting one among them, at most E + 1 */
+  setenv("FAKE_CUDA_QUERY_PENDING", "1", 1);
+  uint32_t every = NNMEM_EXEC_CHECK_EVERY;
+  long ranged = 0;
+  for (long n = 20; n <= all - 20; n += 23) {
+    char v[32];
+    snprintf(v, sizeof v, "%ld", n);
+    setenv("FAKE_CUDA_FAULT_LAUNCH", v, 1);
+    memset(&d, 0, sizeof d);
+    nnmem_status_t st = run_gpu(f.p, 1, 0, &rep, &d);
+    long k = fake_fault_step();
+    unsetenv("FAKE_CUDA_FAULT_LAUNCH");
+    assert_int_equal(st, NNMEM_ERR_IO);
+    assert_non_null(strstr(d.message, "CUDA_ERROR_ILLEGAL_ADDRESS"));
+    if (k < 0 || (uint64_t)k >= steps) continue;
+    unsigned long long a = 0, b = 0;
+    const char *at = strstr(d.message, "steps ");
+    if (at && sscanf(at, "steps %llu..%llu", &a, &b) == 2) {
+      if (ranged++ == 0) print_message("lagging, launch %ld: %s\n", n, d.message);
+    } else {
+      assert_int_equal(sscanf(d.message, "step %llu", &a), 1);
+      b = a;
+    }
+    assert_true(a <= (unsigned long long)k && (unsigned long long)k <= b);
+    assert_true(b - a <= every);
+    assert_true((long)rep.launches < all);
+  }
+  unsetenv("FAKE_CUDA_QUERY_PENDING");
+  assert_true(ranged >= 3);
   nnmem_exec_plan_destroy(f.p);
 }
 
@@ -361,6 +458,7 @@ int main(void) {
       cmocka_unit_test(test_spin_scale),
       cmocka_unit_test(test_corruption),
       cmocka_unit_test(test_injected_failures),
+      cmocka_unit_test(test_async_fault),
       cmocka_unit_test(test_too_small),
       cmocka_unit_test(test_real_device),
   };

@@ -21,7 +21,13 @@
  *      (nnmem_heap_replay) of --heap-capacity bytes (default 1.05 x the
  *      peak live bytes), without compaction and, for auto, with it: two more
  *      results (pool "heap", defrag "off" / "auto") with fragmentation over
- *      time (up to 64 samples), compactions and bytes moved;
+ *      time (up to 64 samples), compactions and bytes moved; the heap's
+ *      memory is the --backend's (one region of its capacity), or with
+ *      --segment host-vm / cuda-vm a growable segment (host address space,
+ *      or GPU virtual addresses through the CUDA driver's virtual memory
+ *      API over --backend cuda) committed granule by granule; --remap lets
+ *      compaction move whole pages / granules by remapping them (bytes
+ *      remapped reported beside bytes moved);
  *   6. --numa-nodes N: the trace also runs through a NUMA pool of the
  *      same kind over N simulated nodes (replay_numa.c says who allocates
  *      and frees what): the total and per-node records (allocations,
@@ -69,7 +75,9 @@ enum {
   ROPT_QUOTA,
   ROPT_METRICS_PORT,
   ROPT_METRICS_ADDR,
-  ROPT_METRICS_LINGER
+  ROPT_METRICS_LINGER,
+  ROPT_SEGMENT,
+  ROPT_REMAP
 };
 
 static const cli_opt_t replay_table[] = {
@@ -90,6 +98,8 @@ static const cli_opt_t replay_table[] = {
     {"metrics-port", 0, 1, ROPT_METRICS_PORT},
     {"metrics-addr", 0, 1, ROPT_METRICS_ADDR},
     {"metrics-linger", 0, 1, ROPT_METRICS_LINGER},
+    {"segment", 0, 1, ROPT_SEGMENT},
+    {"remap", 0, 0, ROPT_REMAP},
     {NULL, 0, 0, 0}};
 
 #define N_REPLAY_POOLS (NNMEM_POOL_SLAB - NNMEM_POOL_TIERED + 1)
@@ -114,9 +124,14 @@ typedef struct replay_opts {
   uint16_t metrics_port;
   const char *metrics_addr; /* NULL = 127.0.0.1 */
   double metrics_linger;    /* seconds to keep serving after the replay */
+  int segment;              /* --segment: SEGMENT_*; -1 = not given */
+  int remap;                /* --remap */
 } replay_opts_t;
 
 enum { BACKEND_SIM = 0, BACKEND_HOST, BACKEND_MMAP, BACKEND_CUDA };
+
+/* --segment names, in nnmem_segment_kind_t order. */
+static const char *const segment_names[] = {"backend", "host-vm", "cuda-vm"};
 
 static void print_replay_help(void) {
   fputs(
@@ -152,7 +167,23 @@ static void print_replay_help(void) {
       "                        allocation finds no gap); fragmentation over\n"
       "                        time, compactions, bytes moved\n"
       "      --heap-capacity SIZE  the heap's bytes (default 1.05 x the\n"
-      "                        peak live bytes)\n"
+      "                        peak live bytes; with --segment cuda-vm\n"
+      "                        --remap also 2 MiB per buffer of 2 MiB or\n"
+      "                        more live at once: those are aligned to the\n"
+      "                        granule so that compaction can remap them)\n"
+      "      --segment KIND    the heap's memory (with --defrag): backend\n"
+      "                        (default: one region of its capacity from\n"
+      "                        --backend), host-vm (reserved host address\n"
+      "                        space, committed in 64 KiB granules as blocks\n"
+      "                        touch them) or cuda-vm (GPU virtual addresses,\n"
+      "                        committed granule by granule with the CUDA\n"
+      "                        driver's virtual memory API; needs --backend\n"
+      "                        cuda and a device with virtual memory\n"
+      "                        management)\n"
+      "      --remap           with --segment host-vm or cuda-vm: compaction\n"
+      "                        moves whole pages (mremap) or granules (their\n"
+      "                        physical memory remapped) instead of copying\n"
+      "                        them; bytes_remapped says how many\n"
       "      --lat-high RATIO  with --defrag auto: also compact when the\n"
       "                        allocation latency rises, i.e. its moving\n"
       "                        average reaches RATIO x its lowest value\n"
@@ -215,6 +246,20 @@ static int set_replay_option(void *opts, int id, const char *v) {
     o->metrics_port = (uint16_t)port;
   } else if (id == ROPT_METRICS_ADDR) {
     o->metrics_addr = v;
+  } else if (id == ROPT_REMAP) {
+    o->remap = 1;
+  } else if (id == ROPT_SEGMENT) {
+    int k = 0;
+    while (k < 3 && strcmp(v, segment_names[k]) != 0)
+      k++;
+    if (k == 3) {
+      char hint[96];
+      return cli_usage_error(
+          "replay", "bad --segment '%s': expected backend, host-vm or cuda-vm%s",
+          v, cli_did_you_mean(cli_suggest(v, segment_names, 3), hint,
+                              sizeof hint));
+    }
+    o->segment = k;
   } else if (id == ROPT_METRICS_LINGER) {
     char *end = NULL;
     o->metrics_linger = strtod(v, &end);
@@ -315,6 +360,7 @@ static int parse_replay_args(int argc, char **argv, replay_opts_t *o) {
   o->kind = NNMEM_POOL_TIERED;
   o->align = 256;
   o->quota = UINT64_MAX;
+  o->segment = -1;
   cli_parse_t p = {"replay",
                    replay_table,
                    ROPT_HELP,
@@ -330,6 +376,19 @@ static int parse_replay_args(int argc, char **argv, replay_opts_t *o) {
   if (!o->trace) return cli_usage_error("replay", "missing TRACE.csv");
   if (o->heap_capacity && !o->defrag)
     return cli_usage_error("replay", "--heap-capacity needs --defrag");
+  if (o->segment >= 0 && !o->defrag)
+    return cli_usage_error("replay",
+                           "--segment chooses the heap's memory: it needs "
+                           "--defrag");
+  if (o->segment == NNMEM_SEGMENT_CUDA_VM && o->backend != BACKEND_CUDA)
+    return cli_usage_error("replay",
+                           "--segment cuda-vm reserves GPU virtual addresses: "
+                           "it needs --backend cuda");
+  if (o->remap && o->segment != NNMEM_SEGMENT_HOST_VM &&
+      o->segment != NNMEM_SEGMENT_CUDA_VM)
+    return cli_usage_error("replay",
+                           "--remap needs --segment host-vm or cuda-vm (one "
+                           "backend region has no pages to remap)");
   if ((o->lat_high > 0 || o->lat_every) && o->defrag != 2)
     return cli_usage_error("replay",
                            "--lat-high and --lat-every need --defrag auto");
@@ -427,6 +486,7 @@ typedef struct heap_run {
   uint64_t every, n;
   uint64_t op[HEAP_SAMPLES], live[HEAP_SAMPLES], committed[HEAP_SAMPLES];
   double frag[HEAP_SAMPLES];
+  char device_error[256]; /* cuda: the driver's words when one did not fit */
 } heap_run_t;
 
 static void heap_sample(void *user, uint64_t op, uint64_t live,
@@ -441,10 +501,14 @@ static void heap_sample(void *user, uint64_t op, uint64_t live,
 
 static nnmem_status_t heap_replay(const replay_opts_t *o,
                                   const nnmem_problem_t *p, uint64_t cap,
-                                  int autom, heap_run_t *h, nnmem_diag_t *d) {
+                                  int autom, nnmem_backend_t *be,
+                                  heap_run_t *h, nnmem_diag_t *d) {
   nnmem_heap_config_t c;
   nnmem_heap_config_init(&c);
   c.capacity = cap;
+  c.segment = o->segment > 0 ? (nnmem_segment_kind_t)o->segment
+                             : NNMEM_SEGMENT_BACKEND;
+  c.remap = o->remap;
   c.defrag = autom ? NNMEM_DEFRAG_AUTO : NNMEM_DEFRAG_OFF;
   if (autom && o->lat_high > 0) { /* the latency signal (heap.h) */
     c.lat_high = o->lat_high;
@@ -453,19 +517,31 @@ static nnmem_status_t heap_replay(const replay_opts_t *o,
   }
   memset(h, 0, sizeof *h);
   h->every = 2 * (uint64_t)nnmem_problem_count(p) / HEAP_SAMPLES + 1;
-  return nnmem_heap_replay(p, &c, heap_sample, h, &h->r, d);
+  return nnmem_heap_replay_backend(p, &c, be, heap_sample, h, &h->r, d);
 }
 
-static void heap_text(const char *mode, uint64_t cap, double lat_high,
-                      const heap_run_t *h) {
-  char a[64], b[64];
+/* ", segment cuda-vm, remap" for a segment other than the default. */
+static const char *segment_note(const replay_opts_t *o, char *buf,
+                                size_t cap) {
+  buf[0] = 0;
+  if (o->segment > 0)
+    snprintf(buf, cap, ", segment %s%s", segment_names[o->segment],
+             o->remap ? ", remap" : "");
+  return buf;
+}
+
+static void heap_text(const replay_opts_t *o, const char *mode, uint64_t cap,
+                      double lat_high, const heap_run_t *h) {
+  char a[64], b[64], seg[64];
   const nnmem_heap_replay_result_t *r = &h->r;
-  printf("pool: heap (defrag %s, capacity %s)\n", mode,
-         cli_fmt_bytes(cap, a, sizeof a));
+  printf("pool: heap (defrag %s, capacity %s%s)\n", mode,
+         cli_fmt_bytes(cap, a, sizeof a), segment_note(o, seg, sizeof seg));
   if (r->failed_at)
     printf("  fits:                no (buffer %llu did not fit)\n",
            (unsigned long long)(r->failed_at - 1));
-  else
+  if (r->failed_at && h->device_error[0])
+    printf("  device:              %s\n", h->device_error);
+  if (!r->failed_at)
     printf("  fits:                yes\n");
   printf("  peak_live_bytes:     %s\n",
          cli_fmt_bytes(r->peak_live_bytes, a, sizeof a));
@@ -476,9 +552,15 @@ static void heap_text(const char *mode, uint64_t cap, double lat_high,
       "  fragmentation:       mean %.4f, max %.4f (1 - largest "
       "allocatable block / free bytes, after each allocation)\n",
       r->frag_mean, r->frag_max);
-  printf("  compactions:         %llu (%s moved)\n",
-         (unsigned long long)r->compactions,
-         cli_fmt_bytes(r->bytes_moved, a, sizeof a));
+  if (o->segment > 0)
+    printf("  compactions:         %llu (%s moved, %s of it by remapping)\n",
+           (unsigned long long)r->compactions,
+           cli_fmt_bytes(r->bytes_moved, a, sizeof a),
+           cli_fmt_bytes(r->bytes_remapped, b, sizeof b));
+  else
+    printf("  compactions:         %llu (%s moved)\n",
+           (unsigned long long)r->compactions,
+           cli_fmt_bytes(r->bytes_moved, a, sizeof a));
   if (lat_high > 0)
     printf(
         "  latency signal:      %llu compactions at >= %gx the lowest "
@@ -487,18 +569,25 @@ static void heap_text(const char *mode, uint64_t cap, double lat_high,
         (unsigned long long)r->lat_samples);
 }
 
-static void heap_json(nnmem__jw_t *w, const char *trace, const char *mode,
-                      uint64_t cap, double lat_high, const heap_run_t *h) {
+static void heap_json(nnmem__jw_t *w, const replay_opts_t *o,
+                      const char *mode, uint64_t cap, double lat_high,
+                      const heap_run_t *h) {
   const nnmem_heap_replay_result_t *r = &h->r;
   nnmem__jw_object(w);
-  nnmem__jw_kv_string(w, "trace", trace);
+  nnmem__jw_kv_string(w, "trace", o->trace);
   nnmem__jw_kv_string(w, "pool", "heap");
   nnmem__jw_kv_string(w, "defrag", mode);
+  nnmem__jw_kv_string(w, "segment",
+                      segment_names[o->segment > 0 ? o->segment : 0]);
+  nnmem__jw_key(w, "remap");
+  nnmem__jw_bool(w, o->remap);
   nnmem__jw_kv_u64(w, "capacity", cap);
   nnmem__jw_kv_u64(w, "operations", r->operations);
   nnmem__jw_key(w, "fits");
   nnmem__jw_bool(w, r->failed_at == 0);
   nnmem__jw_kv_u64(w, "failed_buffer", r->failed_at ? r->failed_at - 1 : 0);
+  if (r->failed_at && h->device_error[0])
+    nnmem__jw_kv_string(w, "device_error", h->device_error);
   nnmem__jw_kv_u64(w, "peak_live_bytes", r->peak_live_bytes);
   nnmem__jw_kv_u64(w, "peak_committed_bytes", r->peak_committed_bytes);
   nnmem__jw_kv_u64(w, "peak_top", r->peak_top);
@@ -506,6 +595,7 @@ static void heap_json(nnmem__jw_t *w, const char *trace, const char *mode,
   nnmem__jw_kv_double(w, "fragmentation_max", r->frag_max);
   nnmem__jw_kv_u64(w, "compactions", r->compactions);
   nnmem__jw_kv_u64(w, "bytes_moved", r->bytes_moved);
+  nnmem__jw_kv_u64(w, "bytes_remapped", r->bytes_remapped);
   if (lat_high > 0) {
     nnmem__jw_kv_double(w, "lat_high", lat_high);
     nnmem__jw_kv_u64(w, "compactions_latency", r->compactions_latency);
@@ -525,16 +615,56 @@ static void heap_json(nnmem__jw_t *w, const char *trace, const char *mode,
   nnmem__jw_end(w);
 }
 
-/* The heap runs of --defrag: off, and auto when asked. */
+/* The granularity of current GPUs' physical allocations, for the default
+ * capacity of a remapping CUDA VM heap (a larger device granule only
+ * shows as "fits: no"; give --heap-capacity then). */
+#define CUDA_VM_GRANULE (2u << 20)
+
+typedef struct big_event {
+  uint64_t t;
+  int d; /* -1 free, +1 alloc: frees first at equal steps */
+} big_event_t;
+
+static int big_cmp(const void *a, const void *b) {
+  const big_event_t *x = a, *y = b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  return x->d - y->d;
+}
+
+/* The most buffers of at least g bytes live at once: with --remap on CUDA
+ * VM each is aligned to the granule (nnmem_heap_replay_backend) and may
+ * leave up to a granule of padding before it. */
+static uint64_t max_live_big(const nnmem_problem_t *p, uint64_t g) {
+  size_t n = nnmem_problem_count(p), k = 0;
+  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
+  big_event_t *ev = malloc((2 * n + 1) * sizeof *ev);
+  if (!ev) return n; /* every buffer: an upper bound */
+  for (size_t i = 0; i < n; i++)
+    if (b[i].size >= g) {
+      ev[k++] = (big_event_t){b[i].first, 1};
+      ev[k++] = (big_event_t){b[i].last, -1};
+    }
+  qsort(ev, k, sizeof *ev, big_cmp);
+  int64_t live = 0, most = 0;
+  for (size_t i = 0; i < k; i++)
+    if ((live += ev[i].d) > most) most = live;
+  free(ev);
+  return (uint64_t)most;
+}
+
+/* The heap runs of --defrag: off, and auto when asked, on `be` (NULL: the
+ * unbacked simulated device). A CUDA driver error gets the driver's text. */
 static nnmem_status_t run_heaps(const replay_opts_t *o,
-                                const nnmem_problem_t *p, nnmem__jw_t *w,
-                                nnmem_diag_t *d) {
+                                const nnmem_problem_t *p, nnmem_backend_t *be,
+                                nnmem__jw_t *w, nnmem_diag_t *d) {
   uint64_t cap = o->heap_capacity;
   if (!cap) {
     uint64_t lb = 0;
     nnmem_status_t s = nnmem_problem_lower_bound(p, 256, &lb);
     if (s != NNMEM_OK) return s;
     cap = lb + lb / 20;
+    if (o->segment == NNMEM_SEGMENT_CUDA_VM && o->remap) /* the padding */
+      cap += max_live_big(p, CUDA_VM_GRANULE) * CUDA_VM_GRANULE;
     if (cap < 65536) cap = 65536;
   }
   heap_run_t *h = malloc(sizeof *h);
@@ -542,15 +672,29 @@ static nnmem_status_t run_heaps(const replay_opts_t *o,
   nnmem_status_t s = NNMEM_OK;
   for (int mode = 0; mode < o->defrag && s == NNMEM_OK; mode++) {
     const char *name = mode ? "auto" : "off";
-    s = heap_replay(o, p, cap, mode, h, d);
+    char before[256] = ""; /* the driver's words, only when new */
+    if (o->backend == BACKEND_CUDA)
+      snprintf(before, sizeof before, "%s", nnmem_backend_cuda_last_error(be));
+    s = heap_replay(o, p, cap, mode, be, h, d);
     if (s != NNMEM_OK) break;
+    if (h->r.failed_at && o->backend == BACKEND_CUDA &&
+        strcmp(before, nnmem_backend_cuda_last_error(be)) != 0)
+      snprintf(h->device_error, sizeof h->device_error, "%s",
+               nnmem_backend_cuda_last_error(be));
     double lat = mode ? o->lat_high : 0;
     if (o->json)
-      heap_json(w, o->trace, name, cap, lat, h);
+      heap_json(w, o, name, cap, lat, h);
     else
-      heap_text(name, cap, lat, h);
+      heap_text(o, name, cap, lat, h);
   }
   free(h);
+  const char *cuda = o->backend == BACKEND_CUDA && be
+                         ? nnmem_backend_cuda_last_error(be)
+                         : NULL;
+  if (s != NNMEM_OK && cuda && cuda[0] && !strstr(d->message, cuda)) {
+    size_t n = strlen(d->message);
+    snprintf(d->message + n, sizeof d->message - n, " (CUDA: %s)", cuda);
+  }
   return s;
 }
 
@@ -863,13 +1007,15 @@ int cli_cmd_replay(int argc, char **argv) {
   }
   if (st == NNMEM_OK && o.numa_nodes)
     st = run_numa(&o, p, &w, stats, &n_stats, &d);
-  if (st == NNMEM_OK && o.defrag) st = run_heaps(&o, p, &w, &d);
+  if (st == NNMEM_OK && o.defrag) st = run_heaps(&o, p, be, &w, &d);
   nnmem__jw_end(&w);
   nnmem_csv_destroy(csv);
   nnmem_backend_destroy(be);
   if (st != NNMEM_OK) {
     nnmem__text_free(&t);
     rc = cli_fail(st, &d);
+    if (st == NNMEM_ERR_IO || st == NNMEM_ERR_STATE) /* the device failed */
+      rc = CLI_EXIT_INTERNAL;
   } else if (o.prometheus) {
     nnmem__text_free(&t);
     rc = print_prometheus(stats, n_stats);
