@@ -25,6 +25,10 @@ expect_error run "$T/fit.json" --backend opencl
 err_has "expected sim or cuda"
 expect_error run "$T/fit.json" --backend cuda --spin-scale -1
 expect_error run "$T/fit.json" --backend cuda --fail-copy 2
+expect_error run "$T/fit.json" --check-every 4
+err_has "apply to --backend cuda only"
+expect_error run "$T/fit.json" --backend cuda --check-every 0
+err_has "bad --check-every '0'"
 
 nn run "$T/fit.json" --backend cuda
 if grep -qF "built without CUDA kernels" "$T/stderr"; then
@@ -63,6 +67,10 @@ assert abs(sum(g["step_wait_s"]) - g["exposed_s"] - g["gap_s"]) <= 1e-6
 expect_rc 3 run "$T/fit.json" --backend cuda --corrupt-step 5
 err_matches "FAIL: step [0-9]+: (op [^ ]+ reads|after the last step)"
 err_has "found on the GPU"
+
+# checked after every step: found on the device before the last step
+expect_rc 3 run "$T/fit.json" --backend cuda --corrupt-step 5 --check-every 1
+err_matches "FAIL: step [0-9]+: op [^ ]+ reads"
 
 # injected CUDA failures: the op and the CUDA error named (exit 3)
 FAKE_CUDA_FAIL_LAUNCH=9 expect_rc 3 run "$T/fit.json" --backend cuda

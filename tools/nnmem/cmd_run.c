@@ -39,7 +39,8 @@ enum {
   OPT_BACKEND,
   OPT_DEVICE,
   OPT_SPIN_SCALE,
-  OPT_CORRUPT_STEP
+  OPT_CORRUPT_STEP,
+  OPT_CHECK_EVERY
 };
 
 static const cli_opt_t run_table[] = {{"help", 'h', 0, OPT_HELP},
@@ -54,6 +55,7 @@ static const cli_opt_t run_table[] = {{"help", 'h', 0, OPT_HELP},
                                       {"device", 0, 1, OPT_DEVICE},
                                       {"spin-scale", 0, 1, OPT_SPIN_SCALE},
                                       {"corrupt-step", 0, 1, OPT_CORRUPT_STEP},
+                                      {"check-every", 0, 1, OPT_CHECK_EVERY},
                                       {NULL, 0, 0, 0}};
 
 typedef struct run_opts {
@@ -99,6 +101,10 @@ static void print_run_help(void) {
       "                         (default 1)\n"
       "      --corrupt-step N   cuda, test hook: overwrite a byte of step\n"
       "                         N-1's first output (the run must fail)\n"
+      "      --check-every N    cuda: at most N steps in flight; the device's\n"
+      "                         error record is read each time N more finish\n"
+      "                         (default 8; a failure stops the run within\n"
+      "                         about 2N steps)\n"
       "      --json[=compact]   print a JSON report\n"
       "  -q, --quiet            print nothing on success\n"
       "  -h, --help             show this help\n"
@@ -164,6 +170,13 @@ static int set_option(void *opts, int id, const char *v) {
         return cli_usage_error("run", "bad --corrupt-step '%s': %s", v,
                                why ? why : "must be >= 1");
       o->exec.corrupt_step = n;
+      o->gpu_opt = 1;
+      return 0;
+    case OPT_CHECK_EVERY:
+      if (cli_parse_uint(v, 1u << 20, &n, &why) != 0 || n == 0)
+        return cli_usage_error("run", "bad --check-every '%s': %s", v,
+                               why ? why : "must be >= 1");
+      o->exec.check_every = (uint32_t)n;
       o->gpu_opt = 1;
       return 0;
     case OPT_JSON:
@@ -389,7 +402,8 @@ int cli_cmd_run(int argc, char **argv) {
     return cli_usage_error("run", "--batch applies to --model only");
   if (o.gpu_opt && !o.cuda)
     return cli_usage_error("run",
-                           "--device, --spin-scale and --corrupt-step apply "
+                           "--device, --spin-scale, --corrupt-step and "
+                           "--check-every apply "
                            "to --backend cuda only");
   if (o.cuda && (o.exec.fail_at || o.exec.fail_copy_at))
     return cli_usage_error("run",
