@@ -545,7 +545,7 @@ static void purge_runs(nnmem_allocator_t *a, page_t *pg, uint64_t fresh) {
 
 /* Every block of pg's free list becomes purged. */
 static void page_purge(nnmem_allocator_t *a, page_t *pg) {
-  if (pg->cap > 64) return; /* not a class over 8 KiB */
+  if (pg->cap > 64) return; /* not a class from 8 KiB */
   uint64_t fresh = 0;
   for (void *b = pg->free; b; b = *(void **)b)
     fresh |= 1ull << blk_index(pg, b);
@@ -566,8 +566,8 @@ static int page_unpurge(page_t *pg, uint64_t key) {
   return 1;
 }
 
-/* On the owner's misses (decommit_spans): one coarse clock read; every
- * PURGE_MS, purge the spans idle since the previous sweep. */
+/* On the owner's misses (decommit_spans): one clock read (vDSO); every
+ * PURGE_US, purge the spans idle since the previous sweep. */
 static void purge_tick(tcache_t *tc) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
