@@ -72,8 +72,12 @@ typedef struct nnmem_allocator_config {
    * empties and goes back to its span pool stays resident while at most
    * 64 MiB of such spans do (reused without page faults); beyond, its
    * pages go back to the system with madvise(MADV_DONTNEED) (refaulted on
-   * reuse). Only for a backend of private anonymous memory (host, mmap);
-   * 0, the default: every span stays resident until destroy. */
+   * reuse). Also (decay): on its misses a thread cache sweeps, at most
+   * every 1 ms, its spans of blocks from 8 KiB; the free blocks of a span
+   * unchanged since the previous sweep give their whole pages back the
+   * same way (MADV_DONTNEED; refaulted when handed out again). Only for a
+   * backend of private anonymous memory (host, mmap); 0, the default:
+   * every span stays resident until destroy. */
   int decommit_spans;
 } nnmem_allocator_config_t;
 

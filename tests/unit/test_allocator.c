@@ -2,10 +2,14 @@
  * size classes and alignment, reuse through the thread cache, cross-thread
  * frees, statistics, misuse, an unbacked backend refused, randomized
  * sequences with address-derived fill patterns (fixed seed). */
+#define _DEFAULT_SOURCE /* mincore */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -250,6 +254,12 @@ static void test_unbacked_refused(void **state) {
   nnmem_backend_destroy(b);
 }
 
+static void pause_ms(long ms) {
+  struct timespec ts = {0, ms * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
 static void fill(void *p, size_t n) {
   uint64_t v = (uintptr_t)p * 0x9E3779B97F4A7C15ULL;
   for (size_t i = 0; i < n; i++)
@@ -265,8 +275,9 @@ static int filled(const void *p, size_t n) {
 }
 
 /* big: sizes 1 B .. 160 KiB (every span length and past the caches),
- * with decommit_spans (emptied spans given back); else mostly <= 9000 B,
- * 1 in 8 up to 2 MiB. */
+ * with decommit_spans (emptied spans given back, idle free blocks purged:
+ * a 2 ms pause every 1,000 steps lets the sweeps find idle spans); else
+ * mostly <= 9000 B, 1 in 8 up to 2 MiB. */
 static void random_sequence(int no_cache, uint64_t seed, int big) {
   nnmem_allocator_config_t cfg;
   nnmem_allocator_config_init(&cfg);
@@ -279,6 +290,7 @@ static void random_sequence(int no_cache, uint64_t seed, int big) {
   size_t sz[N] = {0};
   uint64_t rng = seed;
   for (int step = 0; step < 20000; step++) {
+    if (big && step % 1000 == 999) pause_ms(2);
     int i = (int)(tu_rand(&rng) % N);
     if (p[i]) {
       if (!filled(p[i], sz[i]))
@@ -472,6 +484,100 @@ static void test_remote_misuse(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* decommit_spans, decay of idle free blocks: 64 blocks of 32 KiB (spans of
+ * 17), every 8th kept live, the rest freed. Two misses (allocations of a
+ * fresh 100 KiB block) 3 ms apart: the first sweep notes the idle spans,
+ * the second purges their free blocks. The kernel (mincore) must then
+ * report every whole page inside a freed block not resident, the live
+ * blocks keep every byte (the pages they share with purged neighbours
+ * stay), a second free of a purged block is refused by the owner and by
+ * another thread, and 64 new blocks are distinct, usable, and reuse the
+ * purged blocks first. */
+static int resident(const void *p) {
+  unsigned char v = 0;
+  uintptr_t pg = (uintptr_t)p & ~(uintptr_t)4095;
+  assert_int_equal(mincore((void *)pg, 4096, &v), 0);
+  return v & 1;
+}
+
+static void test_span_purge(void **state) {
+  (void)state;
+  assert_int_equal(sysconf(_SC_PAGESIZE), 4096);
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.decommit_spans = 1;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  enum { N = 64, SZ = 32768 };
+  static unsigned char *p[N];
+  for (int i = 0; i < N; i++) {
+    assert_non_null(p[i] = nnmem_alloc(a, SZ));
+    memset(p[i], 0x11 + i, SZ);
+  }
+  for (int i = 0; i < N; i++)
+    if (i % 8) assert_ok(nnmem_allocator_free(a, p[i]));
+  pause_ms(3);
+  void *t1 = nnmem_alloc(a, 100 << 10); /* a miss: the sweep notes */
+  pause_ms(3);
+  void *t2 = nnmem_alloc(a, 100 << 10); /* a miss: it purges */
+  assert_non_null(t1);
+  assert_non_null(t2);
+  int gone = 0, pages = 0;
+  for (int i = 0; i < N; i++) {
+    if (i % 8 == 0) {
+      for (int k = 0; k < SZ; k++)
+        if (p[i][k] != (unsigned char)(0x11 + i))
+          fail_msg("live block %d byte %d changed by a purge", i, k);
+      continue;
+    }
+    uintptr_t from = ((uintptr_t)p[i] + 4095) & ~(uintptr_t)4095;
+    for (uintptr_t q = from; q + 4096 <= (uintptr_t)p[i] + SZ; q += 4096) {
+      pages++;
+      gone += !resident((void *)q);
+    }
+  }
+  assert_true(pages >= 56 * 7);
+  assert_int_equal(gone, pages);
+  /* second frees of purged blocks: by the owner, then by another thread
+   * (refused at the owner's drain) */
+  assert_int_equal(nnmem_allocator_free(a, p[1]), NNMEM_ERR_INVALID);
+  void *one[1] = {p[2]};
+  handoff_t h = {a, one, 1};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, free_all, &h), 0);
+  pthread_join(t, NULL);
+  nnmem_allocator_thread_flush(a);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 2);
+  static unsigned char *q[N];
+  int reused = 0;
+  for (int i = 0; i < N; i++) {
+    assert_non_null(q[i] = nnmem_alloc(a, SZ));
+    memset(q[i], 0x77, SZ);
+    for (int k = 0; k < N; k++)
+      reused += k % 8 && q[i] == p[k];
+  }
+  assert_int_equal(reused, N - N / 8); /* every purged block again */
+  for (int i = 0; i < N; i++)
+    for (int k = 0; k < N; k++)
+      if (k % 8 == 0) assert_true(q[i] != p[k]);
+  for (int i = 0; i < N; i += 8)
+    assert_int_equal(p[i][SZ - 1], (unsigned char)(0x11 + i));
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(q[i][0], 0x77);
+    assert_int_equal(q[i][SZ - 1], 0x77);
+    nnmem_free(a, q[i]);
+  }
+  for (int i = 0; i < N; i += 8)
+    nnmem_free(a, p[i]);
+  nnmem_free(a, t1);
+  nnmem_free(a, t2);
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(a);
+}
+
 static void test_free_batch(void **state) {
   (void)state;
   misuse_log_t log = {{0}, 0};
@@ -543,6 +649,7 @@ int main(void) {
       cmocka_unit_test(test_cross_thread),
       cmocka_unit_test(test_free_batch),
       cmocka_unit_test(test_remote_misuse),
+      cmocka_unit_test(test_span_purge),
       cmocka_unit_test(test_backend_faults),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
  * lifetimes from one allocator and hand a share of their blocks to other
  * threads to free (cross-thread frees). Every block is filled with a
  * pattern derived from its address and checked before it is freed, so any
- * overlap between live blocks is caught. Bounded: about 1.5 s of work.
+ * overlap between live blocks is caught (with decommit_spans: a purge of
+ * a live block's pages would show). Bounded: about 1.5 s of work.
  * A second test runs overlapping generations of short-lived threads whose
  * blocks outlive them (frees racing with thread exit and cache adoption)
  * while a monitor thread reads the statistics.
@@ -121,7 +122,12 @@ static void *worker(void *arg) {
 
 static void test_threads(void **state) {
   (void)state;
-  assert_ok(nnmem_allocator_create(NULL, &g_alloc));
+  /* the malloc front's decommit_spans: emptied spans given back and idle
+   * free blocks purged while other threads free into the spans */
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.decommit_spans = 1;
+  assert_ok(nnmem_allocator_create(&cfg, &g_alloc));
   for (int t = 0; t < THREADS; t++)
     pthread_mutex_init(&g_box[t].lock, NULL);
   pthread_t th[THREADS];

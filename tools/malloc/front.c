@@ -213,8 +213,9 @@ static void create(void) {
     cfg.free_batch = abort_on_misuse ? 0 : FREE_BATCH;
     cfg.on_misuse = late_bad_free;
     /* spans of blocks over 8 KiB that empty give their pages back once
-     * 64 MiB of them are resident: the resident size follows the live
-     * blocks, without refaulting a producer / consumer's spans */
+     * 64 MiB of them are resident, and free blocks from 8 KiB in spans
+     * idle for 1-2 ms give theirs back: the resident size follows the
+     * live blocks, without refaulting a producer / consumer's spans */
     cfg.decommit_spans = 1;
     if (nnmem_allocator_create(&cfg, &a) != NNMEM_OK) a = NULL;
   }
