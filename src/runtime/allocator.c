@@ -224,6 +224,7 @@ struct nnmem_allocator {
    * path; set once by create or nnmem_allocator_leaks_enable, freed by
    * destroy */
   _Atomic(nnmem__leaks_t *) leaks;
+  nnmem__leaks_t *fork_leaks; /* the records locked by fork_prepare */
   /* the run-time profiler watching (profiler.c), NULL when none: one more
    * load beside `leaks` on the hot path */
   _Atomic(nnmem_profiler_t *) prof;
@@ -1128,9 +1129,14 @@ void nnmem__allocator_fork_prepare(nnmem_allocator_t *a) {
   for (unsigned k = 1; k < NSPAN; k++)
     nnmem__pool_fork(a->pages_pool[k], 0);
   nnmem__pool_fork(a->pool, 0);
+  /* last: a record is stored under its mutex without the others; the one
+   * locked is the one unlocked (records may be enabled meanwhile) */
+  if ((a->fork_leaks = leaks_of(a)) != NULL)
+    nnmem__leaks_fork(a->fork_leaks, 0);
 }
 
 void nnmem__allocator_fork_parent(nnmem_allocator_t *a) {
+  if (a->fork_leaks) nnmem__leaks_fork(a->fork_leaks, 1);
   nnmem__pool_fork(a->pool, 1);
   for (unsigned k = 1; k < NSPAN; k++)
     nnmem__pool_fork(a->pages_pool[k], 1);
@@ -1138,6 +1144,7 @@ void nnmem__allocator_fork_parent(nnmem_allocator_t *a) {
 }
 
 void nnmem__allocator_fork_child(nnmem_allocator_t *a) {
+  if (a->fork_leaks) nnmem__leaks_fork(a->fork_leaks, 2);
   nnmem__pool_fork(a->pool, 2);
   for (unsigned k = 1; k < NSPAN; k++)
     nnmem__pool_fork(a->pages_pool[k], 2);

@@ -19,10 +19,11 @@ nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
 void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr);
 
 /* Fork hooks (pthread_atfork): prepare takes every lock of the allocator
- * (its own, then the page pool's, then the block pool's); parent releases
- * them; child re-initialises them (the child has one thread). The caches of
- * the parent's other threads stay, unparked, in the child: their pages are
- * never reused there, nothing else changes. */
+ * (its own, then the span pools', then the block pool's, then the leak
+ * records' when on); parent releases them; child re-initialises them (the
+ * child has one thread). The caches of the parent's other threads stay,
+ * unparked, in the child: their pages are never reused there, nothing else
+ * changes. */
 void nnmem__allocator_fork_prepare(nnmem_allocator_t *a);
 void nnmem__allocator_fork_parent(nnmem_allocator_t *a);
 void nnmem__allocator_fork_child(nnmem_allocator_t *a);

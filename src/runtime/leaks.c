@@ -731,3 +731,12 @@ int nnmem_leaks_config_from_env(nnmem_leaks_config_t *cfg) {
   cfg->report_path = report_suffix_path(cfg, p);
   return 1;
 }
+
+void nnmem__leaks_fork(nnmem__leaks_t *lk, int phase) {
+  if (phase == 0)
+    pthread_mutex_lock(&lk->lock);
+  else if (phase == 1)
+    pthread_mutex_unlock(&lk->lock);
+  else
+    pthread_mutex_init(&lk->lock, NULL);
+}

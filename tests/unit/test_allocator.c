@@ -7,10 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/allocator_internal.h"
 #include "testutil.h"
 
 static void test_usage_example(void **state) {
@@ -636,6 +640,69 @@ static void test_free_batch(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* Fork while another thread records allocations (leak records on, as
+ * NNMEM_LEAKS=full gives the malloc front): the fork hooks must take the
+ * records' mutex too, else a child forked while the other thread holds it
+ * hangs at its first recorded allocation. The hooks are called as the
+ * front's pthread_atfork handlers call them; each child allocates and
+ * frees a recorded block and exits, an alarm ends a hung one. */
+typedef struct churn {
+  nnmem_allocator_t *a;
+  _Atomic int stop;
+} churn_t;
+
+static void *record_churn(void *arg) {
+  churn_t *c = arg;
+  while (!atomic_load(&c->stop)) {
+    void *p = nnmem_alloc(c->a, 200);
+    nnmem_free(c->a, p);
+  }
+  return NULL;
+}
+
+static void test_fork_leak_records(void **state) {
+  (void)state;
+  nnmem_leaks_config_t lc;
+  nnmem_leaks_config_init(&lc);
+  lc.mode = NNMEM_LEAKS_FULL;
+  lc.depth = 0;
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.leaks = &lc;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  churn_t c = {a, 0};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, record_churn, &c), 0);
+  int hung = 0;
+  for (int i = 0; i < 100 && !hung; i++) {
+    nnmem__allocator_fork_prepare(a);
+    pid_t pid = fork();
+    if (pid == 0) {
+      nnmem__allocator_fork_child(a);
+      alarm(2);
+      void *p = nnmem_alloc(a, 200);
+      nnmem_free(a, p);
+      _exit(p ? 0 : 1);
+    }
+    nnmem__allocator_fork_parent(a);
+    assert_true(pid > 0);
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    if (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGALRM)
+      hung = i + 1;
+    else
+      assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+  }
+  atomic_store(&c.stop, 1);
+  pthread_join(t, NULL);
+  if (hung) fail_msg("child of fork %d hung on the leak records' mutex", hung);
+  nnmem_leaks_summary_t sum;
+  assert_ok(nnmem_allocator_leaks_summary(a, &sum));
+  assert_int_equal(sum.records, 0);
+  nnmem_allocator_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_usage_example),
@@ -651,6 +718,7 @@ int main(void) {
       cmocka_unit_test(test_remote_misuse),
       cmocka_unit_test(test_span_purge),
       cmocka_unit_test(test_backend_faults),
+      cmocka_unit_test(test_fork_leak_records),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
