@@ -344,13 +344,15 @@ static inline page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
   return pg->magic == PAGE_MAGIC ? pg : NULL;
 }
 
-/* The header of a block known to be a cache's (queued, remote). */
+/* The header of a block that was a cache's when it was pushed on a
+ * remote stack, or NULL when its span is no longer registered. */
 static inline page_t *block_page(nnmem_allocator_t *a, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   _Atomic uint8_t *leaf =
       atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
-  return span_head(p, atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
-                                           memory_order_relaxed));
+  unsigned v = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                    memory_order_acquire);
+  return v ? span_head(p, v) : NULL;
 }
 
 /* ---- pages ------------------------------------------------------------- */
@@ -471,6 +473,16 @@ static void page_release(tcache_t *tc, page_t *pg) {
   (void)nnmem_pool_free(a->pages_pool[kind], base);
 }
 
+/* 1 when a block of pg waits on its owner's remote stack (a rem bit is
+ * set). With used == 0 that block is a refused free (never handed out,
+ * or free already) still to be drained: the span stays until then, so
+ * that the drain finds its header (and no span made anew there). */
+static int rem_pending(const page_t *pg) {
+  for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++)
+    if (atomic_load_explicit(&pg->bits[w], memory_order_relaxed)) return 1;
+  return 0;
+}
+
 /* Returns block `idx` (at blk) to its page (owner thread only). */
 static void local_free(tcache_t *tc, page_t *pg, void *blk) {
   if (nnmem__debug) memset(blk, 0x55, pg->bsize);
@@ -479,7 +491,7 @@ static void local_free(tcache_t *tc, page_t *pg, void *blk) {
   pg->free = blk;
   if (!pg->in_avail && pg->cap - pg->used + 1 >= pg->relink)
     avail_push(tc, pg); /* with a few free blocks, not just this one */
-  if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY)
+  if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
     page_release(tc, pg); /* a class keeps a few empty pages */
 }
 
@@ -584,11 +596,22 @@ static void purge_tick(tcache_t *tc) {
     }
 }
 
+static inline int64_t small_index(const page_t *pg, const void *ptr);
+
 static void drain_remote(tcache_t *tc) {
   void *b = atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
   while (b) {
     void *next = *(void **)b;
     page_t *pg = block_page(tc->a, b);
+    if (!pg || pg->magic != PAGE_MAGIC || pg->owner != tc ||
+        small_index(pg, b) < 0) {
+      /* refused, its span given back meanwhile (a free racing the span's
+       * last one, rem_pending): not this cache's block any more */
+      (void)misuse(tc->a);
+      late_misuse(tc->a, b);
+      b = next;
+      continue;
+    }
     uint32_t i = blk_index(pg, b);
     atomic_fetch_and_explicit(REM_W(pg, i), ~(1ULL << (i & 63)),
                               memory_order_relaxed);
@@ -614,7 +637,7 @@ static void cache_flush(tcache_t *tc) {
     page_t *pg = tc->avail[c];
     while (pg) {
       page_t *next = pg->next;
-      if (pg->used == 0) page_release(tc, pg);
+      if (pg->used == 0 && !rem_pending(pg)) page_release(tc, pg);
       pg = next;
     }
   }

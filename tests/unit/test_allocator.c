@@ -488,6 +488,64 @@ static void test_remote_misuse(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* A refused block on the remote stack of a span that empties: another
+ * thread frees a never-carved block U of span S (the other thread cannot
+ * see the bump pointer: pushed, refused at the owner's drain) and S's
+ * only live block L is freed too, S being the third empty span of its
+ * class (two are kept, the third goes back). Order 0: L freed remotely
+ * after U, so the drain frees L (S empties) before it reaches U; order 1:
+ * L freed by the owner before the drain. The drain must refuse U without
+ * reading a header that is gone (the registry byte of a given-back span
+ * is 0) or that belongs to a span made anew there; every block comes back
+ * once. 8 KiB blocks: spans of 7, carved two at a time. */
+static void remote_refused_on_empty(int order) {
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  enum { SZ = 8192, CAP = 7 };
+  char *x[2 * CAP + 1];
+  for (int i = 0; i < 2 * CAP + 1; i++)
+    assert_non_null(x[i] = nnmem_alloc(a, SZ));
+  uintptr_t unit = (uintptr_t)x[2 * CAP] >> 16;
+  for (int i = 0; i < 2 * CAP; i++) /* L alone in the third span */
+    assert_true((uintptr_t)x[i] >> 16 != unit);
+  char *l = x[2 * CAP], *u = l + (CAP - 1) * SZ; /* U: never carved */
+  assert_true((uintptr_t)u >> 16 == unit);
+  for (int i = 0; i < 2 * CAP; i++) /* two empty spans, kept */
+    assert_ok(nnmem_allocator_free(a, x[i]));
+  void *two[2] = {u, l};
+  handoff_t h = {a, two, order == 0 ? 2 : 1};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, free_one, &h), 0);
+  pthread_join(t, NULL);
+  if (order == 1) assert_ok(nnmem_allocator_free(a, l));
+  nnmem_allocator_thread_flush(a); /* drains the remote stack */
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 1);
+  assert_int_equal(st.live_count, 0);
+  enum { N = 6 * CAP };
+  char *p[N];
+  for (int i = 0; i < N; i++) {
+    assert_non_null(p[i] = nnmem_alloc(a, SZ));
+    memset(p[i], i + 1, SZ);
+  }
+  qsort(p, N, sizeof p[0], ptr_cmp);
+  for (int i = 1; i < N; i++)
+    assert_true(p[i] != p[i - 1]);
+  for (int i = 0; i < N; i++)
+    nnmem_free(a, p[i]);
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 1);
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(a);
+}
+
+static void test_remote_refused_on_empty(void **state) {
+  (void)state;
+  remote_refused_on_empty(1);
+  remote_refused_on_empty(0);
+}
+
 /* decommit_spans, decay of idle free blocks: 64 blocks of 32 KiB (spans of
  * 17), every 8th kept live, the rest freed. Two misses (allocations of a
  * fresh 100 KiB block) 3 ms apart: the first sweep notes the idle spans,
@@ -716,6 +774,7 @@ int main(void) {
       cmocka_unit_test(test_cross_thread),
       cmocka_unit_test(test_free_batch),
       cmocka_unit_test(test_remote_misuse),
+      cmocka_unit_test(test_remote_refused_on_empty),
       cmocka_unit_test(test_span_purge),
       cmocka_unit_test(test_backend_faults),
       cmocka_unit_test(test_fork_leak_records),
