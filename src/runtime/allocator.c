@@ -42,13 +42,15 @@
  * pointer, tail); 2. if the span belongs to the calling thread's cache
  * and p is below the bump pointer and p's word 1 is not its tag nor p
  * purged (misuse otherwise: never handed out, double free), write the
- * link and the tag and push p on the span's free list (a span that empties is returned to
- * its pool when its class already keeps two empty ones); 3. otherwise
- * (tag absent) set the block's rem bit with an atomic or (set already: a
+ * link and the tag and push p on the span's free list (a span that
+ * empties is returned to its pool when its class already keeps two empty
+ * ones and no block of it waits on the remote stack); 3. otherwise (tag
+ * absent) set the block's rem bit with an atomic or (set already: a
  * second free racing, refused), write the tag and push p on the owner
  * cache's remote stack with a CAS (lock-free multi-producer, the owner
  * takes the whole stack with one exchange: no ABA); the owner's drain
- * refuses a block past its bump pointer; 4. other pointers go to the
+ * refuses a block past its bump pointer, free already, or of a span no
+ * longer its own; 4. other pointers go to the
  * shared pool, which rejects foreign ones (misuse). With free_batch, step
  * 2-3 run for a batch of queued frees after their headers and blocks were
  * prefetched. At thread exit (key destructor) the cache drains its remote
