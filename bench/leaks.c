@@ -129,13 +129,17 @@ static void open_unwind(void) {
 int main(int argc, char **argv) {
   int repeat = 15;
   const char *csv_path = "bench-leaks.csv";
+  const char *only = NULL; /* one mode besides "off" (perf runs) */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
       repeat = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
       csv_path = argv[++i];
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+      only = argv[++i];
     else {
-      fprintf(stderr, "usage: leaks [--repeat N] [--csv OUT.csv]\n");
+      fprintf(stderr,
+              "usage: leaks [--repeat N] [--csv OUT.csv] [--only MODE]\n");
       return 1;
     }
   }
@@ -161,9 +165,12 @@ int main(int argc, char **argv) {
 #endif
   static double t[NMODE][MAX_REPEAT], w[NMODE][MAX_REPEAT],
       q[NMODE][MAX_REPEAT];
-  nnmem_allocator_t *al[NMODE];
+  nnmem_allocator_t *al[NMODE] = {0};
+  int on[NMODE] = {1}; /* "off" always runs: the ratios' reference */
+  for (int m = 1; m < nmode; m++)
+    on[m] = !only || !strcmp(only, names[m]);
   for (int m = 0; m < nmode; m++)
-    al[m] = make(m);
+    if (on[m]) al[m] = make(m);
   printf(
       "ring: %d live blocks, 16 B - 4 KiB, %d steps, %d rounds interleaved;\n"
       "ns/step: median thread CPU time; vs off: median of the per-round "
@@ -172,12 +179,14 @@ int main(int argc, char **argv) {
       RING, STEPS, repeat);
   for (int r = 0; r < repeat; r++)
     for (int m = 0; m < nmode; m++) {
+      if (!on[m]) continue;
       t[m][r] = ring(al[m], slot, size, &w[m][r]);
       q[m][r] = t[m][r] / t[0][r];
     }
   printf("%-22s %9s %9s %17s %9s\n", "records", "ns/step", "vs off", "range",
          "wall ns");
   for (int m = 0; m < nmode; m++) {
+    if (!on[m]) continue;
     double v = median(t[m], repeat), wv = median(w[m], repeat);
     double ratio = median(q[m], repeat); /* sorts q[m] */
     double lo = q[m][0], hi = q[m][repeat - 1];
@@ -186,6 +195,12 @@ int main(int argc, char **argv) {
     fprintf(csv, "ring,%s,%.2f,%.4f,%.4f,%.4f,%.2f\n", names[m], v, ratio, lo,
             hi, wv);
     nnmem_allocator_destroy(al[m]);
+  }
+  if (only) {
+    fclose(csv);
+    free(slot);
+    free(size);
+    return 0;
   }
   double bt[MAX_REPEAT], uw[MAX_REPEAT];
   open_unwind();

@@ -114,7 +114,11 @@ typedef struct page {
   /* the first 64 bytes hold everything a free or an allocation reads */
   uint32_t magic;
   uint16_t cls;
-  uint16_t in_avail; /* on the owner's avail stack of its class */
+  uint8_t in_avail; /* on the owner's avail stack of its class */
+  /* leak records (leaks.c), the line a free reads: bit i set while a
+   * block whose index % 8 == i may have one (a superset of leak_recs's
+   * mask folded to 8 bits; 0 while records are off) */
+  _Atomic uint8_t leak_bits;
   uint32_t bsize, used, cap;
   uint32_t first;    /* offset of block 0 from the page start */
   uint32_t relink;   /* a page off the avail stack rejoins it once this
@@ -131,7 +135,8 @@ typedef struct page {
   /* leak records of this span's blocks (leaks.c; 0 while records are
    * off): the high 32 bits count them; bit i of the low 32 is set when one
    * of them is a block whose index % 32 == i (all cleared with the count's
-   * last). A free looks for a record only when its block's bit is set. */
+   * last). A free looks for a record only when its block's bit is set in
+   * leak_bits, then here (this second header line is read only then). */
   _Atomic uint64_t leak_recs;
   /* rem bit i set: block i waits on the owner's remote stack; set by the
    * freeing thread with an atomic or (the one that finds it set already
@@ -230,6 +235,11 @@ struct nnmem_allocator {
   /* the run-time profiler watching (profiler.c), NULL when none: one more
    * load beside `leaks` on the hot path */
   _Atomic(nnmem_profiler_t *) prof;
+  /* the records' countdown slot (nnmem__leaks_slot), beside `leaks` so
+   * that nnmem_alloc's countdown needs no load through it; set after
+   * `leaks` by nnmem_allocator_leaks_enable: 0 meanwhile (slot 0 sends
+   * every allocation to the records: correct, slower) */
+  _Atomic uint32_t leak_slot;
   /* by address bits 32..47, then a byte per 64 KiB unit: 0 no span of a
    * cache, u + 1 the u-th unit of a span (its header u units below) */
   _Atomic(_Atomic uint8_t *) reg[1u << 16];
@@ -814,32 +824,61 @@ static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
   if (p && nnmem__leaks_on_alloc(lk, p, size, file, line)) {
     page_t *pg = a->no_cache ? NULL : small_page_of(a, p);
     if (pg) {
+      uint32_t i = blk_index(pg, p);
       uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
-      uint64_t bit = 1ull << (blk_index(pg, p) & 31);
       while (!atomic_compare_exchange_weak_explicit(
-          &pg->leak_recs, &w, (w + (1ull << 32)) | bit, memory_order_relaxed,
-          memory_order_relaxed)) {
+          &pg->leak_recs, &w, (w + (1ull << 32)) | (1ull << (i & 31)),
+          memory_order_seq_cst, memory_order_relaxed)) {
       }
+      /* after the count (seq_cst): see leaks_free_marked; a bit already
+       * set (full mode: most) needs no locked instruction */
+      uint8_t bit = (uint8_t)(1u << (i & 7));
+      if (!(atomic_load(&pg->leak_bits) & bit))
+        atomic_fetch_or(&pg->leak_bits, bit);
     }
   }
   return p;
 }
 
-/* Block idx of small page pg about to be freed: its leak record is looked
- * up only when the page's leak_recs has the block's bit (a line the free
- * reads anyway; never while records are off, lk then NULL); a record
- * found and removed lowers the count, the last one clears the bits. */
-static inline void leaks_free_small(nnmem__leaks_t *lk, page_t *pg, void *ptr,
-                                    uint32_t idx) {
+/* leaks_free_small's rare case: the block's bit is set in leak_bits (a
+ * superset of leak_recs's mask folded to 8 bits). The record is looked up
+ * when leak_recs has the block's bit too; a record found and removed
+ * lowers the count, the last one clears the mask and leak_bits. A
+ * recorded allocation (owner thread) raises the count, then sets its bit
+ * in leak_bits; the thread that takes the count to 0 clears leak_bits,
+ * then reads leak_recs again and restores the bits of any record added
+ * meanwhile (all seq_cst: either that read sees the new record, or the
+ * clear came before its bit was set). A stale bit only costs this look. */
+static __attribute__((noinline)) void leaks_free_marked(nnmem__leaks_t *lk,
+                                                        page_t *pg, void *ptr,
+                                                        uint32_t idx) {
   uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
-  if (__builtin_expect((w >> (idx & 31)) & 1, 0) &&
-      nnmem__leaks_maybe(lk, ptr) && nnmem__leaks_on_free(lk, ptr)) {
-    uint64_t n;
-    do {
-      n = w - (1ull << 32);
-      if ((n >> 32) == 0) n = 0;
-    } while (!atomic_compare_exchange_weak_explicit(
-        &pg->leak_recs, &w, n, memory_order_relaxed, memory_order_relaxed));
+  if (!((w >> (idx & 31)) & 1) || !nnmem__leaks_maybe(lk, ptr) ||
+      !nnmem__leaks_on_free(lk, ptr))
+    return;
+  uint64_t n;
+  do {
+    n = w - (1ull << 32);
+    if ((n >> 32) == 0) n = 0;
+  } while (!atomic_compare_exchange_weak_explicit(
+      &pg->leak_recs, &w, n, memory_order_seq_cst, memory_order_relaxed));
+  if (n) return;
+  atomic_store(&pg->leak_bits, 0);
+  uint64_t m = atomic_load(&pg->leak_recs) & 0xFFFFFFFFu;
+  m |= m >> 16;
+  m |= m >> 8;
+  if (m & 0xFF) atomic_fetch_or(&pg->leak_bits, (uint8_t)(m & 0xFF));
+}
+
+/* Block idx of small page pg about to be freed: one byte of the header
+ * line every free reads, 0 while records are off (no test of a->leaks:
+ * the mark is that test). */
+static inline void leaks_free_small(nnmem_allocator_t *a, page_t *pg, void *ptr,
+                                    uint32_t idx) {
+  uint8_t bits = atomic_load_explicit(&pg->leak_bits, memory_order_relaxed);
+  if (__builtin_expect((bits >> (idx & 7)) & 1, 0)) {
+    nnmem__leaks_t *lk = leaks_of(a); /* set: the bit was */
+    if (lk) leaks_free_marked(lk, pg, ptr, idx);
   }
 }
 
@@ -890,7 +929,9 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   if (__builtin_expect(pr != NULL, 0))
     return alloc_profiled(a, pr, size, 16, NULL, 0);
   nnmem__leaks_t *lk = leaks_of(a);
-  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_wants(lk, size))
+  if (__builtin_expect(lk != NULL, 0) &&
+      nnmem__leaks_wants_slot(
+          atomic_load_explicit(&a->leak_slot, memory_order_relaxed), size))
     return alloc_recorded(a, lk, size, 16, NULL, 0);
   /* a current cache implies thread caches (no_cache never makes one) */
   if (__builtin_expect(size > SMALL_MAX || tls_cur.a != a ||
@@ -1041,7 +1082,6 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   if (!ptr) return NNMEM_OK;
   /* leak records go before the free (once freed, another thread may get
    * the address): by page for a small block, by the filter for the rest */
-  nnmem__leaks_t *lk = leaks_of(a);
   nnmem_profiler_t *pr = prof_of(a);
   if (__builtin_expect(pr != NULL, 0)) nnmem__profiler_on_free(pr, ptr);
   if (a->free_batch && (uintptr_t)ptr & (PAGE_SIZE - 1)) {
@@ -1051,9 +1091,9 @@ static __attribute__((noinline)) nnmem_status_t free_general(
     tcache_t *tc;
     if (v && (tc = cache_get(a)) != NULL) {
       page_t *pg = span_head((uintptr_t)ptr, v);
-      if (__builtin_expect(lk != NULL, 0)) {
+      if (__builtin_expect(leaks_of(a) != NULL, 0)) {
         int64_t k = small_index(pg, ptr); /* < 0: misuse, at the flush */
-        if (k >= 0) leaks_free_small(lk, pg, ptr, (uint32_t)k);
+        if (k >= 0) leaks_free_small(a, pg, ptr, (uint32_t)k);
       }
       tc->pendpg[tc->npend] = pg;
       tc->pend[tc->npend++] = ptr;
@@ -1063,14 +1103,14 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   }
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (!pg) {
+    nnmem__leaks_t *lk = leaks_of(a);
     if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
       (void)nnmem__leaks_on_free(lk, ptr);
     return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
   }
   int64_t idx = small_index(pg, ptr);
   if (__builtin_expect(idx < 0, 0)) return misuse(a);
-  if (__builtin_expect(lk != NULL, 0))
-    leaks_free_small(lk, pg, ptr, (uint32_t)idx);
+  leaks_free_small(a, pg, ptr, (uint32_t)idx);
   /* NULL tc: a thread past its cache's exit */
   return small_free(a, cache_get(a), pg, ptr, (uint32_t)idx);
 }
@@ -1357,6 +1397,9 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
     nnmem_allocator_destroy(a);
     return st;
   }
+  if (lk)
+    atomic_store_explicit(&a->leak_slot, nnmem__leaks_slot(lk),
+                          memory_order_relaxed);
   atomic_store_explicit(&a->leaks, lk, memory_order_release);
   *out = a;
   return NNMEM_OK;
@@ -1486,6 +1529,8 @@ nnmem_status_t nnmem_allocator_leaks_enable(nnmem_allocator_t *a,
     nnmem__leaks_destroy(lk); /* another thread won the race */
     return NNMEM_ERR_STATE;
   }
+  atomic_store_explicit(&a->leak_slot, nnmem__leaks_slot(lk),
+                        memory_order_relaxed);
   return NNMEM_OK;
 }
 

@@ -52,6 +52,18 @@ static inline int nnmem__leaks_wants(const nnmem__leaks_t *lk, size_t size) {
   return (nnmem__leaks_left[h->slot] -= (int64_t)size) <= 0;
 }
 
+/* The records' countdown slot, which the allocator keeps beside its
+ * records pointer (nnmem__leaks_wants_slot). */
+static inline uint32_t nnmem__leaks_slot(const nnmem__leaks_t *lk) {
+  return ((const nnmem__leaks_head_t *)lk)->slot;
+}
+
+/* nnmem__leaks_wants with the slot already at hand: the countdown does
+ * not wait on a load through the records pointer. */
+static inline int nnmem__leaks_wants_slot(uint32_t slot, size_t size) {
+  return (nnmem__leaks_left[slot] -= (int64_t)size) <= 0;
+}
+
 /* 1 in full mode: any block may have a record (every free looks). 0 in
  * sampled mode: the allocator counts the records of each small page, and
  * a free on a page without any skips the records. */
