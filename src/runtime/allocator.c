@@ -356,14 +356,13 @@ static inline page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
   return pg->magic == PAGE_MAGIC ? pg : NULL;
 }
 
-/* The header of a block that was a cache's when it was pushed on a
- * remote stack, or NULL when its span is no longer registered. */
+/* The header of the span the registry names for ptr (a block that was a
+ * cache's when it was queued or pushed on a remote stack), or NULL when no
+ * span is registered there. No header read. */
 static inline page_t *block_page(nnmem_allocator_t *a, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
-  _Atomic uint8_t *leaf =
-      atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
-  unsigned v = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
-                                    memory_order_acquire);
+  _Atomic uint8_t *s = reg_slot(a, p, 0);
+  unsigned v = s ? atomic_load_explicit(s, memory_order_acquire) : 0;
   return v ? span_head(p, v) : NULL;
 }
 
@@ -1086,11 +1085,9 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   if (__builtin_expect(pr != NULL, 0)) nnmem__profiler_on_free(pr, ptr);
   if (a->free_batch && (uintptr_t)ptr & (PAGE_SIZE - 1)) {
     /* queued: the registry alone says "a span" (no header read) */
-    _Atomic uint8_t *s = reg_slot(a, (uintptr_t)ptr, 0);
-    unsigned v = s ? atomic_load_explicit(s, memory_order_acquire) : 0;
+    page_t *pg = block_page(a, ptr);
     tcache_t *tc;
-    if (v && (tc = cache_get(a)) != NULL) {
-      page_t *pg = span_head((uintptr_t)ptr, v);
+    if (pg && (tc = cache_get(a)) != NULL) {
       if (__builtin_expect(leaks_of(a) != NULL, 0)) {
         int64_t k = small_index(pg, ptr); /* < 0: misuse, at the flush */
         if (k >= 0) leaks_free_small(a, pg, ptr, (uint32_t)k);
@@ -1128,13 +1125,10 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
                            tls_cur.a != a || tls_cur.id != a->id,
                        0))
     return 0;
-  _Atomic uint8_t *leaf =
-      atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
+  _Atomic uint8_t *s = reg_slot(a, p, 0);
   unsigned v;
-  if (__builtin_expect(
-          !leaf || !(v = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
-                                              memory_order_acquire)),
-          0))
+  if (__builtin_expect(!s || !(v = atomic_load_explicit(s, memory_order_acquire)),
+                       0))
     return 0; /* not a span's unit */
   tcache_t *tc = tls_cur.tc;
   tc->pendpg[tc->npend] = span_head(p, v);
