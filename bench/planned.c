@@ -16,17 +16,12 @@
  *      the same events timed: wall time / operations (allocations + frees,
  *      step markers included in the time) and / allocations; median of
  *      --repeat (default 7); served and fallback counts;
- *   3b. the cost of the allocation calls alone, by difference: the same
- *      replay on a fresh serving object in which every allocation call is
- *      replaced by a load of the pointer the full run got (frees and step
- *      markers still run: the frees then find no live block, one probe
- *      sequence as before); (full - without allocs) / allocations, each the
- *      median of --repeat, the rounds interleaved with the full runs;
- *   3c. the bench's own loop alone: the same events with no library call
+ *   3b. the bench's own loop alone: the same events with no library call
  *      at all (allocations load the full run's pointers, frees load their
- *      pointer into a sink, no step markers); (full - loop) / allocations
- *      is the library's time per allocation (its alloc, its free, its
- *      share of the step markers), next to the whole replay's;
+ *      pointer into a sink, no step markers), rounds interleaved with the
+ *      full runs; (full - loop) / allocations is the library's time per
+ *      allocation (its alloc, its free, its share of the step markers),
+ *      next to the whole replay's;
  *   4. the tiered pool on the same trace (nnmem_pool_replay on an unbacked
  *      simulated device: wall time / operations, peak reserved), median;
  *   5. rows to OUT.csv (default bench-planned.csv).
@@ -110,9 +105,9 @@ static ev_t *make_events(const nnmem_problem_t *p, size_t *n_out) {
 
 static void *volatile sink;
 
-/* Plays the events; returns the seconds taken. With `given` (3b), an
- * allocation is not called: its pointer is loaded from given[]; with
- * `loop_only` too (3c), nothing of the library is called. */
+/* Plays the events; returns the seconds taken. With `loop_only` (3b),
+ * nothing of the library is called: an allocation loads its pointer from
+ * given[]. */
 static double play(nnmem_planned_t *pl, const ev_t *ev, size_t n, void **ptr,
                    void *const *given, int loop_only) {
   uint32_t step = 0;
@@ -132,8 +127,7 @@ static double play(nnmem_planned_t *pl, const ev_t *ev, size_t n, void **ptr,
       step++;
     }
     if (ev[i].size)
-      ptr[ev[i].buf] =
-          given ? given[ev[i].buf] : nnmem_planned_alloc(pl, ev[i].size);
+      ptr[ev[i].buf] = nnmem_planned_alloc(pl, ev[i].size);
     else
       nnmem_planned_free(pl, ptr[ev[i].buf]);
   }
@@ -182,31 +176,25 @@ static void bench_trace(const char *path, const char *name, int repeat,
   nnmem_planned_config_t pc;
   nnmem_planned_config_init(&pc);
   pc.base = base;
-  double t[MAX_REPEAT], t0[MAX_REPEAT], tl[MAX_REPEAT];
+  double t[MAX_REPEAT], tl[MAX_REPEAT];
   void **given = calloc(n, sizeof *given);
   nnmem_planned_stats_t ps = {0};
-  for (int r = 0; r < repeat; r++)
-    for (int without = 0; without < 2; without++) {
-      st = nnmem_planned_serve(a, rec, nnmem_plan_offsets(plan), &pc, &pl, &d);
-      if (st != NNMEM_OK) {
-        printf("  %-12s serve failed: %s\n", name, d.message);
-        munmap(base, height);
-        free(given);
-        goto out;
-      }
-      if (!without) {
-        t[r] = play(pl, ev, nev, ptr, NULL, 0);
-        nnmem_planned_stats(pl, &ps);
-        memcpy(given, ptr, n * sizeof *given);
-        tl[r] = play(NULL, ev, nev, ptr, given, 1);
-      } else {
-        t0[r] = play(pl, ev, nev, ptr, given, 0);
-      }
-      nnmem_planned_destroy(pl);
+  for (int r = 0; r < repeat; r++) {
+    st = nnmem_planned_serve(a, rec, nnmem_plan_offsets(plan), &pc, &pl, &d);
+    if (st != NNMEM_OK) {
+      printf("  %-12s serve failed: %s\n", name, d.message);
+      munmap(base, height);
+      free(given);
+      goto out;
     }
+    t[r] = play(pl, ev, nev, ptr, NULL, 0);
+    nnmem_planned_stats(pl, &ps);
+    nnmem_planned_destroy(pl);
+    memcpy(given, ptr, n * sizeof *given);
+    tl[r] = play(NULL, ev, nev, ptr, given, 1);
+  }
   free(given);
-  double sec = median(t, repeat), sec0 = median(t0, repeat),
-         secl = median(tl, repeat);
+  double sec = median(t, repeat), secl = median(tl, repeat);
   size_t allocs = nev / 2;
   /* 4. the tiered pool */
   double tt[MAX_REPEAT];
@@ -220,17 +208,15 @@ static void bench_trace(const char *path, const char *name, int repeat,
   }
   double tns = median(tt, repeat);
   printf(
-      "  %-12s %7zu %8.2f %8.2f %8.2f %8.2f %8.2f %14llu %14llu %14llu "
+      "  %-12s %7zu %8.2f %8.2f %8.2f %8.2f %14llu %14llu %14llu "
       "%7llu/%llu\n",
       name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
-      (sec - secl) * 1e9 / (double)allocs, (sec - sec0) * 1e9 / (double)allocs,
-      tns, (unsigned long long)height,
+      (sec - secl) * 1e9 / (double)allocs, tns, (unsigned long long)height,
       (unsigned long long)rr.peak_reserved_bytes, (unsigned long long)lb,
       (unsigned long long)ps.served, (unsigned long long)ps.allocs);
-  fprintf(csv, "%s,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu\n",
+  fprintf(csv, "%s,%zu,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu\n",
           name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
-          (sec - secl) * 1e9 / (double)allocs,
-          (sec - sec0) * 1e9 / (double)allocs, tns, (unsigned long long)height,
+          (sec - secl) * 1e9 / (double)allocs, tns, (unsigned long long)height,
           (unsigned long long)rr.peak_reserved_bytes, (unsigned long long)lb,
           (unsigned long long)ps.served, (unsigned long long)ps.fallback);
   munmap(base, height);
@@ -286,17 +272,17 @@ int main(int argc, char **argv) {
   if (!csv) return 1;
   fprintf(csv,
           "trace,allocs,planned_ns_per_op,planned_ns_per_alloc,"
-          "planned_library_ns_per_alloc,planned_alloc_call_ns,"
+          "planned_library_ns_per_alloc,"
           "tiered_ns_per_op,plan_height,tiered_peak_reserved,"
           "lower_bound,served,fallback\n");
   printf(
       "record -> plan -> serve, median of %d; plan/op, plan/alc: wall time "
       "of the replay (allocs, frees, steps) / operations, / allocations; lib/"
-      "alc: (replay - the bench loop alone) / allocations; alc call: (replay "
-      "- replay without the allocation calls) / allocations\n",
+      "alc: (replay - the bench loop alone) / allocations, the library's "
+      "alloc, free and step markers\n",
       repeat);
-  printf("  %-12s %7s %8s %8s %8s %8s %8s %14s %14s %14s %s\n", "trace",
-         "allocs", "plan/op", "plan/alc", "lib/alc", "alc call", "tier/op",
+  printf("  %-12s %7s %8s %8s %8s %8s %14s %14s %14s %s\n", "trace",
+         "allocs", "plan/op", "plan/alc", "lib/alc", "tier/op",
          "plan height", "tiered peak", "lower bound", "served");
   for (int i = 0; i < nn; i++) {
     char path[8192], name[256];

@@ -8,35 +8,45 @@
  * Serving, built once from the plan:
  *   start[s]  index of the first buffer whose first step is s (buffers are
  *             in recording order, so step s owns start[s] .. start[s+1]-1);
- *   req[b]    {size, offset, slot} of buffer b, in request order;
- *   ends[]    {last step, buffer, slot} sorted by last step, with a
- *             cursor (the step boundary reads it in order);
- *   oslot[]   a static hash of the distinct offsets (open addressing,
- *             Fibonacci hashing, load <= 1/8 of the distinct offsets: one
- *             probe nearly always; never deleted from): {offset + 1, 1 +
- *             the buffer now served there or 0}; req[b].slot is the entry
- *             of b's offset;
+ *   req[b]    {size, offset} of buffer b, in request order;
+ *   ends[]    {offset, last step, buffer, done} in the expected free order:
+ *             by planned last step, then buffer; pos[b] is b's entry;
+ *   oslot[]   a static hash of the distinct offsets {offset + 1, the
+ *             buffers planned there: obuf[lo .. lo + count), ascending};
  *   cur, end  start[step] + k and start[step + 1], kept by the step
- *             boundary, so a request reads neither start[] nor k.
+ *             boundary, so a request reads neither start[] nor k;
+ *   fc        the first entry of ends[] not done (every one before it is
+ *             freed or was never served): the free the run should make
+ *             next if it frees in the recorded order.
  *
- *   request k of step s --> start[s] + k = i --> req[i] {size, off, slot}
- *                                                  |              |
- *   free(base + off) --hash(off)--> oslot[slot] {off + 1, live = i + 1}
+ *   request k of step s --> start[s] + k = i --> req[i] {size, off}
+ *   free(base + off) == base + ends[j].off, j in fc .. fc + 15, same last
+ *                                       --> ends[j].done, fc moves on
+ *   any other free in range --hash(off)--> obuf: the buffer at off with the
+ *                                           largest index < cur
  *
- * Steps of one request (O(1), no hashing):
+ * A request (O(1), no hashing, nothing written but cur):
  *   1. i = cur (= start[step] + k, k = requests so far in this step);
- *   2. if serving is on, i < end and req[i].size == size: cur++, set
- *      oslot[req[i].slot].live = i + 1 and return base + req[i].off (the
- *      inline fast path: no register saved);
- *   3. otherwise (out of line) cur++ all the same, count the divergence
- *      and return nnmem_alloc(a, size).
- * A free inside the plan's range: one probe sequence to the offset's entry
- * (its key is the offset: an entry found with live != 0 is the block),
- * live = 0; no entry or live == 0 is misuse (counted, ignored).
- * At each step end, every buffer b with last <= the new step must not be
- * live (oslot[slot].live != b + 1; amortized O(1): the ends[] cursor); one
- * that is disables serving. Each buffer is requested at most once (steps and
- * cur only grow), so a served buffer is never live twice.
+ *   2. if serving is on, i < end and req[i].size == size: cur++ and return
+ *      base + req[i].off (the inline fast path: no register saved);
+ *   3. otherwise (out of line) cur++ all the same, mark ends[pos[i]] done
+ *      (b will never be freed from the plan), count the divergence and
+ *      return nnmem_alloc(a, size).
+ * A free, fast path: the pointer is base + the offset of one of the first
+ * FREE_SCAN entries from fc with the same planned end as ends[fc] (the
+ * frees due in this step, in any order), not done, whose buffer has been
+ * requested (index < cur): done, and fc moves over the done entries (a run
+ * that frees as recorded reads ends[] nearly sequentially and touches no
+ * table at random). Otherwise, inside the plan's range: the offset's
+ * buffers; at most one requested buffer there can be live (the verified
+ * plan gives buffers at one offset disjoint lifetimes and none is served
+ * while an earlier one overstays), the one with the largest index < cur;
+ * not done: it is freed; done: misuse (counted, ignored).
+ * At each step end, the requests the step planned but never got are done,
+ * and every entry with last <= the new step must be done (amortized O(1):
+ * a cursor over ends[]); one that is not disables serving.
+ * Each buffer is requested at most once (steps and cur only grow), so a
+ * served buffer is never live twice.
  *
  * Invariant (why served blocks never overlap): a block is served at step s
  * only if no served block with a planned last <= s is live (checked at the
@@ -54,31 +64,42 @@
 #include "nnmem/planned.h"
 #include "runtime/pool_internal.h"
 
+/* How many entries of a step's expected frees the free fast path scans
+ * (frees of one step may come in any order). */
+enum { FREE_SCAN = 16 };
+
 typedef struct planned_buf {
   uint64_t size, first, last; /* recording: last 0 while live */
 } planned_buf_t;
 
-/* A buffer's end, for the step boundary check (sorted by last, index). */
-typedef struct end_key {
-  uint64_t last;
-  uint32_t index, slot;
-} end_key_t;
+/* One buffer's end, in the expected free order (by last, then index): the
+ * free fast path compares the pointer with ends[fc].off, the step boundary
+ * reads `last` and `done` in order. */
+typedef struct planned_end {
+  uint64_t off, last;
+  uint32_t index;
+  uint32_t done; /* 1: freed, or never to be freed from the plan */
+} planned_end_t;
+
+/* One step of the plan: its first request (buffers in recording order, so
+ * step s requests start[s] .. start[s + 1] - 1) and how many entries of
+ * ends[] have last <= s (those must all be done when step s begins). */
+typedef struct planned_step {
+  uint32_t start, ended;
+} planned_step_t;
 
 /* One request of the served run, in request order (the k-th request of
  * step s is req[start[s] + k]: the alloc path reads consecutive entries). */
 typedef struct planned_req {
   uint64_t size, off;
-  uint32_t slot; /* index of off in the offset hash */
-  uint32_t pad_;
 } planned_req_t;
 
-/* One distinct offset of the plan: key = offset + 1 (0: empty entry), live
- * = 1 + the buffer now served there (0: none). A free finds its entry by
- * one probe sequence and reads and clears `live` in the same line. */
+/* One distinct offset of the plan: key = offset + 1 (0: empty entry); the
+ * buffers planned at it are obuf[lo .. lo + count), ascending. Read only
+ * by frees off the recorded order. */
 typedef struct planned_slot {
   uint64_t key;
-  uint32_t live;
-  uint32_t pad_;
+  uint32_t lo, count;
 } planned_slot_t;
 
 struct nnmem_planned {
@@ -88,14 +109,15 @@ struct nnmem_planned {
   planned_req_t *req; /* by buffer (recording order = request order) */
   uint64_t cur, end;  /* request index: next, end of this step's */
   char *base;
-  uint64_t span;          /* the plan's height: [base, base + span) is served */
-  planned_slot_t *oslot;  /* static offset hash */
-  uint32_t omask, oshift; /* ocap - 1; 64 - log2(ocap): hash_in's shift */
-  size_t ocap;
+  planned_end_t *ends; /* by (last, index); nends entries (0 recording) */
+  uint64_t fc, nends;  /* first entry not done; count */
   nnmem_allocator_t *a;
   int auto_steps, any_alloc;
   uint64_t step;
   nnmem_planned_stats_t st;
+  /* counted off the fast paths; stats derives served and allocs */
+  uint64_t skipped;  /* planned requests a step never made */
+  uint64_t consumed_unserved; /* planned requests served by `a` */
   /* recording */
   planned_buf_t *buf;
   size_t n, cap;
@@ -103,9 +125,12 @@ struct nnmem_planned {
   uint32_t *val;
   size_t mcap, mcount;
   /* serving */
-  uint32_t *start;
-  end_key_t *ends;
-  uint64_t nsteps, end_cur;
+  planned_step_t *steps; /* [0, nsteps] */
+  uint32_t *pos;  /* buffer -> its entry in ends[] */
+  uint32_t *obuf; /* buffers grouped by offset (oslot) */
+  planned_slot_t *oslot;
+  size_t ocap;
+  uint64_t nsteps, ec; /* ec: ends[] checked by the step boundary */
   void *owned_base;
 };
 
@@ -224,41 +249,64 @@ static void *record_alloc(nnmem_planned_t *r, size_t size) {
 
 /* ---- serving ----------------------------------------------------------- */
 
-/* The offset hash entry of `off`, or NULL when no buffer starts there. */
-static inline planned_slot_t *off_slot(const nnmem_planned_t *r, uint64_t off) {
-  size_t m = r->omask, h = (size_t)((off * 0x9E3779B97F4A7C15ULL) >> r->oshift);
-  for (;; h = (h + 1) & m) {
-    planned_slot_t *e = &r->oslot[h];
-    if (e->key == off + 1) return e;
-    if (!e->key) return NULL;
-  }
-}
-
 /* cur and end for the current step (serving); past the plan's steps no
  * request is planned (cur == end). */
 static void step_window(nnmem_planned_t *r) {
   if (r->step < r->nsteps) {
-    r->cur = r->start[r->step];
-    r->end = r->start[r->step + 1];
+    r->cur = r->steps[r->step].start;
+    r->end = r->steps[r->step + 1].start;
   } else {
     r->cur = r->end = r->n;
   }
 }
 
-static void advance(nnmem_planned_t *r) {
-  r->step++;
-  r->st.steps++;
-  if (!r->serving) return;
-  step_window(r);
-  while (r->end_cur < r->n && r->ends[r->end_cur].last <= r->step) {
-    const end_key_t *e = &r->ends[r->end_cur];
-    if (r->oslot[e->slot].live == e->index + 1) {
+/* Moves fc over the done entries. */
+static inline void skip_done(nnmem_planned_t *r) {
+  uint64_t j = r->fc;
+  while (j < r->nends && r->ends[j].done)
+    j++;
+  r->fc = j;
+}
+
+/* Entries up to `upto` (those with last <= the step) not done: they
+ * overstay; serving stops. Entries before ec were counted already. */
+static __attribute__((noinline)) void overstay(nnmem_planned_t *r,
+                                               uint64_t upto) {
+  uint64_t j = r->ec > r->fc ? r->ec : r->fc;
+  for (; j < upto; j++)
+    if (!r->ends[j].done) {
       r->st.overstayed++;
       r->st.disabled = 1;
       r->fast = 0;
     }
-    r->end_cur++;
+  if (upto > r->ec) r->ec = upto;
+}
+
+static __attribute__((noinline)) void skip_requests(nnmem_planned_t *r) {
+  r->skipped += r->end - r->cur;
+  for (uint64_t i = r->cur; i < r->end; i++)
+    r->ends[r->pos[i]].done = 1;
+  skip_done(r);
+}
+
+static void advance(nnmem_planned_t *r) {
+  r->step++;
+  if (!r->serving) return;
+  if (__builtin_expect(r->cur < r->end, 0))
+    skip_requests(r); /* planned requests this step did not make */
+  if (__builtin_expect(r->step < r->nsteps, 1)) {
+    const planned_step_t *s = &r->steps[r->step];
+    r->cur = s->start;
+    r->end = s[1].start;
+    /* entries before fc are done; those before s->ended end by now */
+    if (__builtin_expect(r->fc < s->ended, 0)) overstay(r, s->ended);
+    return;
   }
+  r->cur = r->end = r->n; /* past the plan's steps: nothing is planned */
+  uint64_t j = r->ec > r->fc ? r->ec : r->fc;
+  while (j < r->nends && r->ends[j].last <= r->step)
+    j++;
+  if (r->fc < j) overstay(r, j);
 }
 
 void nnmem_step(nnmem_planned_t *r) {
@@ -272,17 +320,18 @@ static __attribute__((noinline)) void *alloc_slow(nnmem_planned_t *r,
   if (!r || size == 0) return NULL;
   if (r->auto_steps && r->any_alloc) advance(r);
   r->any_alloc = 1;
-  r->st.allocs++;
-  if (!r->serving) return record_alloc(r, size);
+  if (!r->serving) {
+    r->st.allocs++;
+    return record_alloc(r, size);
+  }
   uint64_t i = r->cur;
   if (i < r->end) {
     r->cur = i + 1; /* each buffer is requested once: cur only grows */
     const planned_req_t *q = &r->req[i];
-    if (!r->st.disabled && q->size == size) {
-      r->oslot[q->slot].live = (uint32_t)i + 1;
-      r->st.served++;
-      return r->base + q->off;
-    }
+    if (!r->st.disabled && q->size == size) return r->base + q->off;
+    r->consumed_unserved++;
+    r->ends[r->pos[i]].done = 1; /* never freed from the plan */
+    skip_done(r);
     if (!r->st.disabled) r->st.size_diverged++;
   } else if (!r->st.disabled) {
     r->st.order_diverged++; /* past the step's planned count, or its steps */
@@ -300,14 +349,33 @@ void *nnmem_planned_alloc(nnmem_planned_t *r, size_t size) {
                        0))
     return alloc_slow(r, size);
   r->cur = i + 1;
-  r->oslot[q->slot].live = (uint32_t)i + 1;
-  r->st.allocs++;
-  r->st.served++;
   return r->base + q->off;
 }
 
-/* Every free but one of a served block: recording, a pointer outside the
- * plan's range, misuse. */
+/* The buffer planned at `off` that may be live now: the one with the
+ * largest index < cur; -1 when none is (no buffer starts at off, or none
+ * there has been requested). */
+static int64_t live_candidate(const nnmem_planned_t *r, uint64_t off) {
+  size_t m = r->ocap - 1, h = hash_in(off, r->ocap);
+  for (;; h = (h + 1) & m) {
+    const planned_slot_t *e = &r->oslot[h];
+    if (!e->key) return -1;
+    if (e->key != off + 1) continue;
+    const uint32_t *v = r->obuf + e->lo;
+    size_t lo = 0, hi = e->count; /* first with index >= cur */
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (v[mid] < r->cur)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo ? (int64_t)v[lo - 1] : -1;
+  }
+}
+
+/* Every free but one in the recorded order: recording, a pointer outside
+ * the plan's range, a free off the order, misuse. */
 static __attribute__((noinline)) void free_slow(nnmem_planned_t *r, void *ptr) {
   if (!r || !ptr) return;
   if (!r->serving) {
@@ -317,24 +385,61 @@ static __attribute__((noinline)) void free_slow(nnmem_planned_t *r, void *ptr) {
     return;
   }
   uintptr_t p = (uintptr_t)ptr, lo = (uintptr_t)r->base;
-  if (p >= lo && p - lo < r->st.height) {
+  if (p < lo || p - lo >= r->st.height) {
+    nnmem_free(r->a, ptr);
+    return;
+  }
+  int64_t b = live_candidate(r, p - lo);
+  planned_end_t *e = b >= 0 ? &r->ends[r->pos[b]] : NULL;
+  if (!e || e->done) {
     r->st.misuse++; /* interior, never served or already freed */
     return;
   }
-  nnmem_free(r->a, ptr);
+  e->done = 1;
+  skip_done(r);
+}
+
+/* A free that is not ends[fc]'s: the frees the recorded order expects now
+ * are ends[fc] and the entries after it with the same planned end (a
+ * step's frees may come in any order), at most FREE_SCAN of them; offsets
+ * within one such group are distinct (their blocks are all live just
+ * before that end). Anything else: free_slow. */
+static __attribute__((noinline)) void free_scan(nnmem_planned_t *r,
+                                                void *ptr) {
+  uint64_t j = r->fc, lim = j + FREE_SCAN,
+           off = (uintptr_t)ptr - (uintptr_t)r->base;
+  const uint64_t last = r->ends[j].last;
+  if (lim > r->nends) lim = r->nends;
+  for (j++; j < lim && r->ends[j].last == last; j++) {
+    planned_end_t *e = &r->ends[j];
+    if (e->off == off && !e->done && e->index < r->cur) {
+      e->done = 1; /* requested, not done: live at its offset */
+      return;
+    }
+  }
+  free_slow(r, ptr);
 }
 
 void nnmem_planned_free(nnmem_planned_t *r, void *ptr) {
-  uintptr_t p = (uintptr_t)ptr, lo;
-  planned_slot_t *e;
-  if (__builtin_expect(!r || !r->serving || p < (lo = (uintptr_t)r->base) ||
-                           p - lo >= r->span || !(e = off_slot(r, p - lo)) ||
-                           !e->live,
-                       0)) {
+  uint64_t j;
+  planned_end_t *e;
+  if (__builtin_expect(!r || (j = r->fc) >= r->nends, 0)) {
     free_slow(r, ptr);
     return;
   }
-  e->live = 0; /* the entry's key is ptr's offset: the block is found */
+  e = &r->ends[j];
+  if (__builtin_expect((uintptr_t)ptr - (uintptr_t)r->base != e->off ||
+                           e->index >= r->cur,
+                       0)) {
+    free_scan(r, ptr);
+    return;
+  }
+  /* the next free in the recorded order: entries before fc are done, so
+   * this one is requested, not done, and live at its offset */
+  e->done = 1;
+  for (j++; j < r->nends && r->ends[j].done; j++)
+    ;
+  r->fc = j;
 }
 
 static nnmem_status_t check_trace(const nnmem_problem_t *p, uint64_t *nsteps,
@@ -376,9 +481,57 @@ static nnmem_status_t check_trace(const nnmem_problem_t *p, uint64_t *nsteps,
 }
 
 static int by_last(const void *x, const void *y) {
-  const end_key_t *a = x, *b = y;
+  const planned_end_t *a = x, *b = y;
   if (a->last != b->last) return a->last < b->last ? -1 : 1;
   return (a->index > b->index) - (a->index < b->index);
+}
+
+typedef struct off_idx {
+  uint64_t off;
+  uint32_t index, pad_;
+} off_idx_t;
+
+static int by_off(const void *x, const void *y) {
+  const off_idx_t *a = x, *b = y;
+  if (a->off != b->off) return a->off < b->off ? -1 : 1;
+  return (a->index > b->index) - (a->index < b->index);
+}
+
+/* The offset table: distinct offsets -> their buffers, ascending. */
+static nnmem_status_t build_offsets(nnmem_planned_t *r, size_t n,
+                                    const uint64_t *offsets) {
+  off_idx_t *o = malloc(n * sizeof *o);
+  r->obuf = malloc(n * sizeof *r->obuf);
+  if (!o || !r->obuf) {
+    free(o);
+    return NNMEM_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++)
+    o[i] = (off_idx_t){offsets[i], (uint32_t)i, 0};
+  qsort(o, n, sizeof *o, by_off);
+  size_t distinct = 0;
+  for (size_t i = 0; i < n; i++) {
+    distinct += i == 0 || o[i].off != o[i - 1].off;
+    r->obuf[i] = o[i].index;
+  }
+  r->ocap = 2;
+  while (r->ocap < 2 * distinct) /* load <= 1/2 */
+    r->ocap *= 2;
+  r->oslot = calloc(r->ocap, sizeof *r->oslot);
+  if (!r->oslot) {
+    free(o);
+    return NNMEM_ERR_NOMEM;
+  }
+  for (size_t i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && o[j].off == o[i].off; j++)
+      ;
+    size_t h = hash_in(o[i].off, r->ocap);
+    while (r->oslot[h].key)
+      h = (h + 1) & (r->ocap - 1);
+    r->oslot[h] = (planned_slot_t){o[i].off + 1, (uint32_t)i, (uint32_t)(j - i)};
+  }
+  free(o);
+  return NNMEM_OK;
 }
 
 static nnmem_status_t build(nnmem_planned_t *r, const nnmem_problem_t *p,
@@ -387,46 +540,29 @@ static nnmem_status_t build(nnmem_planned_t *r, const nnmem_problem_t *p,
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   r->n = n;
   r->req = malloc(n * sizeof *r->req);
-  r->start = calloc(r->nsteps + 1, sizeof *r->start);
+  r->steps = calloc(r->nsteps + 1, sizeof *r->steps);
   r->ends = malloc(n * sizeof *r->ends);
-  if (!r->req || !r->start || !r->ends) return NNMEM_ERR_NOMEM;
-  /* two passes: count the distinct offsets in a table sized for n (load
-   * <= 1/2), then the table the run uses, sized for them at load <= 1/8:
-   * nearly every free then finds its entry at the first probe, and the
-   * probe loop's branch is predicted (at load 1/2, measured on
-   * iopddl_S_1's ~7,200 offsets: 1.4 probes and ~40% slower replays) */
-  size_t distinct = 0;
-  for (int pass = 0; pass < 2; pass++) {
-    size_t want = pass ? 4 * distinct : n;
-    free(r->oslot);
-    r->ocap = 2;
-    while (r->ocap < 2 * want)
-      r->ocap *= 2;
-    r->oslot = calloc(r->ocap, sizeof *r->oslot);
-    if (!r->oslot) return NNMEM_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++) {
-      size_t h = hash_in(offsets[i], r->ocap);
-      while (r->oslot[h].key && r->oslot[h].key != offsets[i] + 1)
-        h = (h + 1) & (r->ocap - 1);
-      if (!r->oslot[h].key) distinct += !pass;
-      r->oslot[h].key = offsets[i] + 1;
-      r->req[i] = (planned_req_t){b[i].size, offsets[i], (uint32_t)h, 0};
-      r->ends[i] = (end_key_t){b[i].last, (uint32_t)i, (uint32_t)h};
-    }
-  }
-  r->omask = (uint32_t)(r->ocap - 1);
-  r->oshift = 64u - (uint32_t)__builtin_ctzll((unsigned long long)r->ocap);
+  r->pos = malloc(n * sizeof *r->pos);
+  if (!r->req || !r->steps || !r->ends || !r->pos) return NNMEM_ERR_NOMEM;
   for (size_t i = 0; i < n; i++) {
-    r->start[b[i].first + 1]++;
+    r->req[i] = (planned_req_t){b[i].size, offsets[i]};
+    r->ends[i] = (planned_end_t){offsets[i], b[i].last, (uint32_t)i, 0};
+    r->steps[b[i].first + 1].start++;
     if (offsets[i] + b[i].size > r->st.height)
       r->st.height = offsets[i] + b[i].size;
   }
-  r->span = r->st.height;
-  for (uint64_t s = 0; s < r->nsteps; s++)
-    r->start[s + 1] += r->start[s];
   qsort(r->ends, n, sizeof *r->ends, by_last);
+  for (size_t j = 0; j < n; j++)
+    r->pos[r->ends[j].index] = (uint32_t)j;
+  r->nends = n;
+  for (uint64_t s = 0, j = 0; s <= r->nsteps; s++) {
+    if (s < r->nsteps) r->steps[s + 1].start += r->steps[s].start;
+    while (j < n && r->ends[j].last <= s)
+      j++;
+    r->steps[s].ended = (uint32_t)j;
+  }
   step_window(r);
-  return NNMEM_OK;
+  return build_offsets(r, n, offsets);
 }
 
 nnmem_status_t nnmem_planned_serve(nnmem_allocator_t *a,
@@ -527,6 +663,11 @@ nnmem_status_t nnmem_planned_stats(const nnmem_planned_t *r,
                                    nnmem_planned_stats_t *out) {
   if (!r || !out) return NNMEM_ERR_INVALID;
   *out = r->st;
+  out->steps = r->step;
+  if (r->serving) { /* the fast paths count nothing but cur */
+    out->served = r->cur - r->skipped - r->consumed_unserved;
+    out->allocs = out->served + r->st.fallback;
+  }
   return NNMEM_OK;
 }
 
@@ -539,8 +680,10 @@ void nnmem_planned_destroy(nnmem_planned_t *r) {
   free(r->key);
   free(r->val);
   free(r->req);
-  free(r->start);
+  free(r->steps);
   free(r->ends);
+  free(r->pos);
+  free(r->obuf);
   free(r->oslot);
   free(r);
 }

@@ -6,11 +6,13 @@
  * 2. Plans over 4 MiB high are skipped (the harness serves from real
  *    memory); otherwise nnmem_planned_serve: on error the output is NULL
  *    and diag says why.
- * 3. On success the run the plan describes is played twice - as planned,
- *    then with every third request 8 bytes bigger (divergence): each block
- *    is filled with its index when allocated and checked when freed, so
- *    two served blocks that overlap while live are caught whatever the
- *    plan says; every request must get memory.
+ * 3. On success the run the plan describes is played three times - as
+ *    planned, with every third request 8 bytes bigger (divergence), and
+ *    with each step's frees in reverse order (the fast path's scan and the
+ *    offset table): each block is filled with its index when allocated
+ *    and checked when freed, so two served blocks that overlap while live
+ *    are caught whatever the plan says; every request must get memory,
+ *    and the stats must account for every request (served + fallback).
  * Findings: sanitizer reports, crashes, aborts on broken invariants.
  * Linked either with libFuzzer or with replay_main.c. Not thread-safe. */
 #include <string.h>
@@ -19,8 +21,11 @@
 
 enum { MAX_HEIGHT = 4u << 20, MAX_BUFS = 512 };
 
-static void play(nnmem_planned_t *pl, const nnmem_buffer_t *b, size_t n,
-                 int bump) {
+/* Returns the number of requests made. mode 1: bump, 2: frees reversed. */
+static uint64_t play(nnmem_planned_t *pl, const nnmem_buffer_t *b, size_t n,
+                     int mode) {
+  int bump = mode == 1;
+  uint64_t nreq = 0;
   static unsigned char *ptr[MAX_BUFS];
   static uint64_t size[MAX_BUFS];
   uint64_t step = 0, end = 0;
@@ -31,18 +36,22 @@ static void play(nnmem_planned_t *pl, const nnmem_buffer_t *b, size_t n,
       if (b[i].first == step) {
         size[i] = b[i].size + (bump && i % 3 == 0 ? 8 : 0);
         ptr[i] = nnmem_planned_alloc(pl, size[i]);
+        nreq++;
         if (!ptr[i]) fuzz_fail("a request got no memory", NULL);
         memset(ptr[i], (int)(i & 0xFF), size[i]);
       }
-    for (size_t i = 0; i < n; i++)
+    for (size_t q = 0; q < n; q++) {
+      size_t i = mode == 2 ? n - 1 - q : q;
       if (b[i].last == step + 1) {
         for (uint64_t k = 0; k < size[i]; k++)
           if (ptr[i][k] != (unsigned char)(i & 0xFF))
             fuzz_fail("a served block was overwritten while live", NULL);
         nnmem_planned_free(pl, ptr[i]);
       }
+    }
     nnmem_step(pl);
   }
+  return nreq;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -62,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       small = 0;
   nnmem_allocator_t *a = NULL;
   if (small && nnmem_allocator_create(NULL, &a) == NNMEM_OK) {
-    for (int bump = 0; bump < 2; bump++) {
+    for (int mode = 0; mode < 3; mode++) {
       nnmem_planned_t *pl = (nnmem_planned_t *)&diag;
       diag.message[0] = '\0';
       if (nnmem_planned_serve(a, p, offs, NULL, &pl, &diag) != NNMEM_OK) {
@@ -70,11 +79,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!diag.message[0]) fuzz_fail("error without a message", NULL);
         break;
       }
-      play(pl, b, n, bump);
+      uint64_t nreq = play(pl, b, n, mode);
       nnmem_planned_stats_t st;
       if (nnmem_planned_stats(pl, &st) != NNMEM_OK ||
-          st.served + st.fallback != st.allocs)
+          st.served + st.fallback != nreq || st.allocs != nreq)
         fuzz_fail("served + fallback != requests", NULL);
+      if (mode != 1 && st.fallback != 0)
+        fuzz_fail("a run as planned fell back", NULL);
       nnmem_planned_destroy(pl);
     }
     nnmem_allocator_destroy(a);

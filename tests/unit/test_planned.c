@@ -65,14 +65,42 @@ static void check(const void *p, uint32_t size, uint32_t tag) {
              (unsigned long long)seed_g);
 }
 
+/* How a served run may free differently from the recording, all without
+ * diverging: a step's frees reversed or shuffled (the recording keeps no
+ * order within a step), or one block freed right after its allocation
+ * (earlier than recorded). */
+enum { FREES_AS_RECORDED, FREES_REVERSED, FREES_SHUFFLED };
+
 /* Plays `r` on `pl`; `bump` (when not UINT32_MAX) adds 16 bytes to that
- * block's request; `late` delays that block's free to the end. */
-static void play(nnmem_planned_t *pl, const run_t *r, int auto_steps,
-                 uint32_t bump, uint32_t late, void **ptrs) {
-  uint32_t size[MAXB];
+ * block's request; `late` delays that block's free to the end; `early`
+ * frees that block as soon as it is filled; `order` one of FREES_*. */
+static void play_ex(nnmem_planned_t *pl, const run_t *r, int auto_steps,
+                    uint32_t bump, uint32_t late, uint32_t early, int order,
+                    void **ptrs) {
+  static uint32_t size[MAXB];
+  static ev_t ev[4 * MAXB];
+  uint64_t seed = seed_g ^ 0x5eed;
+  memcpy(ev, r->ev, r->n * sizeof *ev);
+  for (size_t i = 0, j; i < r->n; i = j) { /* a step's frees, reordered */
+    for (j = i + 1; j < r->n && ev[j].step == ev[i].step &&
+                    ev[j].kind == ev[i].kind;
+         j++)
+      ;
+    if (ev[i].kind != 1 || order == FREES_AS_RECORDED) continue;
+    for (size_t k = j - 1; k > i; k--) { /* reversed: swap the ends in;
+                                             shuffled: Fisher-Yates */
+      size_t o = order == FREES_REVERSED
+                     ? i + (j - 1 - k)
+                     : i + (size_t)(tu_rand(&seed) % (k - i + 1));
+      if (order == FREES_REVERSED && o >= k) break;
+      ev_t t = ev[k];
+      ev[k] = ev[o];
+      ev[o] = t;
+    }
+  }
   uint32_t step = 0;
   for (size_t i = 0; i < r->n; i++) {
-    const ev_t *e = &r->ev[i];
+    const ev_t *e = &ev[i];
     while (!auto_steps && step < e->step) {
       nnmem_step(pl);
       step++;
@@ -82,7 +110,11 @@ static void play(nnmem_planned_t *pl, const run_t *r, int auto_steps,
       ptrs[e->block] = nnmem_planned_alloc(pl, size[e->block]);
       assert_non_null(ptrs[e->block]);
       fill(ptrs[e->block], size[e->block], e->block);
-    } else if (e->block != late) {
+      if (e->block == early) {
+        nnmem_planned_free(pl, ptrs[e->block]);
+        ptrs[e->block] = NULL;
+      }
+    } else if (e->block != late && e->block != early) {
       check(ptrs[e->block], size[e->block], e->block);
       nnmem_planned_free(pl, ptrs[e->block]);
       ptrs[e->block] = NULL;
@@ -90,6 +122,11 @@ static void play(nnmem_planned_t *pl, const run_t *r, int auto_steps,
   }
   for (uint32_t b = 0; b < r->nblocks; b++)
     if (ptrs[b]) check(ptrs[b], size[b], b);
+}
+
+static void play(nnmem_planned_t *pl, const run_t *r, int auto_steps,
+                 uint32_t bump, uint32_t late, void **ptrs) {
+  play_ex(pl, r, auto_steps, bump, late, UINT32_MAX, FREES_AS_RECORDED, ptrs);
 }
 
 /* Record `r`, write the CSV, read it back, plan, write the plan JSON. */
@@ -155,6 +192,21 @@ static void round_trip(uint64_t seed, int auto_steps) {
     }
   assert_true(hi - lo < height);
   nnmem_planned_destroy(pl);
+
+  /* frees reversed or shuffled within their steps, one block freed early:
+   * still everything from the plan, nothing misused, blocks intact */
+  for (int order = FREES_REVERSED; order <= FREES_SHUFFLED; order++) {
+    memset(ptrs, 0, MAXB * sizeof *ptrs);
+    assert_ok(nnmem_planned_load(a, json, &pc, &pl, &d));
+    play_ex(pl, &r, auto_steps, UINT32_MAX, UINT32_MAX,
+            order == FREES_SHUFFLED ? r.nblocks / 3 : UINT32_MAX, order, ptrs);
+    assert_ok(nnmem_planned_stats(pl, &st));
+    assert_int_equal(st.served, r.nblocks);
+    assert_int_equal(st.fallback, 0);
+    assert_int_equal(st.misuse, 0);
+    assert_int_equal(st.disabled, 0);
+    nnmem_planned_destroy(pl);
+  }
 
   /* one request 16 bytes bigger: that one falls back, the rest served */
   memset(ptrs, 0, MAXB * sizeof *ptrs);
