@@ -16,6 +16,9 @@
  *      the same events timed: wall time / operations (allocations + frees,
  *      step markers included in the time) and / allocations; median of
  *      --repeat (default 7); served and fallback counts;
+ *   3a. the same served run through nnmem/planned_inline.h (the fast
+ *      paths in line, the library called for the rest), rounds
+ *      interleaved;
  *   3b. the bench's own loop alone: the same events with no library call
  *      at all (allocations load the full run's pointers, frees load their
  *      pointer into a sink, no step markers), rounds interleaved with the
@@ -36,6 +39,7 @@
 #include <time.h>
 
 #include "nnmem/nnmem.h"
+#include "nnmem/planned_inline.h"
 #include "bench_util.h"
 
 #ifndef NNMEM_DEFAULT_DATA_DIR
@@ -104,6 +108,24 @@ static ev_t *make_events(const nnmem_problem_t *p, size_t *n_out) {
 }
 
 static void *volatile sink;
+
+/* The served run through the inline fast paths (3a). */
+static double play_inline(nnmem_planned_t *pl, const ev_t *ev, size_t n,
+                          void **ptr) {
+  uint32_t step = 0;
+  double t0 = now();
+  for (size_t i = 0; i < n; i++) {
+    while (step < ev[i].t) {
+      nnmem_step_inline(pl);
+      step++;
+    }
+    if (ev[i].size)
+      ptr[ev[i].buf] = nnmem_planned_alloc_inline(pl, ev[i].size);
+    else
+      nnmem_planned_free_inline(pl, ptr[ev[i].buf]);
+  }
+  return now() - t0;
+}
 
 /* Plays the events; returns the seconds taken. With `loop_only` (3b),
  * nothing of the library is called: an allocation loads its pointer from
@@ -176,7 +198,8 @@ static void bench_trace(const char *path, const char *name, int repeat,
   nnmem_planned_config_t pc;
   nnmem_planned_config_init(&pc);
   pc.base = base;
-  double t[MAX_REPEAT], tl[MAX_REPEAT];
+  double t[MAX_REPEAT], tl[MAX_REPEAT], ti[MAX_REPEAT];
+  nnmem_planned_stats_t pi = {0};
   void **given = calloc(n, sizeof *given);
   nnmem_planned_stats_t ps = {0};
   for (int r = 0; r < repeat; r++) {
@@ -192,9 +215,23 @@ static void bench_trace(const char *path, const char *name, int repeat,
     nnmem_planned_destroy(pl);
     memcpy(given, ptr, n * sizeof *given);
     tl[r] = play(NULL, ev, nev, ptr, given, 1);
+    st = nnmem_planned_serve(a, rec, nnmem_plan_offsets(plan), &pc, &pl, &d);
+    if (st != NNMEM_OK) {
+      printf("  %-12s serve failed: %s\n", name, d.message);
+      munmap(base, height);
+      free(given);
+      goto out;
+    }
+    ti[r] = play_inline(pl, ev, nev, ptr);
+    nnmem_planned_stats(pl, &pi);
+    nnmem_planned_destroy(pl);
+    if (pi.served != ps.served || pi.fallback != ps.fallback)
+      printf("  %-12s inline run served %llu, fallback %llu: differs\n", name,
+             (unsigned long long)pi.served, (unsigned long long)pi.fallback);
   }
   free(given);
-  double sec = median(t, repeat), secl = median(tl, repeat);
+  double sec = median(t, repeat), secl = median(tl, repeat),
+         seci = median(ti, repeat);
   size_t allocs = nev / 2;
   /* 4. the tiered pool */
   double tt[MAX_REPEAT];
@@ -208,15 +245,18 @@ static void bench_trace(const char *path, const char *name, int repeat,
   }
   double tns = median(tt, repeat);
   printf(
-      "  %-12s %7zu %8.2f %8.2f %8.2f %8.2f %14llu %14llu %14llu "
-      "%7llu/%llu\n",
+      "  %-12s %7zu %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %14llu %14llu "
+      "%14llu %7llu/%llu\n",
       name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
-      (sec - secl) * 1e9 / (double)allocs, tns, (unsigned long long)height,
+      (sec - secl) * 1e9 / (double)allocs, seci * 1e9 / (double)allocs,
+      (seci - secl) * 1e9 / (double)allocs, tns, (unsigned long long)height,
       (unsigned long long)rr.peak_reserved_bytes, (unsigned long long)lb,
       (unsigned long long)ps.served, (unsigned long long)ps.allocs);
-  fprintf(csv, "%s,%zu,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu\n",
+  fprintf(csv,
+          "%s,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu\n",
           name, allocs, sec * 1e9 / (double)nev, sec * 1e9 / (double)allocs,
-          (sec - secl) * 1e9 / (double)allocs, tns, (unsigned long long)height,
+          (sec - secl) * 1e9 / (double)allocs, seci * 1e9 / (double)allocs,
+          (seci - secl) * 1e9 / (double)allocs, tns, (unsigned long long)height,
           (unsigned long long)rr.peak_reserved_bytes, (unsigned long long)lb,
           (unsigned long long)ps.served, (unsigned long long)ps.fallback);
   munmap(base, height);
@@ -272,17 +312,20 @@ int main(int argc, char **argv) {
   if (!csv) return 1;
   fprintf(csv,
           "trace,allocs,planned_ns_per_op,planned_ns_per_alloc,"
-          "planned_library_ns_per_alloc,"
+          "planned_library_ns_per_alloc,inline_ns_per_alloc,"
+          "inline_library_ns_per_alloc,"
           "tiered_ns_per_op,plan_height,tiered_peak_reserved,"
           "lower_bound,served,fallback\n");
   printf(
       "record -> plan -> serve, median of %d; plan/op, plan/alc: wall time "
       "of the replay (allocs, frees, steps) / operations, / allocations; lib/"
       "alc: (replay - the bench loop alone) / allocations, the library's "
-      "alloc, free and step markers\n",
+      "alloc, free and step markers; inl rep, inl/alc: plan/alc and lib/alc "
+      "through nnmem/planned_inline.h\n",
       repeat);
-  printf("  %-12s %7s %8s %8s %8s %8s %14s %14s %14s %s\n", "trace",
-         "allocs", "plan/op", "plan/alc", "lib/alc", "tier/op",
+  printf("  %-12s %7s %8s %8s %8s %8s %8s %8s %14s %14s %14s %s\n",
+         "trace", "allocs", "plan/op", "plan/alc", "lib/alc", "inl rep",
+         "inl/alc", "tier/op",
          "plan height", "tiered peak", "lower bound", "served");
   for (int i = 0; i < nn; i++) {
     char path[8192], name[256];

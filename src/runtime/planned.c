@@ -62,6 +62,7 @@
 #include "nnmem/io.h"
 #include "nnmem/plan.h"
 #include "nnmem/planned.h"
+#include "nnmem/planned_inline.h"
 #include "runtime/pool_internal.h"
 
 /* How many entries of a step's expected frees the free fast path scans
@@ -72,27 +73,13 @@ typedef struct planned_buf {
   uint64_t size, first, last; /* recording: last 0 while live */
 } planned_buf_t;
 
-/* One buffer's end, in the expected free order (by last, then index): the
- * free fast path compares the pointer with ends[fc].off, the step boundary
- * reads `last` and `done` in order. */
-typedef struct planned_end {
-  uint64_t off, last;
-  uint32_t index;
-  uint32_t done; /* 1: freed, or never to be freed from the plan */
-} planned_end_t;
-
-/* One step of the plan: its first request (buffers in recording order, so
- * step s requests start[s] .. start[s + 1] - 1) and how many entries of
- * ends[] have last <= s (those must all be done when step s begins). */
-typedef struct planned_step {
-  uint32_t start, ended;
-} planned_step_t;
-
-/* One request of the served run, in request order (the k-th request of
- * step s is req[start[s] + k]: the alloc path reads consecutive entries). */
-typedef struct planned_req {
-  uint64_t size, off;
-} planned_req_t;
+/* Types of the fast paths (planned_end_t: one buffer's end in the
+ * expected free order; planned_step_t: a step's first request and how
+ * many ends[] entries end by it; planned_req_t: a request) are public in
+ * nnmem/planned_inline.h, with the object's first fields. */
+typedef nnmem_planned_end_t planned_end_t;
+typedef nnmem_planned_step_t planned_step_t;
+typedef nnmem_planned_req_t planned_req_t;
 
 /* One distinct offset of the plan: key = offset + 1 (0: empty entry); the
  * buffers planned at it are obuf[lo .. lo + count), ascending. Read only
@@ -103,20 +90,15 @@ typedef struct planned_slot {
 } planned_slot_t;
 
 struct nnmem_planned {
-  /* the fast paths' fields first, in one 64-byte line: fast = serving, no
-   * auto steps, not disabled */
-  int fast, serving;
-  planned_req_t *req; /* by buffer (recording order = request order) */
-  uint64_t cur, end;  /* request index: next, end of this step's */
-  char *base;
-  planned_end_t *ends; /* by (last, index); nends entries (0 recording) */
-  uint64_t fc, nends;  /* first entry not done; count */
+  /* first: the fast paths' fields (nnmem/planned_inline.h; h.fast is
+   * NNMEM_PLANNED_HOT_ABI when serving, no auto steps, not disabled) */
+  nnmem_planned_hot_t h;
+  int serving;
   nnmem_allocator_t *a;
   int auto_steps, any_alloc;
-  uint64_t step;
   nnmem_planned_stats_t st;
   /* counted off the fast paths; stats derives served and allocs */
-  uint64_t skipped;  /* planned requests a step never made */
+  uint64_t skipped;           /* planned requests a step never made */
   uint64_t consumed_unserved; /* planned requests served by `a` */
   /* recording */
   planned_buf_t *buf;
@@ -125,12 +107,11 @@ struct nnmem_planned {
   uint32_t *val;
   size_t mcap, mcount;
   /* serving */
-  planned_step_t *steps; /* [0, nsteps] */
   uint32_t *pos;  /* buffer -> its entry in ends[] */
   uint32_t *obuf; /* buffers grouped by offset (oslot) */
   planned_slot_t *oslot;
   size_t ocap;
-  uint64_t nsteps, ec; /* ec: ends[] checked by the step boundary */
+  uint64_t ec; /* ends[] checked by the step boundary */
   void *owned_base;
 };
 
@@ -243,7 +224,7 @@ static void *record_alloc(nnmem_planned_t *r, size_t size) {
     nnmem_free(r->a, p);
     return NULL;
   }
-  r->buf[r->n++] = (planned_buf_t){size, r->step, 0};
+  r->buf[r->n++] = (planned_buf_t){size, r->h.step, 0};
   return p;
 }
 
@@ -252,61 +233,61 @@ static void *record_alloc(nnmem_planned_t *r, size_t size) {
 /* cur and end for the current step (serving); past the plan's steps no
  * request is planned (cur == end). */
 static void step_window(nnmem_planned_t *r) {
-  if (r->step < r->nsteps) {
-    r->cur = r->steps[r->step].start;
-    r->end = r->steps[r->step + 1].start;
+  if (r->h.step < r->h.nsteps) {
+    r->h.cur = r->h.steps[r->h.step].start;
+    r->h.end = r->h.steps[r->h.step + 1].start;
   } else {
-    r->cur = r->end = r->n;
+    r->h.cur = r->h.end = r->n;
   }
 }
 
 /* Moves fc over the done entries. */
 static inline void skip_done(nnmem_planned_t *r) {
-  uint64_t j = r->fc;
-  while (j < r->nends && r->ends[j].done)
+  uint64_t j = r->h.fc;
+  while (j < r->h.nends && r->h.ends[j].done)
     j++;
-  r->fc = j;
+  r->h.fc = j;
 }
 
 /* Entries up to `upto` (those with last <= the step) not done: they
  * overstay; serving stops. Entries before ec were counted already. */
 static __attribute__((noinline)) void overstay(nnmem_planned_t *r,
                                                uint64_t upto) {
-  uint64_t j = r->ec > r->fc ? r->ec : r->fc;
+  uint64_t j = r->ec > r->h.fc ? r->ec : r->h.fc;
   for (; j < upto; j++)
-    if (!r->ends[j].done) {
+    if (!r->h.ends[j].done) {
       r->st.overstayed++;
       r->st.disabled = 1;
-      r->fast = 0;
+      r->h.fast = 0;
     }
   if (upto > r->ec) r->ec = upto;
 }
 
 static __attribute__((noinline)) void skip_requests(nnmem_planned_t *r) {
-  r->skipped += r->end - r->cur;
-  for (uint64_t i = r->cur; i < r->end; i++)
-    r->ends[r->pos[i]].done = 1;
+  r->skipped += r->h.end - r->h.cur;
+  for (uint64_t i = r->h.cur; i < r->h.end; i++)
+    r->h.ends[r->pos[i]].done = 1;
   skip_done(r);
 }
 
 static void advance(nnmem_planned_t *r) {
-  r->step++;
+  r->h.step++;
   if (!r->serving) return;
-  if (__builtin_expect(r->cur < r->end, 0))
+  if (__builtin_expect(r->h.cur < r->h.end, 0))
     skip_requests(r); /* planned requests this step did not make */
-  if (__builtin_expect(r->step < r->nsteps, 1)) {
-    const planned_step_t *s = &r->steps[r->step];
-    r->cur = s->start;
-    r->end = s[1].start;
+  if (__builtin_expect(r->h.step < r->h.nsteps, 1)) {
+    const planned_step_t *s = &r->h.steps[r->h.step];
+    r->h.cur = s->start;
+    r->h.end = s[1].start;
     /* entries before fc are done; those before s->ended end by now */
-    if (__builtin_expect(r->fc < s->ended, 0)) overstay(r, s->ended);
+    if (__builtin_expect(r->h.fc < s->ended, 0)) overstay(r, s->ended);
     return;
   }
-  r->cur = r->end = r->n; /* past the plan's steps: nothing is planned */
-  uint64_t j = r->ec > r->fc ? r->ec : r->fc;
-  while (j < r->nends && r->ends[j].last <= r->step)
+  r->h.cur = r->h.end = r->n; /* past the plan's steps: nothing is planned */
+  uint64_t j = r->ec > r->h.fc ? r->ec : r->h.fc;
+  while (j < r->h.nends && r->h.ends[j].last <= r->h.step)
     j++;
-  if (r->fc < j) overstay(r, j);
+  if (r->h.fc < j) overstay(r, j);
 }
 
 void nnmem_step(nnmem_planned_t *r) {
@@ -324,13 +305,13 @@ static __attribute__((noinline)) void *alloc_slow(nnmem_planned_t *r,
     r->st.allocs++;
     return record_alloc(r, size);
   }
-  uint64_t i = r->cur;
-  if (i < r->end) {
-    r->cur = i + 1; /* each buffer is requested once: cur only grows */
-    const planned_req_t *q = &r->req[i];
-    if (!r->st.disabled && q->size == size) return r->base + q->off;
+  uint64_t i = r->h.cur;
+  if (i < r->h.end) {
+    r->h.cur = i + 1; /* each buffer is requested once: cur only grows */
+    const planned_req_t *q = &r->h.req[i];
+    if (!r->st.disabled && q->size == size) return r->h.base + q->off;
     r->consumed_unserved++;
-    r->ends[r->pos[i]].done = 1; /* never freed from the plan */
+    r->h.ends[r->pos[i]].done = 1; /* never freed from the plan */
     skip_done(r);
     if (!r->st.disabled) r->st.size_diverged++;
   } else if (!r->st.disabled) {
@@ -344,12 +325,12 @@ void *nnmem_planned_alloc(nnmem_planned_t *r, size_t size) {
   uint64_t i;
   const planned_req_t *q;
   /* size 0 fails the size test: no planned buffer has size 0 */
-  if (__builtin_expect(!r || !r->fast || (i = r->cur) >= r->end ||
-                           (q = &r->req[i])->size != size,
+  if (__builtin_expect(!r || !r->h.fast || (i = r->h.cur) >= r->h.end ||
+                           (q = &r->h.req[i])->size != size,
                        0))
     return alloc_slow(r, size);
-  r->cur = i + 1;
-  return r->base + q->off;
+  r->h.cur = i + 1;
+  return r->h.base + q->off;
 }
 
 /* The buffer planned at `off` that may be live now: the one with the
@@ -365,7 +346,7 @@ static int64_t live_candidate(const nnmem_planned_t *r, uint64_t off) {
     size_t lo = 0, hi = e->count; /* first with index >= cur */
     while (lo < hi) {
       size_t mid = (lo + hi) / 2;
-      if (v[mid] < r->cur)
+      if (v[mid] < r->h.cur)
         lo = mid + 1;
       else
         hi = mid;
@@ -380,17 +361,17 @@ static __attribute__((noinline)) void free_slow(nnmem_planned_t *r, void *ptr) {
   if (!r || !ptr) return;
   if (!r->serving) {
     int64_t b = map_take(r, (uintptr_t)ptr);
-    if (b >= 0) r->buf[b].last = r->step + 1;
+    if (b >= 0) r->buf[b].last = r->h.step + 1;
     nnmem_free(r->a, ptr); /* a foreign pointer: counted by the allocator */
     return;
   }
-  uintptr_t p = (uintptr_t)ptr, lo = (uintptr_t)r->base;
+  uintptr_t p = (uintptr_t)ptr, lo = (uintptr_t)r->h.base;
   if (p < lo || p - lo >= r->st.height) {
     nnmem_free(r->a, ptr);
     return;
   }
   int64_t b = live_candidate(r, p - lo);
-  planned_end_t *e = b >= 0 ? &r->ends[r->pos[b]] : NULL;
+  planned_end_t *e = b >= 0 ? &r->h.ends[r->pos[b]] : NULL;
   if (!e || e->done) {
     r->st.misuse++; /* interior, never served or already freed */
     return;
@@ -406,13 +387,13 @@ static __attribute__((noinline)) void free_slow(nnmem_planned_t *r, void *ptr) {
  * before that end). Anything else: free_slow. */
 static __attribute__((noinline)) void free_scan(nnmem_planned_t *r,
                                                 void *ptr) {
-  uint64_t j = r->fc, lim = j + FREE_SCAN,
-           off = (uintptr_t)ptr - (uintptr_t)r->base;
-  const uint64_t last = r->ends[j].last;
-  if (lim > r->nends) lim = r->nends;
-  for (j++; j < lim && r->ends[j].last == last; j++) {
-    planned_end_t *e = &r->ends[j];
-    if (e->off == off && !e->done && e->index < r->cur) {
+  uint64_t j = r->h.fc, lim = j + FREE_SCAN,
+           off = (uintptr_t)ptr - (uintptr_t)r->h.base;
+  const uint64_t last = r->h.ends[j].last;
+  if (lim > r->h.nends) lim = r->h.nends;
+  for (j++; j < lim && r->h.ends[j].last == last; j++) {
+    planned_end_t *e = &r->h.ends[j];
+    if (e->off == off && !e->done && e->index < r->h.cur) {
       e->done = 1; /* requested, not done: live at its offset */
       return;
     }
@@ -423,13 +404,13 @@ static __attribute__((noinline)) void free_scan(nnmem_planned_t *r,
 void nnmem_planned_free(nnmem_planned_t *r, void *ptr) {
   uint64_t j;
   planned_end_t *e;
-  if (__builtin_expect(!r || (j = r->fc) >= r->nends, 0)) {
+  if (__builtin_expect(!r || (j = r->h.fc) >= r->h.nends, 0)) {
     free_slow(r, ptr);
     return;
   }
-  e = &r->ends[j];
-  if (__builtin_expect((uintptr_t)ptr - (uintptr_t)r->base != e->off ||
-                           e->index >= r->cur,
+  e = &r->h.ends[j];
+  if (__builtin_expect((uintptr_t)ptr - (uintptr_t)r->h.base != e->off ||
+                           e->index >= r->h.cur,
                        0)) {
     free_scan(r, ptr);
     return;
@@ -437,9 +418,9 @@ void nnmem_planned_free(nnmem_planned_t *r, void *ptr) {
   /* the next free in the recorded order: entries before fc are done, so
    * this one is requested, not done, and live at its offset */
   e->done = 1;
-  for (j++; j < r->nends && r->ends[j].done; j++)
+  for (j++; j < r->h.nends && r->h.ends[j].done; j++)
     ;
-  r->fc = j;
+  r->h.fc = j;
 }
 
 static nnmem_status_t check_trace(const nnmem_problem_t *p, uint64_t *nsteps,
@@ -539,27 +520,27 @@ static nnmem_status_t build(nnmem_planned_t *r, const nnmem_problem_t *p,
   size_t n = nnmem_problem_count(p);
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   r->n = n;
-  r->req = malloc(n * sizeof *r->req);
-  r->steps = calloc(r->nsteps + 1, sizeof *r->steps);
-  r->ends = malloc(n * sizeof *r->ends);
+  r->h.req = malloc(n * sizeof *r->h.req);
+  r->h.steps = calloc(r->h.nsteps + 1, sizeof *r->h.steps);
+  r->h.ends = malloc(n * sizeof *r->h.ends);
   r->pos = malloc(n * sizeof *r->pos);
-  if (!r->req || !r->steps || !r->ends || !r->pos) return NNMEM_ERR_NOMEM;
+  if (!r->h.req || !r->h.steps || !r->h.ends || !r->pos) return NNMEM_ERR_NOMEM;
   for (size_t i = 0; i < n; i++) {
-    r->req[i] = (planned_req_t){b[i].size, offsets[i]};
-    r->ends[i] = (planned_end_t){offsets[i], b[i].last, (uint32_t)i, 0};
-    r->steps[b[i].first + 1].start++;
+    r->h.req[i] = (planned_req_t){b[i].size, offsets[i]};
+    r->h.ends[i] = (planned_end_t){offsets[i], b[i].last, (uint32_t)i, 0};
+    r->h.steps[b[i].first + 1].start++;
     if (offsets[i] + b[i].size > r->st.height)
       r->st.height = offsets[i] + b[i].size;
   }
-  qsort(r->ends, n, sizeof *r->ends, by_last);
+  qsort(r->h.ends, n, sizeof *r->h.ends, by_last);
   for (size_t j = 0; j < n; j++)
-    r->pos[r->ends[j].index] = (uint32_t)j;
-  r->nends = n;
-  for (uint64_t s = 0, j = 0; s <= r->nsteps; s++) {
-    if (s < r->nsteps) r->steps[s + 1].start += r->steps[s].start;
-    while (j < n && r->ends[j].last <= s)
+    r->pos[r->h.ends[j].index] = (uint32_t)j;
+  r->h.nends = n;
+  for (uint64_t s = 0, j = 0; s <= r->h.nsteps; s++) {
+    if (s < r->h.nsteps) r->h.steps[s + 1].start += r->h.steps[s].start;
+    while (j < n && r->h.ends[j].last <= s)
       j++;
-    r->steps[s].ended = (uint32_t)j;
+    r->h.steps[s].ended = (uint32_t)j;
   }
   step_window(r);
   return build_offsets(r, n, offsets);
@@ -586,16 +567,16 @@ nnmem_status_t nnmem_planned_serve(nnmem_allocator_t *a,
   r->a = a;
   r->serving = 1;
   r->auto_steps = c.auto_steps != 0;
-  r->fast = !r->auto_steps;
+  r->h.fast = r->auto_steps ? 0 : NNMEM_PLANNED_HOT_ABI;
   r->st.size = sizeof r->st;
-  r->nsteps = nsteps;
+  r->h.nsteps = nsteps;
   st = build(r, problem, offsets);
   if (st == NNMEM_OK) {
-    r->base = c.base;
-    if (!r->base) {
+    r->h.base = c.base;
+    if (!r->h.base) {
       r->owned_base = nnmem_alloc_aligned(a, r->st.height, 64);
-      r->base = r->owned_base;
-      if (!r->base) st = NNMEM_ERR_NOMEM;
+      r->h.base = r->owned_base;
+      if (!r->h.base) st = NNMEM_ERR_NOMEM;
     }
   }
   if (st != NNMEM_OK) {
@@ -638,7 +619,7 @@ nnmem_status_t nnmem_planned_problem(const nnmem_planned_t *r,
     const planned_buf_t *b = &r->buf[i];
     snprintf(id, sizeof id, "%zu", i);
     st = nnmem_problem_add(p, id, b->size, 1, b->first,
-                           b->last ? b->last : r->step + 1, NULL);
+                           b->last ? b->last : r->h.step + 1, NULL);
   }
   if (st != NNMEM_OK) {
     nnmem_problem_destroy(p);
@@ -663,9 +644,9 @@ nnmem_status_t nnmem_planned_stats(const nnmem_planned_t *r,
                                    nnmem_planned_stats_t *out) {
   if (!r || !out) return NNMEM_ERR_INVALID;
   *out = r->st;
-  out->steps = r->step;
+  out->steps = r->h.step;
   if (r->serving) { /* the fast paths count nothing but cur */
-    out->served = r->cur - r->skipped - r->consumed_unserved;
+    out->served = r->h.cur - r->skipped - r->consumed_unserved;
     out->allocs = out->served + r->st.fallback;
   }
   return NNMEM_OK;
@@ -679,9 +660,9 @@ void nnmem_planned_destroy(nnmem_planned_t *r) {
   free(r->buf);
   free(r->key);
   free(r->val);
-  free(r->req);
-  free(r->steps);
-  free(r->ends);
+  free(r->h.req);
+  free(r->h.steps);
+  free(r->h.ends);
   free(r->pos);
   free(r->obuf);
   free(r->oslot);

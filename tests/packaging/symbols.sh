@@ -5,7 +5,8 @@
 #   - no other symbol is exported: no internal nnmem__*, no generated onnx__*,
 #     no protobuf_c_* copy, nothing undeclared.
 # Declarations are found with perl: comments removed, then every identifier
-# nnmem_<name> followed by "(" that is not a type (*_t).
+# nnmem_<name> followed by "(" that is not a type (*_t) nor a static inline
+# function defined in the header (nnmem/planned_inline.h).
 # Environment: NNMEM_SHARED_LIB (the .so), NNMEM_HEADER_DIRS (folders holding
 # nnmem/*.h, separated by ':'), NM (nm). Exits 77 without nm or perl.
 set -u
@@ -29,7 +30,11 @@ done
 perl -0777 -ne '
   s{/\*.*?\*/}{ }gs; s{//[^\n]*}{}g;
   s{^\s*#[^\n]*(?:\\\n[^\n]*)*}{}gm;   # directives and macro bodies
-  while (/\b(nnmem_[a-z0-9_]+)\s*\(/g) { print "$1\n" unless $1 =~ /_t$/ }
+  my %inl;                             # static inline: defined in the header
+  $inl{$1} = 1 while /\bstatic\s+inline\b[^;{(]*?\b(nnmem_[a-z0-9_]+)\s*\(/g;
+  while (/\b(nnmem_[a-z0-9_]+)\s*\(/g) {
+    print "$1\n" unless $1 =~ /_t$/ || $inl{$1}
+  }
 ' "${headers[@]}" | sort -u >"$T/declared"
 
 "$NM" -D --defined-only "$NNMEM_SHARED_LIB" >"$T/nm" || exit 1

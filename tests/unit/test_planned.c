@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nnmem/planned_inline.h"
 #include "testutil.h"
 
 enum { MAXB = 4096 };
@@ -26,6 +27,28 @@ typedef struct run {
 } run_t;
 
 static uint64_t seed_g;
+
+/* Which calls play_ex makes: the library's (0), nnmem/planned_inline.h's
+ * (1), or the two alternating event by event (2). */
+static int calls_g;
+
+static void *do_alloc(nnmem_planned_t *pl, size_t n, size_t i) {
+  if (calls_g == 1 || (calls_g == 2 && i % 2))
+    return nnmem_planned_alloc_inline(pl, n);
+  return nnmem_planned_alloc(pl, n);
+}
+static void do_free(nnmem_planned_t *pl, void *p, size_t i) {
+  if (calls_g == 1 || (calls_g == 2 && i % 2))
+    nnmem_planned_free_inline(pl, p);
+  else
+    nnmem_planned_free(pl, p);
+}
+static void do_step(nnmem_planned_t *pl, size_t i) {
+  if (calls_g == 1 || (calls_g == 2 && i % 2))
+    nnmem_step_inline(pl);
+  else
+    nnmem_step(pl);
+}
 
 /* Random run: nsteps steps, each allocates 1..4 blocks of random sizes and
  * frees each live block with probability 1/3; some never freed. */
@@ -102,21 +125,21 @@ static void play_ex(nnmem_planned_t *pl, const run_t *r, int auto_steps,
   for (size_t i = 0; i < r->n; i++) {
     const ev_t *e = &ev[i];
     while (!auto_steps && step < e->step) {
-      nnmem_step(pl);
+      do_step(pl, step);
       step++;
     }
     if (e->kind == 0) {
       size[e->block] = e->size + (e->block == bump ? 16 : 0);
-      ptrs[e->block] = nnmem_planned_alloc(pl, size[e->block]);
+      ptrs[e->block] = do_alloc(pl, size[e->block], i);
       assert_non_null(ptrs[e->block]);
       fill(ptrs[e->block], size[e->block], e->block);
       if (e->block == early) {
-        nnmem_planned_free(pl, ptrs[e->block]);
+        do_free(pl, ptrs[e->block], i);
         ptrs[e->block] = NULL;
       }
     } else if (e->block != late && e->block != early) {
       check(ptrs[e->block], size[e->block], e->block);
-      nnmem_planned_free(pl, ptrs[e->block]);
+      do_free(pl, ptrs[e->block], i);
       ptrs[e->block] = NULL;
     }
   }
@@ -163,7 +186,9 @@ static const char *record_and_plan(nnmem_allocator_t *a, const run_t *r,
 
 static void round_trip(uint64_t seed, int auto_steps) {
   seed_g = seed;
-  printf("seed %llu auto_steps %d\n", (unsigned long long)seed, auto_steps);
+  printf("seed %llu auto_steps %d calls %s\n", (unsigned long long)seed,
+         auto_steps,
+         calls_g == 0 ? "library" : calls_g == 1 ? "inline" : "mixed");
   static run_t r;
   make_run(&r, seed, 300);
   nnmem_allocator_t *a;
@@ -178,6 +203,10 @@ static void round_trip(uint64_t seed, int auto_steps) {
   nnmem_planned_t *pl;
   /* the same run: everything from the plan, inside its height */
   assert_ok(nnmem_planned_load(a, json, &pc, &pl, &d));
+  /* the inline functions' contract: fast paths on exactly when serving
+   * without auto steps (and, below, off once serving is disabled) */
+  assert_int_equal(((nnmem_planned_hot_t *)(void *)pl)->fast,
+                   auto_steps ? 0u : NNMEM_PLANNED_HOT_ABI);
   play(pl, &r, auto_steps, UINT32_MAX, UINT32_MAX, ptrs);
   nnmem_planned_stats_t st;
   assert_ok(nnmem_planned_stats(pl, &st));
@@ -230,6 +259,7 @@ static void round_trip(uint64_t seed, int auto_steps) {
   play(pl, &r, auto_steps, UINT32_MAX, late, ptrs);
   assert_ok(nnmem_planned_stats(pl, &st));
   assert_int_equal(st.disabled, 1);
+  assert_int_equal(((nnmem_planned_hot_t *)(void *)pl)->fast, 0);
   assert_true(st.overstayed >= 1);
   assert_true(st.fallback > 0);
   assert_int_equal(st.served + st.fallback, r.nblocks);
@@ -240,13 +270,18 @@ static void round_trip(uint64_t seed, int auto_steps) {
 
 static void test_round_trip_steps(void **state) {
   (void)state;
-  round_trip(20261201, 0);
-  round_trip(7, 0);
+  for (calls_g = 0; calls_g < 3; calls_g++) {
+    round_trip(20261201, 0);
+    round_trip(7, 0);
+  }
+  calls_g = 0;
 }
 
 static void test_round_trip_auto(void **state) {
   (void)state;
-  round_trip(99, 1);
+  for (calls_g = 0; calls_g < 3; calls_g++)
+    round_trip(99, 1);
+  calls_g = 0;
 }
 
 /* More requests in a step than planned, and a step the plan lacks. */
