@@ -8,8 +8,8 @@
  *    and diag says why.
  * 3. On success the run the plan describes is played three times - as
  *    planned, with every third request 8 bytes bigger (divergence), and
- *    with each step's frees in reverse order (the fast path's scan and the
- *    offset table): each block is filled with its index when allocated
+ *    with each step's frees in reverse order through the inline calls (the
+ *    fast path's scan and the offset table): each block is filled with its index when allocated
  *    and checked when freed, so two served blocks that overlap while live
  *    are caught whatever the plan says; every request must get memory,
  *    and the stats must account for every request (served + fallback).
@@ -18,10 +18,12 @@
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "nnmem/planned_inline.h"
 
 enum { MAX_HEIGHT = 4u << 20, MAX_BUFS = 512 };
 
-/* Returns the number of requests made. mode 1: bump, 2: frees reversed. */
+/* Returns the number of requests made. mode 1: bump, 2: frees reversed,
+ * through nnmem/planned_inline.h. */
 static uint64_t play(nnmem_planned_t *pl, const nnmem_buffer_t *b, size_t n,
                      int mode) {
   int bump = mode == 1;
@@ -35,7 +37,8 @@ static uint64_t play(nnmem_planned_t *pl, const nnmem_buffer_t *b, size_t n,
     for (size_t i = 0; i < n; i++)
       if (b[i].first == step) {
         size[i] = b[i].size + (bump && i % 3 == 0 ? 8 : 0);
-        ptr[i] = nnmem_planned_alloc(pl, size[i]);
+        ptr[i] = mode == 2 ? nnmem_planned_alloc_inline(pl, size[i])
+                           : nnmem_planned_alloc(pl, size[i]);
         nreq++;
         if (!ptr[i]) fuzz_fail("a request got no memory", NULL);
         memset(ptr[i], (int)(i & 0xFF), size[i]);
@@ -46,10 +49,16 @@ static uint64_t play(nnmem_planned_t *pl, const nnmem_buffer_t *b, size_t n,
         for (uint64_t k = 0; k < size[i]; k++)
           if (ptr[i][k] != (unsigned char)(i & 0xFF))
             fuzz_fail("a served block was overwritten while live", NULL);
-        nnmem_planned_free(pl, ptr[i]);
+        if (mode == 2)
+          nnmem_planned_free_inline(pl, ptr[i]);
+        else
+          nnmem_planned_free(pl, ptr[i]);
       }
     }
-    nnmem_step(pl);
+    if (mode == 2)
+      nnmem_step_inline(pl);
+    else
+      nnmem_step(pl);
   }
   return nreq;
 }
