@@ -47,7 +47,8 @@ typedef struct nnmem_planned_req {
 } nnmem_planned_req_t;
 
 /* One buffer's end, in the expected free order (planned end, then
- * buffer); done: freed, or never to be freed from the plan. */
+ * buffer); done: 0 while it may be served or is live, 1 freed, 2 never to
+ * be freed from the plan (served by the pools, or never requested). */
 typedef struct nnmem_planned_end {
   uint64_t off, last;
   uint32_t index, done;

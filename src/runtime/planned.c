@@ -69,6 +69,11 @@
  * (frees of one step may come in any order). */
 enum { FREE_SCAN = 16 };
 
+/* nnmem_planned_end_t.done: 0 while the buffer may still be served or is
+ * live; freed; or requested but served by the pools / never requested
+ * (it will never be freed from the plan). */
+enum { DONE_FREED = 1, DONE_UNSERVED = 2 };
+
 typedef struct planned_buf {
   uint64_t size, first, last; /* recording: last 0 while live */
 } planned_buf_t;
@@ -266,7 +271,7 @@ static __attribute__((noinline)) void overstay(nnmem_planned_t *r,
 static __attribute__((noinline)) void skip_requests(nnmem_planned_t *r) {
   r->skipped += r->h.end - r->h.cur;
   for (uint64_t i = r->h.cur; i < r->h.end; i++)
-    r->h.ends[r->pos[i]].done = 1;
+    r->h.ends[r->pos[i]].done = DONE_UNSERVED;
   skip_done(r);
 }
 
@@ -311,7 +316,7 @@ static __attribute__((noinline)) void *alloc_slow(nnmem_planned_t *r,
     const planned_req_t *q = &r->h.req[i];
     if (!r->st.disabled && q->size == size) return r->h.base + q->off;
     r->consumed_unserved++;
-    r->h.ends[r->pos[i]].done = 1; /* never freed from the plan */
+    r->h.ends[r->pos[i]].done = DONE_UNSERVED; /* never freed from the plan */
     skip_done(r);
     if (!r->st.disabled) r->st.size_diverged++;
   } else if (!r->st.disabled) {
@@ -333,14 +338,16 @@ void *nnmem_planned_alloc(nnmem_planned_t *r, size_t size) {
   return r->h.base + q->off;
 }
 
-/* The buffer planned at `off` that may be live now: the one with the
- * largest index < cur; -1 when none is (no buffer starts at off, or none
- * there has been requested). */
-static int64_t live_candidate(const nnmem_planned_t *r, uint64_t off) {
+/* The entry of the block served at `off` and live now, or NULL. Of the
+ * buffers planned at off and requested (index < cur), only the last one
+ * served can be live (one served later would have needed the earlier to
+ * be free by its planned end, or serving stopped); those requested after
+ * it but never served are skipped (done == DONE_UNSERVED). */
+static planned_end_t *live_at(const nnmem_planned_t *r, uint64_t off) {
   size_t m = r->ocap - 1, h = hash_in(off, r->ocap);
   for (;; h = (h + 1) & m) {
     const planned_slot_t *e = &r->oslot[h];
-    if (!e->key) return -1;
+    if (!e->key) return NULL;
     if (e->key != off + 1) continue;
     const uint32_t *v = r->obuf + e->lo;
     size_t lo = 0, hi = e->count; /* first with index >= cur */
@@ -351,7 +358,11 @@ static int64_t live_candidate(const nnmem_planned_t *r, uint64_t off) {
       else
         hi = mid;
     }
-    return lo ? (int64_t)v[lo - 1] : -1;
+    while (lo > 0) {
+      planned_end_t *x = &r->h.ends[r->pos[v[--lo]]];
+      if (x->done != DONE_UNSERVED) return x->done ? NULL : x;
+    }
+    return NULL;
   }
 }
 
@@ -370,13 +381,12 @@ static __attribute__((noinline)) void free_slow(nnmem_planned_t *r, void *ptr) {
     nnmem_free(r->a, ptr);
     return;
   }
-  int64_t b = live_candidate(r, p - lo);
-  planned_end_t *e = b >= 0 ? &r->h.ends[r->pos[b]] : NULL;
-  if (!e || e->done) {
+  planned_end_t *e = live_at(r, p - lo);
+  if (!e) {
     r->st.misuse++; /* interior, never served or already freed */
     return;
   }
-  e->done = 1;
+  e->done = DONE_FREED;
   skip_done(r);
 }
 
@@ -394,7 +404,7 @@ static __attribute__((noinline)) void free_scan(nnmem_planned_t *r,
   for (j++; j < lim && r->h.ends[j].last == last; j++) {
     planned_end_t *e = &r->h.ends[j];
     if (e->off == off && !e->done && e->index < r->h.cur) {
-      e->done = 1; /* requested, not done: live at its offset */
+      e->done = DONE_FREED; /* requested, not done: live at its offset */
       return;
     }
   }
@@ -417,7 +427,7 @@ void nnmem_planned_free(nnmem_planned_t *r, void *ptr) {
   }
   /* the next free in the recorded order: entries before fc are done, so
    * this one is requested, not done, and live at its offset */
-  e->done = 1;
+  e->done = DONE_FREED;
   for (j++; j < r->h.nends && r->h.ends[j].done; j++)
     ;
   r->h.fc = j;

@@ -323,6 +323,53 @@ static void test_order_divergence(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* A late free after serving stopped, with a later buffer planned at the
+ * same offset served by the pools: the late free is the live block's (not
+ * misuse); a second free of it is misuse. `z` is never freed, so the late
+ * free of `a` is not the next one in the recorded order and takes the
+ * offset table. */
+static void test_late_free_same_offset(void **state) {
+  (void)state;
+  nnmem_problem_t *p;
+  assert_ok(nnmem_problem_create(&p));
+  assert_ok(nnmem_problem_add(p, "z", 100, 1, 0, 1, NULL));
+  assert_ok(nnmem_problem_add(p, "a", 100, 1, 0, 2, NULL));
+  assert_ok(nnmem_problem_add(p, "b", 100, 1, 2, 4, NULL));
+  uint64_t off[3] = {256, 0, 0};
+  nnmem_allocator_t *a;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  nnmem_planned_t *pl;
+  nnmem_diag_t d;
+  assert_ok(nnmem_planned_serve(a, p, off, NULL, &pl, &d));
+  char *z = nnmem_planned_alloc(pl, 100);
+  char *x = nnmem_planned_alloc(pl, 100);
+  assert_ptr_equal(z - x, 256);
+  memset(x, 1, 100);
+  nnmem_step(pl); /* z should be free by now: serving stops */
+  nnmem_step(pl);
+  char *y = nnmem_planned_alloc_inline(pl, 100); /* b, from the pools */
+  assert_true(y < x || y >= x + 100);
+  memset(y, 2, 100);
+  nnmem_planned_stats_t st;
+  assert_ok(nnmem_planned_stats(pl, &st));
+  assert_int_equal(st.disabled, 1);
+  assert_int_equal(st.overstayed, 2); /* z, then a */
+  nnmem_planned_free_inline(pl, x); /* late, not misuse */
+  assert_ok(nnmem_planned_stats(pl, &st));
+  assert_int_equal(st.misuse, 0);
+  nnmem_planned_free(pl, x); /* twice */
+  nnmem_planned_free(pl, y);
+  nnmem_planned_free(pl, z);
+  assert_ok(nnmem_planned_stats(pl, &st));
+  assert_int_equal(st.misuse, 1);
+  assert_int_equal(st.served, 2);
+  assert_int_equal(st.fallback, 1);
+  assert_int_equal(st.allocs, 3);
+  nnmem_planned_destroy(pl);
+  nnmem_problem_destroy(p);
+  nnmem_allocator_destroy(a);
+}
+
 static void expect_bad(nnmem_problem_t *p, const uint64_t *off,
                        nnmem_status_t want, const char *msg) {
   nnmem_allocator_t *a;
@@ -395,6 +442,7 @@ int main(void) {
       cmocka_unit_test(test_round_trip_steps),
       cmocka_unit_test(test_round_trip_auto),
       cmocka_unit_test(test_order_divergence),
+      cmocka_unit_test(test_late_free_same_offset),
       cmocka_unit_test(test_bad_input),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
