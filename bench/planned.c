@@ -109,49 +109,53 @@ static ev_t *make_events(const nnmem_problem_t *p, size_t *n_out) {
 
 static void *volatile sink;
 
-/* The served run through the inline fast paths (3a). */
-static double play_inline(nnmem_planned_t *pl, const ev_t *ev, size_t n,
-                          void **ptr) {
+/* The served run (3), with the library calls or, with `inl`, through
+ * nnmem/planned_inline.h (3a); always inlined with a constant `inl`, so
+ * each caller's loop has one kind of call and no test of `inl`. */
+static inline __attribute__((always_inline)) double
+play_served(nnmem_planned_t *pl, const ev_t *ev, size_t n, void **ptr,
+            int inl) {
   uint32_t step = 0;
   double t0 = now();
   for (size_t i = 0; i < n; i++) {
     while (step < ev[i].t) {
-      nnmem_step_inline(pl);
+      if (inl)
+        nnmem_step_inline(pl);
+      else
+        nnmem_step(pl);
       step++;
     }
     if (ev[i].size)
-      ptr[ev[i].buf] = nnmem_planned_alloc_inline(pl, ev[i].size);
-    else
+      ptr[ev[i].buf] = inl ? nnmem_planned_alloc_inline(pl, ev[i].size)
+                           : nnmem_planned_alloc(pl, ev[i].size);
+    else if (inl)
       nnmem_planned_free_inline(pl, ptr[ev[i].buf]);
+    else
+      nnmem_planned_free(pl, ptr[ev[i].buf]);
   }
   return now() - t0;
 }
 
-/* Plays the events; returns the seconds taken. With `loop_only` (3b),
- * nothing of the library is called: an allocation loads its pointer from
- * given[]. */
-static double play(nnmem_planned_t *pl, const ev_t *ev, size_t n, void **ptr,
-                   void *const *given, int loop_only) {
-  uint32_t step = 0;
+static double play_calls(nnmem_planned_t *pl, const ev_t *ev, size_t n,
+                         void **ptr) {
+  return play_served(pl, ev, n, ptr, 0);
+}
+
+static double play_inline(nnmem_planned_t *pl, const ev_t *ev, size_t n,
+                          void **ptr) {
+  return play_served(pl, ev, n, ptr, 1);
+}
+
+/* The bench's own loop alone (3b): nothing of the library is called, an
+ * allocation loads its pointer from given[], a free its pointer. */
+static double play_loop(const ev_t *ev, size_t n, void **ptr,
+                        void *const *given) {
   double t0 = now();
-  if (loop_only) {
-    for (size_t i = 0; i < n; i++) {
-      if (ev[i].size)
-        ptr[ev[i].buf] = given[ev[i].buf];
-      else
-        sink = ptr[ev[i].buf];
-    }
-    return now() - t0;
-  }
   for (size_t i = 0; i < n; i++) {
-    while (step < ev[i].t) {
-      nnmem_step(pl);
-      step++;
-    }
     if (ev[i].size)
-      ptr[ev[i].buf] = nnmem_planned_alloc(pl, ev[i].size);
+      ptr[ev[i].buf] = given[ev[i].buf];
     else
-      nnmem_planned_free(pl, ptr[ev[i].buf]);
+      sink = ptr[ev[i].buf];
   }
   return now() - t0;
 }
@@ -174,7 +178,7 @@ static void bench_trace(const char *path, const char *name, int repeat,
   /* 2. record, plan, verify */
   nnmem_planned_t *pl = NULL;
   nnmem_planned_record(a, NULL, &pl);
-  play(pl, ev, nev, ptr, NULL, 0);
+  play_calls(pl, ev, nev, ptr);
   nnmem_problem_t *rec = NULL;
   nnmem_plan_t *plan = NULL;
   nnmem_status_t st = nnmem_planned_problem(pl, &rec);
@@ -210,11 +214,11 @@ static void bench_trace(const char *path, const char *name, int repeat,
       free(given);
       goto out;
     }
-    t[r] = play(pl, ev, nev, ptr, NULL, 0);
+    t[r] = play_calls(pl, ev, nev, ptr);
     nnmem_planned_stats(pl, &ps);
     nnmem_planned_destroy(pl);
     memcpy(given, ptr, n * sizeof *given);
-    tl[r] = play(NULL, ev, nev, ptr, given, 1);
+    tl[r] = play_loop(ev, nev, ptr, given);
     st = nnmem_planned_serve(a, rec, nnmem_plan_offsets(plan), &pc, &pl, &d);
     if (st != NNMEM_OK) {
       printf("  %-12s serve failed: %s\n", name, d.message);
