@@ -206,33 +206,32 @@ static void bench_trace(const char *path, const char *name, int repeat,
   nnmem_planned_stats_t pi = {0};
   void **given = calloc(n, sizeof *given);
   nnmem_planned_stats_t ps = {0};
-  for (int r = 0; r < repeat; r++) {
-    st = nnmem_planned_serve(a, rec, nnmem_plan_offsets(plan), &pc, &pl, &d);
-    if (st != NNMEM_OK) {
-      printf("  %-12s serve failed: %s\n", name, d.message);
-      munmap(base, height);
-      free(given);
-      goto out;
+  for (int r = 0; r < repeat; r++)
+    for (int inl = 0; inl < 2; inl++) { /* calls, then inline */
+      st = nnmem_planned_serve(a, rec, nnmem_plan_offsets(plan), &pc, &pl,
+                               &d);
+      if (st != NNMEM_OK) {
+        printf("  %-12s serve failed: %s\n", name, d.message);
+        munmap(base, height);
+        free(given);
+        goto out;
+      }
+      if (inl) {
+        ti[r] = play_inline(pl, ev, nev, ptr);
+        nnmem_planned_stats(pl, &pi);
+      } else {
+        t[r] = play_calls(pl, ev, nev, ptr);
+        nnmem_planned_stats(pl, &ps);
+      }
+      nnmem_planned_destroy(pl);
+      if (!inl) {
+        memcpy(given, ptr, n * sizeof *given);
+        tl[r] = play_loop(ev, nev, ptr, given);
+      }
     }
-    t[r] = play_calls(pl, ev, nev, ptr);
-    nnmem_planned_stats(pl, &ps);
-    nnmem_planned_destroy(pl);
-    memcpy(given, ptr, n * sizeof *given);
-    tl[r] = play_loop(ev, nev, ptr, given);
-    st = nnmem_planned_serve(a, rec, nnmem_plan_offsets(plan), &pc, &pl, &d);
-    if (st != NNMEM_OK) {
-      printf("  %-12s serve failed: %s\n", name, d.message);
-      munmap(base, height);
-      free(given);
-      goto out;
-    }
-    ti[r] = play_inline(pl, ev, nev, ptr);
-    nnmem_planned_stats(pl, &pi);
-    nnmem_planned_destroy(pl);
-    if (pi.served != ps.served || pi.fallback != ps.fallback)
-      printf("  %-12s inline run served %llu, fallback %llu: differs\n", name,
-             (unsigned long long)pi.served, (unsigned long long)pi.fallback);
-  }
+  if (pi.served != ps.served || pi.fallback != ps.fallback)
+    printf("  %-12s inline run served %llu, fallback %llu: differs\n", name,
+           (unsigned long long)pi.served, (unsigned long long)pi.fallback);
   free(given);
   double sec = median(t, repeat), secl = median(tl, repeat),
          seci = median(ti, repeat);
