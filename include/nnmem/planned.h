@@ -96,6 +96,15 @@ NNMEM_API void nnmem_planned_free(nnmem_planned_t *r, void *ptr);
 /* Ends the current step. */
 NNMEM_API void nnmem_step(nnmem_planned_t *r);
 
+/* Serving: the size planned for the live block served at `ptr` (the
+ * requested size: the block holds exactly that many bytes), in *out.
+ * NNMEM_ERR_INVALID when ptr is no live block served from the plan (a
+ * block served by the pools: ask the allocator), NNMEM_ERR_STATE when
+ * recording. O(1) expected. */
+NNMEM_API nnmem_status_t nnmem_planned_usable_size(const nnmem_planned_t *r,
+                                                   const void *ptr,
+                                                   size_t *out);
+
 /* Recording: the trace so far (live blocks end at the current step + 1),
  * buffer ids "0", "1", ... in allocation order. NNMEM_ERR_STATE when
  * serving or nothing was allocated. */

@@ -650,6 +650,18 @@ nnmem_status_t nnmem_planned_write_csv(const nnmem_planned_t *r,
   return st;
 }
 
+nnmem_status_t nnmem_planned_usable_size(const nnmem_planned_t *r,
+                                         const void *ptr, size_t *out) {
+  if (!r || !ptr || !out) return NNMEM_ERR_INVALID;
+  if (!r->serving) return NNMEM_ERR_STATE;
+  uintptr_t p = (uintptr_t)ptr, lo = (uintptr_t)r->h.base;
+  if (p < lo || p - lo >= r->st.height) return NNMEM_ERR_INVALID;
+  const planned_end_t *e = live_at(r, p - lo);
+  if (!e) return NNMEM_ERR_INVALID;
+  *out = (size_t)r->h.req[e->index].size;
+  return NNMEM_OK;
+}
+
 nnmem_status_t nnmem_planned_stats(const nnmem_planned_t *r,
                                    nnmem_planned_stats_t *out) {
   if (!r || !out) return NNMEM_ERR_INVALID;

@@ -37,7 +37,7 @@ out_has "--capacity"
 # No command: usage on stderr, exit 1.
 expect_rc 1
 err_has "Usage: nnmem"
-err_has "(commands: plan, inspect, verify, replay, run, record, diff)"
+err_has "(commands: plan, inspect, verify, replay, run, record, serve, diff)"
 out_empty
 
 expect_rc 1 frobnicate

@@ -294,7 +294,24 @@ static int steps_child(void) {
   return c ? 0 : 3;
 }
 
+/* Mode "steps2" (tests/malloc/serve.sh): two allocations in step 0, so
+ * the recorded steps are the markers, not the allocation order. */
+static int steps2_child(void) {
+  void (*step)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "nnmem_record_step");
+  if (!step) return 2;
+  char *a = malloc(1000), *b = malloc(500); /* step 0 */
+  step();
+  char *c = malloc(2000); /* step 1 */
+  free(a);
+  step();
+  free(b); /* step 2 */
+  free(c);
+  char *d = malloc(3000);
+  return b && c && d ? 0 : 3;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "steps2") == 0) return steps2_child();
   if (argc > 1 && strcmp(argv[1], "double-free") == 0)
     return double_free_child();
   if (argc > 1 && strcmp(argv[1], "steps") == 0) return steps_child();

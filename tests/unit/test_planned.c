@@ -302,8 +302,18 @@ static void test_order_divergence(void **state) {
   nnmem_step(pl);
   void *y = nnmem_planned_alloc(pl, 200);
   assert_ptr_equal((char *)y - (char *)x, 128);
+  size_t us = 0;
+  assert_ok(nnmem_planned_usable_size(pl, y, &us));
+  assert_int_equal(us, 200);
+  assert_ok(nnmem_planned_usable_size(pl, x, &us));
+  assert_int_equal(us, 100);
+  assert_int_equal(nnmem_planned_usable_size(pl, extra, &us),
+                   NNMEM_ERR_INVALID); /* from the pools */
+  assert_int_equal(nnmem_planned_usable_size(pl, (char *)y + 8, &us),
+                   NNMEM_ERR_INVALID); /* interior */
   nnmem_planned_free(pl, x); /* in step 1: the plan's last step 2 */
   nnmem_planned_free(pl, y);
+  assert_int_equal(nnmem_planned_usable_size(pl, y, &us), NNMEM_ERR_INVALID);
   nnmem_planned_free(pl, x);             /* twice: counted, ignored */
   nnmem_planned_free(pl, (char *)y + 8); /* interior: counted, ignored */
   nnmem_step(pl);
@@ -423,6 +433,8 @@ static void test_bad_input(void **state) {
   assert_ok(nnmem_planned_record(a, NULL, &pl));
   nnmem_problem_t *empty = NULL;
   assert_int_equal(nnmem_planned_problem(pl, &empty), NNMEM_ERR_STATE);
+  size_t us = 0;
+  assert_int_equal(nnmem_planned_usable_size(pl, &us, &us), NNMEM_ERR_STATE);
   assert_null(nnmem_planned_alloc(pl, 0));
   nnmem_planned_destroy(pl);
   nnmem_allocator_destroy(a);

@@ -21,7 +21,10 @@
  *      a unique pointer, realloc(p, 0) frees and returns NULL, overflowing
  *      calloc / reallocarray and sizes over PTRDIFF_MAX fail with ENOMEM,
  *      a bad alignment fails with EINVAL, memalign rounds it up);
- *   3. record mode (record.c) sees every successful allocation and free.
+ *   3. record mode (record.c) sees every successful allocation and free;
+ *      serve mode (serve.c) hands the allocations out of a plan of a
+ *      recorded run and takes back their frees (both: nnmem__divert, the
+ *      fast paths' one test).
  * A free the allocator rejects (double free, foreign or interior pointer)
  * changes nothing; the first one is reported on stderr, later ones are
  * counted silently; NNMEM_MALLOC_ABORT=1 aborts instead.
@@ -48,6 +51,8 @@
 #include "runtime/allocator_internal.h"
 
 #define API __attribute__((visibility("default")))
+
+int nnmem__divert;
 #define SMALL_MAX (1u << 20) /* tiered: slab classes below (no TLSF tier) */
 #define LARGE_MIN (1u << 20) /* tiered: a mapping per block from here */
 #define BOOT_SIZE (1u << 20)
@@ -166,14 +171,17 @@ static void bad_pointer(const char *fn, const void *p) {
 
 static void fork_prepare(void) {
   nnmem__record_fork(0);
+  nnmem__serve_fork(0);
   nnmem__allocator_fork_prepare(heap_a);
 }
 static void fork_parent(void) {
   nnmem__allocator_fork_parent(heap_a);
+  nnmem__serve_fork(1);
   nnmem__record_fork(1);
 }
 static void fork_child(void) {
   nnmem__allocator_fork_child(heap_a);
+  nnmem__serve_fork(2);
   nnmem__record_fork(2);
 }
 
@@ -224,7 +232,15 @@ static void create(void) {
     nnmem__record_init();
     (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
   }
+  nnmem__divert = nnmem__recording;
   atomic_store_explicit(&state, a ? ST_READY : ST_FAILED, memory_order_release);
+  /* serving reads the plan (JSON: its parser allocates through us): once
+   * the allocator is ready; blocks handed out before come from the pools,
+   * and the plan sends their frees there */
+  if (a) {
+    nnmem__serve_init(a);
+    if (nnmem__serving) __atomic_store_n(&nnmem__divert, 1, __ATOMIC_RELEASE);
+  }
   in_init = 0;
   if (!a) {
     say("nnmem malloc: cannot create the allocator (no memory); aborting\n");
@@ -274,6 +290,8 @@ static inline void *do_alloc(size_t n, size_t align) {
   void *p;
   if (__builtin_expect(!a, 0))
     p = boot_alloc(n, align);
+  else if (__builtin_expect(nnmem__serving, 0))
+    p = nnmem__serve_alloc(n, align < 16 ? 16 : align);
   else if (align <= 16)
     p = nnmem_alloc(a, n ? n : 1);
   else
@@ -294,7 +312,9 @@ static inline void do_free(const char *fn, void *p) {
     return;
   }
   if (__builtin_expect(nnmem__recording, 0)) nnmem__record_free(p);
-  if (__builtin_expect(nnmem_allocator_free(a, p) != NNMEM_OK, 0))
+  int served = nnmem__serving ? nnmem__serve_free(p) : 0;
+  if (served < 0 ||
+      (!served && __builtin_expect(nnmem_allocator_free(a, p) != NNMEM_OK, 0)))
     bad_pointer(fn, p);
 }
 
@@ -304,6 +324,7 @@ static size_t usable(const char *fn, void *p, int quiet) {
   if (in_boot(p)) return boot_size(p);
   nnmem_allocator_t *a = heap();
   size_t n = 0;
+  if (nnmem__serving && (n = nnmem__serve_usable(p)) != 0) return n;
   if (!a || nnmem__allocator_usable_size(a, p, &n) != NNMEM_OK) {
     if (!quiet) bad_pointer(fn, p);
     return 0;
@@ -324,7 +345,7 @@ static __attribute__((noinline)) void free_slow(void *p) {
 API void *malloc(size_t n) {
   if (__builtin_expect(
           atomic_load_explicit(&state, memory_order_acquire) == ST_READY &&
-              !nnmem__recording && n - 1 < (size_t)PTRDIFF_MAX,
+              !nnmem__divert && n - 1 < (size_t)PTRDIFF_MAX,
           1)) {
     void *p = nnmem_alloc(heap_a, n);
     if (__builtin_expect(p != NULL, 1)) return p;
@@ -338,7 +359,7 @@ API void free(void *p) {
   if (__builtin_expect(
           p && !in_boot(p) &&
               atomic_load_explicit(&state, memory_order_acquire) == ST_READY &&
-              !nnmem__recording,
+              !nnmem__divert,
           1)) {
     nnmem__allocator_free_report(heap_a, p);
     return;
@@ -353,10 +374,34 @@ API void *calloc(size_t n, size_t m) {
     return NULL;
   }
   void *p = do_alloc(total, 16);
-  /* a block of LARGE_MIN or more is a fresh mapping: zero already */
-  if (p && (total < LARGE_MIN || in_boot(p) || nnmem__debug))
+  /* a block of LARGE_MIN or more is a fresh mapping: zero already (not
+   * one served from a plan: its bytes were used before) */
+  if (p && (total < LARGE_MIN || in_boot(p) || nnmem__debug || nnmem__serving))
     memset(p, 0, total); /* debug builds fill fresh blocks with 0xAA */
   return p;
+}
+
+/* realloc while serving a plan: every call is one planned request (the
+ * recorder wrote each realloc as a free and an allocation), so nothing
+ * stays in place; a planned block through serve.c, another one allocated
+ * (from the plan), copied and freed. */
+static __attribute__((noinline)) void *serve_realloc(void *p, size_t n) {
+  int bad = 0;
+  void *q = nnmem__serve_realloc(p, n, &bad);
+  if (!bad) {
+    if (!q) errno = ENOMEM;
+    return q;
+  }
+  size_t have = usable("realloc", p, 0);
+  if (!have) {
+    errno = EINVAL;
+    return NULL; /* reported; the pointer is left alone */
+  }
+  q = do_alloc(n, 16);
+  if (!q) return NULL;
+  memcpy(q, p, have < n ? have : n);
+  do_free("realloc", p);
+  return q;
 }
 
 /* Grows or shrinks in place while the block's usable size allows (and a
@@ -373,6 +418,7 @@ API void *realloc(void *p, size_t n) {
     errno = ENOMEM;
     return NULL;
   }
+  if (nnmem__serving && !in_boot(p)) return serve_realloc(p, n);
   size_t have = usable("realloc", p, 0);
   if (!have && !in_boot(p)) {
     errno = EINVAL;

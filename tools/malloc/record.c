@@ -9,7 +9,9 @@
  *
  * Steps (lifetimes are half-open [lower, upper)):
  *   1. allocation k (0-based, in the order the recorder sees them) opens
- *      record k: size (0 counts as 1), its allocation index k and the step
+ *      record k: size (0 counts as 1; rounded up to 16 bytes, malloc's
+ *      alignment, so that a plan of the trace serves aligned blocks), its
+ *      allocation index k and the step
  *      marker count m (calls of nnmem_record_step so far); a hash table maps
  *      the pointer to k;
  *   2. a free closes the pointer's record with the allocation count at
@@ -70,6 +72,7 @@ static int failed; /* out of memory while recording: no trace */
  * without the front as well. */
 API void nnmem_record_step(void) {
   atomic_fetch_add(&marks, 1);
+  if (nnmem__serving) nnmem__serve_step();
 }
 
 static void say(const char *s) {
@@ -94,6 +97,14 @@ void nnmem__record_init(void) {
   memcpy(path + at, p, n + 1);
   owner = getpid();
   nnmem__recording = 1;
+}
+
+/* A recorded size: the request (0 counts as 1) rounded up to 16 bytes,
+ * what malloc hands out at least (and what serve.c asks the plan for): a
+ * plan of such sizes keeps every offset a multiple of 16, malloc's
+ * alignment. */
+static inline uint64_t rounded(size_t n) {
+  return ((uint64_t)(n ? n : 1) + 15) & ~(uint64_t)15;
 }
 
 static inline uint64_t hash(uintptr_t k, uint64_t cap) {
@@ -172,7 +183,7 @@ void nnmem__record_alloc(void *p, size_t n) {
   } /* else an unseen free: the old record stays open, as if leaked */
   s->idx = nrec;
   rec_t *r = &recs[nrec];
-  r->size = n ? n : 1;
+  r->size = rounded(n);
   r->lo_ord = nrec;
   r->hi_ord = 0;
   r->lo_mark = atomic_load(&marks);
@@ -196,7 +207,7 @@ void nnmem__record_free(void *p) {
 void nnmem__record_resize(void *p, size_t n) {
   pthread_mutex_lock(&lock);
   slot_t *s = nnmem__recording ? tab_find_locked((uintptr_t)p) : NULL;
-  if (s) recs[s->idx].size = n ? n : 1;
+  if (s) recs[s->idx].size = rounded(n);
   pthread_mutex_unlock(&lock);
 }
 

@@ -164,6 +164,7 @@ int cli_fit_load_device(const char *spec, nnmem_device_t *d,
                         nnmem_diag_t *diag);
 int cli_cmd_run(int argc, char **argv);    /* cmd_run.c */
 int cli_cmd_record(int argc, char **argv); /* cmd_record.c */
+int cli_cmd_serve(int argc, char **argv);  /* cmd_record.c */
 
 /* ---- report.c ---- */
 

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +34,8 @@
 #include "args.h"
 #include "cli.h"
 #include "nnmem/io.h"
+#include "nnmem/plan.h"
+#include "nnmem/planned.h"
 #include "nnmem/problem.h"
 #include "units.h"
 
@@ -50,6 +53,8 @@ static const cli_opt_t record_table[] = {{"help", 'h', 0, OPT_HELP},
 
 typedef struct record_opts {
   const char *out, *lib, *prog;
+  const char *plan; /* serve: the plan (absolute: plan_abs) */
+  char plan_abs[PATH_MAX];
   const char *args[MAX_ARGS];
   size_t n_args;
   int quiet;
@@ -96,12 +101,15 @@ static int readable(const char *p) {
   return stat(p, &sb) == 0 && S_ISREG(sb.st_mode) && access(p, R_OK) == 0;
 }
 
+/* "record" or "serve": the command in messages. */
+static const char *cmd_name = "record";
+
 /* Step 1: an absolute path of the library in `buf`, or 0. */
 static int find_lib(const record_opts_t *o, char *buf, size_t cap) {
   const char *given = o->lib ? o->lib : getenv("NNMEM_MALLOC_LIB");
   if (given && *given) {
     if (!readable(given)) {
-      fprintf(stderr, "nnmem record: %s: no such library\n", given);
+      fprintf(stderr, "nnmem %s: %s: no such library\n", cmd_name, given);
       return 0;
     }
     return realpath(given, buf) != NULL;
@@ -118,15 +126,18 @@ static int find_lib(const record_opts_t *o, char *buf, size_t cap) {
       if (readable(buf)) return 1;
     }
   }
-  fprintf(stderr, "nnmem record: cannot find " MALLOC_LIB
-                  " next to nnmem or in ../lib; give --malloc-lib or "
-                  "NNMEM_MALLOC_LIB\n");
+  fprintf(stderr,
+          "nnmem %s: cannot find " MALLOC_LIB
+          " next to nnmem or in ../lib; give --malloc-lib or "
+          "NNMEM_MALLOC_LIB\n",
+          cmd_name);
   return 0;
 }
 
-/* Step 2 (child): the environment, then exec. Never returns. */
+/* Step 2 (child): the environment, then exec. Never returns. `out` is the
+ * trace (record) or the report (serve). */
 static void child_exec(const record_opts_t *o, const char *lib,
-                       const char *trace) {
+                       const char *out) {
   char pid[32], *pre = NULL;
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
   const char *old = getenv("LD_PRELOAD");
@@ -134,12 +145,19 @@ static void child_exec(const record_opts_t *o, const char *lib,
     size_t n = strlen(lib) + strlen(old) + 2;
     if ((pre = malloc(n))) snprintf(pre, n, "%s:%s", lib, old);
   }
-  if (setenv("LD_PRELOAD", pre ? pre : lib, 1) != 0 ||
-      setenv("NNMEM_RECORD", trace, 1) != 0 ||
-      setenv("NNMEM_RECORD_PID", pid, 1) != 0)
-    _exit(126);
+  int bad = setenv("LD_PRELOAD", pre ? pre : lib, 1) != 0;
+  if (o->plan)
+    bad = bad || setenv("NNMEM_SERVE", o->plan_abs, 1) != 0 ||
+          setenv("NNMEM_SERVE_PID", pid, 1) != 0 ||
+          setenv("NNMEM_SERVE_REPORT", out, 1) != 0 ||
+          unsetenv("NNMEM_RECORD") != 0;
+  else
+    bad = bad || setenv("NNMEM_RECORD", out, 1) != 0 ||
+          setenv("NNMEM_RECORD_PID", pid, 1) != 0 ||
+          unsetenv("NNMEM_SERVE") != 0;
+  if (bad) _exit(126);
   execvp(o->prog, (char *const *)o->args);
-  fprintf(stderr, "nnmem record: cannot run %s: %s\n", o->prog,
+  fprintf(stderr, "nnmem %s: cannot run %s: %s\n", cmd_name, o->prog,
           strerror(errno));
   _exit(127);
 }
@@ -150,25 +168,26 @@ static int run_prog(const record_opts_t *o, const char *lib,
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {
-    fprintf(stderr, "nnmem record: cannot fork: %s\n", strerror(errno));
+    fprintf(stderr, "nnmem %s: cannot fork: %s\n", cmd_name, strerror(errno));
     return -1;
   }
   if (pid == 0) child_exec(o, lib, trace);
   int st = 0;
   while (waitpid(pid, &st, 0) < 0)
     if (errno != EINTR) {
-      fprintf(stderr, "nnmem record: waitpid: %s\n", strerror(errno));
+      fprintf(stderr, "nnmem %s: waitpid: %s\n", cmd_name, strerror(errno));
       return -1;
     }
   if (WIFSIGNALED(st)) {
-    fprintf(stderr, "nnmem record: %s was killed by signal %d (%s); no trace\n",
-            o->prog, WTERMSIG(st), strsignal(WTERMSIG(st)));
+    fprintf(stderr, "nnmem %s: %s was killed by signal %d (%s)%s\n", cmd_name,
+            o->prog, WTERMSIG(st), strsignal(WTERMSIG(st)),
+            o->plan ? "" : "; no trace");
     return -1;
   }
   if (WEXITSTATUS(st) == 127 || WEXITSTATUS(st) == 126) return -1;
   if (WEXITSTATUS(st) != 0) {
-    fprintf(stderr, "nnmem record: %s exited with status %d; no trace\n",
-            o->prog, WEXITSTATUS(st));
+    fprintf(stderr, "nnmem %s: %s exited with status %d%s\n", cmd_name,
+            o->prog, WEXITSTATUS(st), o->plan ? "" : "; no trace");
     return -1;
   }
   return 0;
@@ -251,7 +270,7 @@ int cli_cmd_record(int argc, char **argv) {
   snprintf(dir, sizeof dir, "%s/nnmem-record-XXXXXX",
            tmpdir && *tmpdir ? tmpdir : "/tmp");
   if (!mkdtemp(dir)) {
-    fprintf(stderr, "nnmem record: cannot create a folder in %s: %s\n",
+    fprintf(stderr, "nnmem %s: cannot create a folder in %s: %s\n", cmd_name,
             tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
     return CLI_EXIT_INVALID;
   }
@@ -259,6 +278,169 @@ int cli_cmd_record(int argc, char **argv) {
   int rc =
       run_prog(&o, lib, trace) == 0 ? keep_trace(&o, trace) : CLI_EXIT_INVALID;
   unlink(trace);
+  rmdir(dir);
+  return rc;
+}
+
+/* ---- nnmem serve ---------------------------------------------------------
+ *
+ * `nnmem serve [options] PLAN.json -- PROG [ARGS...]`: runs PROG on
+ * libnnmem_malloc.so in serve mode (tools/malloc/serve.c): its allocations
+ * come from the plan of an earlier recorded run, one reserved range of the
+ * plan's height, the k-th request of a step at its planned offset;
+ * divergent requests go to the pools. Steps:
+ *   1. the plan is read and checked as the library will (the plan-backed
+ *      allocator over a reserved, never touched range): a bad plan is an
+ *      error naming the file, and PROG does not run;
+ *   2. as record's steps 1-3, with NNMEM_SERVE=<the plan, absolute>,
+ *      NNMEM_SERVE_PID and NNMEM_SERVE_REPORT=<folder>/report;
+ *   3. the report PROG's library wrote at exit is printed (requests from
+ *      the plan and from the pools, why, the plan's height).
+ * Exit codes: 0 PROG exited with 0, 1 bad usage, a bad plan, PROG failed,
+ * 3 out of memory. */
+
+static const cli_opt_t serve_table[] = {{"help", 'h', 0, OPT_HELP},
+                                        {"malloc-lib", 0, 1, OPT_LIB},
+                                        {"quiet", 'q', 0, OPT_QUIET},
+                                        {NULL, 0, 0, 0}};
+
+static void print_serve_help(void) {
+  fputs(
+      "Usage: nnmem serve [options] PLAN.json -- PROG [ARGS...]\n"
+      "\n"
+      "Runs PROG with its allocations served from PLAN.json, the plan of an\n"
+      "earlier recorded run (nnmem record --out T.csv -- PROG ...; nnmem plan\n"
+      "T.csv --out PLAN.json): the k-th allocation of a step gets its planned\n"
+      "offset in one range of the plan's height. A request the plan does not\n"
+      "have (another size, more than recorded) is served by " MALLOC_LIB "'s\n"
+      "pools and counted; the run never fails because of it. Steps are\n"
+      "allocations, or nnmem_record_step() calls when the trace was recorded\n"
+      "with them. Prints how many requests the plan served.\n"
+      "\n"
+      "Options:\n"
+      "      --malloc-lib SO   the library (default: $NNMEM_MALLOC_LIB, else\n"
+      "                        " MALLOC_LIB " next to nnmem or in ../lib)\n"
+      "  -q, --quiet           print nothing on success\n"
+      "  -h, --help            show this help\n"
+      "\n"
+      "Exit codes: 0 PROG exited with 0, 1 bad usage, a bad plan or PROG\n"
+      "failed, 3 out of memory.\n",
+      stdout);
+}
+
+/* Step 1. */
+static int check_plan(record_opts_t *o) {
+  nnmem_problem_t *p = NULL;
+  uint64_t *off = NULL, height = 0;
+  nnmem_diag_t d = {{0}};
+  nnmem_status_t st = nnmem_plan_read_json_file(o->plan, &p, &off, &d);
+  for (size_t i = 0; st == NNMEM_OK && i < nnmem_problem_count(p); i++) {
+    uint64_t end = off[i] + nnmem_problem_buffers(p)[i].size;
+    if (end > height) height = end;
+  }
+  void *range = MAP_FAILED;
+  if (st == NNMEM_OK && height) /* reserved only: nothing is written */
+    range = mmap(NULL, height, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (st == NNMEM_OK && range == MAP_FAILED)
+    st = nnmem__diag(&d, NNMEM_ERR_NOMEM,
+                     "%s: cannot reserve the plan's height (%llu bytes)",
+                     o->plan, (unsigned long long)height);
+  nnmem_allocator_t *a = NULL;
+  nnmem_planned_t *r = NULL;
+  if (st == NNMEM_OK) st = nnmem_allocator_create(NULL, &a);
+  if (st == NNMEM_OK) {
+    nnmem_planned_config_t c;
+    nnmem_planned_config_init(&c);
+    c.base = range;
+    st = nnmem_planned_serve(a, p, off, &c, &r, &d);
+  }
+  nnmem_planned_destroy(r);
+  nnmem_allocator_destroy(a);
+  if (range != MAP_FAILED) munmap(range, height);
+  nnmem_problem_destroy(p);
+  free(off);
+  if (st != NNMEM_OK) {
+    fprintf(stderr, "nnmem serve: %s%s%s\n",
+            strstr(d.message, o->plan) ? "" : o->plan,
+            strstr(d.message, o->plan) ? "" : ": ",
+            d.message[0] ? d.message : nnmem_status_str(st));
+    return st == NNMEM_ERR_NOMEM ? CLI_EXIT_INTERNAL : CLI_EXIT_INVALID;
+  }
+  if (!realpath(o->plan, o->plan_abs)) {
+    fprintf(stderr, "nnmem serve: %s: %s\n", o->plan, strerror(errno));
+    return CLI_EXIT_INVALID;
+  }
+  return CLI_EXIT_OK;
+}
+
+/* Step 3: the report's value of `key`, or -1. */
+static long long report_value(const char *text, const char *key) {
+  size_t k = strlen(key);
+  for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : l)
+    if (!strncmp(l, key, k) && l[k] == ' ') return strtoll(l + k + 1, NULL, 10);
+  return -1;
+}
+
+static void print_report(const record_opts_t *o, const char *path) {
+  char *text = NULL;
+  size_t len = 0;
+  nnmem_diag_t d = {{0}};
+  if (nnmem_file_read(path, &text, &len, &d) != NNMEM_OK) {
+    fprintf(stderr,
+            "nnmem serve: %s left no report (it ended without exit(), or "
+            "the plan was not served: see its messages)\n",
+            o->prog);
+    return;
+  }
+  char h[32];
+  printf(
+      "nnmem serve: %s: %lld requests: %lld from the plan, %lld from the "
+      "pools (size diverged %lld, order diverged %lld, overstayed %lld, "
+      "misuse %lld%s); steps: %s; plan height %s B\n",
+      o->prog, report_value(text, "allocs"), report_value(text, "served"),
+      report_value(text, "fallback"), report_value(text, "size_diverged"),
+      report_value(text, "order_diverged"), report_value(text, "overstayed"),
+      report_value(text, "misuse"),
+      report_value(text, "disabled") > 0 ? "; serving stopped" : "",
+      strstr(text, "step_kind markers") ? "markers" : "allocations",
+      cli_fmt_grouped((uint64_t)report_value(text, "height"), h, sizeof h));
+  free(text);
+}
+
+int cli_cmd_serve(int argc, char **argv) {
+  record_opts_t o = {0};
+  cmd_name = "serve";
+  const char **rest = o.args;
+  cli_parse_t p = {"serve",     serve_table,   OPT_HELP,
+                   print_serve_help, set_option, &o,
+                   {&o.plan, &o.prog, NULL}, rest + 1, MAX_ARGS - 2,
+                   &o.n_args};
+  int e = cli_args_parse(&p, argc, argv);
+  if (e >= 0) return e;
+  if (!o.plan || !o.prog)
+    return cli_usage_error("serve",
+                           "missing the plan or the program: nnmem serve "
+                           "[options] PLAN.json -- PROG [ARGS...]");
+  o.args[0] = o.prog;
+  o.args[o.n_args + 1] = NULL;
+  e = check_plan(&o);
+  if (e != CLI_EXIT_OK) return e;
+  char lib[PATH_MAX];
+  if (!find_lib(&o, lib, sizeof lib)) return CLI_EXIT_INVALID;
+  const char *tmpdir = getenv("TMPDIR");
+  char dir[PATH_MAX], report[PATH_MAX + 16];
+  snprintf(dir, sizeof dir, "%s/nnmem-serve-XXXXXX",
+           tmpdir && *tmpdir ? tmpdir : "/tmp");
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, "nnmem serve: cannot create a folder in %s: %s\n",
+            tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
+    return CLI_EXIT_INVALID;
+  }
+  snprintf(report, sizeof report, "%s/report", dir);
+  int rc = run_prog(&o, lib, report) == 0 ? CLI_EXIT_OK : CLI_EXIT_INVALID;
+  if (!o.quiet || rc != CLI_EXIT_OK) print_report(&o, report);
+  unlink(report);
   rmdir(dir);
   return rc;
 }

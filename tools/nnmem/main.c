@@ -6,7 +6,7 @@
  * -h / help
  * -> help on stdout, exit 0; 3. --version / -V / version -> the library's
  *    version (nnmem_version()), exit 0;
- * 4. "plan" / "verify" / "replay" / "inspect" / "run" / "record" -> the
+ * 4. "plan" / "verify" / "replay" / "inspect" / "run" / "record" / "serve" -> the
  *    command with the
  *    remaining arguments;
  * 5. anything else -> "unknown command" (with the nearest command as a
@@ -52,6 +52,8 @@ static void print_help(FILE *f) {
       "                        on the simulated device with real bytes\n"
       "  record -- PROG [ARGS] run PROG on libnnmem_malloc.so and write its\n"
       "                        allocation trace (a MiniMalloc problem)\n"
+      "  serve PLAN -- PROG    run PROG with its allocations served from\n"
+      "                        the plan of a recorded run\n"
       "  diff A.json B.json    compare two memory profiles (planned and\n"
       "                        measured) key by key\n"
       "\n"
@@ -97,7 +99,7 @@ static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     fputs(
         "Usage: nnmem <command> [options]   (commands: plan, inspect, verify, "
-        "replay, run, record, diff)\n"
+        "replay, run, record, serve, diff)\n"
         "Try 'nnmem --help' for more information.\n",
         stderr);
     return CLI_EXIT_INVALID;
@@ -119,15 +121,17 @@ static int dispatch(int argc, char **argv) {
   if (strcmp(cmd, "replay") == 0) return cli_cmd_replay(argc - 2, argv + 2);
   if (strcmp(cmd, "run") == 0) return cli_cmd_run(argc - 2, argv + 2);
   if (strcmp(cmd, "record") == 0) return cli_cmd_record(argc - 2, argv + 2);
+  if (strcmp(cmd, "serve") == 0) return cli_cmd_serve(argc - 2, argv + 2);
   if (strcmp(cmd, "diff") == 0) return cli_cmd_diff(argc - 2, argv + 2);
-  static const char *const commands[] = {"plan", "inspect", "verify", "replay",
-                                         "run",  "record",  "diff",   "help"};
+  static const char *const commands[] = {"plan",   "inspect", "verify",
+                                         "replay", "run",     "record",
+                                         "serve",  "diff",    "help"};
   char tail[64];
   if (cmd[0] == '-')
     fprintf(stderr, "nnmem: unknown option '%s'\n", cmd);
   else
     fprintf(stderr, "nnmem: unknown command '%s'%s\n", cmd,
-            cli_did_you_mean(cli_suggest(cmd, commands, 8), tail, sizeof tail));
+            cli_did_you_mean(cli_suggest(cmd, commands, 9), tail, sizeof tail));
   fputs("Try 'nnmem --help' for more information.\n", stderr);
   return CLI_EXIT_INVALID;
 }
