@@ -21,7 +21,7 @@ echo '{' > cut.json
 expect_refused cut.json "cut.json"
 expect_refused absent.json "absent.json: cannot open"
 printf 'id,lower,upper,size\n0,0,2,16\n' > trace.csv
-expect_refused trace.csv "trace.csv"
+expect_refused trace.csv "trace.csv: no offset column"
 # a plan whose two buffers overlap while both live
 printf 'id,lower,upper,size\n0,0,2,1008\n1,1,3,2000\n' > two.csv
 "$bin" plan two.csv --out two.json -q || fail "plan two.csv"

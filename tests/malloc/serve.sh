@@ -46,6 +46,18 @@ if [ -x /usr/bin/sort ]; then
   cat rep.txt
   /usr/bin/sort in2.txt | cmp -s - out.txt || fail "divergent sort: output differs"
   [ "$(count rep.txt 'from the pools')" -gt 0 ] || fail "divergent sort: no request left the plan"
+  # the plan as CSV (an offset column): through the CLI, and straight in
+  # the environment (what the CLI passes on)
+  "$bin" plan sort.csv --out sortplan.csv -q || fail "plan sort.csv as CSV"
+  "$bin" serve --malloc-lib "$so" sortplan.csv -- /usr/bin/sort in.txt > got.txt ||
+    fail "serve sort, CSV plan"
+  grep "^nnmem serve:" got.txt > rep.txt
+  [ "$(count rep.txt 'from the pools')" = 0 ] || fail "CSV plan: requests left the plan"
+  LD_PRELOAD="$so" NNMEM_SERVE="$tmp/sortplan.csv" NNMEM_SERVE_REPORT=env.txt \
+    /usr/bin/sort in.txt > out.txt || fail "NNMEM_SERVE: sort failed"
+  cmp -s want.txt out.txt || fail "NNMEM_SERVE: output differs"
+  grep -q "^fallback 0$" env.txt && grep -q "^served [1-9]" env.txt ||
+    { cat env.txt; fail "NNMEM_SERVE: not served from the plan"; }
 fi
 
 # python3: dicts, lists, json (realloc growth); threads (an order the
@@ -126,8 +138,11 @@ grep -q "missing the plan or the program" err.txt || fail "no program: message"
 "$bin" serve --malloc-lib "$so" steps.json -- sh -c 'exit 3' > /dev/null 2> err.txt
 [ $? -eq 1 ] || fail "failing program: exit code"
 grep -q "exited with status 3" err.txt || fail "failing program: message"
-# NNMEM_SERVE with an unreadable plan straight in the environment: the
-# program runs on the pools, one line says why
-LD_PRELOAD="$so" NNMEM_SERVE="$tmp/bad.json" /usr/bin/env true 2> err.txt || fail "bad NNMEM_SERVE: the program failed"
-grep -q "NNMEM_SERVE: .*bad.json.*not serving" err.txt || { cat err.txt; fail "bad NNMEM_SERVE: message"; }
+# NNMEM_SERVE with an unreadable plan, or a trace without offsets, straight
+# in the environment: the program runs on the pools, one line says why
+for f in bad.json steps.csv absent.csv; do
+  LD_PRELOAD="$so" NNMEM_SERVE="$tmp/$f" /usr/bin/env true 2> err.txt ||
+    fail "bad NNMEM_SERVE ($f): the program failed"
+  grep -q "NNMEM_SERVE: .*$f.*not serving" err.txt || { cat err.txt; fail "bad NNMEM_SERVE ($f): message"; }
+done
 echo "serve: ok"

@@ -234,7 +234,7 @@ static void create(void) {
   }
   nnmem__divert = nnmem__recording;
   atomic_store_explicit(&state, a ? ST_READY : ST_FAILED, memory_order_release);
-  /* serving reads the plan (JSON: its parser allocates through us): once
+  /* serving reads the plan (its CSV reader allocates through us): once
    * the allocator is ready; blocks handed out before come from the pools,
    * and the plan sends their frees there */
   if (a) {

@@ -1,11 +1,13 @@
 /* serve.c - serve mode of libnnmem_malloc.so: a run's allocations come
  * from the plan of an earlier recorded run (record.c, then `nnmem plan
- * TRACE.csv --out PLAN.json`), through the plan-backed allocator
+ * TRACE.csv --out PLAN.csv`), through the plan-backed allocator
  * (nnmem/planned.h): the k-th allocation of a step gets its planned offset
  * in one reserved range of the plan's height.
  *
- * Switched on by NNMEM_SERVE=PLAN.json (read once, right after the
- * allocator is created); NNMEM_SERVE_PID, when set, limits it to the
+ * Switched on by NNMEM_SERVE=PLAN.csv, the plan as a CSV with an offset
+ * column (`nnmem plan TRACE.csv --out PLAN.csv`; `nnmem serve` writes one
+ * from a plan JSON: the front links no JSON parser), read once, right
+ * after the allocator is created; NNMEM_SERVE_PID, when set, limits it to the
  * process with that id; NNMEM_SERVE_REPORT=PATH has the process write its
  * serving counts there at exit (PATH.tmp.PID renamed: absent or whole).
  * `nnmem serve PLAN -- prog` sets all three.
@@ -49,8 +51,8 @@
 #include <unistd.h>
 
 #include "front.h"
+#include "common/util.h"
 #include "nnmem/io.h"
-#include "nnmem/plan.h"
 #include "nnmem/planned.h"
 #include "nnmem/planned_inline.h"
 #include "nnmem/problem.h"
@@ -105,10 +107,20 @@ void nnmem__serve_init(nnmem_allocator_t *a) {
     say("nnmem malloc: NNMEM_SERVE_REPORT path too long; not serving\n");
     return;
   }
-  nnmem_problem_t *p = NULL;
-  uint64_t *off = NULL;
+  nnmem_csv_t *csv = NULL;
+  const nnmem_problem_t *p = NULL;
+  const uint64_t *off = NULL;
   nnmem_diag_t d = {{0}};
-  nnmem_status_t st = nnmem_plan_read_json_file(path, &p, &off, &d);
+  nnmem_status_t st = nnmem_csv_read_file(path, &csv, &d);
+  if (st == NNMEM_OK) {
+    p = nnmem_csv_problem(csv);
+    off = nnmem_csv_offsets(csv);
+    if (!off)
+      st = nnmem__diag(&d, NNMEM_ERR_PARSE,
+                       "%s has no offset column: not a plan (nnmem plan "
+                       "TRACE.csv --out PLAN.csv)",
+                       path);
+  }
   if (st == NNMEM_OK) {
     size_t n = nnmem_problem_count(p);
     const nnmem_buffer_t *b = nnmem_problem_buffers(p);
@@ -137,8 +149,7 @@ void nnmem__serve_init(nnmem_allocator_t *a) {
       }
     }
   }
-  nnmem_problem_destroy(p);
-  free(off);
+  nnmem_csv_destroy(csv);
   if (st != NNMEM_OK) {
     say3("nnmem malloc: NNMEM_SERVE: ",
          d.message[0] ? d.message : nnmem_status_str(st),

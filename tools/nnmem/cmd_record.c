@@ -33,6 +33,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "common/util.h"
 #include "nnmem/io.h"
 #include "nnmem/plan.h"
 #include "nnmem/planned.h"
@@ -53,8 +54,8 @@ static const cli_opt_t record_table[] = {{"help", 'h', 0, OPT_HELP},
 
 typedef struct record_opts {
   const char *out, *lib, *prog;
-  const char *plan; /* serve: the plan (absolute: plan_abs) */
-  char plan_abs[PATH_MAX];
+  const char *plan; /* serve: the plan as given */
+  char plan_abs[PATH_MAX + 16]; /* serve: its CSV copy for the library */
   const char *args[MAX_ARGS];
   size_t n_args;
   int quiet;
@@ -289,10 +290,12 @@ int cli_cmd_record(int argc, char **argv) {
  * come from the plan of an earlier recorded run, one reserved range of the
  * plan's height, the k-th request of a step at its planned offset;
  * divergent requests go to the pools. Steps:
- *   1. the plan is read and checked as the library will (the plan-backed
- *      allocator over a reserved, never touched range): a bad plan is an
- *      error naming the file, and PROG does not run;
- *   2. as record's steps 1-3, with NNMEM_SERVE=<the plan, absolute>,
+ *   1. the plan (JSON, or CSV with an offset column) is read and checked
+ *      as the library will (the plan-backed allocator over a reserved,
+ *      never touched range) and written as CSV to a private folder (the
+ *      library reads CSV: the front links no JSON parser): a bad plan is
+ *      an error naming the file, and PROG does not run;
+ *   2. as record's steps 1-3, with NNMEM_SERVE=<folder>/plan.csv,
  *      NNMEM_SERVE_PID and NNMEM_SERVE_REPORT=<folder>/report;
  *   3. the report PROG's library wrote at exit is printed (requests from
  *      the plan and from the pools, why, the plan's height).
@@ -306,11 +309,12 @@ static const cli_opt_t serve_table[] = {{"help", 'h', 0, OPT_HELP},
 
 static void print_serve_help(void) {
   fputs(
-      "Usage: nnmem serve [options] PLAN.json -- PROG [ARGS...]\n"
+      "Usage: nnmem serve [options] PLAN -- PROG [ARGS...]\n"
       "\n"
-      "Runs PROG with its allocations served from PLAN.json, the plan of an\n"
-      "earlier recorded run (nnmem record --out T.csv -- PROG ...; nnmem plan\n"
-      "T.csv --out PLAN.json): the k-th allocation of a step gets its planned\n"
+      "Runs PROG with its allocations served from PLAN (.json, or .csv with\n"
+      "an offset column), the plan of an earlier recorded run (nnmem record\n"
+      "--out T.csv -- PROG ...; nnmem plan T.csv --out PLAN.json): the k-th\n"
+      "allocation of a step gets its planned\n"
       "offset in one range of the plan's height. A request the plan does not\n"
       "have (another size, more than recorded) is served by " MALLOC_LIB "'s\n"
       "pools and counted; the run never fails because of it. Steps are\n"
@@ -328,14 +332,41 @@ static void print_serve_help(void) {
       stdout);
 }
 
-/* Step 1. */
-static int check_plan(record_opts_t *o) {
+/* Step 1: the plan (JSON, or CSV with an offset column) read and checked;
+ * written as CSV to `csv_out` (what the library reads: the front links no
+ * JSON parser). */
+static int check_plan(record_opts_t *o, const char *csv_out) {
   nnmem_problem_t *p = NULL;
+  nnmem_csv_t *csv = NULL;
   uint64_t *off = NULL, height = 0;
+  const uint64_t *offs = NULL;
+  const nnmem_problem_t *prob = NULL;
   nnmem_diag_t d = {{0}};
-  nnmem_status_t st = nnmem_plan_read_json_file(o->plan, &p, &off, &d);
-  for (size_t i = 0; st == NNMEM_OK && i < nnmem_problem_count(p); i++) {
-    uint64_t end = off[i] + nnmem_problem_buffers(p)[i].size;
+  char *text = NULL;
+  size_t len = 0;
+  nnmem_status_t st = nnmem_file_read(o->plan, &text, &len, &d);
+  size_t lead = 0;
+  while (st == NNMEM_OK && lead < len && strchr(" \t\r\n", text[lead]))
+    lead++;
+  if (st == NNMEM_OK && lead < len && text[lead] == '{') {
+    st = nnmem_plan_read_json(text, len, o->plan, &p, &off, &d);
+    prob = p;
+    offs = off;
+  } else if (st == NNMEM_OK) {
+    st = nnmem_csv_parse(text, len, o->plan, &csv, &d);
+    if (st == NNMEM_OK) {
+      prob = nnmem_csv_problem(csv);
+      offs = nnmem_csv_offsets(csv);
+      if (!offs)
+        st = nnmem__diag(&d, NNMEM_ERR_PARSE,
+                         "%s: no offset column: not a plan (nnmem plan "
+                         "TRACE.csv --out PLAN.json or PLAN.csv)",
+                         o->plan);
+    }
+  }
+  free(text);
+  for (size_t i = 0; st == NNMEM_OK && i < nnmem_problem_count(prob); i++) {
+    uint64_t end = offs[i] + nnmem_problem_buffers(prob)[i].size;
     if (end > height) height = end;
   }
   void *range = MAP_FAILED;
@@ -353,23 +384,20 @@ static int check_plan(record_opts_t *o) {
     nnmem_planned_config_t c;
     nnmem_planned_config_init(&c);
     c.base = range;
-    st = nnmem_planned_serve(a, p, off, &c, &r, &d);
+    st = nnmem_planned_serve(a, prob, offs, &c, &r, &d);
   }
   nnmem_planned_destroy(r);
   nnmem_allocator_destroy(a);
   if (range != MAP_FAILED) munmap(range, height);
+  if (st == NNMEM_OK) st = nnmem_problem_write_csv(prob, offs, csv_out, &d);
   nnmem_problem_destroy(p);
+  nnmem_csv_destroy(csv);
   free(off);
   if (st != NNMEM_OK) {
-    fprintf(stderr, "nnmem serve: %s%s%s\n",
-            strstr(d.message, o->plan) ? "" : o->plan,
-            strstr(d.message, o->plan) ? "" : ": ",
-            d.message[0] ? d.message : nnmem_status_str(st));
+    int named = strstr(d.message, o->plan) != NULL;
+    fprintf(stderr, "nnmem serve: %s%s%s\n", named ? "" : o->plan,
+            named ? "" : ": ", d.message[0] ? d.message : nnmem_status_str(st));
     return st == NNMEM_ERR_NOMEM ? CLI_EXIT_INTERNAL : CLI_EXIT_INVALID;
-  }
-  if (!realpath(o->plan, o->plan_abs)) {
-    fprintf(stderr, "nnmem serve: %s: %s\n", o->plan, strerror(errno));
-    return CLI_EXIT_INVALID;
   }
   return CLI_EXIT_OK;
 }
@@ -421,11 +449,9 @@ int cli_cmd_serve(int argc, char **argv) {
   if (!o.plan || !o.prog)
     return cli_usage_error("serve",
                            "missing the plan or the program: nnmem serve "
-                           "[options] PLAN.json -- PROG [ARGS...]");
+                           "[options] PLAN -- PROG [ARGS...]");
   o.args[0] = o.prog;
   o.args[o.n_args + 1] = NULL;
-  e = check_plan(&o);
-  if (e != CLI_EXIT_OK) return e;
   char lib[PATH_MAX];
   if (!find_lib(&o, lib, sizeof lib)) return CLI_EXIT_INVALID;
   const char *tmpdir = getenv("TMPDIR");
@@ -438,9 +464,15 @@ int cli_cmd_serve(int argc, char **argv) {
     return CLI_EXIT_INVALID;
   }
   snprintf(report, sizeof report, "%s/report", dir);
-  int rc = run_prog(&o, lib, report) == 0 ? CLI_EXIT_OK : CLI_EXIT_INVALID;
-  if (!o.quiet || rc != CLI_EXIT_OK) print_report(&o, report);
+  snprintf(o.plan_abs, sizeof o.plan_abs, "%s/plan.csv", dir);
+  e = check_plan(&o, o.plan_abs);
+  int rc = e;
+  if (e == CLI_EXIT_OK) {
+    rc = run_prog(&o, lib, report) == 0 ? CLI_EXIT_OK : CLI_EXIT_INVALID;
+    if (!o.quiet || rc != CLI_EXIT_OK) print_report(&o, report);
+  }
   unlink(report);
+  unlink(o.plan_abs);
   rmdir(dir);
   return rc;
 }
