@@ -113,7 +113,17 @@ typedef struct nnmem_fit_config {
   int no_offload;        /* nonzero: stream weights only */
   int no_stream;         /* nonzero: offload activations only */
   int no_sram;           /* nonzero: leave on-chip tiers empty */
+  uint64_t slice_bytes;  /* a weight of at least twice this many bytes is
+                            held in slices of at least this many bytes
+                            along its first dimension, each streamed (or
+                            kept) on its own; 0 = the larger of
+                            NNMEM_FIT_SLICE_BYTES and limit /
+                            NNMEM_FIT_SLICE_SHARE, UINT64_MAX = never
+                            (docs/fit.md, "Weight slices") */
 } nnmem_fit_config_t;
+
+#define NNMEM_FIT_SLICE_BYTES (1u << 20)
+#define NNMEM_FIT_SLICE_SHARE 32
 
 NNMEM_API void nnmem_fit_config_init(nnmem_fit_config_t *cfg);
 

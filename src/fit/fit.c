@@ -56,6 +56,7 @@
  * Complexity: O(C * (C + S)) for C candidate moves and S steps, plus the
  * planner. Thread-safety: reads the graph; the fit is immutable. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -102,6 +103,21 @@ uint64_t nnmem_graph_digest(const nnmem_graph_t *g) {
 }
 
 /* ---- step 2: values and accesses ---------------------------------------- */
+
+uint64_t nnmem__fit_slice_bytes(const nnmem_fit_config_t *cfg,
+                                uint64_t limit) {
+  uint64_t sb = cfg->size == 0 || cfg->size >= offsetof(nnmem_fit_config_t,
+                                                        slice_bytes) +
+                                                   sizeof cfg->slice_bytes
+                    ? cfg->slice_bytes
+                    : 0; /* a caller built before the field: default */
+  if (sb == UINT64_MAX) return 0;
+  if (sb) return sb;
+  /* default: a slice is a small share of the limit (what a copy holds
+   * before its bytes arrive), never below NNMEM_FIT_SLICE_BYTES */
+  uint64_t share = limit / NNMEM_FIT_SLICE_SHARE;
+  return share > NNMEM_FIT_SLICE_BYTES ? share : NNMEM_FIT_SLICE_BYTES;
+}
 
 static nnmem_status_t add_value(fitter_t *x, const char *id, uint64_t size,
                                 uint64_t align, uint64_t first, uint64_t last,
@@ -178,7 +194,49 @@ static nnmem_status_t liveness_values(fitter_t *x) {
   return NNMEM_OK;
 }
 
-/* Weight values, keyed by weight offset (views share); wval[t] per tensor. */
+/* How many slices weight ti is held in: rows of dim 0 grouped into slices
+ * of at least x->slice_bytes (the last may be larger); 1 when slicing is
+ * off, the weight is no larger than two slices' worth or its bytes are not
+ * a whole number of rows. */
+static uint64_t slice_count(const fitter_t *x, const nnmem_tensor_info_t *ti) {
+  if (!x->slice_bytes || ti->rank == 0 || ti->shape[0] < 2) return 1;
+  uint64_t rows = (uint64_t)ti->shape[0];
+  if (ti->bytes % rows || ti->bytes < 2 * x->slice_bytes) return 1;
+  uint64_t k = ti->bytes / x->slice_bytes;
+  return k < rows ? k : rows;
+}
+
+/* The values of weight ti: one, or its slices along dim 0 (rows [r_i,
+ * r_{i+1}) of k slices, r_i = i * rows / k), each a value of its own named
+ * "name[r_i:r_{i+1}]", in a row of x->v; *first gets the first. An op
+ * reads a sliced weight as its slices (a kernel per slice: Conv output
+ * channels, Gemm/MatMul rows), each launch costing the device's op
+ * overhead (op_accesses). */
+static nnmem_status_t weight_slices(fitter_t *x, const nnmem_tensor_info_t *ti,
+                                    size_t *first) {
+  uint64_t k = slice_count(x, ti);
+  uint64_t rows = ti->rank ? (uint64_t)ti->shape[0] : 1;
+  for (uint64_t i = 0; i < k; i++) {
+    uint64_t r0 = i * rows / k, r1 = (i + 1) * rows / k;
+    uint64_t bytes = k == 1 ? ti->bytes : (r1 - r0) * (ti->bytes / rows);
+    size_t idx;
+    nnmem_status_t st = add_value(x, ti->name, bytes, ti->align, 0, x->S,
+                                  FIT_KIND_WEIGHT, &idx);
+    if (st != NNMEM_OK) return st;
+    if (i == 0) *first = idx, x->v[idx].n_slices = (uint32_t)k;
+    if (k == 1) continue;
+    size_t len = strlen(ti->name) + 48;
+    char *id = malloc(len);
+    if (!id) return NNMEM_ERR_NOMEM;
+    snprintf(id, len, "%s[%llu:%llu]", ti->name, (unsigned long long)r0,
+             (unsigned long long)r1);
+    x->v[idx].id = x->v[idx].own_id = id;
+  }
+  return NNMEM_OK;
+}
+
+/* Weight values, keyed by weight offset (views share); wval[t] per tensor
+ * (the first slice of a sliced weight). */
 static nnmem_status_t weight_values(fitter_t *x, int64_t *wval) {
   size_t nt = nnmem_graph_tensor_count(x->g);
   for (uint32_t t = 0; t < nt; t++) {
@@ -191,9 +249,8 @@ static nnmem_status_t weight_values(fitter_t *x, int64_t *wval) {
     if ((ti.kind != NNMEM_TENSOR_WEIGHT && ti.kind != NNMEM_TENSOR_CONSTANT) ||
         ti.n_consumers == 0 || ti.bytes == 0)
       continue;
-    size_t idx;
-    nnmem_status_t st = add_value(x, ti.name, ti.bytes, ti.align, 0, x->S,
-                                  FIT_KIND_WEIGHT, &idx);
+    size_t idx = 0;
+    nnmem_status_t st = weight_slices(x, &ti, &idx);
     if (st != NNMEM_OK) return st;
     wval[t] = (int64_t)idx;
   }
@@ -231,9 +288,15 @@ static nnmem_status_t op_accesses(fitter_t *x, const int64_t *wval,
       uint32_t t = i < oi.n_inputs ? oi.inputs[i] : oi.outputs[i - oi.n_inputs];
       int64_t vi = value_of(x, wval, t);
       if (vi < 0) continue;
-      nnmem_status_t st = add_access(&x->v[vi], s);
-      if (st != NNMEM_OK) return st;
+      uint32_t k = x->v[vi].n_slices > 1 ? x->v[vi].n_slices : 1;
+      if (k > 1 && i < oi.n_inputs) /* a launch per slice */
+        x->op_extra[s] += (double)(k - 1) * x->f->dev.op_overhead_s;
+      for (uint32_t q = 0; q < k; q++) {
+        nnmem_status_t st = add_access(&x->v[vi + q], s);
+        if (st != NNMEM_OK) return st;
+      }
     }
+    x->op_s[s] += x->op_extra[s];
   }
   /* liveness workspace buffers are accessed at their one step (first) */
   return NNMEM_OK;
@@ -508,7 +571,9 @@ static nnmem_status_t build_accesses(fitter_t *x, const int64_t *wval) {
       return NNMEM_ERR_INVALID;
     for (uint32_t i = 0; i < oi.n_inputs && st == NNMEM_OK; i++) {
       int64_t vi = value_of(x, wval, oi.inputs[i]);
-      if (vi >= 0) st = push_acc(&f->acc, &n, &cap, &x->v[vi], 0);
+      uint32_t k = vi >= 0 && x->v[vi].n_slices > 1 ? x->v[vi].n_slices : 1;
+      for (uint32_t q = 0; vi >= 0 && q < k && st == NNMEM_OK; q++)
+        st = push_acc(&f->acc, &n, &cap, &x->v[vi + q], 0);
     }
     for (uint32_t i = 0; i < oi.n_outputs && st == NNMEM_OK; i++) {
       int64_t vi = value_of(x, wval, oi.outputs[i]);
@@ -533,9 +598,13 @@ static nnmem_status_t build_accesses(fitter_t *x, const int64_t *wval) {
       st = push_acc(&f->init, &f->n_init, &ci, v, 1);
     } else if (ti.kind == NNMEM_TENSOR_WEIGHT ||
                ti.kind == NNMEM_TENSOR_CONSTANT) {
-      fv_t home = *v;
-      if (v->streamed) home.tier = f->dev.n_tiers - 1, home.tbuf = v->hbuf;
-      st = push_acc(&f->init, &f->n_init, &ci, &home, 1);
+      uint32_t k = v->n_slices > 1 ? v->n_slices : 1;
+      for (uint32_t q = 0; q < k && st == NNMEM_OK; q++) {
+        fv_t home = v[q];
+        if (v[q].streamed)
+          home.tier = f->dev.n_tiers - 1, home.tbuf = v[q].hbuf;
+        st = push_acc(&f->init, &f->n_init, &ci, &home, 1);
+      }
     } else if (ti.kind == NNMEM_TENSOR_OUTPUT) {
       st = push_acc(&f->final, &f->n_final, &cf, v, 0);
     }
@@ -639,7 +708,7 @@ static void onchip_times(fitter_t *x) {
     double slow = x->op_bytes[s] > fast ? x->op_bytes[s] - fast : 0;
     tm += slow / d->tiers[x->main].bandwidth;
     double tc = x->op_flops[s] / d->compute_rate;
-    x->op_s[s] = (tc > tm ? tc : tm) + d->op_overhead_s;
+    x->op_s[s] = (tc > tm ? tc : tm) + d->op_overhead_s + x->op_extra[s];
   }
 }
 
@@ -789,9 +858,11 @@ nnmem_status_t nnmem__fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg) {
   x->win_s = x->op_s;
   x->op_flops = calloc(x->S + 1, sizeof *x->op_flops);
   x->op_bytes = calloc(x->S + 1, sizeof *x->op_bytes);
+  x->op_extra = calloc(x->S + 1, sizeof *x->op_extra);
   x->prof = calloc(x->S + 1, sizeof *x->prof);
   x->prof_before = calloc(x->S + 1, sizeof *x->prof_before);
-  if (!x->op_s || !x->prof || !x->prof_before || !x->op_flops || !x->op_bytes)
+  if (!x->op_s || !x->prof || !x->prof_before || !x->op_flops ||
+      !x->op_bytes || !x->op_extra)
     return NNMEM_ERR_NOMEM;
   return NNMEM_OK;
 }
@@ -826,6 +897,7 @@ void nnmem__fitter_free(fitter_t *x) {
   free(x->op_s);
   free(x->op_flops);
   free(x->op_bytes);
+  free(x->op_extra);
   free(x->prof);
   free(x->prof_before);
   free(x->cands);
@@ -931,6 +1003,7 @@ static nnmem_status_t fit_once(const nnmem_graph_t *g, const nnmem_device_t *d,
   x.diag = diag;
   x.main = nnmem_device_main_tier(d);
   f->limit = limit ? limit : d->tiers[x.main].capacity;
+  x.slice_bytes = nnmem__fit_slice_bytes(cfg, f->limit);
   f->graph_digest = nnmem_graph_digest(g);
   f->model_name = nnmem__strdup(nnmem_graph_name(g) ? nnmem_graph_name(g) : "");
   nnmem_status_t st = f->model_name ? fit_main(&x, ahead) : NNMEM_ERR_NOMEM;
