@@ -87,13 +87,20 @@ typedef struct step_root {
   int64_t root;
 } step_root_t;
 
-/* fit.c */
+/* fit_values.c */
 /* The slice size of cfg under `limit` (0: weights stay whole). */
 uint64_t nnmem__fit_slice_bytes(const nnmem_fit_config_t *cfg,
                                 uint64_t limit);
+/* The value of tensor t: its liveness buffer, or its weight's (first
+ * slice); -1 when none. */
+int64_t nnmem__fit_value_of(const fitter_t *x, const int64_t *wval,
+                            uint32_t t);
+
+/* fit.c */
 int64_t nnmem__fit_root_of(const fitter_t *x, int64_t i);
 int nnmem__fit_cmp_step_root(const void *a, const void *b);
 nnmem_status_t nnmem__fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg);
+/* fit_values.c: steps 2 (values and accesses); wval[t] per tensor */
 nnmem_status_t nnmem__fit_values(fitter_t *x, int64_t **wval_out);
 void nnmem__fitter_free(fitter_t *x);
 
