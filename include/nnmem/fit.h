@@ -113,7 +113,17 @@ typedef struct nnmem_fit_config {
   int no_offload;        /* nonzero: stream weights only */
   int no_stream;         /* nonzero: offload activations only */
   int no_sram;           /* nonzero: leave on-chip tiers empty */
+  uint64_t slice_bytes;  /* a weight of at least twice this many bytes is
+                            held in slices of at least this many bytes
+                            along its first dimension, each streamed (or
+                            kept) on its own; 0 = the larger of
+                            NNMEM_FIT_SLICE_BYTES and limit /
+                            NNMEM_FIT_SLICE_SHARE, UINT64_MAX = never
+                            (docs/fit.md, "Weight slices") */
 } nnmem_fit_config_t;
+
+#define NNMEM_FIT_SLICE_BYTES (1u << 20)
+#define NNMEM_FIT_SLICE_SHARE 32
 
 NNMEM_API void nnmem_fit_config_init(nnmem_fit_config_t *cfg);
 
@@ -208,6 +218,23 @@ NNMEM_API size_t nnmem_fit_moves(const nnmem_fit_t *f,
 NNMEM_API void nnmem_fit_costs(const nnmem_fit_t *f, nnmem_fit_costs_t *out);
 NNMEM_API double nnmem_fit_seconds(const nnmem_fit_t *f);
 
+/* Lower bounds on the exposed time of any schedule with this fit's op
+ * order, op times and limit, weights read from the main tier (docs/fit.md,
+ * Baselines). */
+typedef struct nnmem_fit_floor {
+  double link_s;   /* bytes copied in / link - compute (memory ignored) */
+  double memory_s; /* max over steps k <= j of (bytes of the weights ops
+                      k..j read - limit) / link - (op times of k..j-1):
+                      what did not fit on the device when op k began */
+  uint64_t from_step, to_step; /* the k and j of memory_s */
+} nnmem_fit_floor_t;
+
+/* Fills *out (both bounds >= 0; the fit's exposed time is never below
+ * either). O(steps * accesses). NNMEM_ERR_INVALID for NULL arguments,
+ * NNMEM_ERR_NOMEM. Thread-safe on an immutable fit. */
+NNMEM_API nnmem_status_t nnmem_fit_floor(const nnmem_fit_t *f,
+                                         nnmem_fit_floor_t *out);
+
 /* Baselines (bench/fit): what a runtime without a plan would move. */
 typedef enum nnmem_baseline {
   NNMEM_BASELINE_LRU = 0, /* on demand: a value is copied in when an op
@@ -227,8 +254,9 @@ typedef struct nnmem_baseline_result {
   double compute_s;
 } nnmem_baseline_result_t;
 
-/* Replays the op order of a fit (`cfg` as for nnmem_fit) under `limit`
- * bytes of the main tier with the policy; byte-granular (no
+/* Replays the op order of a fit (`cfg` as for nnmem_fit: the same values,
+ * weight slices included; slice_bytes = UINT64_MAX for whole tensors)
+ * under `limit` bytes of the main tier with the policy; byte-granular (no
  * fragmentation), so it favours the baseline. */
 NNMEM_API nnmem_status_t nnmem_fit_baseline(
     const nnmem_graph_t *g, const nnmem_device_t *d, uint64_t limit,

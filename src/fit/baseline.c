@@ -80,8 +80,8 @@ void nnmem__fit_trace_free(fit_trace_t *t) {
 }
 
 nnmem_status_t nnmem__fit_trace(const nnmem_graph_t *g, const nnmem_device_t *d,
-                                const nnmem_fit_config_t *cfg, fit_trace_t *out,
-                                nnmem_diag_t *diag) {
+                                const nnmem_fit_config_t *cfg, uint64_t limit,
+                                fit_trace_t *out, nnmem_diag_t *diag) {
   memset(out, 0, sizeof *out);
   nnmem_fit_config_t defaults;
   nnmem_fit_config_init(&defaults);
@@ -95,6 +95,7 @@ nnmem_status_t nnmem__fit_trace(const nnmem_graph_t *g, const nnmem_device_t *d,
   x.f = f;
   x.diag = diag;
   x.main = nnmem_device_main_tier(d);
+  x.slice_bytes = nnmem__fit_slice_bytes(x.cfg, limit); /* as the fitter */
   int64_t *wval = NULL;
   nnmem_status_t st = nnmem__fit_setup(&x, x.cfg);
   if (st == NNMEM_OK) st = nnmem__fit_values(&x, &wval);
@@ -220,13 +221,14 @@ nnmem_status_t nnmem_fit_baseline(const nnmem_graph_t *g,
   nnmem_status_t st = nnmem_device_check(d, diag);
   if (st != NNMEM_OK) return st;
   fit_trace_t t;
-  st = nnmem__fit_trace(g, d, cfg, &t, diag);
+  limit = limit ? limit : d->tiers[nnmem_device_main_tier(d)].capacity;
+  st = nnmem__fit_trace(g, d, cfg, limit, &t, diag);
   if (st != NNMEM_OK) return st;
   sim_t m;
   memset(&m, 0, sizeof m);
   m.t = &t;
   m.policy = policy;
-  m.limit = limit ? limit : d->tiers[nnmem_device_main_tier(d)].capacity;
+  m.limit = limit;
   m.resident = calloc(t.n_values + 1, 1);
   m.seen = calloc(t.n_values + 1, 1);
   m.needed = calloc(t.n_values + 1, 1);

@@ -1,17 +1,21 @@
 /* fit.c - fitting a graph under a device memory limit (nnmem/fit.h): the
- * values, the smallest footprint, the tier problems, on-chip placement,
- * costs and the driver; step 5 (choosing moves) is fit_moves.c, the state
- * they share fitter.h.
+ * smallest footprint, the tier problems, on-chip placement, costs and the
+ * driver; step 2 (the values, weight slices) is fit_values.c, step 5
+ * (choosing moves) fit_moves.c, the state they share fitter.h.
  *
  * Algorithm (the cheapest remedy first, as issue 9 orders them):
  *   1. Order: an explicit order, the memory-aware order (order.h) or file
  *      order; liveness analysis with the main tier's alignment.
  *   2. Values: every liveness buffer (activations, workspace, with their
  *      gaps and sub-buffer relations), every weight read by some op (live
- *      [0, S)), and with conv_algorithm im2col one column buffer per Conv
+ *      [0, S); one of at least two slices' worth whose bytes are whole rows
+ *      of dim 0 as k slices of whole rows, each a value: weight_slices),
+ *      and with conv_algorithm im2col one column buffer per Conv
  *      (live [s, s+1)). For each value the sorted steps that access it (a
  *      liveness buffer also at first and last - 1: inputs are written
- *      before step 0, outputs read after the last step).
+ *      before step 0, outputs read after the last step). An op reads all
+ *      slices of its weights; each slice past the first adds the device's
+ *      op overhead to its time (a launch per slice).
  *   3. Smallest footprint: max over steps of the aligned bytes of the roots
  *      the step accesses. Below it nothing fits (exit 2 names the op).
  *   4. Placement on on-chip tiers: small, often-accessed activation and
@@ -49,7 +53,8 @@
  *      in bytes and exposed time, or cuts the exposed time by over 5 %
  *      within 5 % of the fewest bytes seen (nnmem_fit).
  * Invariants: a value's device buffer is active at every step that
- * accesses it; a copy in writes a device buffer active from its start step;
+ * accesses it; the slices of a weight follow each other in x->v, the first
+ * holding their count, and their sizes add up to the weight's bytes; a copy in writes a device buffer active from its start step;
  * a copy out reads one active until its done step; host copies are live
  * from the copy out's start to the copy in's done (checked independently by
  * the executor, exec.c).
@@ -99,167 +104,6 @@ uint64_t nnmem_graph_digest(const nnmem_graph_t *g) {
     h = nnmem__fnv1a(h, &oi.workspace_bytes, sizeof oi.workspace_bytes);
   }
   return h;
-}
-
-/* ---- step 2: values and accesses ---------------------------------------- */
-
-static nnmem_status_t add_value(fitter_t *x, const char *id, uint64_t size,
-                                uint64_t align, uint64_t first, uint64_t last,
-                                int kind, size_t *idx) {
-  if (nnmem__grow((void **)&x->v, &x->cap_v, x->n_v + 1, sizeof *x->v))
-    return NNMEM_ERR_NOMEM;
-  fv_t *v = &x->v[x->n_v];
-  memset(v, 0, sizeof *v);
-  v->id = id;
-  v->size = size;
-  v->align = align ? align : 1;
-  uint64_t a = nnmem__max_u64(v->align, x->f->dev.tiers[x->main].alignment);
-  if (nnmem__align_up(size, a, &v->asize)) return NNMEM_ERR_OVERFLOW;
-  v->first = first;
-  v->last = last;
-  v->kind = kind;
-  v->parent = -1;
-  v->tier = x->main;
-  *idx = x->n_v++;
-  return NNMEM_OK;
-}
-
-static nnmem_status_t add_access(fv_t *v, uint64_t s) {
-  if (v->n_acc && v->acc[v->n_acc - 1] == s) return NNMEM_OK;
-  if (nnmem__grow((void **)&v->acc, &v->cap_acc, v->n_acc + 1, sizeof *v->acc))
-    return NNMEM_ERR_NOMEM;
-  /* steps arrive in order except the last-1 marks; keep sorted, unique */
-  size_t i = v->n_acc;
-  while (i > 0 && v->acc[i - 1] > s)
-    i--;
-  if (i > 0 && v->acc[i - 1] == s) return NNMEM_OK;
-  memmove(v->acc + i + 1, v->acc + i, (v->n_acc - i) * sizeof *v->acc);
-  v->acc[i] = s;
-  v->n_acc++;
-  return NNMEM_OK;
-}
-
-/* Value of tensor t: its liveness buffer, or the weight value (by weight
- * offset; views of weights share it); -1 when none. */
-static int64_t value_of(fitter_t *x, const int64_t *wval, uint32_t t) {
-  nnmem_tensor_live_t tl;
-  if (nnmem_liveness_tensor(x->live, t, &tl) != NNMEM_OK) return -1;
-  if (tl.buffer != NNMEM_NO_BUFFER) return tl.buffer;
-  return wval[t];
-}
-
-static nnmem_status_t liveness_values(fitter_t *x) {
-  const nnmem_problem_t *p = nnmem_liveness_problem(x->live);
-  const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-  size_t n = nnmem_problem_count(p);
-  for (size_t i = 0; i < n; i++) {
-    size_t idx;
-    int kind = nnmem_liveness_buffer_kind(x->live, i) == NNMEM_BUFFER_WORKSPACE
-                   ? FIT_KIND_WORKSPACE
-                   : FIT_KIND_ACTIVATION;
-    nnmem_status_t st =
-        add_value(x, nnmem_problem_id(p, i), b[i].size, b[i].align, b[i].first,
-                  b[i].last, kind, &idx);
-    if (st != NNMEM_OK) return st;
-    if (nnmem_problem_gaps(p, i, NULL)) x->v[idx].has_gaps = 1;
-  }
-  for (size_t i = 0; i < n; i++) {
-    size_t q;
-    uint64_t rel;
-    if (nnmem_problem_parent(p, i, &q, &rel) == NNMEM_OK) {
-      x->v[i].parent = (int64_t)q;
-      x->v[i].rel = rel;
-      x->v[q].has_children = 1;
-    }
-    nnmem_status_t st = add_access(&x->v[i], b[i].first);
-    if (st == NNMEM_OK) st = add_access(&x->v[i], b[i].last - 1);
-    if (st != NNMEM_OK) return st;
-  }
-  return NNMEM_OK;
-}
-
-/* Weight values, keyed by weight offset (views share); wval[t] per tensor. */
-static nnmem_status_t weight_values(fitter_t *x, int64_t *wval) {
-  size_t nt = nnmem_graph_tensor_count(x->g);
-  for (uint32_t t = 0; t < nt; t++) {
-    nnmem_tensor_info_t ti;
-    nnmem_tensor_live_t tl;
-    wval[t] = -1;
-    if (nnmem_graph_tensor(x->g, t, &ti) != NNMEM_OK ||
-        nnmem_liveness_tensor(x->live, t, &tl) != NNMEM_OK)
-      return NNMEM_ERR_INVALID;
-    if ((ti.kind != NNMEM_TENSOR_WEIGHT && ti.kind != NNMEM_TENSOR_CONSTANT) ||
-        ti.n_consumers == 0 || ti.bytes == 0)
-      continue;
-    size_t idx;
-    nnmem_status_t st = add_value(x, ti.name, ti.bytes, ti.align, 0, x->S,
-                                  FIT_KIND_WEIGHT, &idx);
-    if (st != NNMEM_OK) return st;
-    wval[t] = (int64_t)idx;
-  }
-  /* views of weights: the weight with the same offset */
-  for (uint32_t t = 0; t < nt; t++) {
-    nnmem_tensor_live_t tl, tw;
-    if (wval[t] >= 0 || nnmem_liveness_tensor(x->live, t, &tl) != NNMEM_OK ||
-        tl.buffer != NNMEM_NO_BUFFER)
-      continue;
-    for (uint32_t u = 0; u < nt; u++)
-      if (wval[u] >= 0 && nnmem_liveness_tensor(x->live, u, &tw) == NNMEM_OK &&
-          tw.weight_offset == tl.weight_offset) {
-        wval[t] = wval[u];
-        break;
-      }
-  }
-  return NNMEM_OK;
-}
-
-/* Accesses of every op, the executor's read/write lists, im2col values. */
-static nnmem_status_t op_accesses(fitter_t *x, const int64_t *wval,
-                                  uint64_t *ws_bytes) {
-  const uint32_t *order = nnmem_liveness_order(x->live);
-  for (uint64_t s = 0; s < x->S; s++) {
-    nnmem_op_info_t oi;
-    nnmem_op_cost_t oc;
-    if (nnmem_graph_op(x->g, order[s], &oi) != NNMEM_OK ||
-        nnmem_op_cost(x->g, order[s], &x->f->dev, &oc) != NNMEM_OK)
-      return NNMEM_ERR_INVALID;
-    x->op_s[s] = oc.seconds;
-    x->op_flops[s] = oc.flops;
-    x->op_bytes[s] = (double)oc.bytes;
-    ws_bytes[s] = oc.workspace;
-    for (uint32_t i = 0; i < oi.n_inputs + oi.n_outputs; i++) {
-      uint32_t t = i < oi.n_inputs ? oi.inputs[i] : oi.outputs[i - oi.n_inputs];
-      int64_t vi = value_of(x, wval, t);
-      if (vi < 0) continue;
-      nnmem_status_t st = add_access(&x->v[vi], s);
-      if (st != NNMEM_OK) return st;
-    }
-  }
-  /* liveness workspace buffers are accessed at their one step (first) */
-  return NNMEM_OK;
-}
-
-static nnmem_status_t im2col_values(fitter_t *x, const uint64_t *ws_bytes) {
-  const uint32_t *order = nnmem_liveness_order(x->live);
-  for (uint64_t s = 0; s < x->S; s++) {
-    if (!ws_bytes[s]) continue;
-    nnmem_op_info_t oi;
-    if (nnmem_graph_op(x->g, order[s], &oi) != NNMEM_OK)
-      return NNMEM_ERR_INVALID;
-    size_t len = strlen(oi.name) + 8, idx;
-    char *id = malloc(len);
-    if (!id) return NNMEM_ERR_NOMEM;
-    snprintf(id, len, "%s:im2col", oi.name);
-    nnmem_status_t st =
-        add_value(x, id, ws_bytes[s], 1, s, s + 1, FIT_KIND_WORKSPACE, &idx);
-    if (st != NNMEM_OK) {
-      free(id);
-      return st;
-    }
-    x->v[idx].own_id = id;
-    if ((st = add_access(&x->v[idx], s)) != NNMEM_OK) return st;
-  }
-  return NNMEM_OK;
 }
 
 int64_t nnmem__fit_root_of(const fitter_t *x, int64_t i) {
@@ -507,11 +351,13 @@ static nnmem_status_t build_accesses(fitter_t *x, const int64_t *wval) {
     if (nnmem_graph_op(x->g, order[s], &oi) != NNMEM_OK)
       return NNMEM_ERR_INVALID;
     for (uint32_t i = 0; i < oi.n_inputs && st == NNMEM_OK; i++) {
-      int64_t vi = value_of(x, wval, oi.inputs[i]);
-      if (vi >= 0) st = push_acc(&f->acc, &n, &cap, &x->v[vi], 0);
+      int64_t vi = nnmem__fit_value_of(x, wval, oi.inputs[i]);
+      uint32_t k = vi >= 0 && x->v[vi].n_slices > 1 ? x->v[vi].n_slices : 1;
+      for (uint32_t q = 0; vi >= 0 && q < k && st == NNMEM_OK; q++)
+        st = push_acc(&f->acc, &n, &cap, &x->v[vi + q], 0);
     }
     for (uint32_t i = 0; i < oi.n_outputs && st == NNMEM_OK; i++) {
-      int64_t vi = value_of(x, wval, oi.outputs[i]);
+      int64_t vi = nnmem__fit_value_of(x, wval, oi.outputs[i]);
       if (vi < 0 || x->v[vi].kind == FIT_KIND_WEIGHT) continue;
       if (i == 0 && (oi.flags & NNMEM_OP_VIEW)) continue; /* no bytes */
       st = push_acc(&f->acc, &n, &cap, &x->v[vi], 1);
@@ -526,16 +372,20 @@ static nnmem_status_t build_accesses(fitter_t *x, const int64_t *wval) {
   for (uint32_t t = 0; t < nt && st == NNMEM_OK; t++) {
     nnmem_tensor_info_t ti;
     if (nnmem_graph_tensor(x->g, t, &ti) != NNMEM_OK) return NNMEM_ERR_INVALID;
-    int64_t vi = value_of(x, wval, t);
+    int64_t vi = nnmem__fit_value_of(x, wval, t);
     if (vi < 0 || x->v[vi].n_acc == 0) continue;
     fv_t *v = &x->v[vi];
     if (ti.kind == NNMEM_TENSOR_INPUT) {
       st = push_acc(&f->init, &f->n_init, &ci, v, 1);
     } else if (ti.kind == NNMEM_TENSOR_WEIGHT ||
                ti.kind == NNMEM_TENSOR_CONSTANT) {
-      fv_t home = *v;
-      if (v->streamed) home.tier = f->dev.n_tiers - 1, home.tbuf = v->hbuf;
-      st = push_acc(&f->init, &f->n_init, &ci, &home, 1);
+      uint32_t k = v->n_slices > 1 ? v->n_slices : 1;
+      for (uint32_t q = 0; q < k && st == NNMEM_OK; q++) {
+        fv_t home = v[q];
+        if (v[q].streamed)
+          home.tier = f->dev.n_tiers - 1, home.tbuf = v[q].hbuf;
+        st = push_acc(&f->init, &f->n_init, &ci, &home, 1);
+      }
     } else if (ti.kind == NNMEM_TENSOR_OUTPUT) {
       st = push_acc(&f->final, &f->n_final, &cf, v, 0);
     }
@@ -639,7 +489,7 @@ static void onchip_times(fitter_t *x) {
     double slow = x->op_bytes[s] > fast ? x->op_bytes[s] - fast : 0;
     tm += slow / d->tiers[x->main].bandwidth;
     double tc = x->op_flops[s] / d->compute_rate;
-    x->op_s[s] = (tc > tm ? tc : tm) + d->op_overhead_s;
+    x->op_s[s] = (tc > tm ? tc : tm) + d->op_overhead_s + x->op_extra[s];
   }
 }
 
@@ -789,30 +639,13 @@ nnmem_status_t nnmem__fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg) {
   x->win_s = x->op_s;
   x->op_flops = calloc(x->S + 1, sizeof *x->op_flops);
   x->op_bytes = calloc(x->S + 1, sizeof *x->op_bytes);
+  x->op_extra = calloc(x->S + 1, sizeof *x->op_extra);
   x->prof = calloc(x->S + 1, sizeof *x->prof);
   x->prof_before = calloc(x->S + 1, sizeof *x->prof_before);
-  if (!x->op_s || !x->prof || !x->prof_before || !x->op_flops || !x->op_bytes)
+  if (!x->op_s || !x->prof || !x->prof_before || !x->op_flops ||
+      !x->op_bytes || !x->op_extra)
     return NNMEM_ERR_NOMEM;
   return NNMEM_OK;
-}
-
-nnmem_status_t nnmem__fit_values(fitter_t *x, int64_t **wval_out) {
-  size_t nt = nnmem_graph_tensor_count(x->g);
-  int64_t *wval = malloc((nt ? nt : 1) * sizeof *wval);
-  uint64_t *ws = calloc(x->S + 1, sizeof *ws);
-  nnmem_status_t st = wval && ws ? NNMEM_OK : NNMEM_ERR_NOMEM;
-  if (st == NNMEM_OK) st = liveness_values(x);
-  if (st == NNMEM_OK) st = weight_values(x, wval);
-  if (st == NNMEM_OK) st = op_accesses(x, wval, ws);
-  if (st == NNMEM_OK && x->f->dev.conv == NNMEM_CONV_IM2COL)
-    st = im2col_values(x, ws);
-  free(ws);
-  for (size_t i = 0; i < x->n_v; i++) {
-    x->v[i].orig_first = x->v[i].first;
-    x->v[i].orig_last = x->v[i].last;
-  }
-  *wval_out = wval;
-  return st;
 }
 
 void nnmem__fitter_free(fitter_t *x) {
@@ -826,6 +659,7 @@ void nnmem__fitter_free(fitter_t *x) {
   free(x->op_s);
   free(x->op_flops);
   free(x->op_bytes);
+  free(x->op_extra);
   free(x->prof);
   free(x->prof_before);
   free(x->cands);
@@ -931,6 +765,7 @@ static nnmem_status_t fit_once(const nnmem_graph_t *g, const nnmem_device_t *d,
   x.diag = diag;
   x.main = nnmem_device_main_tier(d);
   f->limit = limit ? limit : d->tiers[x.main].capacity;
+  x.slice_bytes = nnmem__fit_slice_bytes(cfg, f->limit);
   f->graph_digest = nnmem_graph_digest(g);
   f->model_name = nnmem__strdup(nnmem_graph_name(g) ? nnmem_graph_name(g) : "");
   nnmem_status_t st = f->model_name ? fit_main(&x, ahead) : NNMEM_ERR_NOMEM;

@@ -66,8 +66,8 @@ typedef struct fit_trace {
 } fit_trace_t;
 
 nnmem_status_t nnmem__fit_trace(const nnmem_graph_t *g, const nnmem_device_t *d,
-                                const nnmem_fit_config_t *cfg, fit_trace_t *out,
-                                nnmem_diag_t *diag);
+                                const nnmem_fit_config_t *cfg, uint64_t limit,
+                                fit_trace_t *out, nnmem_diag_t *diag);
 void nnmem__fit_trace_free(fit_trace_t *t);
 
 /* FNV-1a 64 over bytes, continuing from `h` (start: NNMEM__FNV_SEED). */

@@ -29,6 +29,9 @@ typedef struct fv {
   uint64_t orig_first, orig_last;
   uint64_t min_lead; /* streamed: copies start at least this many steps
                         ahead (link-aware leads, fit.c); 0 = none */
+  uint32_t n_slices; /* weights: the first slice holds the slice count of
+                        its weight (slices follow it in x->v), 0 on the
+                        others (weight_values, fit.c) */
   uint64_t pace_lead; /* streamed: when nonzero, the lead of every window
                          instead of the fewest steps hiding the copy (the
                          link-paced rule, fit_leads.c); min_lead still
@@ -58,6 +61,9 @@ typedef struct fitter {
                        then */
   double *op_flops; /* FLOPs of step s */
   double *op_bytes; /* bytes its operands move (cost model) */
+  double *op_extra; /* launch overhead of the weight slices of step s */
+  uint64_t slice_bytes; /* weights above this are sliced (0: never; the
+                           baselines keep whole tensors) */
   uint64_t *prof;   /* main-tier live bytes per step */
   uint64_t *prof_before; /* alap_leads: prof before a tried extension */
   cand_t *cands;
@@ -81,10 +87,20 @@ typedef struct step_root {
   int64_t root;
 } step_root_t;
 
+/* fit_values.c */
+/* The slice size of cfg under `limit` (0: weights stay whole). */
+uint64_t nnmem__fit_slice_bytes(const nnmem_fit_config_t *cfg,
+                                uint64_t limit);
+/* The value of tensor t: its liveness buffer, or its weight's (first
+ * slice); -1 when none. */
+int64_t nnmem__fit_value_of(const fitter_t *x, const int64_t *wval,
+                            uint32_t t);
+
 /* fit.c */
 int64_t nnmem__fit_root_of(const fitter_t *x, int64_t i);
 int nnmem__fit_cmp_step_root(const void *a, const void *b);
 nnmem_status_t nnmem__fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg);
+/* fit_values.c: steps 2 (values and accesses); wval[t] per tensor */
 nnmem_status_t nnmem__fit_values(fitter_t *x, int64_t **wval_out);
 void nnmem__fitter_free(fitter_t *x);
 

@@ -248,6 +248,11 @@ static void check_fit(const nnmem_fit_t *f, const nnmem_graph_t *g,
   nnmem_fit_costs(f, &c);
   const nnmem_fit_copy_t *cp;
   assert_int_equal(rep.copies, nnmem_fit_copies(f, &cp));
+  nnmem_fit_floor_t fl; /* lower bounds: never above the fit itself */
+  assert_ok(nnmem_fit_floor(f, &fl));
+  assert_true(fl.link_s >= 0 && fl.memory_s >= 0);
+  assert_true(fl.link_s <= c.exposed_s * (1 + 1e-9) + 1e-12);
+  assert_true(fl.memory_s <= c.exposed_s * (1 + 1e-9) + 1e-12);
   assert_int_equal(rep.copy_bytes, c.transfer_bytes);
   assert_int_equal(rep.steps, nnmem_fit_steps(f));
   assert_true(rep.tier_bytes[m] <= limit);
@@ -402,8 +407,11 @@ static void test_exposed_vs_lru(void **state) {
   check_fit(f, g, limit);
   nnmem_fit_costs_t c;
   nnmem_fit_costs(f, &c);
-  nnmem_baseline_result_t lru;
-  assert_ok(nnmem_fit_baseline(g, &d, limit, NULL, NNMEM_BASELINE_LRU, &lru,
+  nnmem_baseline_result_t lru; /* whole tensors, as bench/fit */
+  nnmem_fit_config_t whole;
+  nnmem_fit_config_init(&whole);
+  whole.slice_bytes = UINT64_MAX;
+  assert_ok(nnmem_fit_baseline(g, &d, limit, &whole, NNMEM_BASELINE_LRU, &lru,
                                NULL));
   printf("mobilenetv2 at %llu B: exposed %.3f ms, LRU %.3f ms (%.2f)\n",
          (unsigned long long)limit, c.exposed_s * 1e3, lru.exposed_s * 1e3,
@@ -442,6 +450,168 @@ static void test_offload(void **state) {
     outs += c[i].dir == NNMEM_COPY_OUT;
   assert_int_equal(outs, offloads);
   check_fit(f, g, limit);
+  nnmem_fit_destroy(f);
+  nnmem_graph_destroy(g);
+}
+
+/* Weight slices (fit.c, weight_slices): a chain of MatMuls whose last
+ * weight is large (16 MiB, rows 1024) under a limit that holds it with
+ * little to spare: the class of input where a whole-tensor copy must wait
+ * for its whole buffer to be free. The fit holds it in slices of whole
+ * rows (checked: names, sizes, rows cover [0, 1024) in order), each
+ * slice's plan verified and the run passes with the slices' copies; the
+ * slices expose less time than the same fit with whole tensors. A weight
+ * under two slices, or whose bytes are not whole rows, stays whole. */
+static nnmem_graph_t *late_weight_chain(void) {
+  nnmem_graph_t *g;
+  assert_ok(nnmem_graph_create("late", &g));
+  int64_t xs[2] = {256, 1024}, ws[2] = {1024, 1024}, bs[2] = {1024, 4096};
+  int64_t ys[2] = {256, 4096}, odd[1] = {300000};
+  uint32_t prev = shaped(g, "x", NNMEM_TENSOR_INPUT, 2, xs);
+  for (int i = 0; i < 6; i++) {
+    char wn[16], an[16], on[16];
+    snprintf(wn, sizeof wn, "w%d", i);
+    snprintf(an, sizeof an, "a%d", i);
+    snprintf(on, sizeof on, "mm%d", i);
+    uint32_t w = shaped(g, wn, NNMEM_TENSOR_WEIGHT, 2, ws);
+    uint32_t a = shaped(g, an, NNMEM_TENSOR_ACTIVATION, 2, xs);
+    uint32_t in[2] = {prev, w};
+    add_op(g, on, "MatMul", in, 2, a);
+    prev = a;
+  }
+  /* a 1-D weight of 1.2 MB: rows of 4 B, but under two 1 MiB slices */
+  uint32_t o = shaped(g, "odd", NNMEM_TENSOR_WEIGHT, 1, odd);
+  uint32_t b = shaped(g, "big", NNMEM_TENSOR_WEIGHT, 2, bs);
+  uint32_t y = shaped(g, "y", NNMEM_TENSOR_OUTPUT, 2, ys);
+  uint32_t z = shaped(g, "z", NNMEM_TENSOR_ACTIVATION, 2, xs);
+  uint32_t in0[2] = {prev, o}, in1[2] = {z, b};
+  add_op(g, "addodd", "Add", in0, 2, z);
+  add_op(g, "last", "MatMul", in1, 2, y);
+  return g;
+}
+
+static void test_weight_slices(void **state) {
+  (void)state;
+  nnmem_graph_t *g = late_weight_chain();
+  nnmem_device_t d = plain_device(1ull << 30);
+  d.tiers[0].alignment = d.tiers[1].alignment = 256;
+  d.tiers[0].bandwidth = 1e10;
+  d.tiers[0].link_bandwidth = 1e9; /* 16 MiB: 16.8 ms */
+  d.compute_rate = 1e11;           /* each 1024-wide MatMul: 5.4 ms */
+  d.op_overhead_s = 1e-6;
+  uint64_t limit = 24u << 20;
+  nnmem_fit_config_t cfg;
+  nnmem_fit_config_init(&cfg);
+  nnmem_fit_t *sl = NULL, *whole = NULL;
+  nnmem_diag_t diag = {{0}};
+  if (nnmem_fit(g, &d, limit, &cfg, &sl, &diag) != NNMEM_OK)
+    fail_msg("sliced: %s", diag.message);
+  cfg.slice_bytes = UINT64_MAX;
+  if (nnmem_fit(g, &d, limit, &cfg, &whole, &diag) != NNMEM_OK)
+    fail_msg("whole: %s", diag.message);
+  check_fit(sl, g, limit);
+  check_fit(whole, g, limit);
+  /* the slices of "big": 16 of 64 rows (1 MiB: limit / 32 = 0.75 MiB is
+   * below the 1 MiB floor), in row order, each with a device buffer (the
+   * main tier); the streamed ones also have their home on the host */
+  uint32_t m = nnmem_device_main_tier(&d);
+  size_t n_slices[2] = {0, 0};
+  for (uint32_t t = m; t < d.n_tiers; t++) {
+    const nnmem_problem_t *p = nnmem_fit_tier_problem(sl, t);
+    const nnmem_buffer_t *bf = nnmem_problem_buffers(p);
+    uint64_t next_row = 0, bytes = 0;
+    for (size_t i = 0; i < nnmem_problem_count(p); i++) {
+      unsigned long long r0, r1;
+      assert_null(strstr(nnmem_problem_id(p, i), "odd["));
+      if (sscanf(nnmem_problem_id(p, i), "big[%llu:%llu]", &r0, &r1) != 2)
+        continue;
+      assert_true(t > m || r0 == next_row);
+      assert_int_equal(r1 - r0, 64);
+      assert_int_equal(bf[i].size, (r1 - r0) * 4096 * 4);
+      next_row = r1, bytes += bf[i].size, n_slices[t - m]++;
+    }
+    if (t == m) {
+      assert_int_equal(next_row, 1024);
+      assert_int_equal(bytes, 16u << 20);
+    }
+  }
+  assert_int_equal(n_slices[0], 16);
+  assert_true(n_slices[1] > 0); /* some slices are streamed */
+  /* 4 MiB weights: 4 slices each; the 1-D one of 1.2 MB whole */
+  const nnmem_problem_t *hp = nnmem_fit_tier_problem(sl, m + 1);
+  const nnmem_problem_t *mp = nnmem_fit_tier_problem(sl, m);
+  size_t idx;
+  assert_true(nnmem_problem_find(mp, "odd", &idx) == NNMEM_OK ||
+              nnmem_problem_find(hp, "odd", &idx) == NNMEM_OK);
+  assert_true(nnmem_problem_find(mp, "w3[0:256]", &idx) == NNMEM_OK ||
+              nnmem_problem_find(hp, "w3[0:256]", &idx) == NNMEM_OK);
+  assert_int_equal(nnmem_problem_find(mp, "big", &idx), NNMEM_ERR_NOT_FOUND);
+  assert_int_equal(nnmem_problem_find(nnmem_fit_tier_problem(whole, m),
+                                      "w3[0:256]", &idx),
+                   NNMEM_ERR_NOT_FOUND);
+  nnmem_fit_costs_t a, b;
+  nnmem_fit_costs(sl, &a);
+  nnmem_fit_costs(whole, &b);
+  printf("late 16 MiB weight at %llu B: exposed %.3f ms sliced, %.3f ms "
+         "whole (bytes %llu, %llu)\n",
+         (unsigned long long)limit, a.exposed_s * 1e3, b.exposed_s * 1e3,
+         (unsigned long long)a.transfer_bytes,
+         (unsigned long long)b.transfer_bytes);
+  assert_true(a.exposed_s < b.exposed_s);
+  nnmem_fit_destroy(sl);
+  nnmem_fit_destroy(whole);
+  nnmem_graph_destroy(g);
+}
+
+/* The memory floor by hand (floor.c): a -A(wa 16 MiB)-> b -Relu-> r
+ * -B(wb 16 MiB)-> c under a 24 MiB limit, no op overhead. At most 24 MiB
+ * of the 32 MiB of weights can be on the device when op A begins, so 8 MiB
+ * cross the link after it and before op B: exposed >= 8 MiB / link - t(A)
+ * - t(Relu), op times from nnmem_op_cost (slices add no launch cost
+ * without overhead). The fit itself may not beat it (check_fit). */
+static void test_memory_floor_by_hand(void **state) {
+  (void)state;
+  nnmem_graph_t *g;
+  assert_ok(nnmem_graph_create("two", &g));
+  int64_t xs[2] = {1, 4096}, ws[2] = {4096, 1024}, ys[2] = {1, 1024};
+  int64_t w2s[2] = {1024, 4096};
+  uint32_t a = shaped(g, "a", NNMEM_TENSOR_INPUT, 2, xs);
+  uint32_t wa = shaped(g, "wa", NNMEM_TENSOR_WEIGHT, 2, ws);
+  uint32_t b = shaped(g, "b", NNMEM_TENSOR_ACTIVATION, 2, ys);
+  uint32_t wb = shaped(g, "wb", NNMEM_TENSOR_WEIGHT, 2, w2s);
+  uint32_t r = shaped(g, "r", NNMEM_TENSOR_ACTIVATION, 2, ys);
+  uint32_t c = shaped(g, "c", NNMEM_TENSOR_OUTPUT, 2, xs);
+  uint32_t i1[2] = {a, wa}, i2[2] = {r, wb};
+  add_op(g, "A", "MatMul", i1, 2, b);
+  add_op(g, "relu", "Relu", &b, 1, r);
+  add_op(g, "B", "MatMul", i2, 2, c);
+  nnmem_device_t d = plain_device(1ull << 30);
+  d.tiers[0].link_bandwidth = 1e9; /* 8 MiB: 8.4 ms */
+  d.tiers[0].bandwidth = 1e11;      /* A reads 16 MiB: 0.17 ms */
+  d.compute_rate = 1e11;
+  uint64_t limit = 24u << 20;
+  nnmem_fit_t *f = NULL;
+  nnmem_diag_t diag = {{0}};
+  if (nnmem_fit(g, &d, limit, NULL, &f, &diag) != NNMEM_OK)
+    fail_msg("fit: %s", diag.message);
+  check_fit(f, g, limit);
+  nnmem_op_cost_t oa, orelu;
+  assert_ok(nnmem_op_cost(g, 0, &d, &oa));
+  assert_ok(nnmem_op_cost(g, 1, &d, &orelu));
+  double expect = (double)(8u << 20) / 1e9 - oa.seconds - orelu.seconds;
+  nnmem_fit_floor_t fl;
+  assert_ok(nnmem_fit_floor(f, &fl));
+  nnmem_fit_costs_t co;
+  nnmem_fit_costs(f, &co);
+  printf("two 16 MiB weights at 24 MiB: memory floor %.4f ms (by hand "
+         "%.4f), link floor %.4f ms, fit %.4f ms\n",
+         fl.memory_s * 1e3, expect * 1e3, fl.link_s * 1e3, co.exposed_s * 1e3);
+  assert_true(expect > 0);
+  assert_true(fl.memory_s > expect * (1 - 1e-9) &&
+              fl.memory_s < expect * (1 + 1e-9));
+  assert_int_equal(fl.from_step, 0);
+  assert_int_equal(fl.to_step, 2);
+  assert_int_equal(nnmem_fit_floor(NULL, &fl), NNMEM_ERR_INVALID);
   nnmem_fit_destroy(f);
   nnmem_graph_destroy(g);
 }
@@ -597,6 +767,8 @@ int main(void) {
       cmocka_unit_test(test_onchip),
       cmocka_unit_test(test_exposed_vs_lru),
       cmocka_unit_test(test_offload),
+      cmocka_unit_test(test_weight_slices),
+      cmocka_unit_test(test_memory_floor_by_hand),
       cmocka_unit_test(test_fault_injection),
       cmocka_unit_test(test_refused_plans),
       cmocka_unit_test(test_executor_catches_unwritten),
