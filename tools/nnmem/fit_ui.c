@@ -76,6 +76,20 @@ static int cmp_move_bytes(const void *a, const void *b) {
   return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
 }
 
+/* Orders weight names by NAME of "NAME[r0:r1]" (a slice) or NAME. */
+static size_t weight_name_len(const char *s) {
+  size_t l = strlen(s);
+  const char *b = l && s[l - 1] == ']' ? strrchr(s, '[') : NULL;
+  return b ? (size_t)(b - s) : l;
+}
+
+static int cmp_weight_name(const void *a, const void *b) {
+  const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+  size_t lx = weight_name_len(x), ly = weight_name_len(y);
+  int c = strncmp(x, y, lx < ly ? lx : ly);
+  return c ? c : (lx > ly) - (lx < ly);
+}
+
 /* The moves, largest first (at most 8 shown). */
 static void print_moves(FILE *out, const nnmem_graph_t *g,
                         const nnmem_fit_t *f) {
@@ -85,10 +99,37 @@ static void print_moves(FILE *out, const nnmem_graph_t *g,
   if (!m) return;
   if (n) memcpy(m, all, n * sizeof *m);
   qsort(m, n, sizeof *m, cmp_move_bytes);
-  for (size_t i = 0; i < n; i++)
-    m[i].kind == NNMEM_MOVE_STREAM ? ns++ : no++;
-  fprintf(out, "  moved: %zu weights streamed, %zu activations offloaded\n", ns,
-          no);
+  /* a weight held in slices ("NAME[r0:r1]", docs/fit.md) streams as
+   * several moves: weights are counted by NAME, slices apart */
+  size_t nslices = 0, nweights = 0;
+  const char **base = malloc((n ? n : 1) * sizeof *base);
+  for (size_t i = 0; i < n; i++) {
+    if (m[i].kind != NNMEM_MOVE_STREAM) {
+      no++;
+      continue;
+    }
+    const char *nm = m[i].name ? m[i].name : "";
+    size_t l = strlen(nm);
+    if (l && nm[l - 1] == ']' && strrchr(nm, '[')) nslices++;
+    if (base) base[ns] = nm;
+    ns++;
+  }
+  if (base) {
+    qsort(base, ns, sizeof *base, cmp_weight_name);
+    for (size_t i = 0; i < ns; i++)
+      nweights += i == 0 || cmp_weight_name(&base[i - 1], &base[i]) != 0;
+    free(base);
+  } else {
+    nweights = ns;
+  }
+  if (nslices)
+    fprintf(out,
+            "  moved: %zu weights streamed (%zu moves: %zu of them slices), "
+            "%zu activations offloaded\n",
+            nweights, ns, nslices, no);
+  else
+    fprintf(out, "  moved: %zu weights streamed, %zu activations offloaded\n",
+            ns, no);
   size_t shown = n < 8 ? n : 8;
   for (size_t i = 0; i < shown; i++) {
     char a[32], nm[96];
