@@ -135,6 +135,18 @@ static int find_lib(const record_opts_t *o, char *buf, size_t cap) {
   return 0;
 }
 
+/* A new private folder $TMPDIR/nnmem-<command>-XXXXXX (or under /tmp) in
+ * `dir`; 0 (and a message) when it cannot be made. */
+static int private_dir(char *dir, size_t cap) {
+  const char *tmpdir = getenv("TMPDIR");
+  if (!tmpdir || !*tmpdir) tmpdir = "/tmp";
+  snprintf(dir, cap, "%s/nnmem-%s-XXXXXX", tmpdir, cmd_name);
+  if (mkdtemp(dir)) return 1;
+  fprintf(stderr, "nnmem %s: cannot create a folder in %s: %s\n", cmd_name,
+          tmpdir, strerror(errno));
+  return 0;
+}
+
 /* Step 2 (child): the environment, then exec. Never returns. `out` is the
  * trace (record) or the report (serve). */
 static void child_exec(const record_opts_t *o, const char *lib,
@@ -266,15 +278,8 @@ int cli_cmd_record(int argc, char **argv) {
   o.args[o.n_args + 1] = NULL;
   char lib[PATH_MAX];
   if (!find_lib(&o, lib, sizeof lib)) return CLI_EXIT_INVALID;
-  const char *tmpdir = getenv("TMPDIR");
   char dir[PATH_MAX], trace[PATH_MAX + 16];
-  snprintf(dir, sizeof dir, "%s/nnmem-record-XXXXXX",
-           tmpdir && *tmpdir ? tmpdir : "/tmp");
-  if (!mkdtemp(dir)) {
-    fprintf(stderr, "nnmem %s: cannot create a folder in %s: %s\n", cmd_name,
-            tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
-    return CLI_EXIT_INVALID;
-  }
+  if (!private_dir(dir, sizeof dir)) return CLI_EXIT_INVALID;
   snprintf(trace, sizeof trace, "%s/trace.csv", dir);
   int rc =
       run_prog(&o, lib, trace) == 0 ? keep_trace(&o, trace) : CLI_EXIT_INVALID;
@@ -454,15 +459,8 @@ int cli_cmd_serve(int argc, char **argv) {
   o.args[o.n_args + 1] = NULL;
   char lib[PATH_MAX];
   if (!find_lib(&o, lib, sizeof lib)) return CLI_EXIT_INVALID;
-  const char *tmpdir = getenv("TMPDIR");
   char dir[PATH_MAX], report[PATH_MAX + 16];
-  snprintf(dir, sizeof dir, "%s/nnmem-serve-XXXXXX",
-           tmpdir && *tmpdir ? tmpdir : "/tmp");
-  if (!mkdtemp(dir)) {
-    fprintf(stderr, "nnmem serve: cannot create a folder in %s: %s\n",
-            tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
-    return CLI_EXIT_INVALID;
-  }
+  if (!private_dir(dir, sizeof dir)) return CLI_EXIT_INVALID;
   snprintf(report, sizeof report, "%s/report", dir);
   snprintf(o.plan_abs, sizeof o.plan_abs, "%s/plan.csv", dir);
   e = check_plan(&o, o.plan_abs);
