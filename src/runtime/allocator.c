@@ -113,12 +113,13 @@ typedef struct tcache tcache_t;
 typedef struct page {
   /* the first 64 bytes hold everything a free or an allocation reads */
   uint32_t magic;
-  uint16_t cls;
+  uint8_t cls;
   uint8_t in_avail; /* on the owner's avail stack of its class */
-  /* leak records (leaks.c), the line a free reads: bit i set while a
-   * block whose index % 8 == i may have one (a superset of leak_recs's
-   * mask folded to 8 bits; 0 while records are off) */
-  _Atomic uint8_t leak_bits;
+  /* leak records (leaks.c), the free's only test: 0 while no block of the
+   * page has a record (always while records are off), else the one
+   * recorded block's index + 1 or MANY (nnmem__leaks_mark_t; written by
+   * leaks.c under the records' lock only) */
+  _Atomic uint16_t leak_mark;
   uint32_t bsize, used, cap;
   uint32_t first;    /* offset of block 0 from the page start */
   uint32_t relink;   /* a page off the avail stack rejoins it once this
@@ -135,8 +136,8 @@ typedef struct page {
   /* leak records of this span's blocks (leaks.c; 0 while records are
    * off): the high 32 bits count them; bit i of the low 32 is set when one
    * of them is a block whose index % 32 == i (all cleared with the count's
-   * last). A free looks for a record only when its block's bit is set in
-   * leak_bits, then here (this second header line is read only then). */
+   * last; written with leak_mark). A free looks here only when leak_mark
+   * says several records (this second header line is read only then). */
   _Atomic uint64_t leak_recs;
   /* rem bit i set: block i waits on the owner's remote stack; set by the
    * freeing thread with an atomic or (the one that finds it set already
@@ -809,9 +810,10 @@ static inline nnmem__leaks_t *leaks_of(nnmem_allocator_t *a) {
 }
 
 /* An allocation the leak records want (nnmem__leaks_wants said 1): kept
- * out of the hot path. A recorded block on a small page raises the page's
- * leak_recs before it is handed out, so that a free on a page without
- * records skips them (leaks_free_small). */
+ * out of the hot path. A recorded block on a small page has its page's
+ * marks (leak_mark, leak_recs) raised with its record, under the records'
+ * lock, before it is handed out, so that a free on a page without records
+ * skips them (leaks_free_small). */
 static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
                                                       nnmem__leaks_t *lk,
                                                       size_t size, size_t align,
@@ -820,64 +822,45 @@ static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
   void *p = size <= CACHE_MAX && align <= 16 && !a->no_cache
                 ? small_alloc(a, size)
                 : large_alloc(a, size, align);
-  if (p && nnmem__leaks_on_alloc(lk, p, size, file, line)) {
-    page_t *pg = a->no_cache ? NULL : small_page_of(a, p);
-    if (pg) {
-      uint32_t i = blk_index(pg, p);
-      uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
-      while (!atomic_compare_exchange_weak_explicit(
-          &pg->leak_recs, &w, (w + (1ull << 32)) | (1ull << (i & 31)),
-          memory_order_seq_cst, memory_order_relaxed)) {
-      }
-      /* after the count (seq_cst): see leaks_free_marked; a bit already
-       * set (full mode: most) needs no locked instruction */
-      uint8_t bit = (uint8_t)(1u << (i & 7));
-      if (!(atomic_load(&pg->leak_bits) & bit))
-        atomic_fetch_or(&pg->leak_bits, bit);
-    }
-  }
+  if (!p) return NULL;
+  page_t *pg = a->no_cache ? NULL : small_page_of(a, p);
+  nnmem__leaks_mark_t mk;
+  if (pg)
+    mk = (nnmem__leaks_mark_t){&pg->leak_recs, &pg->leak_mark,
+                               blk_index(pg, p)};
+  (void)nnmem__leaks_on_alloc(lk, p, size, file, line, pg ? &mk : NULL);
   return p;
 }
 
-/* leaks_free_small's rare case: the block's bit is set in leak_bits (a
- * superset of leak_recs's mask folded to 8 bits). The record is looked up
- * when leak_recs has the block's bit too; a record found and removed
- * lowers the count, the last one clears the mask and leak_bits. A
- * recorded allocation (owner thread) raises the count, then sets its bit
- * in leak_bits; the thread that takes the count to 0 clears leak_bits,
- * then reads leak_recs again and restores the bits of any record added
- * meanwhile (all seq_cst: either that read sees the new record, or the
- * clear came before its bit was set). A stale bit only costs this look. */
+/* leaks_free_small's rare case: the page's mark says block idx may have
+ * a record (nnmem__leaks_mark_hit). A mark of one record (idx + 1) goes
+ * straight to the records; MANY (several) is a superset, so leak_recs's
+ * bit for idx % 32 and the filter are read first. Both marks are written
+ * only under the records' lock (nnmem__leaks_mark_t): read here without
+ * it, a stale mark costs only this look; a block with a record has its
+ * marks from before its allocation returned until its record goes. */
 static __attribute__((noinline)) void leaks_free_marked(nnmem__leaks_t *lk,
                                                         page_t *pg, void *ptr,
-                                                        uint32_t idx) {
-  uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
-  if (!((w >> (idx & 31)) & 1) || !nnmem__leaks_maybe(lk, ptr) ||
-      !nnmem__leaks_on_free(lk, ptr))
-    return;
-  uint64_t n;
-  do {
-    n = w - (1ull << 32);
-    if ((n >> 32) == 0) n = 0;
-  } while (!atomic_compare_exchange_weak_explicit(
-      &pg->leak_recs, &w, n, memory_order_seq_cst, memory_order_relaxed));
-  if (n) return;
-  atomic_store(&pg->leak_bits, 0);
-  uint64_t m = atomic_load(&pg->leak_recs) & 0xFFFFFFFFu;
-  m |= m >> 16;
-  m |= m >> 8;
-  if (m & 0xFF) atomic_fetch_or(&pg->leak_bits, (uint8_t)(m & 0xFF));
+                                                        uint32_t idx,
+                                                        uint32_t m) {
+  if (m == NNMEM__LEAKS_MANY) {
+    uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
+    if (!((w >> (idx & 31)) & 1) || !nnmem__leaks_maybe(lk, ptr)) return;
+  }
+  nnmem__leaks_mark_t mk = {&pg->leak_recs, &pg->leak_mark, idx};
+  (void)nnmem__leaks_on_free(lk, ptr, &mk);
 }
 
-/* Block idx of small page pg about to be freed: one byte of the header
+/* Block idx of small page pg about to be freed: two bytes of the header
  * line every free reads, 0 while records are off (no test of a->leaks:
- * the mark is that test). */
+ * the mark is that test); a page with one record sends only its block's
+ * free to the records. */
 static inline void leaks_free_small(nnmem_allocator_t *a, page_t *pg, void *ptr,
                                     uint32_t idx) {
-  uint8_t bits = atomic_load_explicit(&pg->leak_bits, memory_order_relaxed);
-  if (__builtin_expect((bits >> (idx & 7)) & 1, 0)) {
-    nnmem__leaks_t *lk = leaks_of(a); /* set: the bit was */
-    if (lk) leaks_free_marked(lk, pg, ptr, idx);
+  uint32_t m = atomic_load_explicit(&pg->leak_mark, memory_order_relaxed);
+  if (__builtin_expect(nnmem__leaks_mark_hit(m, idx), 0)) {
+    nnmem__leaks_t *lk = leaks_of(a); /* set: the mark was */
+    if (lk) leaks_free_marked(lk, pg, ptr, idx, m);
   }
 }
 
@@ -1102,7 +1085,7 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   if (!pg) {
     nnmem__leaks_t *lk = leaks_of(a);
     if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
-      (void)nnmem__leaks_on_free(lk, ptr);
+      (void)nnmem__leaks_on_free(lk, ptr, NULL);
     return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
   }
   int64_t idx = small_index(pg, ptr);

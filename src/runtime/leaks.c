@@ -298,9 +298,35 @@ static rec_t *rec_new_locked(nnmem__leaks_t *lk) {
   return malloc(sizeof *r + lk->depth * sizeof(void *));
 }
 
+/* The page marks (nnmem__leaks_mark_t) change only under the lock: plain
+ * loads and stores; lock-free readers see one value or the other. A record
+ * added raises the count and sets its index's bit in recs; the mark
+ * becomes its index + 1 when it is the page's only record, else MANY. One
+ * removed lowers the count; the page's last clears both. */
+static void mark_add_locked(const nnmem__leaks_mark_t *m) {
+  uint64_t w = atomic_load_explicit(m->recs, memory_order_relaxed);
+  atomic_store_explicit(m->recs, (w + (1ull << 32)) | (1ull << (m->idx & 31)),
+                        memory_order_relaxed);
+  uint32_t f = (w >> 32) == 0 && m->idx + 1 < NNMEM__LEAKS_MANY
+                   ? m->idx + 1
+                   : NNMEM__LEAKS_MANY;
+  atomic_store_explicit(m->mark, (uint16_t)f, memory_order_relaxed);
+}
+
+static void mark_remove_locked(const nnmem__leaks_mark_t *m) {
+  uint64_t w = atomic_load_explicit(m->recs, memory_order_relaxed);
+  uint64_t n = w - (1ull << 32);
+  if ((n >> 32) == 0) {
+    n = 0;
+    atomic_store_explicit(m->mark, 0, memory_order_relaxed);
+  }
+  atomic_store_explicit(m->recs, n, memory_order_relaxed);
+}
+
 static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
                                             size_t size, const char *file,
-                                            int line) {
+                                            int line,
+                                            const nnmem__leaks_mark_t *mark) {
   void *fr[NNMEM_LEAKS_MAX_DEPTH + SKIP_FRAMES];
   int n = 0;
   if (lk->depth) {
@@ -330,17 +356,19 @@ static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
   r->next = lk->bucket[h];
   lk->bucket[h] = r;
   lk->count++;
+  if (mark) mark_add_locked(mark);
   pthread_mutex_unlock(&lk->lock);
   return 1;
 }
 
 int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
-                          const char *file, int line) {
+                          const char *file, int line,
+                          const nnmem__leaks_mark_t *mark) {
   uint32_t k = lk->head.slot;
   if (k == 0) {
     nnmem__leaks_left[0] = 0; /* slot 0 stays <= 0 */
     if (lk->head.mode == NNMEM_LEAKS_FULL)
-      return record(lk, ptr, size, file, line);
+      return record(lk, ptr, size, file, line, mark);
   }
   if (tl.rng == 0) {
     tl.rng = lk->seed ^
@@ -351,16 +379,17 @@ int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
     /* no countdown yet (or none for this N): draw one; this block is
      * recorded iff the draw is <= its size (probability 1 - e^(-s/N)) */
     int64_t left = draw_interval(lk) - (int64_t)size;
-    if (k == 0) return left > 0 ? 0 : record(lk, ptr, size, file, line);
+    if (k == 0) return left > 0 ? 0 : record(lk, ptr, size, file, line, mark);
     tl.started |= 1u << k;
     nnmem__leaks_left[k] = left;
     if (left > 0) return 0;
   }
   nnmem__leaks_left[k] = draw_interval(lk);
-  return record(lk, ptr, size, file, line);
+  return record(lk, ptr, size, file, line, mark);
 }
 
-int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr) {
+int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr,
+                         const nnmem__leaks_mark_t *mark) {
   size_t h = hash_ptr((uintptr_t)ptr);
   _Atomic uint32_t *f = &lk->head.filter[h & (FILTER - 1)];
   if (atomic_load_explicit(f, memory_order_relaxed) == 0) return 0;
@@ -380,6 +409,7 @@ int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr) {
         found = NULL;
       }
       filter_add_locked(f, -1);
+      if (mark) mark_remove_locked(mark);
       break;
     }
   pthread_mutex_unlock(&lk->lock);
