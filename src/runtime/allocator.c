@@ -189,6 +189,11 @@ struct tcache {
   page_t *avail[NCLASS];
   uint32_t empty[NCLASS]; /* pages with used == 0 kept on avail */
   uint32_t sample_left;   /* calls until the next timed one (owner only) */
+  int leak_on;            /* leak_left is armed for a->leaks (owner only) */
+  /* bytes the fast path may still allocate before the leak records must
+   * see one (owner only): records off, LEAK_IDLE; sampled, a countdown
+   * (nnmem__leaks_arm); full, <= 0 */
+  int64_t leak_left;
   uint64_t swept_us;      /* clock at the last purge sweep (us) */
   uint32_t npend;         /* queued frees (free_batch; owner only) */
   void *pend[PEND_MAX];
@@ -208,7 +213,9 @@ struct tcache {
 };
 
 struct nnmem_allocator {
-  uint64_t id;
+  /* this allocator's identity for tls_cur (a new one when leak records
+   * are enabled, so that every thread re-arms its cache's countdown) */
+  _Atomic uint64_t id;
   nnmem_backend_t *backend, *owned_backend;
   nnmem_pool_t *pool;       /* large blocks */
   /* spans of the thread caches by unit count (1 .. MAX_UNITS, each aligned
@@ -666,6 +673,32 @@ static void cache_exit(void *v) { /* pthread key destructor */
   pthread_mutex_unlock(&a->lock);
 }
 
+static inline uint64_t alloc_id(nnmem_allocator_t *a) {
+  return atomic_load_explicit(&a->id, memory_order_relaxed);
+}
+
+static inline nnmem__leaks_t *leaks_of(nnmem_allocator_t *a) {
+  return atomic_load_explicit(&a->leaks, memory_order_acquire);
+}
+
+/* records off: the fast path's countdown cannot run out in practice (2^62
+ * bytes; if it does, alloc_leak_due sets it again) */
+#define LEAK_IDLE ((int64_t)1 << 62)
+
+/* Arms tc's countdown for the records, when they are on (leak_on: once;
+ * records are never turned off). Called when the thread makes tc its
+ * current cache: nnmem_allocator_leaks_enable changes a->id, so every
+ * thread comes here before its next fast allocation. */
+static void leak_arm(nnmem_allocator_t *a, tcache_t *tc) {
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (!lk) {
+    tc->leak_left = LEAK_IDLE;
+    return;
+  }
+  tc->leak_left = nnmem__leaks_arm(lk);
+  tc->leak_on = 1;
+}
+
 static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
   tcache_t *tc = pthread_getspecific(a->key);
   if (!tc && tls_cur.exiting) return NULL;
@@ -692,14 +725,15 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
       return NULL;
     }
   }
+  if (__builtin_expect(!tc->leak_on, 0)) leak_arm(a, tc);
   tls_cur.a = a;
-  tls_cur.id = a->id;
+  tls_cur.id = alloc_id(a);
   tls_cur.tc = tc;
   return tc;
 }
 
 static inline tcache_t *cache_get(nnmem_allocator_t *a) {
-  if (tls_cur.a == a && tls_cur.id == a->id) return tls_cur.tc;
+  if (tls_cur.a == a && tls_cur.id == alloc_id(a)) return tls_cur.tc;
   return cache_get_slow(a);
 }
 
@@ -805,8 +839,15 @@ static void *large_alloc(nnmem_allocator_t *a, size_t size, size_t align) {
   return p;
 }
 
-static inline nnmem__leaks_t *leaks_of(nnmem_allocator_t *a) {
-  return atomic_load_explicit(&a->leaks, memory_order_acquire);
+/* The page marks of block p for the records (*mk filled), NULL when p is
+ * not a small page's block. */
+static inline nnmem__leaks_mark_t *mark_of(nnmem_allocator_t *a, void *p,
+                                           nnmem__leaks_mark_t *mk) {
+  page_t *pg = a->no_cache ? NULL : small_page_of(a, p);
+  if (!pg) return NULL;
+  *mk = (nnmem__leaks_mark_t){&pg->leak_recs, &pg->leak_mark,
+                              blk_index(pg, p)};
+  return mk;
 }
 
 /* An allocation the leak records want (nnmem__leaks_wants said 1): kept
@@ -822,13 +863,8 @@ static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
   void *p = size <= CACHE_MAX && align <= 16 && !a->no_cache
                 ? small_alloc(a, size)
                 : large_alloc(a, size, align);
-  if (!p) return NULL;
-  page_t *pg = a->no_cache ? NULL : small_page_of(a, p);
   nnmem__leaks_mark_t mk;
-  if (pg)
-    mk = (nnmem__leaks_mark_t){&pg->leak_recs, &pg->leak_mark,
-                               blk_index(pg, p)};
-  (void)nnmem__leaks_on_alloc(lk, p, size, file, line, pg ? &mk : NULL);
+  if (p) (void)nnmem__leaks_on_alloc(lk, p, size, file, line, mark_of(a, p, &mk));
   return p;
 }
 
@@ -887,37 +923,58 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
   return p;
 }
 
-/* Records off: one load and one predictable branch. Sampled: also the
- * thread's byte countdown (inline). No profiler: one more load and branch. */
-/* nnmem_alloc past its fast path, hooks done: large sizes, no cache, a
- * cache not yet current, a miss, a timed call. Out of line so that the
- * fast path saves no registers. */
+/* nnmem_alloc past its fast path: large sizes, no cache, a cache not yet
+ * current, a miss, a timed call; the leak records' hook first (the
+ * thread's countdown slot: the fast path's own countdown counted nothing
+ * yet). Out of line so that the fast path saves no registers. */
 static __attribute__((noinline)) void *alloc_plain(nnmem_allocator_t *a,
                                                    size_t size) {
-  if (size <= CACHE_MAX && !a->no_cache) return small_alloc(a, size);
-  return large_alloc(a, size, 16);
-}
-
-/* The fast path: a small size, the thread's cache current, no timed call
- * due, a block on the first available page. The hooks come first and the
- * same way for every size (a watched or recorded allocation always takes
- * nnmem_alloc -> alloc_profiled / alloc_recorded, so one call site gives
- * one backtrace); records off: one load and a branch; sampled: the
- * countdown inline. Anything else is alloc_plain (the same choice as
- * before the fast path existed). */
-void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
-  if (__builtin_expect(!a || size == 0, 0)) return NULL;
-  nnmem_profiler_t *pr = prof_of(a);
-  if (__builtin_expect(pr != NULL, 0))
-    return alloc_profiled(a, pr, size, 16, NULL, 0);
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) &&
       nnmem__leaks_wants_slot(
           atomic_load_explicit(&a->leak_slot, memory_order_relaxed), size))
     return alloc_recorded(a, lk, size, 16, NULL, 0);
+  if (size <= CACHE_MAX && !a->no_cache) return small_alloc(a, size);
+  return large_alloc(a, size, 16);
+}
+
+/* The fast path's countdown ran out (tc is the thread's current cache):
+ * records off, it is set again (LEAK_IDLE); sampled, this block is
+ * recorded and the next countdown drawn; full, recorded (the countdown
+ * stays 0). */
+static __attribute__((noinline)) void *alloc_leak_due(nnmem_allocator_t *a,
+                                                      tcache_t *tc,
+                                                      size_t size) {
+  nnmem__leaks_t *lk = leaks_of(a);
+  void *p = small_alloc(a, size);
+  if (!lk) {
+    tc->leak_left = LEAK_IDLE;
+    return p;
+  }
+  tc->leak_left = nnmem__leaks_arm(lk);
+  nnmem__leaks_mark_t mk;
+  if (p) (void)nnmem__leaks_record(lk, p, size, NULL, 0, mark_of(a, p, &mk));
+  return p;
+}
+
+/* The fast path: a small size, the thread's cache current, no timed call
+ * due, a block on the first available page, and the cache's leak
+ * countdown not run out: the same instructions with records off or
+ * sampled (one subtraction in the cache's line; the countdown is
+ * LEAK_IDLE while records are off). A profiler's hook comes first and the
+ * same way for every size (a watched allocation always takes nnmem_alloc
+ * -> alloc_profiled, a recorded one nnmem_alloc -> alloc_leak_due or
+ * alloc_plain -> alloc_recorded, so one call site gives one backtrace).
+ * Anything else is alloc_plain (the same choice as before the fast path
+ * existed, the records' hook first). */
+void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
+  if (__builtin_expect(!a || size == 0, 0)) return NULL;
+  nnmem_profiler_t *pr = prof_of(a);
+  if (__builtin_expect(pr != NULL, 0))
+    return alloc_profiled(a, pr, size, 16, NULL, 0);
   /* a current cache implies thread caches (no_cache never makes one) */
   if (__builtin_expect(size > SMALL_MAX || tls_cur.a != a ||
-                           tls_cur.id != a->id,
+                           tls_cur.id != alloc_id(a),
                        0))
     return alloc_plain(a, size);
   tcache_t *tc = tls_cur.tc;
@@ -926,6 +983,8 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   page_t *pg = tc->avail[cls];
   void *b;
   if (__builtin_expect(!pg || !(b = pg->free), 0)) return alloc_plain(a, size);
+  if (__builtin_expect((tc->leak_left -= (int64_t)size) <= 0, 0))
+    return alloc_leak_due(a, tc, size);
   tc->sample_left--;
   page_pop(tc, pg, b);
   bump(&tc->st.allocs[cls], 1);
@@ -1105,7 +1164,7 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   if (__builtin_expect(!a || !a->free_batch || !(p & (PAGE_SIZE - 1)) ||
                            (p >> 48) || prof_of(a) || leaks_of(a) ||
-                           tls_cur.a != a || tls_cur.id != a->id,
+                           tls_cur.a != a || tls_cur.id != alloc_id(a),
                        0))
     return 0;
   _Atomic uint8_t *s = reg_slot(a, p, 0);
@@ -1310,7 +1369,8 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   pthread_once(&class_once, init_classes);
   nnmem_allocator_t *a = calloc(1, sizeof *a);
   if (!a) return NNMEM_ERR_NOMEM;
-  a->id = atomic_fetch_add(&next_id, 1);
+  atomic_store_explicit(&a->id, atomic_fetch_add(&next_id, 1),
+                        memory_order_relaxed);
   a->no_cache = c.no_thread_cache != 0;
   a->sample_every = c.latency_sample ? c.latency_sample : 64;
   a->free_batch = c.free_batch > PEND_MAX ? PEND_MAX : c.free_batch;
@@ -1507,6 +1567,10 @@ nnmem_status_t nnmem_allocator_leaks_enable(nnmem_allocator_t *a,
     return NNMEM_ERR_STATE;
   }
   atomic_store_explicit(&a->leak_slot, nnmem__leaks_slot(lk),
+                        memory_order_relaxed);
+  /* a new identity: every thread's next allocation finds its cache not
+   * current and arms the cache's countdown (leak_arm) */
+  atomic_store_explicit(&a->id, atomic_fetch_add(&next_id, 1),
                         memory_order_relaxed);
   return NNMEM_OK;
 }

@@ -361,6 +361,28 @@ static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
   return 1;
 }
 
+/* The thread's sampling random state, seeded on first use from the
+ * records' seed and the thread's sequence number. */
+static void rng_start(const nnmem__leaks_t *lk) {
+  if (tl.rng == 0) {
+    tl.rng = lk->seed ^
+             (atomic_fetch_add(&next_thread_seq, 1) * 0xD1B54A32D192ED03ULL);
+    if (!tl.rng) tl.rng = 1;
+  }
+}
+
+int64_t nnmem__leaks_arm(nnmem__leaks_t *lk) {
+  if (lk->head.mode != NNMEM_LEAKS_SAMPLED) return 0;
+  rng_start(lk);
+  return draw_interval(lk);
+}
+
+int nnmem__leaks_record(nnmem__leaks_t *lk, void *ptr, size_t size,
+                        const char *file, int line,
+                        const nnmem__leaks_mark_t *mark) {
+  return record(lk, ptr, size, file, line, mark);
+}
+
 int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
                           const char *file, int line,
                           const nnmem__leaks_mark_t *mark) {
@@ -370,11 +392,7 @@ int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
     if (lk->head.mode == NNMEM_LEAKS_FULL)
       return record(lk, ptr, size, file, line, mark);
   }
-  if (tl.rng == 0) {
-    tl.rng = lk->seed ^
-             (atomic_fetch_add(&next_thread_seq, 1) * 0xD1B54A32D192ED03ULL);
-    if (!tl.rng) tl.rng = 1;
-  }
+  rng_start(lk);
   if (k == 0 || !(tl.started & (1u << k))) {
     /* no countdown yet (or none for this N): draw one; this block is
      * recorded iff the draw is <= its size (probability 1 - e^(-s/N)) */

@@ -132,6 +132,17 @@ void nnmem__leaks_destroy(nnmem__leaks_t *lk);
 int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
                           const char *file, int line,
                           const nnmem__leaks_mark_t *mark);
+/* A countdown of the caller's own (allocator.c: one per thread cache, on
+ * its fast path) for these records: sampled, an exponential draw of mean
+ * N (the same law as the thread's slots: the byte process is memoryless,
+ * so an allocation counted by either is recorded with probability
+ * 1 - e^(-s/N)); full, 0 (every allocation is recorded). */
+int64_t nnmem__leaks_arm(nnmem__leaks_t *lk);
+/* Records block ptr now (the caller's own countdown ran out, or full
+ * mode): as nnmem__leaks_on_alloc without its countdown. */
+int nnmem__leaks_record(nnmem__leaks_t *lk, void *ptr, size_t size,
+                        const char *file, int line,
+                        const nnmem__leaks_mark_t *mark);
 /* A block is about to be freed and nnmem__leaks_maybe said 1: forget its
  * record, if any, lowering `mark` (NULL: none) with it; returns 1 when one
  * was removed. Must run before the block returns to the allocator (its
