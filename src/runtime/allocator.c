@@ -824,12 +824,16 @@ static __attribute__((noinline)) void *small_alloc_timed(tcache_t *tc,
 }
 
 /* Sampling: one owner-only decrement and a predictable branch. */
-static inline void *small_alloc(nnmem_allocator_t *a, size_t size) {
-  tcache_t *tc = cache_get(a);
-  if (__builtin_expect(!tc, 0)) return large_alloc(a, size, 16); /* exiting */
+static inline void *small_alloc_tc(tcache_t *tc, size_t size) {
   if (__builtin_expect(--tc->sample_left == 0, 0))
     return small_alloc_timed(tc, size);
   return small_alloc_in(tc, size);
+}
+
+static inline void *small_alloc(nnmem_allocator_t *a, size_t size) {
+  tcache_t *tc = cache_get(a);
+  if (__builtin_expect(!tc, 0)) return large_alloc(a, size, 16); /* exiting */
+  return small_alloc_tc(tc, size);
 }
 
 static void *large_alloc(nnmem_allocator_t *a, size_t size, size_t align) {
@@ -923,50 +927,61 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
   return p;
 }
 
+/* The countdown of tc (the thread's current cache) ran out on block b,
+ * just allocated from it (pg its page, NULL: looked up; b NULL: the
+ * allocation failed): records off, the countdown is set again
+ * (LEAK_IDLE); sampled, b is recorded and the next countdown drawn; full,
+ * b is recorded (the countdown stays 0). Returns b. Called last (a tail
+ * call), so that the records see the allocation's caller two frames up. */
+static __attribute__((noinline)) void *alloc_leak_due(nnmem_allocator_t *a,
+                                                      tcache_t *tc,
+                                                      page_t *pg, void *b,
+                                                      size_t size) {
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (!lk) {
+    tc->leak_left = LEAK_IDLE;
+    return b;
+  }
+  tc->leak_left = nnmem__leaks_arm(lk);
+  if (!b || (!pg && !(pg = small_page_of(a, b)))) return b;
+  nnmem__leaks_mark_t mk = {&pg->leak_recs, &pg->leak_mark, blk_index(pg, b)};
+  (void)nnmem__leaks_record(lk, b, size, NULL, 0, &mk);
+  return b;
+}
+
 /* nnmem_alloc past its fast path: large sizes, no cache, a cache not yet
- * current, a miss, a timed call; the leak records' hook first (the
- * thread's countdown slot: the fast path's own countdown counted nothing
- * yet). Out of line so that the fast path saves no registers. */
+ * current, a miss, a timed call. A small block counts down its cache's
+ * countdown as the fast path does; others the records' slot (one per
+ * thread and N: either is an exponential countdown of mean N, so a block
+ * is recorded with the same probability whichever counts it). Out of
+ * line so that the fast path saves no registers. */
 static __attribute__((noinline)) void *alloc_plain(nnmem_allocator_t *a,
                                                    size_t size) {
+  tcache_t *tc;
+  if (size <= CACHE_MAX && !a->no_cache && (tc = cache_get(a)) != NULL) {
+    void *b = small_alloc_tc(tc, size);
+    if (__builtin_expect((tc->leak_left -= (int64_t)size) <= 0, 0))
+      return alloc_leak_due(a, tc, NULL, b, size);
+    return b;
+  }
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) &&
       nnmem__leaks_wants_slot(
           atomic_load_explicit(&a->leak_slot, memory_order_relaxed), size))
     return alloc_recorded(a, lk, size, 16, NULL, 0);
-  if (size <= CACHE_MAX && !a->no_cache) return small_alloc(a, size);
   return large_alloc(a, size, 16);
 }
 
-/* The fast path's countdown ran out (tc is the thread's current cache):
- * records off, it is set again (LEAK_IDLE); sampled, this block is
- * recorded and the next countdown drawn; full, recorded (the countdown
- * stays 0). */
-static __attribute__((noinline)) void *alloc_leak_due(nnmem_allocator_t *a,
-                                                      tcache_t *tc,
-                                                      size_t size) {
-  nnmem__leaks_t *lk = leaks_of(a);
-  void *p = small_alloc(a, size);
-  if (!lk) {
-    tc->leak_left = LEAK_IDLE;
-    return p;
-  }
-  tc->leak_left = nnmem__leaks_arm(lk);
-  nnmem__leaks_mark_t mk;
-  if (p) (void)nnmem__leaks_record(lk, p, size, NULL, 0, mark_of(a, p, &mk));
-  return p;
-}
-
 /* The fast path: a small size, the thread's cache current, no timed call
- * due, a block on the first available page, and the cache's leak
- * countdown not run out: the same instructions with records off or
- * sampled (one subtraction in the cache's line; the countdown is
- * LEAK_IDLE while records are off). A profiler's hook comes first and the
- * same way for every size (a watched allocation always takes nnmem_alloc
- * -> alloc_profiled, a recorded one nnmem_alloc -> alloc_leak_due or
- * alloc_plain -> alloc_recorded, so one call site gives one backtrace).
- * Anything else is alloc_plain (the same choice as before the fast path
- * existed, the records' hook first). */
+ * due, a block on the first available page, then the cache's leak
+ * countdown: the same instructions with records off or sampled (one
+ * subtraction in the cache's line; the countdown is LEAK_IDLE while
+ * records are off), alloc_leak_due when it runs out. A profiler's hook
+ * comes first and the same way for every size (a watched allocation
+ * always takes nnmem_alloc -> alloc_profiled, a recorded one nnmem_alloc
+ * -> [alloc_plain ->] alloc_leak_due or alloc_recorded, tail calls, so one
+ * call site gives one backtrace). Anything else is alloc_plain (the same
+ * choice as before the fast path existed). */
 void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   if (__builtin_expect(!a || size == 0, 0)) return NULL;
   nnmem_profiler_t *pr = prof_of(a);
@@ -983,12 +998,12 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   page_t *pg = tc->avail[cls];
   void *b;
   if (__builtin_expect(!pg || !(b = pg->free), 0)) return alloc_plain(a, size);
-  if (__builtin_expect((tc->leak_left -= (int64_t)size) <= 0, 0))
-    return alloc_leak_due(a, tc, size);
   tc->sample_left--;
   page_pop(tc, pg, b);
   bump(&tc->st.allocs[cls], 1);
   if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
+  if (__builtin_expect((tc->leak_left -= (int64_t)size) <= 0, 0))
+    return alloc_leak_due(a, tc, pg, b, size);
   return b;
 }
 
