@@ -885,7 +885,7 @@ static __attribute__((noinline)) void leaks_free_marked(nnmem__leaks_t *lk,
                                                         uint32_t m) {
   if (m == NNMEM__LEAKS_MANY) {
     uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
-    if (!((w >> (idx & 31)) & 1) || !nnmem__leaks_maybe(lk, ptr)) return;
+    if (!((w >> (idx & 31)) & 1)) return;
   }
   nnmem__leaks_mark_t mk = {&pg->leak_recs, &pg->leak_mark, idx};
   (void)nnmem__leaks_on_free(lk, ptr, &mk);

@@ -350,7 +350,9 @@ static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
   r->t_cyc = t;
   r->depth = (uint32_t)n;
   if (n) memcpy(r->frames, fr + SKIP_FRAMES, (size_t)n * sizeof(void *));
-  filter_add_locked(&lk->head.filter[h & (FILTER - 1)], 1);
+  /* a block with page marks is found through them: the filter counts
+   * only the others (one random line less per record and per free) */
+  if (!mark) filter_add_locked(&lk->head.filter[h & (FILTER - 1)], 1);
   if (lk->count >= lk->nbucket) grow_locked(lk);
   h &= lk->nbucket - 1;
   r->next = lk->bucket[h];
@@ -410,7 +412,7 @@ int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr,
                          const nnmem__leaks_mark_t *mark) {
   size_t h = hash_ptr((uintptr_t)ptr);
   _Atomic uint32_t *f = &lk->head.filter[h & (FILTER - 1)];
-  if (atomic_load_explicit(f, memory_order_relaxed) == 0) return 0;
+  if (!mark && atomic_load_explicit(f, memory_order_relaxed) == 0) return 0;
   rec_t *found = NULL;
   int removed = 0;
   pthread_mutex_lock(&lk->lock);
@@ -426,8 +428,10 @@ int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr,
         lk->nspare++;
         found = NULL;
       }
-      filter_add_locked(f, -1);
-      if (mark) mark_remove_locked(mark);
+      if (mark)
+        mark_remove_locked(mark);
+      else
+        filter_add_locked(f, -1);
       break;
     }
   pthread_mutex_unlock(&lk->lock);
