@@ -944,8 +944,10 @@ static __attribute__((noinline)) void *alloc_leak_due(nnmem_allocator_t *a,
   }
   tc->leak_left = nnmem__leaks_arm(lk);
   if (!b || (!pg && !(pg = small_page_of(a, b)))) return b;
+  void *fr[NNMEM_LEAKS_MAX_DEPTH + 1];
+  int n = nnmem__leaks_backtrace(lk, fr); /* fr[0]: here */
   nnmem__leaks_mark_t mk = {&pg->leak_recs, &pg->leak_mark, blk_index(pg, b)};
-  (void)nnmem__leaks_record(lk, b, size, NULL, 0, &mk);
+  (void)nnmem__leaks_record(lk, b, size, NULL, 0, &mk, fr + 1, n - 1);
   return b;
 }
 

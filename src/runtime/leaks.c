@@ -94,7 +94,6 @@ struct nnmem__leaks {
   uint64_t id, seed;
   char *report_path;
   nnmem_leaks_format_t report_format;
-  backtrace_fn bt; /* the unwinder, picked at create when depth > 0 */
   pthread_mutex_t lock;
   rec_t **bucket;
   size_t nbucket, count;
@@ -224,8 +223,9 @@ nnmem_status_t nnmem__leaks_create(const nnmem_leaks_config_t *cfg,
   (void)nnmem__ns_per_cycle(); /* calibrated once per process (~2 ms) */
   if (lk->depth) { /* the first call loads the unwinder: not on a hot path */
     void *f[2];
-    lk->bt = unwinder();
-    (void)lk->bt(f, 2);
+    lk->head.depth = lk->depth;
+    lk->head.bt = unwinder();
+    (void)lk->head.bt(f, 2);
   }
   *out = lk;
   return NNMEM_OK;
@@ -323,16 +323,11 @@ static void mark_remove_locked(const nnmem__leaks_mark_t *m) {
   atomic_store_explicit(m->recs, n, memory_order_relaxed);
 }
 
-static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
-                                            size_t size, const char *file,
-                                            int line,
-                                            const nnmem__leaks_mark_t *mark) {
-  void *fr[NNMEM_LEAKS_MAX_DEPTH + SKIP_FRAMES];
-  int n = 0;
-  if (lk->depth) {
-    n = lk->bt(fr, (int)lk->depth + SKIP_FRAMES) - SKIP_FRAMES;
-    if (n < 0) n = 0;
-  }
+/* Stores the record of block ptr with its n frames (under the lock). */
+static int record_frames(nnmem__leaks_t *lk, void *ptr, size_t size,
+                         const char *file, int line,
+                         const nnmem__leaks_mark_t *mark, void *const *frames,
+                         int n) {
   uint64_t t = nnmem__cycles();
   size_t h = hash_ptr((uintptr_t)ptr);
   pthread_mutex_lock(&lk->lock);
@@ -349,7 +344,7 @@ static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
   r->tid = thread_id();
   r->t_cyc = t;
   r->depth = (uint32_t)n;
-  if (n) memcpy(r->frames, fr + SKIP_FRAMES, (size_t)n * sizeof(void *));
+  if (n) memcpy(r->frames, frames, (size_t)n * sizeof(void *));
   /* a block with page marks is found through them: the filter counts
    * only the others (one random line less per record and per free) */
   if (!mark) filter_add_locked(&lk->head.filter[h & (FILTER - 1)], 1);
@@ -361,6 +356,22 @@ static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
   if (mark) mark_add_locked(mark);
   pthread_mutex_unlock(&lk->lock);
   return 1;
+}
+
+/* The backtrace taken here (the records' own two frames skipped: this
+ * one and on_alloc's caller, which calls on_alloc as its tail), then the
+ * record. */
+static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
+                                            size_t size, const char *file,
+                                            int line,
+                                            const nnmem__leaks_mark_t *mark) {
+  void *fr[NNMEM_LEAKS_MAX_DEPTH + SKIP_FRAMES];
+  int n = 0;
+  if (lk->depth) {
+    n = lk->head.bt(fr, (int)lk->depth + SKIP_FRAMES) - SKIP_FRAMES;
+    if (n < 0) n = 0;
+  }
+  return record_frames(lk, ptr, size, file, line, mark, fr + SKIP_FRAMES, n);
 }
 
 /* The thread's sampling random state, seeded on first use from the
@@ -381,8 +392,10 @@ int64_t nnmem__leaks_arm(nnmem__leaks_t *lk) {
 
 int nnmem__leaks_record(nnmem__leaks_t *lk, void *ptr, size_t size,
                         const char *file, int line,
-                        const nnmem__leaks_mark_t *mark) {
-  return record(lk, ptr, size, file, line, mark);
+                        const nnmem__leaks_mark_t *mark, void *const *frames,
+                        int n) {
+  if (n > (int)lk->depth) n = (int)lk->depth;
+  return record_frames(lk, ptr, size, file, line, mark, frames, n > 0 ? n : 0);
 }
 
 int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,

@@ -26,6 +26,10 @@ typedef struct nnmem__leaks_head {
    * in the process (records with the same N share it); 0 in full mode and
    * for an 8th distinct N: every allocation then goes to on_alloc */
   uint32_t slot;
+  /* backtrace frames per record (0: none) and the unwinder (NULL when 0),
+   * for nnmem__leaks_backtrace */
+  uint32_t depth;
+  int (*bt)(void **frames, int n);
   _Atomic uint32_t filter[NNMEM__LEAKS_FILTER];
 } nnmem__leaks_head_t;
 
@@ -138,11 +142,26 @@ int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
  * so an allocation counted by either is recorded with probability
  * 1 - e^(-s/N)); full, 0 (every allocation is recorded). */
 int64_t nnmem__leaks_arm(nnmem__leaks_t *lk);
+/* The backtrace of a record, taken in the caller's own frame (inline: no
+ * frame of the records' code to unwind and skip): fr[0] is an address in
+ * the caller, fr[1..] the return addresses above it; fr has room for
+ * NNMEM_LEAKS_MAX_DEPTH + 1. Returns the number of entries (<= depth + 1),
+ * 0 when the records take no backtrace. */
+static inline int nnmem__leaks_backtrace(const nnmem__leaks_t *lk,
+                                         void **fr) {
+  const nnmem__leaks_head_t *h = (const nnmem__leaks_head_t *)lk;
+  if (!h->depth) return 0;
+  int n = h->bt(fr, (int)h->depth + 1);
+  return n > 0 ? n : 0;
+}
 /* Records block ptr now (the caller's own countdown ran out, or full
- * mode): as nnmem__leaks_on_alloc without its countdown. */
+ * mode): as nnmem__leaks_on_alloc without its countdown, with the n
+ * frames the caller took (nnmem__leaks_backtrace, its first entry
+ * dropped: frames[0] is the allocation's caller). */
 int nnmem__leaks_record(nnmem__leaks_t *lk, void *ptr, size_t size,
                         const char *file, int line,
-                        const nnmem__leaks_mark_t *mark);
+                        const nnmem__leaks_mark_t *mark, void *const *frames,
+                        int n);
 /* A block is about to be freed and nnmem__leaks_maybe said 1: forget its
  * record, if any, lowering `mark` (NULL: none) with it; returns 1 when one
  * was removed. Must run before the block returns to the allocator (its
