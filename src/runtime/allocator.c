@@ -1630,6 +1630,124 @@ nnmem_status_t nnmem_allocator_leaks_summary(nnmem_allocator_t *a,
   return NNMEM_OK;
 }
 
+/* The leak records' page marks against the records (nnmem__leaks_mark_t):
+ * each record is page-marked iff its block lies on a small page; a page
+ * with one record has mark == its index + 1 (MANY when the index is too
+ * large), one with several MANY and recs counting them with their index
+ * bits; every other page of the registry has mark == 0 and recs == 0. */
+typedef struct mark_ref {
+  page_t *pg;
+  uint32_t idx;
+} mark_ref_t;
+
+typedef struct mark_refs {
+  nnmem_allocator_t *a;
+  mark_ref_t *v;
+  size_t n, cap;
+  int nomem;
+} mark_refs_t;
+
+static int mark_ref_each(void *ctx, uintptr_t ptr, int marked) {
+  mark_refs_t *m = ctx;
+  page_t *pg = m->a->no_cache ? NULL : small_page_of(m->a, (void *)ptr);
+  if ((pg != NULL) != (marked != 0)) return 1;
+  if (!pg) return 0;
+  if (m->n == m->cap) {
+    size_t c = m->cap ? 2 * m->cap : 256;
+    mark_ref_t *v = realloc(m->v, c * sizeof *v);
+    if (!v) {
+      m->nomem = 1;
+      return 0;
+    }
+    m->v = v;
+    m->cap = c;
+  }
+  m->v[m->n++] = (mark_ref_t){pg, blk_index(pg, (void *)ptr)};
+  return 0;
+}
+
+static int mark_ref_cmp(const void *x, const void *y) {
+  const mark_ref_t *p = x, *q = y;
+  if (p->pg != q->pg) return (uintptr_t)p->pg < (uintptr_t)q->pg ? -1 : 1;
+  return (p->idx > q->idx) - (p->idx < q->idx);
+}
+
+static const mark_ref_t *mark_ref_find(const mark_refs_t *m, page_t *pg) {
+  size_t lo = 0, hi = m->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((uintptr_t)m->v[mid].pg < (uintptr_t)pg)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < m->n && m->v[lo].pg == pg ? &m->v[lo] : NULL;
+}
+
+/* One page's marks against its k records r[0..k). */
+static nnmem_status_t mark_page_check(page_t *pg, const mark_ref_t *r,
+                                      size_t k, nnmem_diag_t *diag) {
+  uint32_t mark = atomic_load_explicit(&pg->leak_mark, memory_order_relaxed);
+  uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
+  if (k == 0) {
+    if (mark || w)
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "leak marks: page %p has no record, mark %u recs "
+                         "0x%llx",
+                         (void *)pg, mark, (unsigned long long)w);
+    return NNMEM_OK;
+  }
+  uint32_t want = k == 1 && r[0].idx + 1 < NNMEM__LEAKS_MANY
+                      ? r[0].idx + 1
+                      : NNMEM__LEAKS_MANY;
+  if (mark != want)
+    return nnmem__diag(diag, NNMEM_ERR_STATE,
+                       "leak marks: page %p with %zu records (first block "
+                       "%u): mark %u, want %u",
+                       (void *)pg, k, r[0].idx, mark, want);
+  if (mark != NNMEM__LEAKS_MANY) return NNMEM_OK;
+  if ((w >> 32) != k)
+    return nnmem__diag(diag, NNMEM_ERR_STATE,
+                       "leak marks: page %p counts %llu records, has %zu",
+                       (void *)pg, (unsigned long long)(w >> 32), k);
+  for (size_t i = 0; i < k; i++)
+    if (!((w >> (r[i].idx & 31)) & 1))
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "leak marks: page %p lacks the bit of block %u",
+                         (void *)pg, r[i].idx);
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem__allocator_leaks_check(nnmem_allocator_t *a,
+                                            nnmem_diag_t *diag) {
+  if (!a) return NNMEM_ERR_INVALID;
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (!lk) return nnmem__diag(diag, NNMEM_ERR_STATE, "leak records are off");
+  mark_refs_t m = {a, NULL, 0, 0, 0};
+  nnmem_status_t st = nnmem__leaks_check(lk, mark_ref_each, &m, diag);
+  if (st == NNMEM_OK && m.nomem)
+    st = nnmem__diag(diag, NNMEM_ERR_NOMEM, "leak marks: check");
+  if (st == NNMEM_OK && m.n) qsort(m.v, m.n, sizeof *m.v, mark_ref_cmp);
+  for (size_t i = 0, j; st == NNMEM_OK && i < m.n; i = j) {
+    for (j = i + 1; j < m.n && m.v[j].pg == m.v[i].pg; j++) {
+    }
+    st = mark_page_check(m.v[i].pg, m.v + i, j - i, diag);
+  }
+  /* every span's first unit (registry byte 1) is a page header */
+  for (size_t hi = 0; st == NNMEM_OK && hi < (1u << 16); hi++) {
+    _Atomic uint8_t *leaf =
+        atomic_load_explicit(&a->reg[hi], memory_order_acquire);
+    for (size_t lo = 0; leaf && st == NNMEM_OK && lo < (1u << 16); lo++) {
+      if (atomic_load_explicit(&leaf[lo], memory_order_relaxed) != 1) continue;
+      page_t *pg = hdr_of_base(((uintptr_t)hi << 32) | (lo << PAGE_LOG2));
+      if (pg->magic == PAGE_MAGIC && !mark_ref_find(&m, pg))
+        st = mark_page_check(pg, NULL, 0, diag);
+    }
+  }
+  free(m.v);
+  return st;
+}
+
 /* ---- run-time profiler (profiler.c) ------------------------------------- */
 
 nnmem_status_t nnmem__allocator_attach_profiler(nnmem_allocator_t *a,

@@ -66,6 +66,7 @@
 
 #include "common/json_write.h"
 #include "common/text.h"
+#include "common/util.h"
 #include "runtime/cycles.h"
 #include "runtime/leaks_internal.h"
 
@@ -82,6 +83,7 @@ typedef struct rec {
   uint32_t tid;
   uint64_t t_cyc; /* nnmem__cycles() when recorded; ns in the reports */
   uint32_t depth;
+  uint8_t marked; /* counted by page marks (else by the filter) */
   void *frames[];
 } rec_t;
 
@@ -344,6 +346,7 @@ static int record_frames(nnmem__leaks_t *lk, void *ptr, size_t size,
   r->tid = thread_id();
   r->t_cyc = t;
   r->depth = (uint32_t)n;
+  r->marked = mark != NULL;
   if (n) memcpy(r->frames, frames, (size_t)n * sizeof(void *));
   /* a block with page marks is found through them: the filter counts
    * only the others (one random line less per record and per free) */
@@ -435,21 +438,76 @@ int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr,
       *pp = found->next;
       lk->count--;
       removed = 1;
+      if (!found->marked)
+        filter_add_locked(f, -1);
+      else if (mark) /* the allocator passes the marks of every block it
+                        marked (the same page test on both sides) */
+        mark_remove_locked(mark);
       if (lk->nspare < MAX_SPARE) {
         found->next = lk->spare;
         lk->spare = found;
         lk->nspare++;
         found = NULL;
       }
-      if (mark)
-        mark_remove_locked(mark);
-      else
-        filter_add_locked(f, -1);
       break;
     }
   pthread_mutex_unlock(&lk->lock);
   free(found);
   return removed;
+}
+
+nnmem_status_t nnmem__leaks_check(nnmem__leaks_t *lk,
+                                  int (*each)(void *ctx, uintptr_t ptr,
+                                              int marked),
+                                  void *ctx, nnmem_diag_t *diag) {
+  nnmem_status_t st = NNMEM_OK;
+  uint32_t *cnt = calloc(FILTER, sizeof *cnt);
+  if (!cnt) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "leak records: check");
+  pthread_mutex_lock(&lk->lock);
+  size_t n = 0, ns = 0;
+  for (size_t i = 0; i < lk->nbucket && st == NNMEM_OK; i++)
+    for (rec_t *r = lk->bucket[i]; r && st == NNMEM_OK; r = r->next) {
+      n++;
+      size_t h = hash_ptr(r->ptr);
+      if ((h & (lk->nbucket - 1)) != i)
+        st = nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "leak records: block 0x%llx in bucket %zu, hashes "
+                         "to %zu",
+                         (unsigned long long)r->ptr, i, h & (lk->nbucket - 1));
+      else if (r->depth > lk->depth)
+        st = nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "leak records: block 0x%llx has %u frames > depth %u",
+                         (unsigned long long)r->ptr, r->depth, lk->depth);
+      if (!r->marked) cnt[h & (FILTER - 1)]++;
+      if (st == NNMEM_OK && each && each(ctx, r->ptr, r->marked))
+        st = nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "leak records: block 0x%llx (%s) disagrees with its "
+                         "page",
+                         (unsigned long long)r->ptr,
+                         r->marked ? "page-marked" : "in the filter");
+    }
+  for (rec_t *r = lk->spare; r; r = r->next)
+    ns++;
+  if (st == NNMEM_OK && n != lk->count)
+    st = nnmem__diag(diag, NNMEM_ERR_STATE,
+                     "leak records: %zu in the table, count says %zu", n,
+                     lk->count);
+  if (st == NNMEM_OK && (ns != lk->nspare || ns > MAX_SPARE))
+    st = nnmem__diag(diag, NNMEM_ERR_STATE,
+                     "leak records: %zu spares, nspare says %zu (max %d)", ns,
+                     lk->nspare, (int)MAX_SPARE);
+  for (size_t h = 0; h < FILTER && st == NNMEM_OK; h++)
+    if (atomic_load_explicit(&lk->head.filter[h], memory_order_relaxed) !=
+        cnt[h])
+      st = nnmem__diag(
+          diag, NNMEM_ERR_STATE,
+          "leak records: filter[%zu] = %u, %u records without page marks "
+          "hash there",
+          h, atomic_load_explicit(&lk->head.filter[h], memory_order_relaxed),
+          cnt[h]);
+  pthread_mutex_unlock(&lk->lock);
+  free(cnt);
+  return st;
 }
 
 /* ---- reports ----------------------------------------------------------- */

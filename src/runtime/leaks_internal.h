@@ -168,6 +168,17 @@ int nnmem__leaks_record(nnmem__leaks_t *lk, void *ptr, size_t size,
  * address may be reused at once). */
 int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr,
                          const nnmem__leaks_mark_t *mark);
+/* The records' checker (tests): under their lock, the table holds count
+ * records, each in its address's bucket with at most depth frames; the
+ * spare list holds nspare <= MAX_SPARE; filter[h] is the number of records
+ * without page marks whose address hashes to h. each(ctx, ptr, marked) is
+ * called for every record, still under the lock (page marks change only
+ * under it); nonzero means the caller found it inconsistent.
+ * NNMEM_ERR_STATE with diag naming the first violation. */
+nnmem_status_t nnmem__leaks_check(nnmem__leaks_t *lk,
+                                  int (*each)(void *ctx, uintptr_t ptr,
+                                              int marked),
+                                  void *ctx, nnmem_diag_t *diag);
 nnmem_status_t nnmem__leaks_report(nnmem__leaks_t *lk, nnmem_leaks_format_t fmt,
                                    char **out, size_t *len);
 void nnmem__leaks_summary(nnmem__leaks_t *lk, nnmem_leaks_summary_t *out);
