@@ -191,8 +191,9 @@ struct tcache {
   uint32_t sample_left;   /* calls until the next timed one (owner only) */
   int leak_on;            /* leak_left is armed for a->leaks (owner only) */
   /* bytes the fast path may still allocate before the leak records must
-   * see one (owner only): records off, LEAK_IDLE; sampled, a countdown
-   * (nnmem__leaks_arm); full, <= 0 */
+   * see one (owner only): an allocation that takes it below 0 is due.
+   * Records off, LEAK_IDLE; sampled, a countdown (nnmem__leaks_arm); full,
+   * -1 */
   int64_t leak_left;
   uint64_t swept_us;      /* clock at the last purge sweep (us) */
   uint32_t npend;         /* queued frees (free_batch; owner only) */
@@ -931,7 +932,7 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
  * just allocated from it (pg its page, NULL: looked up; b NULL: the
  * allocation failed): records off, the countdown is set again
  * (LEAK_IDLE); sampled, b is recorded and the next countdown drawn; full,
- * b is recorded (the countdown stays 0). Returns b. Called last (a tail
+ * b is recorded (the countdown stays -1). Returns b. Called last (a tail
  * call), so that the records see the allocation's caller two frames up. */
 static __attribute__((noinline)) void *alloc_leak_due(nnmem_allocator_t *a,
                                                       tcache_t *tc,
@@ -962,7 +963,7 @@ static __attribute__((noinline)) void *alloc_plain(nnmem_allocator_t *a,
   tcache_t *tc;
   if (size <= CACHE_MAX && !a->no_cache && (tc = cache_get(a)) != NULL) {
     void *b = small_alloc_tc(tc, size);
-    if (__builtin_expect((tc->leak_left -= (int64_t)size) <= 0, 0))
+    if (__builtin_expect((tc->leak_left -= (int64_t)size) < 0, 0))
       return alloc_leak_due(a, tc, NULL, b, size);
     return b;
   }
@@ -1004,7 +1005,7 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   page_pop(tc, pg, b);
   bump(&tc->st.allocs[cls], 1);
   if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
-  if (__builtin_expect((tc->leak_left -= (int64_t)size) <= 0, 0))
+  if (__builtin_expect((tc->leak_left -= (int64_t)size) < 0, 0))
     return alloc_leak_due(a, tc, pg, b, size);
   return b;
 }

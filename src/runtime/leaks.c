@@ -388,9 +388,9 @@ static void rng_start(const nnmem__leaks_t *lk) {
 }
 
 int64_t nnmem__leaks_arm(nnmem__leaks_t *lk) {
-  if (lk->head.mode != NNMEM_LEAKS_SAMPLED) return 0;
+  if (lk->head.mode != NNMEM_LEAKS_SAMPLED) return -1;
   rng_start(lk);
-  return draw_interval(lk);
+  return draw_interval(lk) - 1; /* due below 0: the same law as the slots */
 }
 
 int nnmem__leaks_record(nnmem__leaks_t *lk, void *ptr, size_t size,

@@ -137,10 +137,11 @@ int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
                           const char *file, int line,
                           const nnmem__leaks_mark_t *mark);
 /* A countdown of the caller's own (allocator.c: one per thread cache, on
- * its fast path) for these records: sampled, an exponential draw of mean
- * N (the same law as the thread's slots: the byte process is memoryless,
- * so an allocation counted by either is recorded with probability
- * 1 - e^(-s/N)); full, 0 (every allocation is recorded). */
+ * its fast path) for these records, due when an allocation takes it below
+ * 0: sampled, floor of an exponential draw of mean N (the same law as the
+ * thread's slots, which are due at <= 0 and start one higher: the byte
+ * process is memoryless, so an allocation counted by either is recorded
+ * with probability 1 - e^(-s/N)); full, -1 (every allocation). */
 int64_t nnmem__leaks_arm(nnmem__leaks_t *lk);
 /* The backtrace of a record, taken in the caller's own frame (inline: no
  * frame of the records' code to unwind and skip): fr[0] is an address in
