@@ -236,18 +236,20 @@ struct nnmem_allocator {
   pthread_mutex_t lock; /* tcache list, registry leaves */
   _Atomic uint64_t lock_acq, lock_cont, misuse, pages;
   tcache_t *caches;
-  /* leak records (leaks.c): NULL while off, the only test on the hot
-   * path; set once by create or nnmem_allocator_leaks_enable, freed by
-   * destroy */
+  /* leak records (leaks.c): NULL while off; set once by create or
+   * nnmem_allocator_leaks_enable, freed by destroy. Not read by the fast
+   * paths: an allocation's is the cache's countdown (leak_left), a small
+   * free's the page's leak_mark */
   _Atomic(nnmem__leaks_t *) leaks;
   nnmem__leaks_t *fork_leaks; /* the records locked by fork_prepare */
-  /* the run-time profiler watching (profiler.c), NULL when none: one more
-   * load beside `leaks` on the hot path */
+  /* the run-time profiler watching (profiler.c), NULL when none: one load
+   * and a branch on the allocation's fast path */
   _Atomic(nnmem_profiler_t *) prof;
-  /* the records' countdown slot (nnmem__leaks_slot), beside `leaks` so
-   * that nnmem_alloc's countdown needs no load through it; set after
-   * `leaks` by nnmem_allocator_leaks_enable: 0 meanwhile (slot 0 sends
-   * every allocation to the records: correct, slower) */
+  /* the records' countdown slot (nnmem__leaks_slot) for the paths past
+   * the fast one, beside `leaks` so that their countdown needs no load
+   * through it; set after `leaks` by nnmem_allocator_leaks_enable: 0
+   * meanwhile (slot 0 sends every allocation to the records: correct,
+   * slower) */
   _Atomic uint32_t leak_slot;
   /* by address bits 32..47, then a byte per 64 KiB unit: 0 no span of a
    * cache, u + 1 the u-th unit of a span (its header u units below) */

@@ -7,50 +7,59 @@
  *      new one: every record has room for `depth` frames, so a freed one
  *      is kept for the next, up to MAX_SPARE) and insert {ptr, size, file,
  *      line, tid, cycle counter, frames} into a chained hash table keyed
- *      by address. The unwinder: libunwind's unw_backtrace when
- *      libunwind.so.8 opens (dlopen, once per process; nothing links
- *      against it), else glibc's backtrace(). Measured in bench/leaks: 16
- *      frames from 24 deep cost ~1.8 us with glibc's (DWARF unwinding
- *      through libgcc_s, an FDE search per frame) and ~0.1 us with
- *      libunwind's (it caches the unwinding rule of each return address).
+ *      by address, and raise the page marks of a small page's block
+ *      (nnmem__leaks_mark_t) in the same critical section. The unwinder:
+ *      libunwind's unw_backtrace when libunwind.so.8 opens (dlopen, once
+ *      per process; nothing links against it), else glibc's backtrace().
+ *      Measured in bench/leaks: 16 frames from 24 deep cost ~1.8 us with
+ *      glibc's (DWARF unwinding through libgcc_s, an FDE search per frame)
+ *      and ~0.1 us with libunwind's (it caches the unwinding rule of each
+ *      return address). The allocator's fast path takes the backtrace in
+ *      its own frame (nnmem__leaks_backtrace: one frame less to unwind);
+ *      the other paths here (record: the records' two frames skipped).
  *      The time is the cycle counter (runtime/cycles.h), turned into ns
  *      by the report: no clock_gettime on the recording path;
- *   2. alloc (sampled): each thread counts down the bytes it allocates,
- *      one countdown per distinct N = sample_bytes in the process (slots
- *      1..7 of nnmem__leaks_left; records with the same N share one). The
- *      count starts at an exponential draw of mean N. When an allocation
- *      of s bytes takes it to <= 0 the block is recorded as in step 1 and
- *      a new count is drawn: the process is memoryless, so an allocation
- *      is recorded with exactly probability p = 1 - exp(-s / N)
- *      (jemalloc's prof sampling). An 8th distinct N gets slot 0: a fresh
- *      draw for every allocation, recorded iff the draw <= s (the same
- *      p). The record stands for s / p bytes and 1 / p blocks
- *      (Horvitz-Thompson: unbiased); p is computed by the report, from s;
+ *   2. alloc (sampled): byte countdowns, each an exponential draw of mean
+ *      N = sample_bytes: the allocator's own, one per thread cache (its
+ *      fast path: nnmem__leaks_arm, due below 0), and the thread's, one
+ *      per distinct N in the process for the other paths (slots 1..7 of
+ *      nnmem__leaks_left, due at <= 0; records with the same N share one).
+ *      When an allocation of s bytes makes its countdown due the block is
+ *      recorded as in step 1 and a new count is drawn: the process is
+ *      memoryless, so an allocation is recorded with exactly probability
+ *      p = 1 - exp(-s / N) whichever countdown counts it (jemalloc's prof
+ *      sampling). An 8th distinct N gets slot 0: a fresh draw for every
+ *      allocation, recorded iff the draw <= s (the same p). The record
+ *      stands for s / p bytes and 1 / p blocks (Horvitz-Thompson:
+ *      unbiased); p is computed by the report, from s;
  *   3. free: the allocator asks only when the block may have a record: a
- *      block of a thread cache's small page when the page's mark has the
- *      block's bit (allocator.c, leak_recs: set by a recorded allocation,
- *      cleared with the page's last record), any other block always. Then
- *      a counting filter (one counter per address hash, raised by every
- *      record, lowered by its removal, both under the mutex) is read: a
- *      zero proves there is no record and the free takes no lock; else the
- *      record is removed under the mutex and kept as a spare;
+ *      block of a thread cache's small page when the page's mark names it
+ *      (its index + 1, or MANY: nnmem__leaks_mark_hit), any other block
+ *      after a counting filter (one counter per address hash, raised by
+ *      every record without page marks, lowered by its removal, both under
+ *      the mutex) is read: a zero proves there is no record and the free
+ *      takes no lock. Else the record is removed under the mutex (the
+ *      page marks lowered with it) and kept as a spare;
  *   4. report: copy the records under the mutex, sort by site key (file
  *      and line when given, else the frames), add up each group, sort the
  *      groups by estimated bytes (largest first) and render text, JSON
  *      (common/json_write.h) or folded stacks (frames root first, joined
  *      by ';', file:line as the leaf, then the bytes).
  *
- * Invariants: count == number of records in the table; for every address
- * hash h, filter[h] == number of records whose address hashes to h;
- * nspare <= MAX_SPARE.
+ * Invariants (nnmem__leaks_check; the page marks: the allocator's
+ * nnmem__allocator_leaks_check): count == number of records in the table,
+ * each in its address's bucket; for every address hash h, filter[h] ==
+ * number of records without page marks whose address hashes to h; nspare
+ * <= MAX_SPARE.
  *
  * Complexity: O(1) expected per recorded alloc / free plus the backtrace;
  * O(1) and lock-free for a free with no record; report O(r log r) for r
  * records.
  *
- * Thread-safety: all entries may run concurrently; the table, the spares
- * and the filter's writes are under `lock` (the filter is read without
- * it), the sampling countdowns are per thread, the slot table is atomic. */
+ * Thread-safety: all entries may run concurrently; the table, the spares,
+ * the filter's writes and the page marks' writes are under `lock` (the
+ * filter and the marks are read without it), the sampling countdowns are
+ * per thread (per thread cache), the slot table is atomic. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
