@@ -930,86 +930,104 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
   return p;
 }
 
-/* The countdown of tc (the thread's current cache) ran out on block b,
- * just allocated from it (pg its page, NULL: looked up; b NULL: the
- * allocation failed): records off, the countdown is set again
- * (LEAK_IDLE); sampled, b is recorded and the next countdown drawn; full,
- * b is recorded (the countdown stays -1). Returns b. Called last (a tail
- * call), so that the records see the allocation's caller two frames up. */
+/* A block of nnmem_alloc the records want: b, just allocated (pg its
+ * page, NULL: looked up; b NULL: the allocation failed). tc non-NULL: the
+ * countdown of tc (the thread's current cache) ran out on b: records off,
+ * it is set again (LEAK_IDLE); sampled, b is recorded and the next
+ * countdown drawn; full, b is recorded (the countdown stays -1). tc NULL:
+ * the thread's slot said so (nnmem__leaks_slot_due). The backtrace is
+ * taken here, one frame above the allocation's caller in an optimised
+ * build (nnmem_alloc -> alloc_slow -> here: tail calls); unoptimised,
+ * nnmem_alloc's and alloc_slow's frames come between, each from its one
+ * call site, so a call site still gives one backtrace. Returns b. */
 static __attribute__((noinline)) void *alloc_leak_due(nnmem_allocator_t *a,
                                                       tcache_t *tc,
                                                       page_t *pg, void *b,
                                                       size_t size) {
   nnmem__leaks_t *lk = leaks_of(a);
   if (!lk) {
-    tc->leak_left = LEAK_IDLE;
+    if (tc) tc->leak_left = LEAK_IDLE;
     return b;
   }
-  tc->leak_left = nnmem__leaks_arm(lk);
-  if (!b || (!pg && !(pg = small_page_of(a, b)))) return b;
+  if (tc) tc->leak_left = nnmem__leaks_arm(lk);
+  if (!b) return b;
+  if (!pg && !a->no_cache) pg = small_page_of(a, b);
   void *fr[NNMEM_LEAKS_MAX_DEPTH + 1];
   int n = nnmem__leaks_backtrace(lk, fr); /* fr[0]: here */
-  nnmem__leaks_mark_t mk = {&pg->leak_recs, &pg->leak_mark, blk_index(pg, b)};
-  (void)nnmem__leaks_record(lk, b, size, NULL, 0, &mk, fr + 1, n - 1);
+  nnmem__leaks_mark_t mk;
+  if (pg) mk = (nnmem__leaks_mark_t){&pg->leak_recs, &pg->leak_mark,
+                                     blk_index(pg, b)};
+  (void)nnmem__leaks_record(lk, b, size, NULL, 0, pg ? &mk : NULL, fr + 1,
+                            n - 1);
   return b;
 }
 
-/* nnmem_alloc past its fast path: large sizes, no cache, a cache not yet
- * current, a miss, a timed call. A small block counts down its cache's
- * countdown as the fast path does; others the records' slot (one per
- * thread and N: either is an exponential countdown of mean N, so a block
- * is recorded with the same probability whichever counts it). Out of
- * line so that the fast path saves no registers. */
-static __attribute__((noinline)) void *alloc_plain(nnmem_allocator_t *a,
-                                                   size_t size) {
-  tcache_t *tc;
-  if (size <= CACHE_MAX && !a->no_cache && (tc = cache_get(a)) != NULL) {
-    void *b = small_alloc_tc(tc, size);
-    if (__builtin_expect((tc->leak_left -= (int64_t)size) < 0, 0))
-      return alloc_leak_due(a, tc, NULL, b, size);
-    return b;
+/* nnmem_alloc past its fast path (b NULL: large sizes, no cache, a cache
+ * not yet current, a miss, a timed call), or the fast path's block b
+ * (from page pg) when the cache's countdown ran out. A small block counts
+ * down its cache's countdown as the fast path does; others the records'
+ * slot (one per thread and N: either is an exponential countdown of mean
+ * N, so a block is recorded with the same probability whichever counts
+ * it). Out of line so that the fast path saves no registers. */
+static __attribute__((noinline)) void *alloc_slow(nnmem_allocator_t *a,
+                                                  size_t size, page_t *pg,
+                                                  void *b) {
+  tcache_t *tc = NULL;
+  if (b) {
+    tc = tls_cur.tc;
+  } else if (pg = NULL, /* the fast path's empty page: not b's */
+             size <= CACHE_MAX && !a->no_cache &&
+                 (tc = cache_get(a)) != NULL) {
+    b = small_alloc_tc(tc, size);
+    if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return b;
+  } else {
+    nnmem__leaks_t *lk = leaks_of(a);
+    if (__builtin_expect(lk == NULL, 1) ||
+        !nnmem__leaks_wants_slot(
+            atomic_load_explicit(&a->leak_slot, memory_order_relaxed), size))
+      return large_alloc(a, size, 16);
+    b = large_alloc(a, size, 16);
+    if (!nnmem__leaks_slot_due(lk, size)) return b;
   }
-  nnmem__leaks_t *lk = leaks_of(a);
-  if (__builtin_expect(lk != NULL, 0) &&
-      nnmem__leaks_wants_slot(
-          atomic_load_explicit(&a->leak_slot, memory_order_relaxed), size))
-    return alloc_recorded(a, lk, size, 16, NULL, 0);
-  return large_alloc(a, size, 16);
+  /* the one call: the same frames above it whichever way came here */
+  return alloc_leak_due(a, tc, pg, b, size);
 }
 
 /* The fast path: a small size, the thread's cache current, no timed call
  * due, a block on the first available page, then the cache's leak
  * countdown: the same instructions with records off or sampled (one
  * subtraction in the cache's line; the countdown is LEAK_IDLE while
- * records are off), alloc_leak_due when it runs out. A profiler's hook
- * comes first and the same way for every size (a watched allocation
- * always takes nnmem_alloc -> alloc_profiled, a recorded one nnmem_alloc
- * -> [alloc_plain ->] alloc_leak_due or alloc_recorded, tail calls, so one
- * call site gives one backtrace). Anything else is alloc_plain (the same
- * choice as before the fast path existed). */
+ * records are off). A profiler's hook comes first and the same way for
+ * every size (a watched allocation always takes nnmem_alloc ->
+ * alloc_profiled). Anything else, the countdown run out included, is
+ * alloc_slow, from one call site (nnmem_alloc -> alloc_slow ->
+ * alloc_leak_due: one call site gives one backtrace, optimised or not). */
 void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   if (__builtin_expect(!a || size == 0, 0)) return NULL;
   nnmem_profiler_t *pr = prof_of(a);
   if (__builtin_expect(pr != NULL, 0))
     return alloc_profiled(a, pr, size, 16, NULL, 0);
+  page_t *pg = NULL;
+  void *b = NULL;
+  tcache_t *tc;
+  unsigned cls;
   /* a current cache implies thread caches (no_cache never makes one) */
   if (__builtin_expect(size > SMALL_MAX || tls_cur.a != a ||
                            tls_cur.id != alloc_id(a),
                        0))
-    return alloc_plain(a, size);
-  tcache_t *tc = tls_cur.tc;
-  if (__builtin_expect(tc->sample_left <= 1, 0)) return alloc_plain(a, size);
-  unsigned cls = class_of[(size + 15) >> 4];
-  page_t *pg = tc->avail[cls];
-  void *b;
-  if (__builtin_expect(!pg || !(b = pg->free), 0)) return alloc_plain(a, size);
+    goto slow;
+  tc = tls_cur.tc;
+  if (__builtin_expect(tc->sample_left <= 1, 0)) goto slow;
+  cls = class_of[(size + 15) >> 4];
+  pg = tc->avail[cls];
+  if (__builtin_expect(!pg || !(b = pg->free), 0)) goto slow;
   tc->sample_left--;
   page_pop(tc, pg, b);
   bump(&tc->st.allocs[cls], 1);
   if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
-  if (__builtin_expect((tc->leak_left -= (int64_t)size) < 0, 0))
-    return alloc_leak_due(a, tc, pg, b, size);
-  return b;
+  if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return b;
+slow:
+  return alloc_slow(a, size, pg, b);
 }
 
 void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,

@@ -410,27 +410,32 @@ int nnmem__leaks_record(nnmem__leaks_t *lk, void *ptr, size_t size,
   return record_frames(lk, ptr, size, file, line, mark, frames, n > 0 ? n : 0);
 }
 
-int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
-                          const char *file, int line,
-                          const nnmem__leaks_mark_t *mark) {
+int nnmem__leaks_slot_due(nnmem__leaks_t *lk, size_t size) {
   uint32_t k = lk->head.slot;
   if (k == 0) {
     nnmem__leaks_left[0] = 0; /* slot 0 stays <= 0 */
-    if (lk->head.mode == NNMEM_LEAKS_FULL)
-      return record(lk, ptr, size, file, line, mark);
+    if (lk->head.mode == NNMEM_LEAKS_FULL) return 1;
   }
   rng_start(lk);
   if (k == 0 || !(tl.started & (1u << k))) {
     /* no countdown yet (or none for this N): draw one; this block is
      * recorded iff the draw is <= its size (probability 1 - e^(-s/N)) */
     int64_t left = draw_interval(lk) - (int64_t)size;
-    if (k == 0) return left > 0 ? 0 : record(lk, ptr, size, file, line, mark);
+    if (k == 0) return left <= 0;
     tl.started |= 1u << k;
     nnmem__leaks_left[k] = left;
     if (left > 0) return 0;
   }
   nnmem__leaks_left[k] = draw_interval(lk);
-  return record(lk, ptr, size, file, line, mark);
+  return 1;
+}
+
+int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
+                          const char *file, int line,
+                          const nnmem__leaks_mark_t *mark) {
+  return nnmem__leaks_slot_due(lk, size)
+             ? record(lk, ptr, size, file, line, mark)
+             : 0;
 }
 
 int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr,

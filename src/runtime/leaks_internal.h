@@ -136,6 +136,11 @@ void nnmem__leaks_destroy(nnmem__leaks_t *lk);
 int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
                           const char *file, int line,
                           const nnmem__leaks_mark_t *mark);
+/* nnmem__leaks_on_alloc's decision alone: 1 when the block of `size` that
+ * made the thread's slot countdown run out (nnmem__leaks_wants said 1)
+ * must be recorded (the caller then records it: nnmem__leaks_record); the
+ * countdown is started or drawn anew as on_alloc does. */
+int nnmem__leaks_slot_due(nnmem__leaks_t *lk, size_t size);
 /* A countdown of the caller's own (allocator.c: one per thread cache, on
  * its fast path) for these records, due when an allocation takes it below
  * 0: sampled, floor of an exponential draw of mean N (the same law as the
