@@ -103,9 +103,10 @@ static inline int nnmem__leaks_maybe(const nnmem__leaks_t *lk,
  * critical section that adds or removes the record (plain loads and
  * stores, no locked instruction); the allocator reads them without the
  * lock. Invariant (under the lock): the count is the page's number of
- * records; mark == 0 iff it is 0; mark == i + 1 iff it is 1 and the record
- * is block i's (i + 1 < MANY), else MANY; each record's block i has bit
- * i % 32 of recs. A mark read without the lock may be stale only for
+ * records; mark == 0 iff it is 0; mark == i + 1 only when it is 1 and the
+ * record is block i's, else MANY (a page that had several keeps MANY
+ * until its last record goes); each record's block i has bit i % 32 of
+ * recs. A mark read without the lock may be stale only for
  * blocks other than the reader's own (whose record, if any, was added
  * before the block was handed out and goes only with its free): the free
  * then looks in vain. MANY stays until the page's last record goes. */
