@@ -856,8 +856,7 @@ static inline nnmem__leaks_mark_t *mark_of(nnmem_allocator_t *a, void *p,
                                            nnmem__leaks_mark_t *mk) {
   page_t *pg = a->no_cache ? NULL : small_page_of(a, p);
   if (!pg) return NULL;
-  *mk = (nnmem__leaks_mark_t){&pg->leak_recs, &pg->leak_mark,
-                              blk_index(pg, p)};
+  *mk = (nnmem__leaks_mark_t){&pg->leak_recs, &pg->leak_mark, blk_index(pg, p)};
   return mk;
 }
 
@@ -875,7 +874,8 @@ static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
                 ? small_alloc(a, size)
                 : large_alloc(a, size, align);
   nnmem__leaks_mark_t mk;
-  if (p) (void)nnmem__leaks_on_alloc(lk, p, size, file, line, mark_of(a, p, &mk));
+  if (p)
+    (void)nnmem__leaks_on_alloc(lk, p, size, file, line, mark_of(a, p, &mk));
   return p;
 }
 
@@ -945,9 +945,8 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
  * nnmem_alloc's and alloc_slow's frames come between, each from its one
  * call site, so a call site still gives one backtrace. Returns b. */
 static __attribute__((noinline)) void *alloc_leak_due(nnmem_allocator_t *a,
-                                                      tcache_t *tc,
-                                                      page_t *pg, void *b,
-                                                      size_t size) {
+                                                      tcache_t *tc, page_t *pg,
+                                                      void *b, size_t size) {
   nnmem__leaks_t *lk = leaks_of(a);
   if (!lk) {
     if (tc) tc->leak_left = LEAK_IDLE;
@@ -959,8 +958,9 @@ static __attribute__((noinline)) void *alloc_leak_due(nnmem_allocator_t *a,
   void *fr[NNMEM_LEAKS_MAX_DEPTH + 1];
   int n = nnmem__leaks_backtrace(lk, fr); /* fr[0]: here */
   nnmem__leaks_mark_t mk;
-  if (pg) mk = (nnmem__leaks_mark_t){&pg->leak_recs, &pg->leak_mark,
-                                     blk_index(pg, b)};
+  if (pg)
+    mk =
+        (nnmem__leaks_mark_t){&pg->leak_recs, &pg->leak_mark, blk_index(pg, b)};
   (void)nnmem__leaks_record(lk, b, size, NULL, 0, pg ? &mk : NULL, fr + 1,
                             n - 1);
   return b;
@@ -980,8 +980,7 @@ static __attribute__((noinline)) void *alloc_slow(nnmem_allocator_t *a,
   if (b) {
     tc = tls_cur.tc;
   } else if (pg = NULL, /* the fast path's empty page: not b's */
-             size <= CACHE_MAX && !a->no_cache &&
-                 (tc = cache_get(a)) != NULL) {
+             size <= CACHE_MAX && !a->no_cache && (tc = cache_get(a)) != NULL) {
     b = small_alloc_tc(tc, size);
     if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return b;
   } else {
@@ -1016,9 +1015,8 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   tcache_t *tc;
   unsigned cls;
   /* a current cache implies thread caches (no_cache never makes one) */
-  if (__builtin_expect(size > SMALL_MAX || tls_cur.a != a ||
-                           tls_cur.id != alloc_id(a),
-                       0))
+  if (__builtin_expect(
+          size > SMALL_MAX || tls_cur.a != a || tls_cur.id != alloc_id(a), 0))
     goto slow;
   tc = tls_cur.tc;
   if (__builtin_expect(tc->sample_left <= 1, 0)) goto slow;
@@ -1711,8 +1709,8 @@ static const mark_ref_t *mark_ref_find(const mark_refs_t *m, page_t *pg) {
 }
 
 /* One page's marks against its k records r[0..k). */
-static nnmem_status_t mark_page_check(page_t *pg, const mark_ref_t *r,
-                                      size_t k, nnmem_diag_t *diag) {
+static nnmem_status_t mark_page_check(page_t *pg, const mark_ref_t *r, size_t k,
+                                      nnmem_diag_t *diag) {
   uint32_t mark = atomic_load_explicit(&pg->leak_mark, memory_order_relaxed);
   uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
   if (k == 0) {

@@ -154,8 +154,7 @@ int64_t nnmem__leaks_arm(nnmem__leaks_t *lk);
  * the caller, fr[1..] the return addresses above it; fr has room for
  * NNMEM_LEAKS_MAX_DEPTH + 1. Returns the number of entries (<= depth + 1),
  * 0 when the records take no backtrace. */
-static inline int nnmem__leaks_backtrace(const nnmem__leaks_t *lk,
-                                         void **fr) {
+static inline int nnmem__leaks_backtrace(const nnmem__leaks_t *lk, void **fr) {
   const nnmem__leaks_head_t *h = (const nnmem__leaks_head_t *)lk;
   if (!h->depth) return 0;
   int n = h->bt(fr, (int)h->depth + 1);

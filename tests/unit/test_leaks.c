@@ -451,17 +451,26 @@ static void test_sampled_pages(void **state) {
  * fraction of a standard deviation fails) with variance near 1, and the
  * byte estimate summed over the runs must be within 4 standard errors of
  * the truth. */
-enum { PATH_FAST, PATH_PLAIN, PATH_LARGE, PATH_SWITCH, PATH_NOCACHE, PATH_AT,
-       PATH_ALIGNED, PATH_MIXED, NPATH };
+enum {
+  PATH_FAST,
+  PATH_PLAIN,
+  PATH_LARGE,
+  PATH_SWITCH,
+  PATH_NOCACHE,
+  PATH_AT,
+  PATH_ALIGNED,
+  PATH_MIXED,
+  NPATH
+};
 
 static void *path_alloc(nnmem_allocator_t *a, int path, size_t size) {
   switch (path) {
-  case PATH_AT:
-    return NNMEM_ALLOC(a, size);
-  case PATH_ALIGNED:
-    return nnmem_alloc_aligned(a, size, 64);
-  default:
-    return nnmem_alloc(a, size);
+    case PATH_AT:
+      return NNMEM_ALLOC(a, size);
+    case PATH_ALIGNED:
+      return nnmem_alloc_aligned(a, size, 64);
+    default:
+      return nnmem_alloc(a, size);
   }
 }
 
@@ -504,7 +513,9 @@ static void *path_run(void *arg) {
                                        : 256;
     int kind = path;
     if (path == PATH_MIXED) /* sizes and calls out of step */
-      kind = i / 4 % 3 == 0 ? PATH_FAST : i / 4 % 3 == 1 ? PATH_AT : PATH_ALIGNED;
+      kind = i / 4 % 3 == 0   ? PATH_FAST
+             : i / 4 % 3 == 1 ? PATH_AT
+                              : PATH_ALIGNED;
     assert_non_null(path_alloc(al[i % (size_t)nal], kind, size));
     double q = -expm1(-(double)size / (double)n);
     mean += q;
@@ -529,10 +540,10 @@ static void *path_run(void *arg) {
 static void test_sampled_unbiased_paths(void **state) {
   (void)state;
   enum { SEEDS = 40 };
-  static const char *name[NPATH] = {"fast",    "small past the fast path",
-                                    "large",   "two allocators in turn",
+  static const char *name[NPATH] = {"fast",     "small past the fast path",
+                                    "large",    "two allocators in turn",
                                     "no cache", "file:line",
-                                    "aligned", "all mixed"};
+                                    "aligned",  "all mixed"};
   for (int path = 0; path < NPATH; path++) {
     double zsum = 0, zsq = 0, est = 0, truth = 0, est_var = 0;
     for (uint64_t seed = 1; seed <= SEEDS; seed++) {
@@ -548,10 +559,10 @@ static void test_sampled_unbiased_paths(void **state) {
     }
     double zm = zsum / SEEDS, zv = zsq / SEEDS - zm * zm;
     double est_z = (est - truth) / sqrt(est_var);
-    printf("sampled path %-24s seeds 1..%d: mean z %+.3f (limit %.3f), var z "
-           "%.3f, estimate/truth %.4f (z %+.2f)\n",
-           name[path], SEEDS, zm, 4 / sqrt((double)SEEDS), zv, est / truth,
-           est_z);
+    printf(
+        "sampled path %-24s seeds 1..%d: mean z %+.3f (limit %.3f), var z "
+        "%.3f, estimate/truth %.4f (z %+.2f)\n",
+        name[path], SEEDS, zm, 4 / sqrt((double)SEEDS), zv, est / truth, est_z);
     assert_true(fabs(zm) < 4 / sqrt((double)SEEDS));
     assert_true(zv > 0.4 && zv < 1.8);
     assert_true(fabs(est_z) < 4);

@@ -48,8 +48,7 @@ static void *work(void *arg) {
     void *p = nnmem_alloc(sh->a, size);
     if (!p) atomic_store(&sh->failed, 1);
     /* into the next thread's slot: whatever was there is freed here */
-    void *old =
-        atomic_exchange(&sh->slot[(w->t + 1) % THREADS][s % SLOTS], p);
+    void *old = atomic_exchange(&sh->slot[(w->t + 1) % THREADS][s % SLOTS], p);
     if (old) nnmem_free(sh->a, old);
   }
   return NULL;
@@ -63,9 +62,10 @@ static void check(nnmem_allocator_t *a) {
 
 static void test_enable_while_allocating(void **state) {
   (void)state;
-  printf("leaks stress: %d threads x %d steps after enabling, xorshift seeds "
-         "88..%d\n",
-         THREADS, STEPS, 88 + THREADS - 1);
+  printf(
+      "leaks stress: %d threads x %d steps after enabling, xorshift seeds "
+      "88..%d\n",
+      THREADS, STEPS, 88 + THREADS - 1);
   shared_t *sh = calloc(1, sizeof *sh);
   assert_non_null(sh);
   nnmem_allocator_config_t cfg;
