@@ -1,7 +1,7 @@
 /* bench/leaks.c - the cost of leak records (nnmem/leaks.h) on the ring
  * benchmark of bench/alloc.c, and of the two ways to take a backtrace.
  *
- *   leaks [--repeat N] [--csv OUT.csv]
+ *   leaks [--repeat N] [--csv OUT.csv] [--only MODE]
  *
  * Steps:
  *   1. ring: 1,024 live blocks, each step frees a random slot and
@@ -9,7 +9,8 @@
  *      sizes as bench/alloc.c's ring); one allocator per mode - records
  *      off, sampled (1 in 512 KiB, depth 16), full with depth 16, full
  *      without backtrace (depth 0), sampled 1 in 2 MiB, sampled 1 in 512
- *      KiB without backtrace - rounds interleaved across modes so that
+ *      KiB without backtrace, sampled 1 in 1 TiB (records on, no sample
+ *      ever taken: the fixed cost) - rounds interleaved across modes so that
  *      background load hits all alike. Each round is timed twice: the
  *      thread's CPU time (what the figures use: time the VM gave other
  *      processes is not counted) and wall time. Per mode: the median CPU
@@ -39,7 +40,7 @@
 
 #include "bench_util.h"
 
-enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 6 };
+enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 7 };
 
 static uint64_t rnd(uint64_t *s) {
   uint64_t x = *s;
@@ -90,6 +91,8 @@ static nnmem_allocator_t *make(int mode) {
   if (mode == 3) lc.depth = 0;
   if (mode == 4) lc.mode = NNMEM_LEAKS_SAMPLED, lc.sample_bytes = 2u << 20;
   if (mode == 5) lc.mode = NNMEM_LEAKS_SAMPLED, lc.depth = 0;
+  /* records on, no sample ever taken: the fixed cost alone */
+  if (mode == 6) lc.mode = NNMEM_LEAKS_SAMPLED, lc.sample_bytes = 1ull << 40;
   cfg.leaks = &lc;
 #else
   (void)mode;
@@ -159,9 +162,9 @@ int main(int argc, char **argv) {
   static const char *names[NMODE] = {"baseline"};
 #else
   const int nmode = NMODE;
-  static const char *names[NMODE] = {"off",          "sampled-512KiB",
-                                     "full-depth16", "full-depth0",
-                                     "sampled-2MiB", "sampled-512KiB-depth0"};
+  static const char *names[NMODE] = {
+      "off",          "sampled-512KiB",        "full-depth16", "full-depth0",
+      "sampled-2MiB", "sampled-512KiB-depth0", "sampled-1TiB"};
 #endif
   static double t[NMODE][MAX_REPEAT], w[NMODE][MAX_REPEAT],
       q[NMODE][MAX_REPEAT];

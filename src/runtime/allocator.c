@@ -113,12 +113,13 @@ typedef struct tcache tcache_t;
 typedef struct page {
   /* the first 64 bytes hold everything a free or an allocation reads */
   uint32_t magic;
-  uint16_t cls;
+  uint8_t cls;
   uint8_t in_avail; /* on the owner's avail stack of its class */
-  /* leak records (leaks.c), the line a free reads: bit i set while a
-   * block whose index % 8 == i may have one (a superset of leak_recs's
-   * mask folded to 8 bits; 0 while records are off) */
-  _Atomic uint8_t leak_bits;
+  /* leak records (leaks.c), the free's only test: 0 while no block of the
+   * page has a record (always while records are off), else the one
+   * recorded block's index + 1 or MANY (nnmem__leaks_mark_t; written by
+   * leaks.c under the records' lock only) */
+  _Atomic uint16_t leak_mark;
   uint32_t bsize, used, cap;
   uint32_t first;    /* offset of block 0 from the page start */
   uint32_t relink;   /* a page off the avail stack rejoins it once this
@@ -135,8 +136,8 @@ typedef struct page {
   /* leak records of this span's blocks (leaks.c; 0 while records are
    * off): the high 32 bits count them; bit i of the low 32 is set when one
    * of them is a block whose index % 32 == i (all cleared with the count's
-   * last). A free looks for a record only when its block's bit is set in
-   * leak_bits, then here (this second header line is read only then). */
+   * last; written with leak_mark). A free looks here only when leak_mark
+   * says several records (this second header line is read only then). */
   _Atomic uint64_t leak_recs;
   /* rem bit i set: block i waits on the owner's remote stack; set by the
    * freeing thread with an atomic or (the one that finds it set already
@@ -188,6 +189,12 @@ struct tcache {
   page_t *avail[NCLASS];
   uint32_t empty[NCLASS]; /* pages with used == 0 kept on avail */
   uint32_t sample_left;   /* calls until the next timed one (owner only) */
+  int leak_on;            /* leak_left is armed for a->leaks (owner only) */
+  /* bytes the fast path may still allocate before the leak records must
+   * see one (owner only): an allocation that takes it below 0 is due.
+   * Records off, LEAK_IDLE; sampled, a countdown (nnmem__leaks_arm); full,
+   * -1 */
+  int64_t leak_left;
   uint64_t swept_us;      /* clock at the last purge sweep (us) */
   uint32_t npend;         /* queued frees (free_batch; owner only) */
   void *pend[PEND_MAX];
@@ -207,7 +214,9 @@ struct tcache {
 };
 
 struct nnmem_allocator {
-  uint64_t id;
+  /* this allocator's identity for tls_cur (a new one when leak records
+   * are enabled, so that every thread re-arms its cache's countdown) */
+  _Atomic uint64_t id;
   nnmem_backend_t *backend, *owned_backend;
   nnmem_pool_t *pool;       /* large blocks */
   /* spans of the thread caches by unit count (1 .. MAX_UNITS, each aligned
@@ -227,18 +236,20 @@ struct nnmem_allocator {
   pthread_mutex_t lock; /* tcache list, registry leaves */
   _Atomic uint64_t lock_acq, lock_cont, misuse, pages;
   tcache_t *caches;
-  /* leak records (leaks.c): NULL while off, the only test on the hot
-   * path; set once by create or nnmem_allocator_leaks_enable, freed by
-   * destroy */
+  /* leak records (leaks.c): NULL while off; set once by create or
+   * nnmem_allocator_leaks_enable, freed by destroy. Not read by the fast
+   * paths: an allocation's is the cache's countdown (leak_left), a small
+   * free's the page's leak_mark */
   _Atomic(nnmem__leaks_t *) leaks;
   nnmem__leaks_t *fork_leaks; /* the records locked by fork_prepare */
-  /* the run-time profiler watching (profiler.c), NULL when none: one more
-   * load beside `leaks` on the hot path */
+  /* the run-time profiler watching (profiler.c), NULL when none: one load
+   * and a branch on the allocation's fast path */
   _Atomic(nnmem_profiler_t *) prof;
-  /* the records' countdown slot (nnmem__leaks_slot), beside `leaks` so
-   * that nnmem_alloc's countdown needs no load through it; set after
-   * `leaks` by nnmem_allocator_leaks_enable: 0 meanwhile (slot 0 sends
-   * every allocation to the records: correct, slower) */
+  /* the records' countdown slot (nnmem__leaks_slot) for the paths past
+   * the fast one, beside `leaks` so that their countdown needs no load
+   * through it; set after `leaks` by nnmem_allocator_leaks_enable: 0
+   * meanwhile (slot 0 sends every allocation to the records: correct,
+   * slower) */
   _Atomic uint32_t leak_slot;
   /* by address bits 32..47, then a byte per 64 KiB unit: 0 no span of a
    * cache, u + 1 the u-th unit of a span (its header u units below) */
@@ -665,6 +676,32 @@ static void cache_exit(void *v) { /* pthread key destructor */
   pthread_mutex_unlock(&a->lock);
 }
 
+static inline uint64_t alloc_id(nnmem_allocator_t *a) {
+  return atomic_load_explicit(&a->id, memory_order_relaxed);
+}
+
+static inline nnmem__leaks_t *leaks_of(nnmem_allocator_t *a) {
+  return atomic_load_explicit(&a->leaks, memory_order_acquire);
+}
+
+/* records off: the fast path's countdown cannot run out in practice (2^62
+ * bytes; if it does, alloc_leak_due sets it again) */
+#define LEAK_IDLE ((int64_t)1 << 62)
+
+/* Arms tc's countdown for the records, when they are on (leak_on: once;
+ * records are never turned off). Called when the thread makes tc its
+ * current cache: nnmem_allocator_leaks_enable changes a->id, so every
+ * thread comes here before its next fast allocation. */
+static void leak_arm(nnmem_allocator_t *a, tcache_t *tc) {
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (!lk) {
+    tc->leak_left = LEAK_IDLE;
+    return;
+  }
+  tc->leak_left = nnmem__leaks_arm(lk);
+  tc->leak_on = 1;
+}
+
 static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
   tcache_t *tc = pthread_getspecific(a->key);
   if (!tc && tls_cur.exiting) return NULL;
@@ -691,14 +728,19 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
       return NULL;
     }
   }
+  /* the identity first (acquire: nnmem_allocator_leaks_enable stores it
+   * after the records): read before the records are, an enable in between
+   * leaves this cache not current, and the next allocation comes back */
+  uint64_t id = atomic_load_explicit(&a->id, memory_order_acquire);
+  if (__builtin_expect(!tc->leak_on, 0)) leak_arm(a, tc);
   tls_cur.a = a;
-  tls_cur.id = a->id;
+  tls_cur.id = id;
   tls_cur.tc = tc;
   return tc;
 }
 
 static inline tcache_t *cache_get(nnmem_allocator_t *a) {
-  if (tls_cur.a == a && tls_cur.id == a->id) return tls_cur.tc;
+  if (tls_cur.a == a && tls_cur.id == alloc_id(a)) return tls_cur.tc;
   return cache_get_slow(a);
 }
 
@@ -789,12 +831,16 @@ static __attribute__((noinline)) void *small_alloc_timed(tcache_t *tc,
 }
 
 /* Sampling: one owner-only decrement and a predictable branch. */
-static inline void *small_alloc(nnmem_allocator_t *a, size_t size) {
-  tcache_t *tc = cache_get(a);
-  if (__builtin_expect(!tc, 0)) return large_alloc(a, size, 16); /* exiting */
+static inline void *small_alloc_tc(tcache_t *tc, size_t size) {
   if (__builtin_expect(--tc->sample_left == 0, 0))
     return small_alloc_timed(tc, size);
   return small_alloc_in(tc, size);
+}
+
+static inline void *small_alloc(nnmem_allocator_t *a, size_t size) {
+  tcache_t *tc = cache_get(a);
+  if (__builtin_expect(!tc, 0)) return large_alloc(a, size, 16); /* exiting */
+  return small_alloc_tc(tc, size);
 }
 
 static void *large_alloc(nnmem_allocator_t *a, size_t size, size_t align) {
@@ -804,14 +850,21 @@ static void *large_alloc(nnmem_allocator_t *a, size_t size, size_t align) {
   return p;
 }
 
-static inline nnmem__leaks_t *leaks_of(nnmem_allocator_t *a) {
-  return atomic_load_explicit(&a->leaks, memory_order_acquire);
+/* The page marks of block p for the records (*mk filled), NULL when p is
+ * not a small page's block. */
+static inline nnmem__leaks_mark_t *mark_of(nnmem_allocator_t *a, void *p,
+                                           nnmem__leaks_mark_t *mk) {
+  page_t *pg = a->no_cache ? NULL : small_page_of(a, p);
+  if (!pg) return NULL;
+  *mk = (nnmem__leaks_mark_t){&pg->leak_recs, &pg->leak_mark, blk_index(pg, p)};
+  return mk;
 }
 
 /* An allocation the leak records want (nnmem__leaks_wants said 1): kept
- * out of the hot path. A recorded block on a small page raises the page's
- * leak_recs before it is handed out, so that a free on a page without
- * records skips them (leaks_free_small). */
+ * out of the hot path. A recorded block on a small page has its page's
+ * marks (leak_mark, leak_recs) raised with its record, under the records'
+ * lock, before it is handed out, so that a free on a page without records
+ * skips them (leaks_free_small). */
 static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
                                                       nnmem__leaks_t *lk,
                                                       size_t size, size_t align,
@@ -820,64 +873,41 @@ static __attribute__((noinline)) void *alloc_recorded(nnmem_allocator_t *a,
   void *p = size <= CACHE_MAX && align <= 16 && !a->no_cache
                 ? small_alloc(a, size)
                 : large_alloc(a, size, align);
-  if (p && nnmem__leaks_on_alloc(lk, p, size, file, line)) {
-    page_t *pg = a->no_cache ? NULL : small_page_of(a, p);
-    if (pg) {
-      uint32_t i = blk_index(pg, p);
-      uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
-      while (!atomic_compare_exchange_weak_explicit(
-          &pg->leak_recs, &w, (w + (1ull << 32)) | (1ull << (i & 31)),
-          memory_order_seq_cst, memory_order_relaxed)) {
-      }
-      /* after the count (seq_cst): see leaks_free_marked; a bit already
-       * set (full mode: most) needs no locked instruction */
-      uint8_t bit = (uint8_t)(1u << (i & 7));
-      if (!(atomic_load(&pg->leak_bits) & bit))
-        atomic_fetch_or(&pg->leak_bits, bit);
-    }
-  }
+  nnmem__leaks_mark_t mk;
+  if (p)
+    (void)nnmem__leaks_on_alloc(lk, p, size, file, line, mark_of(a, p, &mk));
   return p;
 }
 
-/* leaks_free_small's rare case: the block's bit is set in leak_bits (a
- * superset of leak_recs's mask folded to 8 bits). The record is looked up
- * when leak_recs has the block's bit too; a record found and removed
- * lowers the count, the last one clears the mask and leak_bits. A
- * recorded allocation (owner thread) raises the count, then sets its bit
- * in leak_bits; the thread that takes the count to 0 clears leak_bits,
- * then reads leak_recs again and restores the bits of any record added
- * meanwhile (all seq_cst: either that read sees the new record, or the
- * clear came before its bit was set). A stale bit only costs this look. */
+/* leaks_free_small's rare case: the page's mark says block idx may have
+ * a record (nnmem__leaks_mark_hit). A mark of one record (idx + 1) goes
+ * straight to the records; MANY (several) is a superset, so leak_recs's
+ * bit for idx % 32 and the filter are read first. Both marks are written
+ * only under the records' lock (nnmem__leaks_mark_t): read here without
+ * it, a stale mark costs only this look; a block with a record has its
+ * marks from before its allocation returned until its record goes. */
 static __attribute__((noinline)) void leaks_free_marked(nnmem__leaks_t *lk,
                                                         page_t *pg, void *ptr,
-                                                        uint32_t idx) {
-  uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
-  if (!((w >> (idx & 31)) & 1) || !nnmem__leaks_maybe(lk, ptr) ||
-      !nnmem__leaks_on_free(lk, ptr))
-    return;
-  uint64_t n;
-  do {
-    n = w - (1ull << 32);
-    if ((n >> 32) == 0) n = 0;
-  } while (!atomic_compare_exchange_weak_explicit(
-      &pg->leak_recs, &w, n, memory_order_seq_cst, memory_order_relaxed));
-  if (n) return;
-  atomic_store(&pg->leak_bits, 0);
-  uint64_t m = atomic_load(&pg->leak_recs) & 0xFFFFFFFFu;
-  m |= m >> 16;
-  m |= m >> 8;
-  if (m & 0xFF) atomic_fetch_or(&pg->leak_bits, (uint8_t)(m & 0xFF));
+                                                        uint32_t idx,
+                                                        uint32_t m) {
+  if (m == NNMEM__LEAKS_MANY) {
+    uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
+    if (!((w >> (idx & 31)) & 1)) return;
+  }
+  nnmem__leaks_mark_t mk = {&pg->leak_recs, &pg->leak_mark, idx};
+  (void)nnmem__leaks_on_free(lk, ptr, &mk);
 }
 
-/* Block idx of small page pg about to be freed: one byte of the header
+/* Block idx of small page pg about to be freed: two bytes of the header
  * line every free reads, 0 while records are off (no test of a->leaks:
- * the mark is that test). */
+ * the mark is that test); a page with one record sends only its block's
+ * free to the records. */
 static inline void leaks_free_small(nnmem_allocator_t *a, page_t *pg, void *ptr,
                                     uint32_t idx) {
-  uint8_t bits = atomic_load_explicit(&pg->leak_bits, memory_order_relaxed);
-  if (__builtin_expect((bits >> (idx & 7)) & 1, 0)) {
-    nnmem__leaks_t *lk = leaks_of(a); /* set: the bit was */
-    if (lk) leaks_free_marked(lk, pg, ptr, idx);
+  uint32_t m = atomic_load_explicit(&pg->leak_mark, memory_order_relaxed);
+  if (__builtin_expect(nnmem__leaks_mark_hit(m, idx), 0)) {
+    nnmem__leaks_t *lk = leaks_of(a); /* set: the mark was */
+    if (lk) leaks_free_marked(lk, pg, ptr, idx, m);
   }
 }
 
@@ -904,50 +934,102 @@ static __attribute__((noinline)) void *alloc_profiled(nnmem_allocator_t *a,
   return p;
 }
 
-/* Records off: one load and one predictable branch. Sampled: also the
- * thread's byte countdown (inline). No profiler: one more load and branch. */
-/* nnmem_alloc past its fast path, hooks done: large sizes, no cache, a
- * cache not yet current, a miss, a timed call. Out of line so that the
- * fast path saves no registers. */
-static __attribute__((noinline)) void *alloc_plain(nnmem_allocator_t *a,
-                                                   size_t size) {
-  if (size <= CACHE_MAX && !a->no_cache) return small_alloc(a, size);
-  return large_alloc(a, size, 16);
+/* A block of nnmem_alloc the records want: b, just allocated (pg its
+ * page, NULL: looked up; b NULL: the allocation failed). tc non-NULL: the
+ * countdown of tc (the thread's current cache) ran out on b: records off,
+ * it is set again (LEAK_IDLE); sampled, b is recorded and the next
+ * countdown drawn; full, b is recorded (the countdown stays -1). tc NULL:
+ * the thread's slot said so (nnmem__leaks_slot_due). The backtrace is
+ * taken here, one frame above the allocation's caller in an optimised
+ * build (nnmem_alloc -> alloc_slow -> here: tail calls); unoptimised,
+ * nnmem_alloc's and alloc_slow's frames come between, each from its one
+ * call site, so a call site still gives one backtrace. Returns b. */
+static __attribute__((noinline)) void *alloc_leak_due(nnmem_allocator_t *a,
+                                                      tcache_t *tc, page_t *pg,
+                                                      void *b, size_t size) {
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (!lk) {
+    if (tc) tc->leak_left = LEAK_IDLE;
+    return b;
+  }
+  if (tc) tc->leak_left = nnmem__leaks_arm(lk);
+  if (!b) return b;
+  if (!pg && !a->no_cache) pg = small_page_of(a, b);
+  void *fr[NNMEM_LEAKS_MAX_DEPTH + 1];
+  int n = nnmem__leaks_backtrace(lk, fr); /* fr[0]: here */
+  nnmem__leaks_mark_t mk;
+  if (pg)
+    mk =
+        (nnmem__leaks_mark_t){&pg->leak_recs, &pg->leak_mark, blk_index(pg, b)};
+  (void)nnmem__leaks_record(lk, b, size, NULL, 0, pg ? &mk : NULL, fr + 1,
+                            n - 1);
+  return b;
+}
+
+/* nnmem_alloc past its fast path (b NULL: large sizes, no cache, a cache
+ * not yet current, a miss, a timed call), or the fast path's block b
+ * (from page pg) when the cache's countdown ran out. A small block counts
+ * down its cache's countdown as the fast path does; others the records'
+ * slot (one per thread and N: either is an exponential countdown of mean
+ * N, so a block is recorded with the same probability whichever counts
+ * it). Out of line so that the fast path saves no registers. */
+static __attribute__((noinline)) void *alloc_slow(nnmem_allocator_t *a,
+                                                  size_t size, page_t *pg,
+                                                  void *b) {
+  tcache_t *tc = NULL;
+  if (b) {
+    tc = tls_cur.tc;
+  } else if (pg = NULL, /* the fast path's empty page: not b's */
+             size <= CACHE_MAX && !a->no_cache && (tc = cache_get(a)) != NULL) {
+    b = small_alloc_tc(tc, size);
+    if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return b;
+  } else {
+    nnmem__leaks_t *lk = leaks_of(a);
+    if (__builtin_expect(lk == NULL, 1) ||
+        !nnmem__leaks_wants_slot(
+            atomic_load_explicit(&a->leak_slot, memory_order_relaxed), size))
+      return large_alloc(a, size, 16);
+    b = large_alloc(a, size, 16);
+    if (!nnmem__leaks_slot_due(lk, size)) return b;
+  }
+  /* the one call: the same frames above it whichever way came here */
+  return alloc_leak_due(a, tc, pg, b, size);
 }
 
 /* The fast path: a small size, the thread's cache current, no timed call
- * due, a block on the first available page. The hooks come first and the
- * same way for every size (a watched or recorded allocation always takes
- * nnmem_alloc -> alloc_profiled / alloc_recorded, so one call site gives
- * one backtrace); records off: one load and a branch; sampled: the
- * countdown inline. Anything else is alloc_plain (the same choice as
- * before the fast path existed). */
+ * due, a block on the first available page, then the cache's leak
+ * countdown: the same instructions with records off or sampled (one
+ * subtraction in the cache's line; the countdown is LEAK_IDLE while
+ * records are off). A profiler's hook comes first and the same way for
+ * every size (a watched allocation always takes nnmem_alloc ->
+ * alloc_profiled). Anything else, the countdown run out included, is
+ * alloc_slow, from one call site (nnmem_alloc -> alloc_slow ->
+ * alloc_leak_due: one call site gives one backtrace, optimised or not). */
 void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   if (__builtin_expect(!a || size == 0, 0)) return NULL;
   nnmem_profiler_t *pr = prof_of(a);
   if (__builtin_expect(pr != NULL, 0))
     return alloc_profiled(a, pr, size, 16, NULL, 0);
-  nnmem__leaks_t *lk = leaks_of(a);
-  if (__builtin_expect(lk != NULL, 0) &&
-      nnmem__leaks_wants_slot(
-          atomic_load_explicit(&a->leak_slot, memory_order_relaxed), size))
-    return alloc_recorded(a, lk, size, 16, NULL, 0);
+  page_t *pg = NULL;
+  void *b = NULL;
+  tcache_t *tc;
+  unsigned cls;
   /* a current cache implies thread caches (no_cache never makes one) */
-  if (__builtin_expect(size > SMALL_MAX || tls_cur.a != a ||
-                           tls_cur.id != a->id,
-                       0))
-    return alloc_plain(a, size);
-  tcache_t *tc = tls_cur.tc;
-  if (__builtin_expect(tc->sample_left <= 1, 0)) return alloc_plain(a, size);
-  unsigned cls = class_of[(size + 15) >> 4];
-  page_t *pg = tc->avail[cls];
-  void *b;
-  if (__builtin_expect(!pg || !(b = pg->free), 0)) return alloc_plain(a, size);
+  if (__builtin_expect(
+          size > SMALL_MAX || tls_cur.a != a || tls_cur.id != alloc_id(a), 0))
+    goto slow;
+  tc = tls_cur.tc;
+  if (__builtin_expect(tc->sample_left <= 1, 0)) goto slow;
+  cls = class_of[(size + 15) >> 4];
+  pg = tc->avail[cls];
+  if (__builtin_expect(!pg || !(b = pg->free), 0)) goto slow;
   tc->sample_left--;
   page_pop(tc, pg, b);
   bump(&tc->st.allocs[cls], 1);
   if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
-  return b;
+  if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return b;
+slow:
+  return alloc_slow(a, size, pg, b);
 }
 
 void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,
@@ -1102,7 +1184,7 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   if (!pg) {
     nnmem__leaks_t *lk = leaks_of(a);
     if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
-      (void)nnmem__leaks_on_free(lk, ptr);
+      (void)nnmem__leaks_on_free(lk, ptr, NULL);
     return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
   }
   int64_t idx = small_index(pg, ptr);
@@ -1122,7 +1204,7 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   if (__builtin_expect(!a || !a->free_batch || !(p & (PAGE_SIZE - 1)) ||
                            (p >> 48) || prof_of(a) || leaks_of(a) ||
-                           tls_cur.a != a || tls_cur.id != a->id,
+                           tls_cur.a != a || tls_cur.id != alloc_id(a),
                        0))
     return 0;
   _Atomic uint8_t *s = reg_slot(a, p, 0);
@@ -1327,7 +1409,8 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   pthread_once(&class_once, init_classes);
   nnmem_allocator_t *a = calloc(1, sizeof *a);
   if (!a) return NNMEM_ERR_NOMEM;
-  a->id = atomic_fetch_add(&next_id, 1);
+  atomic_store_explicit(&a->id, atomic_fetch_add(&next_id, 1),
+                        memory_order_relaxed);
   a->no_cache = c.no_thread_cache != 0;
   a->sample_every = c.latency_sample ? c.latency_sample : 64;
   a->free_batch = c.free_batch > PEND_MAX ? PEND_MAX : c.free_batch;
@@ -1525,6 +1608,11 @@ nnmem_status_t nnmem_allocator_leaks_enable(nnmem_allocator_t *a,
   }
   atomic_store_explicit(&a->leak_slot, nnmem__leaks_slot(lk),
                         memory_order_relaxed);
+  /* a new identity (release: after the records): every thread's next
+   * allocation finds its cache not current and arms the cache's countdown
+   * (leak_arm) */
+  atomic_store_explicit(&a->id, atomic_fetch_add(&next_id, 1),
+                        memory_order_release);
   return NNMEM_OK;
 }
 
@@ -1564,6 +1652,122 @@ nnmem_status_t nnmem_allocator_leaks_summary(nnmem_allocator_t *a,
   if (!lk) return NNMEM_ERR_STATE;
   nnmem__leaks_summary(lk, out);
   return NNMEM_OK;
+}
+
+/* The leak records' page marks against the records (nnmem__leaks_mark_t):
+ * each record is page-marked iff its block lies on a small page; a page
+ * with records has recs counting them with their index bits and mark ==
+ * the index + 1 of its only one, or MANY; every other page of the
+ * registry has mark == 0 and recs == 0. */
+typedef struct mark_ref {
+  page_t *pg;
+  uint32_t idx;
+} mark_ref_t;
+
+typedef struct mark_refs {
+  nnmem_allocator_t *a;
+  mark_ref_t *v;
+  size_t n, cap;
+  int nomem;
+} mark_refs_t;
+
+static int mark_ref_each(void *ctx, uintptr_t ptr, int marked) {
+  mark_refs_t *m = ctx;
+  page_t *pg = m->a->no_cache ? NULL : small_page_of(m->a, (void *)ptr);
+  if ((pg != NULL) != (marked != 0)) return 1;
+  if (!pg) return 0;
+  if (m->n == m->cap) {
+    size_t c = m->cap ? 2 * m->cap : 256;
+    mark_ref_t *v = realloc(m->v, c * sizeof *v);
+    if (!v) {
+      m->nomem = 1;
+      return 0;
+    }
+    m->v = v;
+    m->cap = c;
+  }
+  m->v[m->n++] = (mark_ref_t){pg, blk_index(pg, (void *)ptr)};
+  return 0;
+}
+
+static int mark_ref_cmp(const void *x, const void *y) {
+  const mark_ref_t *p = x, *q = y;
+  if (p->pg != q->pg) return (uintptr_t)p->pg < (uintptr_t)q->pg ? -1 : 1;
+  return (p->idx > q->idx) - (p->idx < q->idx);
+}
+
+static const mark_ref_t *mark_ref_find(const mark_refs_t *m, page_t *pg) {
+  size_t lo = 0, hi = m->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((uintptr_t)m->v[mid].pg < (uintptr_t)pg)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < m->n && m->v[lo].pg == pg ? &m->v[lo] : NULL;
+}
+
+/* One page's marks against its k records r[0..k). */
+static nnmem_status_t mark_page_check(page_t *pg, const mark_ref_t *r, size_t k,
+                                      nnmem_diag_t *diag) {
+  uint32_t mark = atomic_load_explicit(&pg->leak_mark, memory_order_relaxed);
+  uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
+  if (k == 0) {
+    if (mark || w)
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "leak marks: page %p has no record, mark %u recs "
+                         "0x%llx",
+                         (void *)pg, mark, (unsigned long long)w);
+    return NNMEM_OK;
+  }
+  /* one record: its index + 1, or MANY (a page that had several keeps
+   * MANY until its last goes); several: MANY */
+  if (mark != NNMEM__LEAKS_MANY && (k != 1 || mark != r[0].idx + 1))
+    return nnmem__diag(diag, NNMEM_ERR_STATE,
+                       "leak marks: page %p with %zu records (first block "
+                       "%u): mark %u",
+                       (void *)pg, k, r[0].idx, mark);
+  if ((w >> 32) != k)
+    return nnmem__diag(diag, NNMEM_ERR_STATE,
+                       "leak marks: page %p counts %llu records, has %zu",
+                       (void *)pg, (unsigned long long)(w >> 32), k);
+  for (size_t i = 0; i < k; i++)
+    if (!((w >> (r[i].idx & 31)) & 1))
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "leak marks: page %p lacks the bit of block %u",
+                         (void *)pg, r[i].idx);
+  return NNMEM_OK;
+}
+
+nnmem_status_t nnmem__allocator_leaks_check(nnmem_allocator_t *a,
+                                            nnmem_diag_t *diag) {
+  if (!a) return NNMEM_ERR_INVALID;
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (!lk) return nnmem__diag(diag, NNMEM_ERR_STATE, "leak records are off");
+  mark_refs_t m = {a, NULL, 0, 0, 0};
+  nnmem_status_t st = nnmem__leaks_check(lk, mark_ref_each, &m, diag);
+  if (st == NNMEM_OK && m.nomem)
+    st = nnmem__diag(diag, NNMEM_ERR_NOMEM, "leak marks: check");
+  if (st == NNMEM_OK && m.n) qsort(m.v, m.n, sizeof *m.v, mark_ref_cmp);
+  for (size_t i = 0, j; st == NNMEM_OK && i < m.n; i = j) {
+    for (j = i + 1; j < m.n && m.v[j].pg == m.v[i].pg; j++) {
+    }
+    st = mark_page_check(m.v[i].pg, m.v + i, j - i, diag);
+  }
+  /* every span's first unit (registry byte 1) is a page header */
+  for (size_t hi = 0; st == NNMEM_OK && hi < (1u << 16); hi++) {
+    _Atomic uint8_t *leaf =
+        atomic_load_explicit(&a->reg[hi], memory_order_acquire);
+    for (size_t lo = 0; leaf && st == NNMEM_OK && lo < (1u << 16); lo++) {
+      if (atomic_load_explicit(&leaf[lo], memory_order_relaxed) != 1) continue;
+      page_t *pg = hdr_of_base(((uintptr_t)hi << 32) | (lo << PAGE_LOG2));
+      if (pg->magic == PAGE_MAGIC && !mark_ref_find(&m, pg))
+        st = mark_page_check(pg, NULL, 0, diag);
+    }
+  }
+  free(m.v);
+  return st;
 }
 
 /* ---- run-time profiler (profiler.c) ------------------------------------- */

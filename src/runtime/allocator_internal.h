@@ -28,6 +28,14 @@ void nnmem__allocator_fork_prepare(nnmem_allocator_t *a);
 void nnmem__allocator_fork_parent(nnmem_allocator_t *a);
 void nnmem__allocator_fork_child(nnmem_allocator_t *a);
 
+/* The leak records' checker (tests): the records' own invariants
+ * (nnmem__leaks_check) and every small page's marks against its records
+ * (leak_mark, leak_recs: nnmem__leaks_mark_t). Call while no other thread
+ * allocates or frees on `a`. NNMEM_ERR_STATE with diag naming the page or
+ * block (also when records are off). */
+nnmem_status_t nnmem__allocator_leaks_check(nnmem_allocator_t *a,
+                                            nnmem_diag_t *diag);
+
 /* Tagged caches: a thread cache that belongs to no thread but to a tag
  * (tenant domains, domain.c). Its pages hold only its blocks, so the owner
  * of a small block is one load from the block's page header

@@ -7,50 +7,59 @@
  *      new one: every record has room for `depth` frames, so a freed one
  *      is kept for the next, up to MAX_SPARE) and insert {ptr, size, file,
  *      line, tid, cycle counter, frames} into a chained hash table keyed
- *      by address. The unwinder: libunwind's unw_backtrace when
- *      libunwind.so.8 opens (dlopen, once per process; nothing links
- *      against it), else glibc's backtrace(). Measured in bench/leaks: 16
- *      frames from 24 deep cost ~1.8 us with glibc's (DWARF unwinding
- *      through libgcc_s, an FDE search per frame) and ~0.1 us with
- *      libunwind's (it caches the unwinding rule of each return address).
+ *      by address, and raise the page marks of a small page's block
+ *      (nnmem__leaks_mark_t) in the same critical section. The unwinder:
+ *      libunwind's unw_backtrace when libunwind.so.8 opens (dlopen, once
+ *      per process; nothing links against it), else glibc's backtrace().
+ *      Measured in bench/leaks: 16 frames from 24 deep cost ~1.8 us with
+ *      glibc's (DWARF unwinding through libgcc_s, an FDE search per frame)
+ *      and ~0.1 us with libunwind's (it caches the unwinding rule of each
+ *      return address). The allocator's fast path takes the backtrace in
+ *      its own frame (nnmem__leaks_backtrace: one frame less to unwind);
+ *      the other paths here (record: the records' two frames skipped).
  *      The time is the cycle counter (runtime/cycles.h), turned into ns
  *      by the report: no clock_gettime on the recording path;
- *   2. alloc (sampled): each thread counts down the bytes it allocates,
- *      one countdown per distinct N = sample_bytes in the process (slots
- *      1..7 of nnmem__leaks_left; records with the same N share one). The
- *      count starts at an exponential draw of mean N. When an allocation
- *      of s bytes takes it to <= 0 the block is recorded as in step 1 and
- *      a new count is drawn: the process is memoryless, so an allocation
- *      is recorded with exactly probability p = 1 - exp(-s / N)
- *      (jemalloc's prof sampling). An 8th distinct N gets slot 0: a fresh
- *      draw for every allocation, recorded iff the draw <= s (the same
- *      p). The record stands for s / p bytes and 1 / p blocks
- *      (Horvitz-Thompson: unbiased); p is computed by the report, from s;
+ *   2. alloc (sampled): byte countdowns, each an exponential draw of mean
+ *      N = sample_bytes: the allocator's own, one per thread cache (its
+ *      fast path: nnmem__leaks_arm, due below 0), and the thread's, one
+ *      per distinct N in the process for the other paths (slots 1..7 of
+ *      nnmem__leaks_left, due at <= 0; records with the same N share one).
+ *      When an allocation of s bytes makes its countdown due the block is
+ *      recorded as in step 1 and a new count is drawn: the process is
+ *      memoryless, so an allocation is recorded with exactly probability
+ *      p = 1 - exp(-s / N) whichever countdown counts it (jemalloc's prof
+ *      sampling). An 8th distinct N gets slot 0: a fresh draw for every
+ *      allocation, recorded iff the draw <= s (the same p). The record
+ *      stands for s / p bytes and 1 / p blocks (Horvitz-Thompson:
+ *      unbiased); p is computed by the report, from s;
  *   3. free: the allocator asks only when the block may have a record: a
- *      block of a thread cache's small page when the page's mark has the
- *      block's bit (allocator.c, leak_recs: set by a recorded allocation,
- *      cleared with the page's last record), any other block always. Then
- *      a counting filter (one counter per address hash, raised by every
- *      record, lowered by its removal, both under the mutex) is read: a
- *      zero proves there is no record and the free takes no lock; else the
- *      record is removed under the mutex and kept as a spare;
+ *      block of a thread cache's small page when the page's mark names it
+ *      (its index + 1, or MANY: nnmem__leaks_mark_hit), any other block
+ *      after a counting filter (one counter per address hash, raised by
+ *      every record without page marks, lowered by its removal, both under
+ *      the mutex) is read: a zero proves there is no record and the free
+ *      takes no lock. Else the record is removed under the mutex (the
+ *      page marks lowered with it) and kept as a spare;
  *   4. report: copy the records under the mutex, sort by site key (file
  *      and line when given, else the frames), add up each group, sort the
  *      groups by estimated bytes (largest first) and render text, JSON
  *      (common/json_write.h) or folded stacks (frames root first, joined
  *      by ';', file:line as the leaf, then the bytes).
  *
- * Invariants: count == number of records in the table; for every address
- * hash h, filter[h] == number of records whose address hashes to h;
- * nspare <= MAX_SPARE.
+ * Invariants (nnmem__leaks_check; the page marks: the allocator's
+ * nnmem__allocator_leaks_check): count == number of records in the table,
+ * each in its address's bucket; for every address hash h, filter[h] ==
+ * number of records without page marks whose address hashes to h; nspare
+ * <= MAX_SPARE.
  *
  * Complexity: O(1) expected per recorded alloc / free plus the backtrace;
  * O(1) and lock-free for a free with no record; report O(r log r) for r
  * records.
  *
- * Thread-safety: all entries may run concurrently; the table, the spares
- * and the filter's writes are under `lock` (the filter is read without
- * it), the sampling countdowns are per thread, the slot table is atomic. */
+ * Thread-safety: all entries may run concurrently; the table, the spares,
+ * the filter's writes and the page marks' writes are under `lock` (the
+ * filter and the marks are read without it), the sampling countdowns are
+ * per thread (per thread cache), the slot table is atomic. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -66,6 +75,7 @@
 
 #include "common/json_write.h"
 #include "common/text.h"
+#include "common/util.h"
 #include "runtime/cycles.h"
 #include "runtime/leaks_internal.h"
 
@@ -82,6 +92,7 @@ typedef struct rec {
   uint32_t tid;
   uint64_t t_cyc; /* nnmem__cycles() when recorded; ns in the reports */
   uint32_t depth;
+  uint8_t marked; /* counted by page marks (else by the filter) */
   void *frames[];
 } rec_t;
 
@@ -94,7 +105,6 @@ struct nnmem__leaks {
   uint64_t id, seed;
   char *report_path;
   nnmem_leaks_format_t report_format;
-  backtrace_fn bt; /* the unwinder, picked at create when depth > 0 */
   pthread_mutex_t lock;
   rec_t **bucket;
   size_t nbucket, count;
@@ -224,8 +234,9 @@ nnmem_status_t nnmem__leaks_create(const nnmem_leaks_config_t *cfg,
   (void)nnmem__ns_per_cycle(); /* calibrated once per process (~2 ms) */
   if (lk->depth) { /* the first call loads the unwinder: not on a hot path */
     void *f[2];
-    lk->bt = unwinder();
-    (void)lk->bt(f, 2);
+    lk->head.depth = lk->depth;
+    lk->head.bt = unwinder();
+    (void)lk->head.bt(f, 2);
   }
   *out = lk;
   return NNMEM_OK;
@@ -298,15 +309,36 @@ static rec_t *rec_new_locked(nnmem__leaks_t *lk) {
   return malloc(sizeof *r + lk->depth * sizeof(void *));
 }
 
-static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
-                                            size_t size, const char *file,
-                                            int line) {
-  void *fr[NNMEM_LEAKS_MAX_DEPTH + SKIP_FRAMES];
-  int n = 0;
-  if (lk->depth) {
-    n = lk->bt(fr, (int)lk->depth + SKIP_FRAMES) - SKIP_FRAMES;
-    if (n < 0) n = 0;
+/* The page marks (nnmem__leaks_mark_t) change only under the lock: plain
+ * loads and stores; lock-free readers see one value or the other. A record
+ * added raises the count and sets its index's bit in recs; the mark
+ * becomes its index + 1 when it is the page's only record, else MANY. One
+ * removed lowers the count; the page's last clears both. */
+static void mark_add_locked(const nnmem__leaks_mark_t *m) {
+  uint64_t w = atomic_load_explicit(m->recs, memory_order_relaxed);
+  atomic_store_explicit(m->recs, (w + (1ull << 32)) | (1ull << (m->idx & 31)),
+                        memory_order_relaxed);
+  uint32_t f = (w >> 32) == 0 && m->idx + 1 < NNMEM__LEAKS_MANY
+                   ? m->idx + 1
+                   : NNMEM__LEAKS_MANY;
+  atomic_store_explicit(m->mark, (uint16_t)f, memory_order_relaxed);
+}
+
+static void mark_remove_locked(const nnmem__leaks_mark_t *m) {
+  uint64_t w = atomic_load_explicit(m->recs, memory_order_relaxed);
+  uint64_t n = w - (1ull << 32);
+  if ((n >> 32) == 0) {
+    n = 0;
+    atomic_store_explicit(m->mark, 0, memory_order_relaxed);
   }
+  atomic_store_explicit(m->recs, n, memory_order_relaxed);
+}
+
+/* Stores the record of block ptr with its n frames (under the lock). */
+static int record_frames(nnmem__leaks_t *lk, void *ptr, size_t size,
+                         const char *file, int line,
+                         const nnmem__leaks_mark_t *mark, void *const *frames,
+                         int n) {
   uint64_t t = nnmem__cycles();
   size_t h = hash_ptr((uintptr_t)ptr);
   pthread_mutex_lock(&lk->lock);
@@ -323,47 +355,94 @@ static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
   r->tid = thread_id();
   r->t_cyc = t;
   r->depth = (uint32_t)n;
-  if (n) memcpy(r->frames, fr + SKIP_FRAMES, (size_t)n * sizeof(void *));
-  filter_add_locked(&lk->head.filter[h & (FILTER - 1)], 1);
+  r->marked = mark != NULL;
+  if (n) memcpy(r->frames, frames, (size_t)n * sizeof(void *));
+  /* a block with page marks is found through them: the filter counts
+   * only the others (one random line less per record and per free) */
+  if (!mark) filter_add_locked(&lk->head.filter[h & (FILTER - 1)], 1);
   if (lk->count >= lk->nbucket) grow_locked(lk);
   h &= lk->nbucket - 1;
   r->next = lk->bucket[h];
   lk->bucket[h] = r;
   lk->count++;
+  if (mark) mark_add_locked(mark);
   pthread_mutex_unlock(&lk->lock);
   return 1;
 }
 
-int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
-                          const char *file, int line) {
-  uint32_t k = lk->head.slot;
-  if (k == 0) {
-    nnmem__leaks_left[0] = 0; /* slot 0 stays <= 0 */
-    if (lk->head.mode == NNMEM_LEAKS_FULL)
-      return record(lk, ptr, size, file, line);
+/* The backtrace taken here (the records' own two frames skipped: this
+ * one and on_alloc's caller, which calls on_alloc as its tail), then the
+ * record. */
+static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
+                                            size_t size, const char *file,
+                                            int line,
+                                            const nnmem__leaks_mark_t *mark) {
+  void *fr[NNMEM_LEAKS_MAX_DEPTH + SKIP_FRAMES];
+  int n = 0;
+  if (lk->depth) {
+    n = lk->head.bt(fr, (int)lk->depth + SKIP_FRAMES) - SKIP_FRAMES;
+    if (n < 0) n = 0;
   }
+  return record_frames(lk, ptr, size, file, line, mark, fr + SKIP_FRAMES, n);
+}
+
+/* The thread's sampling random state, seeded on first use from the
+ * records' seed and the thread's sequence number. */
+static void rng_start(const nnmem__leaks_t *lk) {
   if (tl.rng == 0) {
     tl.rng = lk->seed ^
              (atomic_fetch_add(&next_thread_seq, 1) * 0xD1B54A32D192ED03ULL);
     if (!tl.rng) tl.rng = 1;
   }
+}
+
+int64_t nnmem__leaks_arm(nnmem__leaks_t *lk) {
+  if (lk->head.mode != NNMEM_LEAKS_SAMPLED) return -1;
+  rng_start(lk);
+  return draw_interval(lk) - 1; /* due below 0: the same law as the slots */
+}
+
+int nnmem__leaks_record(nnmem__leaks_t *lk, void *ptr, size_t size,
+                        const char *file, int line,
+                        const nnmem__leaks_mark_t *mark, void *const *frames,
+                        int n) {
+  if (n > (int)lk->depth) n = (int)lk->depth;
+  return record_frames(lk, ptr, size, file, line, mark, frames, n > 0 ? n : 0);
+}
+
+int nnmem__leaks_slot_due(nnmem__leaks_t *lk, size_t size) {
+  uint32_t k = lk->head.slot;
+  if (k == 0) {
+    nnmem__leaks_left[0] = 0; /* slot 0 stays <= 0 */
+    if (lk->head.mode == NNMEM_LEAKS_FULL) return 1;
+  }
+  rng_start(lk);
   if (k == 0 || !(tl.started & (1u << k))) {
     /* no countdown yet (or none for this N): draw one; this block is
      * recorded iff the draw is <= its size (probability 1 - e^(-s/N)) */
     int64_t left = draw_interval(lk) - (int64_t)size;
-    if (k == 0) return left > 0 ? 0 : record(lk, ptr, size, file, line);
+    if (k == 0) return left <= 0;
     tl.started |= 1u << k;
     nnmem__leaks_left[k] = left;
     if (left > 0) return 0;
   }
   nnmem__leaks_left[k] = draw_interval(lk);
-  return record(lk, ptr, size, file, line);
+  return 1;
 }
 
-int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr) {
+int nnmem__leaks_on_alloc(nnmem__leaks_t *lk, void *ptr, size_t size,
+                          const char *file, int line,
+                          const nnmem__leaks_mark_t *mark) {
+  return nnmem__leaks_slot_due(lk, size)
+             ? record(lk, ptr, size, file, line, mark)
+             : 0;
+}
+
+int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr,
+                         const nnmem__leaks_mark_t *mark) {
   size_t h = hash_ptr((uintptr_t)ptr);
   _Atomic uint32_t *f = &lk->head.filter[h & (FILTER - 1)];
-  if (atomic_load_explicit(f, memory_order_relaxed) == 0) return 0;
+  if (!mark && atomic_load_explicit(f, memory_order_relaxed) == 0) return 0;
   rec_t *found = NULL;
   int removed = 0;
   pthread_mutex_lock(&lk->lock);
@@ -373,18 +452,76 @@ int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr) {
       *pp = found->next;
       lk->count--;
       removed = 1;
+      if (!found->marked)
+        filter_add_locked(f, -1);
+      else if (mark) /* the allocator passes the marks of every block it
+                        marked (the same page test on both sides) */
+        mark_remove_locked(mark);
       if (lk->nspare < MAX_SPARE) {
         found->next = lk->spare;
         lk->spare = found;
         lk->nspare++;
         found = NULL;
       }
-      filter_add_locked(f, -1);
       break;
     }
   pthread_mutex_unlock(&lk->lock);
   free(found);
   return removed;
+}
+
+nnmem_status_t nnmem__leaks_check(nnmem__leaks_t *lk,
+                                  int (*each)(void *ctx, uintptr_t ptr,
+                                              int marked),
+                                  void *ctx, nnmem_diag_t *diag) {
+  nnmem_status_t st = NNMEM_OK;
+  uint32_t *cnt = calloc(FILTER, sizeof *cnt);
+  if (!cnt) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "leak records: check");
+  pthread_mutex_lock(&lk->lock);
+  size_t n = 0, ns = 0;
+  for (size_t i = 0; i < lk->nbucket && st == NNMEM_OK; i++)
+    for (rec_t *r = lk->bucket[i]; r && st == NNMEM_OK; r = r->next) {
+      n++;
+      size_t h = hash_ptr(r->ptr);
+      if ((h & (lk->nbucket - 1)) != i)
+        st = nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "leak records: block 0x%llx in bucket %zu, hashes "
+                         "to %zu",
+                         (unsigned long long)r->ptr, i, h & (lk->nbucket - 1));
+      else if (r->depth > lk->depth)
+        st = nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "leak records: block 0x%llx has %u frames > depth %u",
+                         (unsigned long long)r->ptr, r->depth, lk->depth);
+      if (!r->marked) cnt[h & (FILTER - 1)]++;
+      if (st == NNMEM_OK && each && each(ctx, r->ptr, r->marked))
+        st = nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "leak records: block 0x%llx (%s) disagrees with its "
+                         "page",
+                         (unsigned long long)r->ptr,
+                         r->marked ? "page-marked" : "in the filter");
+    }
+  for (rec_t *r = lk->spare; r; r = r->next)
+    ns++;
+  if (st == NNMEM_OK && n != lk->count)
+    st = nnmem__diag(diag, NNMEM_ERR_STATE,
+                     "leak records: %zu in the table, count says %zu", n,
+                     lk->count);
+  if (st == NNMEM_OK && (ns != lk->nspare || ns > MAX_SPARE))
+    st = nnmem__diag(diag, NNMEM_ERR_STATE,
+                     "leak records: %zu spares, nspare says %zu (max %d)", ns,
+                     lk->nspare, (int)MAX_SPARE);
+  for (size_t h = 0; h < FILTER && st == NNMEM_OK; h++)
+    if (atomic_load_explicit(&lk->head.filter[h], memory_order_relaxed) !=
+        cnt[h])
+      st = nnmem__diag(
+          diag, NNMEM_ERR_STATE,
+          "leak records: filter[%zu] = %u, %u records without page marks "
+          "hash there",
+          h, atomic_load_explicit(&lk->head.filter[h], memory_order_relaxed),
+          cnt[h]);
+  pthread_mutex_unlock(&lk->lock);
+  free(cnt);
+  return st;
 }
 
 /* ---- reports ----------------------------------------------------------- */

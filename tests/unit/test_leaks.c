@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/allocator_internal.h"
 #include "testutil.h"
 
 static nnmem_allocator_t *make(nnmem_leaks_mode_t mode, uint64_t sample) {
@@ -24,6 +25,13 @@ static nnmem_allocator_t *make(nnmem_leaks_mode_t mode, uint64_t sample) {
   nnmem_allocator_t *a = NULL;
   assert_ok(nnmem_allocator_create(&cfg, &a));
   return a;
+}
+
+/* The records' and the page marks' checker must pass (quiescent a). */
+static void check(nnmem_allocator_t *a) {
+  nnmem_diag_t d = {{0}};
+  if (nnmem__allocator_leaks_check(a, &d) != NNMEM_OK)
+    fail_msg("leak records check: %s", d.message);
 }
 
 static cJSON *report_json(nnmem_allocator_t *a) {
@@ -55,6 +63,7 @@ static void test_full_sites(void **state) {
   void *plain = nnmem_alloc(a, 16); /* freed below: never reported */
   nnmem_free(a, p[1]);
   nnmem_free(a, plain);
+  check(a);
   nnmem_leaks_summary_t s;
   assert_ok(nnmem_allocator_leaks_summary(a, &s));
   assert_int_equal(s.records, 3);
@@ -217,6 +226,7 @@ static void test_threads(void **state) {
     pthread_join(th[t], NULL);
   for (int i = 0; i < 25; i++) /* cross-thread frees drop their records */
     nnmem_free(a, jobs[0].p[i]);
+  check(a);
   cJSON *j = report_json(a);
   const cJSON *sites = cJSON_GetObjectItemCaseSensitive(j, "sites");
   assert_int_equal(cJSON_GetArraySize(sites), 1);
@@ -243,6 +253,7 @@ static void test_sampled_estimates(void **state) {
     p[i] = nnmem_alloc(a, 512);
   for (uint64_t i = 0; i < n_big; i++)
     p[n_small + i] = nnmem_alloc(a, 1 << 20);
+  check(a);
   nnmem_leaks_summary_t s;
   assert_ok(nnmem_allocator_leaks_summary(a, &s));
   double q = -expm1(-512.0 / (double)N);
@@ -263,6 +274,7 @@ static void test_sampled_estimates(void **state) {
               5 * sd / q);
   for (uint64_t i = 0; i < n_small + n_big; i++)
     nnmem_free(a, p[i]);
+  check(a);
   assert_ok(nnmem_allocator_leaks_summary(a, &s));
   assert_int_equal(s.records, 0);
   free(p);
@@ -392,6 +404,7 @@ static void test_sampled_pages(void **state) {
       p[j] = t;
     }
     nnmem_leaks_summary_t s;
+    check(a);
     assert_ok(nnmem_allocator_leaks_summary(a, &s));
     assert_int_equal(s.records, N);
     frees_t half = {a, p, N / 2};
@@ -402,6 +415,7 @@ static void test_sampled_pages(void **state) {
     } else {
       free_some(&half);
     }
+    check(a);
     assert_ok(nnmem_allocator_leaks_summary(a, &s));
     assert_int_equal(s.records, N - N / 2);
     assert_int_equal(s.bytes, (N - N / 2) * 48);
@@ -419,9 +433,139 @@ static void test_sampled_pages(void **state) {
     assert_int_equal(s.records, N);
     free_some(&(frees_t){a, p, N});
     nnmem_allocator_thread_flush(a);
+    check(a);
     assert_ok(nnmem_allocator_leaks_summary(a, &s));
     assert_int_equal(s.records, 0);
     nnmem_allocator_destroy(a);
+  }
+}
+
+/* Every allocation path counts down an exponential countdown of mean N:
+ * the thread cache's (the fast path, and a small block past it), or the
+ * thread's slot for N (large blocks, no thread cache, file:line, aligned),
+ * so a block of s bytes is recorded with probability q = 1 - e^(-s/N)
+ * whichever path it takes and however the paths mix. For each path, and
+ * for all of them interleaved on one allocator, SEEDS runs with seeds
+ * 1..SEEDS (printed): the z-score of each run's record count against its
+ * binomial law must average 0 (within 4 standard errors: a bias of a
+ * fraction of a standard deviation fails) with variance near 1, and the
+ * byte estimate summed over the runs must be within 4 standard errors of
+ * the truth. */
+enum {
+  PATH_FAST,
+  PATH_PLAIN,
+  PATH_LARGE,
+  PATH_SWITCH,
+  PATH_NOCACHE,
+  PATH_AT,
+  PATH_ALIGNED,
+  PATH_MIXED,
+  NPATH
+};
+
+static void *path_alloc(nnmem_allocator_t *a, int path, size_t size) {
+  switch (path) {
+    case PATH_AT:
+      return NNMEM_ALLOC(a, size);
+    case PATH_ALIGNED:
+      return nnmem_alloc_aligned(a, size, 64);
+    default:
+      return nnmem_alloc(a, size);
+  }
+}
+
+/* One run of test_sampled_unbiased_paths, on a thread of its own (the
+ * thread's random stream starts from the run's seed): z of the record
+ * count, the byte estimate, its truth and its variance. */
+typedef struct path_run {
+  int path;
+  uint64_t seed;
+  double z, est, truth, est_var;
+} path_run_t;
+
+static void *path_run(void *arg) {
+  path_run_t *r = arg;
+  int path = r->path;
+  size_t count = path == PATH_LARGE ? 100 : 6000;
+  uint64_t n = path == PATH_LARGE ? (1u << 20) : 16384;
+  static const size_t mixed[4] = {256, 9000, 160 << 10, 700};
+  nnmem_allocator_t *al[2];
+  int nal = path == PATH_SWITCH ? 2 : 1;
+  for (int k = 0; k < nal; k++) {
+    nnmem_leaks_config_t lc;
+    nnmem_leaks_config_init(&lc);
+    lc.mode = NNMEM_LEAKS_SAMPLED;
+    lc.sample_bytes = n;
+    lc.depth = 0;
+    lc.seed = r->seed * 7919 + (uint64_t)k;
+    nnmem_allocator_config_t cfg;
+    nnmem_allocator_config_init(&cfg);
+    cfg.no_thread_cache = path == PATH_NOCACHE;
+    cfg.leaks = &lc;
+    assert_ok(nnmem_allocator_create(&cfg, &al[k]));
+  }
+  double mean = 0, var = 0;
+  r->truth = r->est_var = 0;
+  for (size_t i = 0; i < count; i++) {
+    size_t size = path == PATH_MIXED   ? mixed[i % 4]
+                  : path == PATH_PLAIN ? 9000
+                  : path == PATH_LARGE ? (160u << 10)
+                                       : 256;
+    int kind = path;
+    if (path == PATH_MIXED) /* sizes and calls out of step */
+      kind = i / 4 % 3 == 0   ? PATH_FAST
+             : i / 4 % 3 == 1 ? PATH_AT
+                              : PATH_ALIGNED;
+    assert_non_null(path_alloc(al[i % (size_t)nal], kind, size));
+    double q = -expm1(-(double)size / (double)n);
+    mean += q;
+    var += q * (1 - q);
+    r->truth += (double)size;
+    r->est_var += (double)size * (double)size * (1 - q) / q;
+  }
+  uint64_t records = 0, eb = 0;
+  for (int k = 0; k < nal; k++) {
+    check(al[k]);
+    nnmem_leaks_summary_t s;
+    assert_ok(nnmem_allocator_leaks_summary(al[k], &s));
+    records += s.records;
+    eb += s.est_bytes;
+    nnmem_allocator_destroy(al[k]); /* frees the blocks */
+  }
+  r->z = ((double)records - mean) / sqrt(var);
+  r->est = (double)eb;
+  return NULL;
+}
+
+static void test_sampled_unbiased_paths(void **state) {
+  (void)state;
+  enum { SEEDS = 40 };
+  static const char *name[NPATH] = {"fast",     "small past the fast path",
+                                    "large",    "two allocators in turn",
+                                    "no cache", "file:line",
+                                    "aligned",  "all mixed"};
+  for (int path = 0; path < NPATH; path++) {
+    double zsum = 0, zsq = 0, est = 0, truth = 0, est_var = 0;
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+      path_run_t r = {.path = path, .seed = seed};
+      pthread_t th;
+      assert_int_equal(pthread_create(&th, NULL, path_run, &r), 0);
+      pthread_join(th, NULL);
+      zsum += r.z;
+      zsq += r.z * r.z;
+      est += r.est;
+      truth += r.truth;
+      est_var += r.est_var;
+    }
+    double zm = zsum / SEEDS, zv = zsq / SEEDS - zm * zm;
+    double est_z = (est - truth) / sqrt(est_var);
+    printf(
+        "sampled path %-24s seeds 1..%d: mean z %+.3f (limit %.3f), var z "
+        "%.3f, estimate/truth %.4f (z %+.2f)\n",
+        name[path], SEEDS, zm, 4 / sqrt((double)SEEDS), zv, est / truth, est_z);
+    assert_true(fabs(zm) < 4 / sqrt((double)SEEDS));
+    assert_true(zv > 0.4 && zv < 1.8);
+    assert_true(fabs(est_z) < 4);
   }
 }
 
@@ -453,7 +597,15 @@ static void test_enable_late_and_misuse(void **state) {
   assert_ok(nnmem_allocator_leaks_enable(a, &lc));
   assert_int_equal(nnmem_allocator_leaks_enable(a, &lc), NNMEM_ERR_STATE);
   void *late = NNMEM_ALLOC(a, 700);
+  /* the fast path: the thread's cache was made before the records (its
+   * countdown re-armed when enabling gave the allocator a new identity) */
+  void *fast = nnmem_alloc(a, 300);
   nnmem_free(a, early); /* never recorded: fine */
+  check(a);
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.records, 2);
+  assert_int_equal(s.bytes, 1000);
+  nnmem_free(a, fast);
   assert_ok(nnmem_allocator_leaks_summary(a, &s));
   assert_int_equal(s.records, 1);
   assert_int_equal(s.bytes, 700);
@@ -465,6 +617,55 @@ static void test_enable_late_and_misuse(void **state) {
                    NNMEM_ERR_IO);
   nnmem_free(a, late);
   nnmem_free(a, late); /* double free: rejected by the allocator, no record */
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.records, 0);
+  nnmem_allocator_destroy(a);
+}
+
+/* Records enabled while another thread's cache is current: enabling gives
+ * the allocator a new identity, so that thread's next allocation re-arms
+ * its cache's countdown and the fast path records (full mode: all). */
+typedef struct late_job {
+  nnmem_allocator_t *a;
+  pthread_barrier_t *bar;
+  void *p[10];
+} late_job_t;
+
+static void *late_thread(void *arg) {
+  late_job_t *j = arg;
+  void *before = nnmem_alloc(j->a, 64); /* makes the cache, records off */
+  pthread_barrier_wait(j->bar);         /* the main thread enables */
+  pthread_barrier_wait(j->bar);
+  for (int i = 0; i < 10; i++)
+    j->p[i] = nnmem_alloc(j->a, 64);
+  nnmem_free(j->a, before); /* never recorded */
+  return NULL;
+}
+
+static void test_enable_late_threads(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = make(NNMEM_LEAKS_OFF, 0);
+  pthread_barrier_t bar;
+  assert_int_equal(pthread_barrier_init(&bar, NULL, 2), 0);
+  late_job_t j = {a, &bar, {0}};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, late_thread, &j), 0);
+  pthread_barrier_wait(&bar);
+  nnmem_leaks_config_t lc;
+  nnmem_leaks_config_init(&lc); /* full */
+  lc.depth = 0;
+  assert_ok(nnmem_allocator_leaks_enable(a, &lc));
+  pthread_barrier_wait(&bar);
+  pthread_join(th, NULL);
+  pthread_barrier_destroy(&bar);
+  check(a);
+  nnmem_leaks_summary_t s;
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.records, 10);
+  assert_int_equal(s.bytes, 640);
+  for (int i = 0; i < 10; i++)
+    nnmem_free(a, j.p[i]); /* a thread that exited: its cache's blocks */
+  check(a);
   assert_ok(nnmem_allocator_leaks_summary(a, &s));
   assert_int_equal(s.records, 0);
   nnmem_allocator_destroy(a);
@@ -531,7 +732,9 @@ int main(void) {
       cmocka_unit_test(test_sampled_estimates),
       cmocka_unit_test(test_sampled_mixed_rates),
       cmocka_unit_test(test_sampled_pages),
+      cmocka_unit_test(test_sampled_unbiased_paths),
       cmocka_unit_test(test_enable_late_and_misuse),
+      cmocka_unit_test(test_enable_late_threads),
       cmocka_unit_test(test_environment),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
