@@ -1,8 +1,10 @@
 /* fuzz_planned.c - fuzz harness for the plan-backed allocator's loading
  * of a plan JSON (nnmem_planned_serve, src/runtime/planned.c).
  *
- * 1. nnmem_plan_read_json on the raw bytes; unreadable input stops here
- *    (fuzz_plan_json covers the reader).
+ * 1. nnmem_plan_read_json on the raw bytes, or when they are no plan
+ *    JSON, the CSV reader (a plan CSV with an offset column: the malloc
+ *    front's serve mode); unreadable input stops here (fuzz_plan_json and
+ *    fuzz_csv cover the readers).
  * 2. Plans over 4 MiB high are skipped (the harness serves from real
  *    memory); otherwise nnmem_planned_serve: on error the output is NULL
  *    and diag says why.
@@ -63,14 +65,9 @@ static uint64_t play(nnmem_planned_t *pl, const nnmem_buffer_t *b, size_t n,
   return nreq;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > FUZZ_MAX_INPUT) return 0;
-  nnmem_problem_t *p = NULL;
-  uint64_t *offs = NULL;
+/* Serves and plays the plan (p, offs) when it is small enough. */
+static void serve_and_play(const nnmem_problem_t *p, const uint64_t *offs) {
   nnmem_diag_t diag = {0};
-  if (nnmem_plan_read_json((const char *)data, size, "fuzz.json", &p, &offs,
-                           &diag) != NNMEM_OK)
-    return 0;
   size_t n = nnmem_problem_count(p);
   const nnmem_buffer_t *b = nnmem_problem_buffers(p);
   int small = n > 0 && n <= MAX_BUFS;
@@ -79,27 +76,48 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         b[i].last > 4 * MAX_BUFS)
       small = 0;
   nnmem_allocator_t *a = NULL;
-  if (small && nnmem_allocator_create(NULL, &a) == NNMEM_OK) {
-    for (int mode = 0; mode < 3; mode++) {
-      nnmem_planned_t *pl = (nnmem_planned_t *)&diag;
-      diag.message[0] = '\0';
-      if (nnmem_planned_serve(a, p, offs, NULL, &pl, &diag) != NNMEM_OK) {
-        if (pl) fuzz_fail("output set on error", NULL);
-        if (!diag.message[0]) fuzz_fail("error without a message", NULL);
-        break;
-      }
-      uint64_t nreq = play(pl, b, n, mode);
-      nnmem_planned_stats_t st;
-      if (nnmem_planned_stats(pl, &st) != NNMEM_OK ||
-          st.served + st.fallback != nreq || st.allocs != nreq)
-        fuzz_fail("served + fallback != requests", NULL);
-      if (mode != 1 && st.fallback != 0)
-        fuzz_fail("a run as planned fell back", NULL);
-      nnmem_planned_destroy(pl);
+  if (!small || nnmem_allocator_create(NULL, &a) != NNMEM_OK) return;
+  for (int mode = 0; mode < 3; mode++) {
+    nnmem_planned_t *pl = (nnmem_planned_t *)&diag;
+    diag.message[0] = '\0';
+    if (nnmem_planned_serve(a, p, offs, NULL, &pl, &diag) != NNMEM_OK) {
+      if (pl) fuzz_fail("output set on error", NULL);
+      if (!diag.message[0]) fuzz_fail("error without a message", NULL);
+      break;
     }
-    nnmem_allocator_destroy(a);
+    uint64_t nreq = play(pl, b, n, mode);
+    nnmem_planned_stats_t st;
+    if (nnmem_planned_stats(pl, &st) != NNMEM_OK ||
+        st.served + st.fallback != nreq || st.allocs != nreq)
+      fuzz_fail("served + fallback != requests", NULL);
+    if (mode != 1 && st.fallback != 0)
+      fuzz_fail("a run as planned fell back", NULL);
+    nnmem_planned_destroy(pl);
   }
-  nnmem_problem_destroy(p);
-  free(offs);
+  nnmem_allocator_destroy(a);
+}
+
+/* The input as a plan JSON (nnmem_planned_load's reader) or, when it is
+ * none, as a plan CSV with an offset column (what the malloc front's serve
+ * mode reads, tools/malloc/serve.c). */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > FUZZ_MAX_INPUT) return 0;
+  nnmem_problem_t *p = NULL;
+  uint64_t *offs = NULL;
+  nnmem_diag_t diag = {0};
+  if (nnmem_plan_read_json((const char *)data, size, "fuzz.json", &p, &offs,
+                           &diag) == NNMEM_OK) {
+    serve_and_play(p, offs);
+    nnmem_problem_destroy(p);
+    free(offs);
+    return 0;
+  }
+  nnmem_csv_t *csv = NULL;
+  if (nnmem_csv_parse((const char *)data, size, "fuzz.csv", &csv, &diag) ==
+      NNMEM_OK) {
+    if (nnmem_csv_offsets(csv))
+      serve_and_play(nnmem_csv_problem(csv), nnmem_csv_offsets(csv));
+    nnmem_csv_destroy(csv);
+  }
   return 0;
 }
