@@ -38,6 +38,7 @@ expect_refused order.json "not a trace in recording order"
 "$bin" serve 2> err.txt
 [ $? -eq 1 ] || fail "no arguments"
 "$bin" serve --help | grep -q "Usage: nnmem serve" || fail "--help"
-"$bin" serve --malloc-lib ./nope.so two.json -- true 2> err.txt
+"$bin" serve --malloc-lib ./nope.so two.json -- touch ran 2> err.txt
 [ $? -eq 1 ] && grep -q "nope.so: no such library" err.txt || fail "bad --malloc-lib"
+[ -e ran ] && fail "bad --malloc-lib: the program ran"
 echo "serve (cli): ok"

@@ -457,13 +457,14 @@ int cli_cmd_serve(int argc, char **argv) {
                            "[options] PLAN -- PROG [ARGS...]");
   o.args[0] = o.prog;
   o.args[o.n_args + 1] = NULL;
-  char lib[PATH_MAX];
-  if (!find_lib(&o, lib, sizeof lib)) return CLI_EXIT_INVALID;
-  char dir[PATH_MAX], report[PATH_MAX + 16];
+  char lib[PATH_MAX], dir[PATH_MAX], report[PATH_MAX + 16];
   if (!private_dir(dir, sizeof dir)) return CLI_EXIT_INVALID;
   snprintf(report, sizeof report, "%s/report", dir);
   snprintf(o.plan_abs, sizeof o.plan_abs, "%s/plan.csv", dir);
+  /* the plan first: a bad one is refused whether or not the library is
+   * found */
   e = check_plan(&o, o.plan_abs);
+  if (e == CLI_EXIT_OK && !find_lib(&o, lib, sizeof lib)) e = CLI_EXIT_INVALID;
   int rc = e;
   if (e == CLI_EXIT_OK) {
     rc = run_prog(&o, lib, report) == 0 ? CLI_EXIT_OK : CLI_EXIT_INVALID;

@@ -152,6 +152,7 @@ static void print_moves(FILE *out, const nnmem_graph_t *g,
   }
   if (n > shown)
     fprintf(out, "    ... %zu more (--out lists all)\n", n - shown);
+  free(m);
 }
 
 static void report_human(FILE *out, const nnmem_graph_t *g,
