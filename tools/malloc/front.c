@@ -51,12 +51,12 @@
 #include "runtime/allocator_internal.h"
 
 #define API __attribute__((visibility("default")))
-
-int nnmem__divert;
 #define SMALL_MAX (1u << 20) /* tiered: slab classes below (no TLSF tier) */
 #define LARGE_MIN (1u << 20) /* tiered: a mapping per block from here */
 #define BOOT_SIZE (1u << 20)
 #define FREE_BATCH 64 /* queued small frees (nnmem_allocator_config_t) */
+
+int nnmem__divert;
 
 /* glibc's own functions, for nnmem's metadata (see the link options in
  * tools/malloc/CMakeLists.txt). */
@@ -237,9 +237,12 @@ static void create(void) {
   /* serving reads the plan (its CSV reader allocates through us): once
    * the allocator is ready; blocks handed out before come from the pools,
    * and the plan sends their frees there */
-  if (a) {
+  if (a) { /* the fast paths step aside before the first planned block */
+    const char *sv = getenv("NNMEM_SERVE");
+    if (sv && *sv) __atomic_store_n(&nnmem__divert, 1, __ATOMIC_SEQ_CST);
     nnmem__serve_init(a);
-    if (nnmem__serving) __atomic_store_n(&nnmem__divert, 1, __ATOMIC_RELEASE);
+    if (!nnmem__serving) /* not serving after all: no planned block exists */
+      __atomic_store_n(&nnmem__divert, nnmem__recording, __ATOMIC_RELEASE);
   }
   in_init = 0;
   if (!a) {
