@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# CLI: `nnmem plan --mem-limit / --mem_limit / --device` and `nnmem run`:
+# CLI: `nnmem plan --mem-limit / --mem_limit / --device / --weight-slices`
+# and `nnmem run`:
 # a fit that streams and offloads, its plan JSON read back by `nnmem verify`
 # (main tier) and executed by `nnmem run` (checked against the model), the
 # impossible limit (exit 2 with the smallest footprint), bad device files
@@ -45,6 +46,27 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["passed"] is True and r["steps"] == 175 and r["copies"] > 0
 ' "$T/stdout"
+
+
+# --weight-slices: off gives whole weights only (no "NAME[r0:r1]" buffer in
+# the plan), a size gives slices of about that size; both run; misuse
+expect_rc 0 plan --model resnet50 --mem-limit 40MB --weight-slices off \
+  --out "$T/whole.json"
+out_matches "moved: [1-9][0-9]* weights streamed, "
+grep -q '\[[0-9]*:[0-9]*\]"' "$T/whole.json" && fail "--weight-slices off: a slice in the plan"
+expect_rc 0 run "$T/whole.json" --model resnet50
+out_has "PASS"
+expect_rc 0 plan --model resnet50 --mem-limit 40MB --weight-slices 1MiB \
+  --out "$T/sliced.json"
+out_matches "weights streamed \([0-9]+ moves: [1-9][0-9]* of them slices\)"
+expect_rc 0 run "$T/sliced.json" --model resnet50
+out_has "PASS"
+expect_rc 1 plan --model resnet50 --weight-slices 1MiB
+err_has "--weight-slices applies with --mem-limit"
+expect_rc 1 plan --model resnet50 --mem-limit 40MB --weight-slices 0
+err_has "bad --weight-slices '0'"
+expect_rc 1 plan --model resnet50 --mem-limit 40MB --weight-slices lots
+err_has "bad --weight-slices 'lots'"
 
 # the --mem_limit synonym (MB) gives the same plan
 expect_rc 0 plan --model resnet50 --mem_limit 40 --out "$T/fit2.json" -q

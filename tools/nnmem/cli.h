@@ -72,6 +72,8 @@ typedef struct cli_plan_opts {
   uint64_t mem_limit; /* --mem-limit / --mem_limit; 0 = none */
   int fit;            /* --mem-limit or --device given: fit (fit_ui.c) */
   const char *device; /* --device NAME|FILE; NULL = edge-npu */
+  uint64_t slice_bytes; /* --weight-slices SIZE|off (nnmem_fit_config_t's
+                           slice_bytes; 0 = the fitter's default) */
 } cli_plan_opts_t;
 
 enum { CLI_ORDER_FILE = 0, CLI_ORDER_MEMORY = 1 };

@@ -70,7 +70,8 @@ enum {
   OPT_CONCURRENT,
   OPT_MEM_LIMIT,
   OPT_MEM_LIMIT_MB,
-  OPT_DEVICE
+  OPT_DEVICE,
+  OPT_WEIGHT_SLICES
 };
 
 static const cli_opt_t plan_table[] = {
@@ -103,6 +104,7 @@ static const cli_opt_t plan_table[] = {
     {"mem-limit", 0, 1, OPT_MEM_LIMIT},
     {"mem_limit", 0, 1, OPT_MEM_LIMIT_MB},
     {"device", 0, 1, OPT_DEVICE},
+    {"weight-slices", 0, 1, OPT_WEIGHT_SLICES},
     {NULL, 0, 0, 0}};
 
 typedef struct plan_ctx {
@@ -248,6 +250,11 @@ static void print_plan_help(void) {
       "      --device NAME|FILE device description: a preset (edge-npu,\n"
       "                         datacenter, cpu; default edge-npu) or a\n"
       "                         device JSON file (docs/fit.md)\n"
+      "      --weight-slices SIZE|off  with --mem-limit: a weight of at\n"
+      "                         least 2 x SIZE moves in row slices of about\n"
+      "                         SIZE, a kernel each (default: the larger of\n"
+      "                         1 MiB and limit / 32); off: whole weights,\n"
+      "                         for kernels that cannot take slices\n"
       "  -o, --out FILE         write the plan: .json (plan JSON: buffers\n"
       "                         with offsets; graphs add tensors) or .csv\n"
       "                         (problems: input columns + offset; graphs:\n"
@@ -411,6 +418,17 @@ static int set_option(void *opts, int id, const char *v) {
       o->device = v;
       o->fit = 1;
       return 0;
+    case OPT_WEIGHT_SLICES:
+      if (!strcmp(v, "off")) {
+        o->slice_bytes = UINT64_MAX;
+        return 0;
+      }
+      if (v[0] == '-' || cli_parse_size(v, &n, &why) != 0 || n == 0)
+        return cli_usage_error("plan",
+                               "bad --weight-slices '%s': a size > 0 or off%s%s",
+                               v, why ? ": " : "", why ? why : "");
+      o->slice_bytes = n;
+      return 0;
     case OPT_DIM:
       return cli_onnx_option("plan", &o->onnx, "dim", v);
     case OPT_DTYPE:
@@ -537,6 +555,10 @@ static int check_options(const cli_plan_opts_t *o) {
         : o->node_budget  ? "node-budget"
         : o->time_limit_s ? "time-limit"
                           : "strategy");
+  if (o->slice_bytes && !o->fit)
+    return cli_usage_error("plan",
+                           "--weight-slices applies with --mem-limit or "
+                           "--device (fitting a limit)");
   if (o->fit && o->out && !has_ext(o->out, ".json"))
     return cli_usage_error("plan",
                            "--out '%s': a fitted plan is written as JSON "

@@ -293,6 +293,7 @@ int cli_fit_plan(const nnmem_graph_t *g, const cli_plan_opts_t *o,
   nnmem_fit_config_t cfg;
   nnmem_fit_config_init(&cfg);
   cfg.order_memory = o->order == CLI_ORDER_MEMORY;
+  if (o->slice_bytes) cfg.slice_bytes = o->slice_bytes;
   nnmem_fit_t *f = NULL;
   nnmem_status_t st = nnmem_fit(g, &dev, o->mem_limit, &cfg, &f, &diag);
   uint64_t smallest = 0;
