@@ -127,7 +127,7 @@ static size_t boot_size(const void *p) {
 
 /* ---- messages (no stdio: no allocation while the heap may be broken) -- */
 
-static void say(const char *s) {
+void nnmem__say(const char *s) {
   size_t n = strlen(s);
   while (n) {
     ssize_t w = write(2, s, n);
@@ -135,6 +135,18 @@ static void say(const char *s) {
     s += w;
     n -= (size_t)w;
   }
+}
+
+int nnmem__abs_path(const char *p, char *out, size_t cap) {
+  size_t n = strlen(p), at = 0;
+  if (p[0] != '/') {
+    if (!getcwd(out, cap - 2)) return -1;
+    at = strlen(out);
+    out[at++] = '/';
+  }
+  if (at + n + 32 >= cap) return 0;
+  memcpy(out + at, p, n + 1);
+  return 1;
 }
 
 static void bad_pointer(const char *fn, const void *p) {
@@ -148,21 +160,21 @@ static void bad_pointer(const char *fn, const void *p) {
   *--h = 'x';
   *--h = '0';
   if (abort_on_misuse) {
-    say("nnmem malloc: ");
-    say(fn);
-    say("(");
-    say(h);
-    say("): not a live block (double free or foreign pointer); aborting "
+    nnmem__say("nnmem malloc: ");
+    nnmem__say(fn);
+    nnmem__say("(");
+    nnmem__say(h);
+    nnmem__say("): not a live block (double free or foreign pointer); aborting "
         "(NNMEM_MALLOC_ABORT=1)\n");
     abort();
   }
   int zero = 0;
   if (!atomic_compare_exchange_strong(&misuse_reported, &zero, 1)) return;
-  say("nnmem malloc: ");
-  say(fn);
-  say("(");
-  say(h);
-  say("): not a live block (double free or foreign pointer); ignored "
+  nnmem__say("nnmem malloc: ");
+  nnmem__say(fn);
+  nnmem__say("(");
+  nnmem__say(h);
+  nnmem__say("): not a live block (double free or foreign pointer); ignored "
       "(reported once; NNMEM_MALLOC_ABORT=1 aborts)\n");
 }
 
@@ -246,7 +258,7 @@ static void create(void) {
   }
   in_init = 0;
   if (!a) {
-    say("nnmem malloc: cannot create the allocator (no memory); aborting\n");
+    nnmem__say("nnmem malloc: cannot create the allocator (no memory); aborting\n");
     abort();
   }
 }

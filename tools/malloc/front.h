@@ -32,6 +32,13 @@ void nnmem__serve_step(void);
 /* As nnmem__record_fork. */
 void nnmem__serve_fork(int phase);
 
+/* One line on stderr, written whole (no stdio: no allocation). */
+void nnmem__say(const char *s);
+/* An absolute copy of path p in out (a program may chdir later), with room
+ * for a 32-byte suffix: 1; 0 when it is too long; -1 without a working
+ * folder. */
+int nnmem__abs_path(const char *p, char *out, size_t cap);
+
 void nnmem__record_init(void);
 void nnmem__record_alloc(void *p, size_t n);
 void nnmem__record_free(void *p);

@@ -75,26 +75,17 @@ API void nnmem_record_step(void) {
   if (nnmem__serving) nnmem__serve_step();
 }
 
-static void say(const char *s) {
-  if (write(2, s, strlen(s)) < 0) return;
-}
-
 void nnmem__record_init(void) {
   const char *p = getenv("NNMEM_RECORD");
   if (!p || !*p) return;
   const char *pid = getenv("NNMEM_RECORD_PID");
   if (pid && *pid && strtoll(pid, NULL, 10) != (long long)getpid()) return;
-  size_t n = strlen(p), at = 0;
-  if (p[0] != '/') { /* the program may chdir: keep an absolute path */
-    if (!getcwd(path, sizeof path - 2)) return;
-    at = strlen(path);
-    path[at++] = '/';
-  }
-  if (at + n + 32 >= sizeof path) {
-    say("nnmem malloc: NNMEM_RECORD path too long; not recording\n");
+  int ok = nnmem__abs_path(p, path, sizeof path);
+  if (ok < 0) return;
+  if (ok == 0) {
+    nnmem__say("nnmem malloc: NNMEM_RECORD path too long; not recording\n");
     return;
   }
-  memcpy(path + at, p, n + 1);
   owner = getpid();
   nnmem__recording = 1;
 }
@@ -261,7 +252,7 @@ __attribute__((destructor)) static void record_write(void) {
   pthread_mutex_unlock(&lock);
   if (!on) return;
   if (failed) {
-    say("nnmem malloc: out of memory while recording; no trace written\n");
+    nnmem__say("nnmem malloc: out of memory while recording; no trace written\n");
     return;
   }
   char tmp[sizeof path + 32];
@@ -269,7 +260,7 @@ __attribute__((destructor)) static void record_write(void) {
   out_t *o = &out_buf;
   o->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (o->fd < 0) {
-    say("nnmem malloc: cannot create the trace file; no trace written\n");
+    nnmem__say("nnmem malloc: cannot create the trace file; no trace written\n");
     return;
   }
   o->err = 0;
@@ -291,6 +282,6 @@ __attribute__((destructor)) static void record_write(void) {
   if (close(o->fd) != 0) o->err = 1;
   if (o->err || rename(tmp, path) != 0) {
     unlink(tmp);
-    say("nnmem malloc: cannot write the trace file; no trace written\n");
+    nnmem__say("nnmem malloc: cannot write the trace file; no trace written\n");
   }
 }

@@ -68,28 +68,10 @@ static int stopped;  /* a realloc found no memory: pools only from then */
 static pid_t owner;
 static char report[4096];
 
-static void say(const char *s) {
-  if (write(2, s, strlen(s)) < 0) return;
-}
-
 static void say3(const char *a, const char *b, const char *c) {
-  say(a);
-  say(b);
-  say(c);
-}
-
-/* An absolute copy of path p in `out` (the program may chdir); 0 when too
- * long. */
-static int absolute(const char *p, char *out, size_t cap) {
-  size_t n = strlen(p), at = 0;
-  if (p[0] != '/') {
-    if (!getcwd(out, cap - 2)) return 0;
-    at = strlen(out);
-    out[at++] = '/';
-  }
-  if (at + n + 32 >= cap) return 0;
-  memcpy(out + at, p, n + 1);
-  return 1;
+  nnmem__say(a);
+  nnmem__say(b);
+  nnmem__say(c);
 }
 
 void nnmem__serve_init(nnmem_allocator_t *a) {
@@ -98,13 +80,13 @@ void nnmem__serve_init(nnmem_allocator_t *a) {
   const char *pid = getenv("NNMEM_SERVE_PID");
   if (pid && *pid && strtoll(pid, NULL, 10) != (long long)getpid()) return;
   if (nnmem__recording) {
-    say("nnmem malloc: NNMEM_SERVE and NNMEM_RECORD are both set; "
+    nnmem__say("nnmem malloc: NNMEM_SERVE and NNMEM_RECORD are both set; "
         "recording, not serving\n");
     return;
   }
   const char *rep = getenv("NNMEM_SERVE_REPORT");
-  if (rep && *rep && !absolute(rep, report, sizeof report)) {
-    say("nnmem malloc: NNMEM_SERVE_REPORT path too long; not serving\n");
+  if (rep && *rep && nnmem__abs_path(rep, report, sizeof report) != 1) {
+    nnmem__say("nnmem malloc: NNMEM_SERVE_REPORT path too long; not serving\n");
     return;
   }
   nnmem_csv_t *csv = NULL;
@@ -276,6 +258,6 @@ __attribute__((destructor)) static void serve_report(void) {
   if (fd >= 0 && close(fd) != 0) ok = 0;
   if (!ok || rename(tmp, report) != 0) {
     unlink(tmp);
-    say("nnmem malloc: cannot write NNMEM_SERVE_REPORT\n");
+    nnmem__say("nnmem malloc: cannot write NNMEM_SERVE_REPORT\n");
   }
 }
