@@ -6,27 +6,28 @@
  * deletion) finds the buffer on free, which sets last = step + 1.
  *
  * Serving, built once from the plan:
- *   start[s]  index of the first buffer whose first step is s (buffers are
- *             in recording order, so step s owns start[s] .. start[s+1]-1);
+ *   steps[s]  {start: the first buffer whose first step is s (buffers are
+ *             in recording order, so step s owns start .. steps[s+1].start
+ *             - 1); ended: how many ends[] entries have last <= s};
  *   req[b]    {size, offset} of buffer b, in request order;
  *   ends[]    {offset, last step, buffer, done} in the expected free order:
  *             by planned last step, then buffer; pos[b] is b's entry;
  *   oslot[]   a static hash of the distinct offsets {offset + 1, the
  *             buffers planned there: obuf[lo .. lo + count), ascending};
- *   cur, end  start[step] + k and start[step + 1], kept by the step
- *             boundary, so a request reads neither start[] nor k;
+ *   cur, end  steps[step].start + k and steps[step + 1].start, kept by the step
+ *             boundary, so a request reads neither steps[] nor k;
  *   fc        the first entry of ends[] not done (every one before it is
  *             freed or was never served): the free the run should make
  *             next if it frees in the recorded order.
  *
- *   request k of step s --> start[s] + k = i --> req[i] {size, off}
+ *   request k of step s --> steps[s].start + k = i --> req[i] {size, off}
  *   free(base + off) == base + ends[j].off, j in fc .. fc + 15, same last
  *                                       --> ends[j].done, fc moves on
  *   any other free in range --hash(off)--> obuf: the buffer at off with the
  *                                           largest index < cur
  *
  * A request (O(1), no hashing, nothing written but cur):
- *   1. i = cur (= start[step] + k, k = requests so far in this step);
+ *   1. i = cur (= steps[step].start + k, k = requests so far in the step);
  *   2. if serving is on, i < end and req[i].size == size: cur++ and return
  *      base + req[i].off (the inline fast path: no register saved);
  *   3. otherwise (out of line) cur++ all the same, mark ends[pos[i]] done
@@ -43,8 +44,9 @@
  * while an earlier one overstays), the one with the largest index < cur;
  * not done: it is freed; done: misuse (counted, ignored).
  * At each step end, the requests the step planned but never got are done,
- * and every entry with last <= the new step must be done (amortized O(1):
- * a cursor over ends[]); one that is not disables serving.
+ * and every entry with last <= the new step must be done: as every entry
+ * before fc is, one compare, fc >= steps[step].ended (past the plan's
+ * steps, a cursor over ends[]); one that is not disables serving.
  * Each buffer is requested at most once (steps and cur only grow), so a
  * served buffer is never live twice.
  *
@@ -428,9 +430,7 @@ void nnmem_planned_free(nnmem_planned_t *r, void *ptr) {
   /* the next free in the recorded order: entries before fc are done, so
    * this one is requested, not done, and live at its offset */
   e->done = DONE_FREED;
-  for (j++; j < r->h.nends && r->h.ends[j].done; j++)
-    ;
-  r->h.fc = j;
+  skip_done(r);
 }
 
 static nnmem_status_t check_trace(const nnmem_problem_t *p, uint64_t *nsteps,
