@@ -347,18 +347,19 @@ static int check_plan(record_opts_t *o, const char *csv_out) {
   const uint64_t *offs = NULL;
   const nnmem_problem_t *prob = NULL;
   nnmem_diag_t d = {{0}};
-  char *text = NULL;
-  size_t len = 0;
-  nnmem_status_t st = nnmem_file_read(o->plan, &text, &len, &d);
-  size_t lead = 0;
-  while (st == NNMEM_OK && lead < len && strchr(" \t\r\n", text[lead]))
-    lead++;
-  if (st == NNMEM_OK && lead < len && text[lead] == '{') {
-    st = nnmem_plan_read_json(text, len, o->plan, &p, &off, &d);
+  cli_input_t in;
+  nnmem_status_t st = cli_input_read(&in, o->plan, 0, &d);
+  if (st == NNMEM_OK && in.format == CLI_FMT_JSON) {
+    st = nnmem_plan_read_json(in.data, in.len, o->plan, &p, &off, &d);
     prob = p;
     offs = off;
+  } else if (st == NNMEM_OK && in.format != CLI_FMT_CSV) {
+    st = nnmem__diag(&d, NNMEM_ERR_PARSE,
+                     "%s: not a plan (a plan JSON, or CSV with an offset "
+                     "column)",
+                     o->plan);
   } else if (st == NNMEM_OK) {
-    st = nnmem_csv_parse(text, len, o->plan, &csv, &d);
+    st = nnmem_csv_parse(in.data, in.len, o->plan, &csv, &d);
     if (st == NNMEM_OK) {
       prob = nnmem_csv_problem(csv);
       offs = nnmem_csv_offsets(csv);
@@ -369,7 +370,7 @@ static int check_plan(record_opts_t *o, const char *csv_out) {
                          o->plan);
     }
   }
-  free(text);
+  cli_input_free(&in);
   for (size_t i = 0; st == NNMEM_OK && i < nnmem_problem_count(prob); i++) {
     uint64_t end = offs[i] + nnmem_problem_buffers(prob)[i].size;
     if (end > height) height = end;
