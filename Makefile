@@ -52,14 +52,15 @@ test-asan: test-deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure --no-tests=error -j $(JOBS)
 
-# The threaded stress tests (label stress) under ThreadSanitizer.
+# The threaded stress tests (label stress) and the unit tests that start
+# threads (label threads) under ThreadSanitizer.
 test-tsan: test-deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DNNMEM_SANITIZE=thread -DNNMEM_BUILD_BENCH=OFF -DNNMEM_BUILD_TESTS=ON \
 	  $(CMAKE_ARGS)
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 \
-	  ctest --output-on-failure --no-tests=error -L stress
+	  ctest --output-on-failure --no-tests=error -L 'stress|threads'
 
 # Planner and allocator benchmarks over ../shared/data (not part of
 # `make test`). jemalloc and mimalloc are optional: installed when possible,

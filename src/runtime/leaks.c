@@ -10,7 +10,8 @@
  *      by address, and raise the page marks of a small page's block
  *      (nnmem__leaks_mark_t) in the same critical section. The unwinder:
  *      libunwind's unw_backtrace when libunwind.so.8 opens (dlopen, once
- *      per process; nothing links against it), else glibc's backtrace().
+ *      per process; nothing links against it; not under ThreadSanitizer),
+ *      else glibc's backtrace().
  *      Measured in bench/leaks: 16 frames from 24 deep cost ~1.8 us with
  *      glibc's (DWARF unwinding through libgcc_s, an FDE search per frame)
  *      and ~0.1 us with libunwind's (it caches the unwinding rule of each
@@ -181,14 +182,27 @@ static inline size_t hash_ptr(uintptr_t p) {
 static backtrace_fn bt_fn;
 static pthread_once_t bt_once = PTHREAD_ONCE_INIT;
 
+/* Under ThreadSanitizer libunwind is not used: its per-thread cache's
+ * destructor locks a mutex after TSan has torn down the exiting thread's
+ * state, which crashes the sanitizer's runtime (not the program). */
+#if defined(__SANITIZE_THREAD__)
+#define NNMEM_LEAKS_NO_LIBUNWIND 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NNMEM_LEAKS_NO_LIBUNWIND 1
+#endif
+#endif
+
 static void pick_unwinder(void) {
+  bt_fn = backtrace;
+#ifndef NNMEM_LEAKS_NO_LIBUNWIND
   /* RTLD_LOCAL: libunwind's own `backtrace` interposes nothing */
   void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   void *f = h ? dlsym(h, "unw_backtrace") : NULL;
-  bt_fn = backtrace;
   /* POSIX: a data pointer from dlsym converts to a function pointer; the
    * handle stays open for the process */
   if (f) memcpy(&bt_fn, &f, sizeof f);
+#endif
 }
 
 /* libunwind's unw_backtrace when it loads, else glibc's backtrace; both
