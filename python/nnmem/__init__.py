@@ -12,7 +12,9 @@ that does not fit a limit is not an error: `fits` is False and `message`
 says why.
 
 Runtime memory (pools, the allocator) goes through the shared library
-with ctypes instead: nnmem.Pool, nnmem.Allocator (see nnmem/native.py).
+with ctypes instead: nnmem.Pool, nnmem.Allocator, and nnmem.Profiler, which
+measures a run's memory_profile.json (compare it with a planned one:
+nnmem.diff). See nnmem/native.py.
 
 Thread-safety: each planner call is an independent process; calls may run from
 several threads at once.
@@ -27,11 +29,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._version import __version__
-from .native import Allocator, NativeError, Pool, library_path
+from .native import TAGS, Allocator, NativeError, Pool, Profiler, library_path
 
 __all__ = ["plan", "inspect", "verify", "replay", "run", "version",
            "cli_path", "PlanResult", "VerifyResult", "RunResult", "NnmemError",
-           "Pool", "Allocator", "NativeError", "library_path", "__version__"]
+           "Pool", "Allocator", "Profiler", "TAGS", "NativeError",
+           "library_path", "diff", "__version__"]
 
 PathLike = Union[str, os.PathLike]
 Size = Union[int, str]
@@ -267,6 +270,20 @@ class VerifyResult:
     valid: bool
     report: Dict[str, Any]
     message: str = ""
+
+
+def diff(a: PathLike, b: PathLike) -> Dict[str, Any]:
+    """Compares two memory profiles (`nnmem diff A B --json`): a planned
+    one (plan(..., extra_args=["--profile", path]) or `nnmem plan
+    --profile`) and a measured one (Profiler.export), or any two. Returns
+    {"a", "b", "keys": [{"key", "a", "b", "delta", "ratio"}...],
+    "only_in_a", "only_in_b", "steps_compared", "timeline", "steps"}; a
+    file that is not a profile raises NnmemError naming it and the key."""
+    args = ["diff", os.fspath(a), os.fspath(b), "--json"]
+    proc = _run(args)
+    if proc.returncode != EXIT_OK:
+        _fail(proc, args)
+    return json.loads(proc.stdout)
 
 
 def verify(problem: PathLike, plan_file: Optional[PathLike] = None, *,

@@ -37,12 +37,18 @@ import ctypes.util
 import json
 import os
 import shutil
+import weakref
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Iterator, Optional, Union
 
-__all__ = ["Pool", "Allocator", "NativeError", "library_path", "POOL_KINDS"]
+__all__ = ["Pool", "Allocator", "Profiler", "NativeError", "library_path",
+           "POOL_KINDS", "TAGS"]
 
 Size = Union[int, str]
+
+# the profiler's tags (nnmem_tag_t), in the library's order
+TAGS = ("activation", "weight", "workspace")
 
 POOL_KINDS = ("tiered", "tlsf", "best-fit", "first-fit", "buddy", "slab",
               "fixed", "shape")
@@ -173,6 +179,7 @@ def library_path() -> str:
 
 
 _lib = None
+_libc_free = None
 _PROBE_BYTES = 1 << 16
 
 
@@ -221,6 +228,19 @@ def _load() -> ctypes.CDLL:
         "nnmem_alloc_aligned": (vp, [vp, ctypes.c_size_t, ctypes.c_size_t]),
         "nnmem_allocator_free": (st, [vp, vp]),
         "nnmem_allocator_stats": (st, [vp, ctypes.POINTER(_Stats)]),
+        "nnmem_profiler_start_pool": (st, [vp, ctypes.POINTER(vp)]),
+        "nnmem_profiler_start_allocator": (st, [vp, ctypes.POINTER(vp)]),
+        "nnmem_profiler_stop": (st, [vp]),
+        "nnmem_profiler_destroy": (None, [vp]),
+        "nnmem_profiler_tag": (ctypes.c_int, [vp, ctypes.c_int]),
+        "nnmem_profiler_step": (None, [vp]),
+        "nnmem_profiler_record_alloc": (st, [vp, vp, _u64, ctypes.c_int]),
+        "nnmem_profiler_record_free": (st, [vp, vp]),
+        # the text is the library's malloc: freed below with the process's
+        # free (the one libnnmem itself calls), so it is a void pointer
+        "nnmem_profiler_format_json": (st, [vp, ctypes.POINTER(vp)]),
+        "nnmem_profiler_export": (st, [vp, ctypes.c_char_p,
+                                       ctypes.POINTER(_Diag)]),
     }
     for name, (res, args) in sigs.items():
         try:
@@ -250,6 +270,9 @@ def _load() -> ctypes.CDLL:
                               f"{path}: {init} reports {size} bytes, this "
                               f"package's mirror is {want} (a libnnmem of "
                               "another version?)")
+    global _libc_free
+    _libc_free = ctypes.CDLL(None).free
+    _libc_free.restype, _libc_free.argtypes = None, [vp]
     _lib = lib
     return lib
 
@@ -420,8 +443,10 @@ class Pool(_Closable):
         return _stats_of(_load().nnmem_pool_stats, self._p())
 
     def close(self) -> None:
-        """Frees every block and the pool's memory. Idempotent."""
+        """Frees every block and the pool's memory (a profiler watching it
+        is stopped first: its figures stay). Idempotent."""
         lib = _load()
+        _stop_watchers(self)
         if self._pool is not None:
             lib.nnmem_pool_destroy(self._pool)
             self._pool = None
@@ -470,6 +495,187 @@ class Allocator(_Closable):
         return _stats_of(_load().nnmem_allocator_stats, self._h())
 
     def close(self) -> None:
+        """Frees the allocator's memory (a profiler watching it is stopped
+        first: its figures stay). Idempotent."""
+        _stop_watchers(self)
         if self._a is not None:
             _load().nnmem_allocator_destroy(self._a)
             self._a = None
+
+
+# ---- the run-time profiler (include/nnmem/profiler.h) ------------------
+
+# profilers by the object they watch: a pool or allocator stops them before
+# it frees itself, so a profiler never reads a freed object's stats
+_watchers: "weakref.WeakKeyDictionary[Any, weakref.WeakSet]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _stop_watchers(obj: Any) -> None:
+    for pr in list(_watchers.get(obj, ())):
+        pr._detach()
+
+
+def _tag_index(tag: str) -> int:
+    if not isinstance(tag, str):
+        raise TypeError(f"tag: expected a str, got {type(tag).__name__}")
+    if tag not in TAGS:
+        raise ValueError(f"tag: unknown tag {tag!r} (expected one of "
+                         f"{', '.join(TAGS)})")
+    return TAGS.index(tag)
+
+
+class Profiler(_Closable):
+    """The run-time memory profiler over a Pool or an Allocator: what a run
+    really used, in the keys of the planner's memory_profile.json, so a
+    planned and a measured profile compare (nnmem.diff).
+
+        >>> with nnmem.Pool("tlsf", device="1GiB") as pool:
+        ...     pr = nnmem.Profiler(pool).start()
+        ...     with pr.tagged("weight"):
+        ...         w = pool.alloc("64MiB")
+        ...     x = pool.alloc("8MiB"); pr.step(); pool.free(x)
+        ...     pr.stop(); pr.export("memory_profile.json")
+        ...     pr.result()["weight_memory"]
+        67108864
+
+    start() begins watching (blocks allocated before it are not seen);
+    stop() ends it, the figures stay: result() (a dict: peak_memory,
+    weight/activation/workspace_memory at the peak, arena_height,
+    reuse_ratio, steps, timeline, pools = the watched object's stats),
+    export(path) (written atomically). `with Profiler(obj) as pr:` starts
+    and stops. One profiler watches an object at a time (a second start is
+    NativeError NNMEM_ERR_STATE). Tags are per thread, as in the library.
+    Closing the watched object stops its profiler first."""
+
+    def __init__(self, target: Union["Pool", "Allocator"]):
+        if not isinstance(target, (Pool, Allocator)):
+            raise TypeError("target: expected an nnmem.Pool or "
+                            f"nnmem.Allocator, got {type(target).__name__}")
+        self._target = target
+        self._pr = None
+        self._running = False
+        self._closed = False
+
+    def start(self) -> "Profiler":
+        """Starts watching; returns self. A profiler starts once (make a
+        new one for another run)."""
+        if self._closed:
+            raise ValueError("the profiler is closed")
+        if self._pr is not None:
+            raise ValueError("the profiler was already started (one run "
+                             "per profiler: make a new one)")
+        lib = _load()
+        t = self._target
+        pr = ctypes.c_void_p()
+        if isinstance(t, Pool):
+            _check(lib.nnmem_profiler_start_pool(t._p(), ctypes.byref(pr)),
+                   what="profiler start")
+        else:
+            _check(lib.nnmem_profiler_start_allocator(t._h(),
+                                                      ctypes.byref(pr)),
+                   what="profiler start")
+        self._pr = pr
+        self._running = True
+        _watchers.setdefault(t, weakref.WeakSet()).add(self)
+        return self
+
+    def _h(self) -> ctypes.c_void_p:
+        if self._closed:
+            raise ValueError("the profiler is closed")
+        if self._pr is None:
+            raise ValueError("the profiler was not started")
+        return self._pr
+
+    def _live(self) -> ctypes.c_void_p:
+        h = self._h()
+        if not self._running:
+            raise ValueError("the profiler is stopped")
+        return h
+
+    def stop(self) -> None:
+        """Stops watching; the figures stay. ValueError when not running."""
+        _check(_load().nnmem_profiler_stop(self._live()), what="stop")
+        self._running = False
+
+    def _detach(self) -> None:  # the watched object is going away
+        if self._running:
+            self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def tag(self, tag: str) -> str:
+        """This thread's tag for its next blocks ("activation", "weight",
+        "workspace"); returns the previous one."""
+        i = _tag_index(tag)
+        prev = _load().nnmem_profiler_tag(self._live(), i)
+        return TAGS[prev] if 0 <= prev < len(TAGS) else "activation"
+
+    @contextmanager
+    def tagged(self, tag: str) -> Iterator["Profiler"]:
+        """`with pr.tagged("weight"):` tags this thread's blocks in the
+        block, then restores the previous tag."""
+        prev = self.tag(tag)
+        try:
+            yield self
+        finally:
+            if self._running:
+                self.tag(prev)
+
+    def step(self) -> None:
+        """Ends the current step (an op, a layer: the timeline's unit)."""
+        _load().nnmem_profiler_step(self._live())
+
+    def record_alloc(self, key: int, size: Size,
+                     tag: str = "activation") -> None:
+        """Counts a block the profiler cannot see (memory of another
+        allocator, a planned buffer): `key` (a nonzero int) of `size`
+        bytes is live from now."""
+        n = _bytes(size, "size", allow_zero=False)
+        i = _tag_index(tag)
+        _check(_load().nnmem_profiler_record_alloc(
+            self._live(), _address(key, "record_alloc"), n, i),
+            what=f"record_alloc {key:#x}")
+
+    def record_free(self, key: int) -> None:
+        _check(_load().nnmem_profiler_record_free(
+            self._live(), _address(key, "record_free")),
+            what=f"record_free {key:#x}")
+
+    def result(self) -> Dict[str, Any]:
+        """The figures (so far, while running): the memory_profile.json
+        document as a dict."""
+        lib = _load()
+        out = ctypes.c_void_p()
+        _check(lib.nnmem_profiler_format_json(self._h(), ctypes.byref(out)),
+               what="profile")
+        try:
+            text = ctypes.string_at(out.value).decode()
+        finally:
+            _libc_free(out)
+        return json.loads(text)
+
+    def export(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes memory_profile.json to `path` (a temporary, then a
+        rename: an old file stays whole when writing fails)."""
+        diag = _Diag()
+        _check(_load().nnmem_profiler_export(
+            self._h(), os.fsencode(os.fspath(path)), ctypes.byref(diag)),
+            diag, f"export {os.fspath(path)}")
+
+    def __enter__(self) -> "Profiler":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        if self._running:
+            self.stop()
+
+    def close(self) -> None:
+        """Stops (when running) and frees the figures. Idempotent."""
+        if self._pr is not None and not self._closed:
+            _load().nnmem_profiler_destroy(self._pr)
+            self._running = False
+        self._pr = None
+        self._closed = True

@@ -10,6 +10,7 @@ model); device-full and double-free errors surface as NativeError with
 the library's status; wrong argument types and values raise
 TypeError / ValueError before any call; a closed object refuses use; a
 missing library is a NativeError, not a crash."""
+import json
 import os
 import random
 import subprocess
@@ -215,3 +216,150 @@ def test_struct_mirrors_never_longer_than_the_library():
             assert size == ctypes.sizeof(mirror), (init, size)
         else:
             assert ctypes.sizeof(mirror) <= size, (init, size)
+
+
+# ---- the run-time profiler (nnmem.Profiler) ------------------------------
+
+M = 1 << 20
+
+
+def test_profiler_figures_by_tag_and_step():
+    with nnmem.Pool("tlsf", device="256MiB") as pool:
+        before = pool.alloc(M)  # allocated before start: not seen
+        pr = nnmem.Profiler(pool).start()
+        assert pr.running
+        with pr.tagged("weight"):
+            w = pool.alloc(M)
+        assert pr.tag("activation") == "activation"  # tagged() restored it
+        pr.step()
+        x = pool.alloc(2 * M)
+        with pr.tagged("workspace"):
+            y = pool.alloc(3 * M)
+        pr.step()
+        pool.free(y)
+        pool.free(x)
+        pool.free(before)  # a block the profiler never saw: ignored
+        pool.alloc(M)
+        pr.step()
+        pr.stop()
+        assert not pr.running
+        r = pr.result()
+        pool.free(w)  # after stop: the figures do not move
+        assert pr.result() == r
+    assert r["source"] == "measured"
+    assert (r["peak_memory"], r["weight_memory"], r["activation_memory"],
+            r["workspace_memory"]) == (6 * M, M, 2 * M, 3 * M)
+    assert (r["arena_height"], r["naive_arena"]) == (5 * M, 6 * M)
+    assert r["reuse_ratio"] == pytest.approx(1 - 5 / 6)
+    assert (r["buffers"], r["frees"], r["steps"], r["peak_step"]) == (4, 2, 4, 1)
+    assert [t["peak_bytes"] for t in r["timeline"]] == [M, 6 * M, 6 * M, 2 * M]
+    assert r["pools"][0]["pool"].startswith("tlsf")
+
+
+def test_profiler_allocator_tags_are_per_thread(tmp_path):
+    import threading
+    with nnmem.Allocator() as al:
+        with nnmem.Profiler(al) as pr:
+            def weights():
+                pr.tag("weight")
+                for _ in range(4):
+                    al.alloc(M)
+            t = threading.Thread(target=weights)
+            t.start()
+            t.join()
+            a = al.alloc(2 * M)  # this thread: still "activation"
+        assert not pr.running
+        pr.export(tmp_path / "p.json")
+        al.free(a)
+    with open(tmp_path / "p.json") as f:
+        r = json.load(f)
+    assert r == pr.result()
+    assert (r["weight_memory"], r["activation_memory"]) == (4 * M, 2 * M)
+
+
+def test_profiler_misuse_is_refused():
+    with pytest.raises(TypeError):
+        nnmem.Profiler(42)
+    with nnmem.Pool("tlsf", device="64MiB") as pool:
+        pr = nnmem.Profiler(pool)
+        with pytest.raises(ValueError, match="not started"):
+            pr.result()
+        pr.start()
+        with pytest.raises(ValueError, match="already started"):
+            pr.start()
+        with pytest.raises(nnmem.NativeError) as e:  # one per object
+            nnmem.Profiler(pool).start()
+        assert e.value.status == "NNMEM_ERR_STATE"
+        with pytest.raises(ValueError, match="unknown tag"):
+            pr.tag("weights")
+        with pytest.raises(TypeError):
+            pr.tag(1)
+        with pytest.raises(nnmem.NativeError) as e:
+            pr.record_free(0x1000)  # never recorded
+        assert e.value.status == "NNMEM_ERR_INVALID"
+        pr.record_alloc(0x1000, "4KiB", "workspace")
+        with pytest.raises(nnmem.NativeError):
+            pr.record_alloc(0x1000, 4096)  # already live
+        with pytest.raises(nnmem.NativeError) as e:  # no such folder
+            pr.export("/nonexistent-dir/p.json")
+        assert "/nonexistent-dir/p.json" in e.value.message
+        assert pr.result()["workspace_memory"] == 4096
+    # closing the pool stopped the profiler first; its figures stay
+    assert not pr.running
+    assert pr.result()["peak_memory"] == 4096
+    with pytest.raises(ValueError, match="stopped"):
+        pr.step()
+    pr.close()
+    pr.close()
+    with pytest.raises(ValueError, match="closed"):
+        pr.result()
+
+
+def test_measured_profile_equals_planned(tmp_path):
+    """A pool serving a plan's buffers with the plan's lifetimes (a buffer
+    lives over [first, last): freed at the end of step last - 1) measures
+    the planned profile: same peak, weights, activations, arena height and
+    the same live bytes at every step (nnmem.diff finds no difference)."""
+    planned, plan_file = tmp_path / "planned.json", tmp_path / "plan.json"
+    subprocess.run([nnmem.cli_path(), "plan", "--model", "resnet50",
+                    "--out", str(plan_file), "--profile", str(planned)],
+                   check=True, capture_output=True)
+    with open(plan_file) as f:
+        plan = json.load(f)
+    bufs = plan["buffers"]
+    steps = max(b["last"] for b in bufs)
+    with nnmem.Pool("tlsf", device="1GiB") as pool:
+        pr = nnmem.Profiler(pool).start()
+        with pr.tagged("weight"):
+            pool.alloc(plan["weight_bytes"])
+        live = {}
+        for s in range(steps):
+            for b in bufs:
+                if b["first"] == s:
+                    live[b["id"]] = pool.alloc(b["size"])
+            for b in bufs:
+                if b["last"] == s + 1:
+                    pool.free(live.pop(b["id"]))
+            pr.step()
+        pr.stop()
+        pr.export(tmp_path / "measured.json")
+    d = nnmem.diff(planned, tmp_path / "measured.json")
+    keys = {k["key"]: k for k in d["keys"]}
+    for k in ("peak_memory", "weight_memory", "activation_memory",
+              "workspace_memory", "arena_height", "arena_lower_bound"):
+        assert keys[k]["delta"] == 0, keys[k]
+    assert d["steps_compared"] == steps
+    assert d["timeline"]["first_difference"] is None
+    assert d["timeline"]["max_deviation"] == 0
+    # and a real difference is found: drop the weights
+    with open(tmp_path / "measured.json") as f:
+        m = json.load(f)
+    m["peak_memory"] -= plan["weight_bytes"]
+    m["weight_memory"] = 0
+    (tmp_path / "light.json").write_text(json.dumps(m))
+    keys = {k["key"]: k for k in nnmem.diff(planned, tmp_path / "light.json")
+            ["keys"]}
+    assert keys["weight_memory"]["delta"] == -plan["weight_bytes"]
+    with pytest.raises(nnmem.NnmemError) as e:
+        nnmem.diff(planned, plan_file)  # a plan is not a profile
+    assert "plan.json" in str(e.value)
