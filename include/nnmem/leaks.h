@@ -104,7 +104,9 @@ NNMEM_API nnmem_status_t nnmem_allocator_leaks_report(nnmem_allocator_t *a,
                                                       nnmem_leaks_format_t fmt,
                                                       char **out, size_t *len);
 
-/* The same written to `path` (NNMEM_ERR_IO naming nothing more: errno). */
+/* The same written to `path` atomically (a temporary, then a rename: on
+ * any failure the old file stays whole); NNMEM_ERR_IO (or the failed
+ * step's status) when it cannot be written. */
 NNMEM_API nnmem_status_t nnmem_allocator_leaks_write(nnmem_allocator_t *a,
                                                      nnmem_leaks_format_t fmt,
                                                      const char *path);

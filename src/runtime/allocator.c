@@ -83,6 +83,7 @@
 #include <unistd.h>
 
 #include "nnmem/allocator.h"
+#include "nnmem/io.h"
 #include "runtime/allocator_internal.h"
 #include "runtime/cycles.h"
 #include "runtime/leaks_internal.h"
@@ -1635,10 +1636,7 @@ nnmem_status_t nnmem_allocator_leaks_write(nnmem_allocator_t *a,
   size_t len;
   nnmem_status_t st = nnmem_allocator_leaks_report(a, fmt, &doc, &len);
   if (st != NNMEM_OK) return st;
-  FILE *f = fopen(path, "w");
-  if (!f) st = NNMEM_ERR_IO;
-  if (f && fwrite(doc, 1, len, f) != len) st = NNMEM_ERR_IO;
-  if (f && fclose(f) != 0) st = NNMEM_ERR_IO;
+  st = nnmem_file_write_atomic(path, doc, len, NULL); /* whole or nothing */
   free(doc);
   return st;
 }

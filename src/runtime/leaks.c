@@ -75,6 +75,7 @@
 #include <unistd.h>
 
 #include "common/json_write.h"
+#include "nnmem/io.h"
 #include "common/text.h"
 #include "common/util.h"
 #include "runtime/cycles.h"
@@ -262,11 +263,8 @@ void nnmem__leaks_destroy(nnmem__leaks_t *lk) {
     char *doc = NULL;
     size_t len = 0;
     if (nnmem__leaks_report(lk, lk->report_format, &doc, &len) == NNMEM_OK) {
-      FILE *f = fopen(lk->report_path, "w");
-      if (f) {
-        fwrite(doc, 1, len, f);
-        fclose(f);
-      }
+      /* whole or not at all: a temporary, then a rename */
+      (void)nnmem_file_write_atomic(lk->report_path, doc, len, NULL);
     }
     free(doc);
   }

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/allocator_internal.h"
 #include "testutil.h"
@@ -615,6 +617,34 @@ static void test_enable_late_and_misuse(void **state) {
   assert_int_equal(nnmem_allocator_leaks_write(a, NNMEM_LEAKS_TEXT,
                                                "/nonexistent-dir/x.txt"),
                    NNMEM_ERR_IO);
+  /* written whole through a temporary: an old file is replaced, a
+   * directory in the way is refused and kept, no temporary is left */
+  int before = tu_tmpdir_count();
+  char rep[512], dir[512]; /* tu_tmp_path's buffer is static */
+  snprintf(rep, sizeof rep, "%s", tu_tmp_path("late.txt"));
+  snprintf(dir, sizeof dir, "%s", tu_tmp_path("a-dir"));
+  FILE *old = fopen(rep, "w");
+  assert_non_null(old);
+  fputs("old report\n", old);
+  fclose(old);
+  assert_ok(nnmem_allocator_leaks_write(a, NNMEM_LEAKS_TEXT, rep));
+  char text[4096];
+  FILE *rf = fopen(rep, "r");
+  assert_non_null(rf);
+  size_t got = fread(text, 1, sizeof text - 1, rf);
+  fclose(rf);
+  text[got] = '\0';
+  assert_null(strstr(text, "old report"));
+  assert_non_null(strstr(text, "700")); /* the one live record's bytes */
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_not_equal(nnmem_allocator_leaks_write(a, NNMEM_LEAKS_JSON, dir),
+                       NNMEM_OK);
+  struct stat sb;
+  assert_int_equal(stat(dir, &sb), 0);
+  assert_true(S_ISDIR(sb.st_mode));
+  assert_int_equal(rmdir(dir), 0);
+  assert_int_equal(tu_tmpdir_count(), before + 1); /* late.txt alone */
+  assert_int_equal(unlink(rep), 0);
   nnmem_free(a, late);
   nnmem_free(a, late); /* double free: rejected by the allocator, no record */
   assert_ok(nnmem_allocator_leaks_summary(a, &s));
