@@ -1,5 +1,6 @@
-"""Runtime memory from Python: nnmem's pools and allocator through the shared
-library (libnnmem.so) with ctypes.
+"""Runtime memory from Python: nnmem's pools and allocator, the run-time
+profiler and leak records, through the shared library (libnnmem.so) with
+ctypes.
 
     >>> import nnmem
     >>> with nnmem.Pool("tlsf", capacity="64MiB") as pool:
@@ -37,6 +38,7 @@ import ctypes.util
 import json
 import os
 import shutil
+import sys
 import weakref
 from contextlib import contextmanager
 from pathlib import Path
@@ -123,6 +125,22 @@ class _AllocatorConfig(ctypes.Structure):  # nnmem_allocator_config_t
                 ("large_min", _u64), ("leaks", ctypes.c_void_p),
                 ("keep_empty", _u32), ("latency_sample", _u32)]
 
+
+class _LeaksConfig(ctypes.Structure):  # nnmem_leaks_config_t
+    _fields_ = [("size", _u32), ("mode", _int), ("sample_bytes", _u64),
+                ("depth", _u32), ("seed", _u64),
+                ("report_path", ctypes.c_char_p), ("report_format", _int)]
+
+
+class _LeaksSummary(ctypes.Structure):  # nnmem_leaks_summary_t
+    _fields_ = [("size", _u32), ("mode", _int)] + [
+        (n, _u64) for n in ("records", "bytes", "est_blocks", "est_bytes",
+                            "sites")]
+
+
+LEAKS_MODES = ("off", "full", "sampled")      # nnmem_leaks_mode_t
+LEAKS_FORMATS = ("text", "json", "folded")    # nnmem_leaks_format_t
+_LEAKS_MAX_DEPTH = 32
 
 _STATS_LAT_BUCKETS = 32
 
@@ -228,6 +246,18 @@ def _load() -> ctypes.CDLL:
         "nnmem_alloc_aligned": (vp, [vp, ctypes.c_size_t, ctypes.c_size_t]),
         "nnmem_allocator_free": (st, [vp, vp]),
         "nnmem_allocator_stats": (st, [vp, ctypes.POINTER(_Stats)]),
+        "nnmem_leaks_config_init": (None, [ctypes.c_void_p]),
+        "nnmem_allocator_leaks_enable": (st, [vp,
+                                              ctypes.POINTER(_LeaksConfig)]),
+        "nnmem_allocator_leaks_report": (st, [vp, ctypes.c_int,
+                                              ctypes.POINTER(vp),
+                                              ctypes.POINTER(ctypes.c_size_t)]),
+        "nnmem_allocator_leaks_write": (st, [vp, ctypes.c_int,
+                                             ctypes.c_char_p]),
+        "nnmem_allocator_leaks_summary": (st, [vp,
+                                               ctypes.POINTER(_LeaksSummary)]),
+        "nnmem_alloc_at": (vp, [vp, ctypes.c_size_t, ctypes.c_char_p,
+                                ctypes.c_int]),
         "nnmem_profiler_start_pool": (st, [vp, ctypes.POINTER(vp)]),
         "nnmem_profiler_start_allocator": (st, [vp, ctypes.POINTER(vp)]),
         "nnmem_profiler_stop": (st, [vp]),
@@ -259,7 +289,8 @@ def _load() -> ctypes.CDLL:
     scratch = ctypes.create_string_buffer(_PROBE_BYTES)
     for init, mirror in (("nnmem_stats_init", _Stats),
                          ("nnmem_pool_config_init", _PoolConfig),
-                         ("nnmem_allocator_config_init", _AllocatorConfig)):
+                         ("nnmem_allocator_config_init", _AllocatorConfig),
+                         ("nnmem_leaks_config_init", _LeaksConfig)):
         ctypes.memset(scratch, 0, _PROBE_BYTES)
         getattr(lib, init)(scratch)
         size = ctypes.c_uint32.from_buffer(scratch).value
@@ -457,7 +488,14 @@ class Pool(_Closable):
 
 class Allocator(_Closable):
     """nnmem's general-purpose allocator (thread caches over a tiered pool,
-    host memory): what libnnmem_malloc.so serves malloc with."""
+    host memory): what libnnmem_malloc.so serves malloc with.
+
+    Leak records (include/nnmem/leaks.h): leaks_enable("full" | "sampled")
+    records the live blocks allocated from then on; while records are on,
+    alloc() gives the Python caller's file:line as the block's site (or
+    `site=` names one), so leaks_report() groups the live blocks by the
+    Python lines that allocated them. NNMEM_LEAKS in the environment turns
+    records on at creation, as for a C program."""
 
     def __init__(self, *, thread_cache: bool = True):
         lib = _load()
@@ -466,20 +504,39 @@ class Allocator(_Closable):
         cfg.no_thread_cache = 0 if thread_cache else 1
         a = ctypes.c_void_p()
         self._a = None
+        # site file names handed to the library, which keeps the pointers
+        # in its records: they live as long as the allocator
+        self._files: Dict[str, bytes] = {}
+        self._leaks_on = False
         _check(lib.nnmem_allocator_create(ctypes.byref(cfg), ctypes.byref(a)),
                what="allocator")
         self._a = a
+        s = _LeaksSummary(size=ctypes.sizeof(_LeaksSummary))
+        self._leaks_on = lib.nnmem_allocator_leaks_summary(
+            a, ctypes.byref(s)) == 0  # on from NNMEM_LEAKS
 
     def _h(self) -> ctypes.c_void_p:
         if self._a is None:
             raise ValueError("the allocator is closed")
         return self._a
 
-    def alloc(self, size: Size, align: int = 16) -> int:
+    def alloc(self, size: Size, align: int = 16, *,
+              site: Optional[Union[str, tuple]] = None) -> int:
+        """A block of `size` bytes aligned to `align`. While leak records
+        are on, a block of the default alignment (16) records `site`
+        ("file:line" or (file, line)), by default the caller's line."""
         n = _bytes(size, "size", allow_zero=False)
         if _align(align) == 0:
             align = 16
-        p = _load().nnmem_alloc_aligned(self._h(), n, align)
+        lib = _load()
+        if site is not None or (self._leaks_on and align <= 16):
+            file, line = self._site(site)
+            if align > 16:
+                raise ValueError("site: only blocks of the default "
+                                 "alignment (16) record a site")
+            p = lib.nnmem_alloc_at(self._h(), n, file, line)
+        else:
+            p = lib.nnmem_alloc_aligned(self._h(), n, align)
         if not p:
             raise NativeError("NNMEM_ERR_NOMEM",
                               f"alloc {n} bytes: out of memory")
@@ -490,6 +547,113 @@ class Allocator(_Closable):
         not own or a detected double free (nothing changes)."""
         _check(_load().nnmem_allocator_free(self._h(), _address(addr, "free")),
                what=f"free {addr:#x}")
+
+    def _site(self, site) -> "tuple[bytes, int]":
+        if site is None:  # the caller of alloc()
+            f = sys._getframe(2)
+            file, line = f.f_code.co_filename, f.f_lineno
+        elif isinstance(site, str):
+            file, sep, ln = site.rpartition(":")
+            if not sep or not file or not ln.isdigit():
+                raise ValueError(f"site: expected 'file:line', got {site!r}")
+            line = int(ln)
+        elif (isinstance(site, tuple) and len(site) == 2 and
+              isinstance(site[0], str) and isinstance(site[1], int) and
+              not isinstance(site[1], bool)):
+            file, line = site
+        else:
+            raise TypeError("site: expected 'file:line' or (file, line)")
+        if not 0 <= line < 1 << 31 or "\0" in file:
+            raise ValueError(f"site: bad file or line in {site!r}")
+        b = self._files.get(file)
+        if b is None:
+            b = self._files[file] = file.encode(errors="replace")
+        return b, line
+
+    def leaks_enable(self, mode: str = "full", *,
+                     sample_bytes: Optional[Size] = None, depth: int = 16,
+                     seed: int = 0) -> None:
+        """Starts leak records: "full" (every live block) or "sampled" (1
+        in `sample_bytes` bytes, default 512 KiB; the report's figures are
+        then unbiased estimates). `depth` backtrace frames (0-32; 0: sites
+        by file:line only). NativeError NNMEM_ERR_STATE when already on."""
+        if not isinstance(mode, str):
+            raise TypeError("mode: expected a str")
+        if mode not in LEAKS_MODES[1:]:
+            raise ValueError(f"mode: expected 'full' or 'sampled', got "
+                             f"{mode!r}")
+        if isinstance(depth, bool) or not isinstance(depth, int):
+            raise TypeError("depth: expected an int")
+        if not 0 <= depth <= _LEAKS_MAX_DEPTH:
+            raise ValueError(f"depth: {depth} is not in 0..{_LEAKS_MAX_DEPTH}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or \
+                not 0 <= seed < 1 << 64:
+            raise ValueError("seed: expected an int in 0..2^64-1")
+        lib = _load()
+        # every field set here: the library reads `size` bytes of it over
+        # its defaults (never *_init into a mirror: it may be shorter)
+        cfg = _LeaksConfig(size=ctypes.sizeof(_LeaksConfig),
+                           mode=LEAKS_MODES.index(mode),
+                           sample_bytes=_bytes(sample_bytes if sample_bytes
+                                               is not None else 512 << 10,
+                                               "sample_bytes", False),
+                           depth=depth, seed=seed, report_path=None,
+                           report_format=0)
+        _check(lib.nnmem_allocator_leaks_enable(self._h(), ctypes.byref(cfg)),
+               what="leaks_enable")
+        self._leaks_on = True
+
+    def leaks_report(self, format: str = "text") -> Union[str, Dict[str, Any]]:
+        """The live records grouped by site, largest first: "text" (a
+        str), "json" (a dict: mode, sample_bytes, sites, ...) or "folded"
+        (flamegraph.pl / speedscope input). NativeError NNMEM_ERR_STATE
+        when records are off."""
+        fmt = self._leaks_format(format)
+        lib = _load()
+        out, n = ctypes.c_void_p(), ctypes.c_size_t()
+        _check(lib.nnmem_allocator_leaks_report(self._h(), fmt,
+                                                ctypes.byref(out),
+                                                ctypes.byref(n)),
+               what="leaks_report")
+        try:
+            text = ctypes.string_at(out.value, n.value).decode(
+                errors="replace")
+        finally:
+            _libc_free(out)
+        return json.loads(text) if format == "json" else text
+
+    def leaks_write(self, path: Union[str, "os.PathLike[str]"],
+                    format: Optional[str] = None) -> None:
+        """Writes the report to `path` atomically; the format from the
+        suffix when not given (.json, .folded, else text)."""
+        p = os.fspath(path)
+        if format is None:
+            format = "json" if p.endswith(".json") else \
+                "folded" if p.endswith(".folded") else "text"
+        _check(_load().nnmem_allocator_leaks_write(
+            self._h(), self._leaks_format(format), os.fsencode(p)),
+            what=f"leaks_write {p}")
+
+    def leaks_summary(self) -> Dict[str, Any]:
+        """{"mode", "records", "bytes", "est_blocks", "est_bytes",
+        "sites"}; NativeError NNMEM_ERR_STATE when records are off."""
+        s = _LeaksSummary(size=ctypes.sizeof(_LeaksSummary))
+        _check(_load().nnmem_allocator_leaks_summary(self._h(),
+                                                     ctypes.byref(s)),
+               what="leaks_summary")
+        d = {n: getattr(s, n) for n in ("records", "bytes", "est_blocks",
+                                        "est_bytes", "sites")}
+        d["mode"] = LEAKS_MODES[s.mode] if 0 <= s.mode < 3 else str(s.mode)
+        return d
+
+    @staticmethod
+    def _leaks_format(format: str) -> int:
+        if not isinstance(format, str):
+            raise TypeError("format: expected a str")
+        if format not in LEAKS_FORMATS:
+            raise ValueError(f"format: expected one of "
+                             f"{', '.join(LEAKS_FORMATS)}, got {format!r}")
+        return LEAKS_FORMATS.index(format)
 
     def stats(self) -> Dict[str, Any]:
         return _stats_of(_load().nnmem_allocator_stats, self._h())

@@ -207,7 +207,9 @@ def test_struct_mirrors_never_longer_than_the_library():
                                 ("nnmem_pool_config_init",
                                  native._PoolConfig, False),
                                 ("nnmem_allocator_config_init",
-                                 native._AllocatorConfig, False)):
+                                 native._AllocatorConfig, False),
+                                ("nnmem_leaks_config_init",
+                                 native._LeaksConfig, False)):
         scratch = ctypes.create_string_buffer(1 << 16)
         getattr(lib, init)(scratch)
         size = ctypes.c_uint32.from_buffer(scratch).value
@@ -363,3 +365,97 @@ def test_measured_profile_equals_planned(tmp_path):
     with pytest.raises(nnmem.NnmemError) as e:
         nnmem.diff(planned, plan_file)  # a plan is not a profile
     assert "plan.json" in str(e.value)
+
+
+# ---- leak records from Python (Allocator.leaks_*) -------------------------
+
+def _alloc_here(al, n):
+    return al.alloc(n)  # the line the records name: _ALLOC_LINE
+
+
+_ALLOC_LINE = _alloc_here.__code__.co_firstlineno + 1
+
+
+def test_leak_records_name_python_lines(tmp_path):
+    with nnmem.Allocator() as al:
+        early = al.alloc(100)  # before records: never recorded
+        al.leaks_enable("full", depth=0)
+        kept = [_alloc_here(al, 1000) for _ in range(3)]
+        other = al.alloc(5000, site="model.py:42")
+        gone = _alloc_here(al, 64)
+        al.free(gone)
+        al.free(early)
+        s = al.leaks_summary()
+        assert (s["mode"], s["records"], s["bytes"], s["sites"]) == \
+            ("full", 4, 8000, 2)
+        j = al.leaks_report("json")
+        assert j["mode"] == "full"
+        sites = [(x["file"], x["line"], x["bytes"], x["blocks"])
+                 for x in j["sites"]]
+        assert sites == [("model.py", 42, 5000, 1),
+                         (__file__, _ALLOC_LINE, 3000, 3)]
+        text = al.leaks_report()
+        assert "8000 bytes in 4 blocks" in text and "model.py:42" in text
+        folded = al.leaks_report("folded").splitlines()
+        assert folded[0] == "model.py:42 5000"
+        al.leaks_write(tmp_path / "leaks.folded")
+        assert (tmp_path / "leaks.folded").read_text().splitlines() == folded
+        al.leaks_write(tmp_path / "leaks.json")
+        with open(tmp_path / "leaks.json") as f:
+            assert [x["bytes"] for x in json.load(f)["sites"]] == [5000, 3000]
+        for p in kept + [other]:
+            al.free(p)
+        assert al.leaks_summary()["records"] == 0
+
+
+def test_leak_records_sampled_and_misuse():
+    with nnmem.Allocator() as al:
+        with pytest.raises(nnmem.NativeError) as e:  # records off
+            al.leaks_report()
+        assert e.value.status == "NNMEM_ERR_STATE"
+        for bad, exc in ((dict(mode="all"), ValueError),
+                         (dict(mode=1), TypeError),
+                         (dict(depth=33), ValueError),
+                         (dict(depth=1.5), TypeError),
+                         (dict(seed=-1), ValueError),
+                         (dict(mode="sampled", sample_bytes=0), ValueError)):
+            with pytest.raises(exc):
+                al.leaks_enable(**bad)
+        # 1 in 4 KiB: each 64 KiB block is recorded with p = 1 - e^-16
+        al.leaks_enable("sampled", sample_bytes="4KiB", seed=7)
+        with pytest.raises(nnmem.NativeError) as e:
+            al.leaks_enable("full")
+        assert e.value.status == "NNMEM_ERR_STATE"
+        blocks = [al.alloc(64 << 10) for _ in range(8)]
+        s = al.leaks_summary()
+        assert s["mode"] == "sampled" and s["records"] == 8
+        assert abs(s["est_bytes"] - 8 * (64 << 10)) <= 8  # 1/p ~ 1 + 1e-7
+        with pytest.raises(ValueError):
+            al.alloc(64, 64, site="x.py:1")  # a site needs alignment 16
+        with pytest.raises(ValueError):
+            al.alloc(64, site="no line")
+        with pytest.raises(TypeError):
+            al.alloc(64, site=("x.py", "1"))
+        with pytest.raises(ValueError):
+            al.leaks_report("yaml")
+        with pytest.raises(nnmem.NativeError):
+            al.leaks_write("/nonexistent-dir/leaks.txt")
+        for p in blocks:
+            al.free(p)
+
+
+def test_leak_records_from_the_environment(tmp_path):
+    report = tmp_path / "at-exit.json"
+    code = ("import nnmem\n"
+            "al = nnmem.Allocator()\n"
+            "p = al.alloc(123456)\n"
+            "print(al.leaks_summary()['records'])\n"
+            "al.close()\n")
+    env = dict(os.environ, NNMEM_LEAKS="1", NNMEM_LEAKS_REPORT=str(report))
+    out = subprocess.run([sys.executable, "-c", code], env=env,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
+    with open(report) as f:
+        j = json.load(f)
+    assert [(x["file"], x["line"], x["bytes"]) for x in j["sites"]] == \
+        [("<string>", 3, 123456)]
