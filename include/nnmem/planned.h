@@ -2,13 +2,18 @@
  * run from the plan.
  *
  *   run 1 (recording):
- *     nnmem_planned_t *r; nnmem_planned_record(a, NULL, &r);
- *     for each step: p = nnmem_planned_alloc(r, n); ... nnmem_planned_free(r,
- * p); nnmem_step(r); nnmem_planned_write_csv(r, "recorded.csv", &diag);
- * MiniMalloc CSV nnmem_planned_destroy(r); offline:  nnmem plan recorded.csv
- * --out next.plan.json run 2 (served): nnmem_planned_load(a, "next.plan.json",
- * NULL, &r, &diag); the same calls as run 1: the k-th request of step s gets
- * the planned offset of the k-th buffer recorded in step s, in O(1).
+ *     nnmem_planned_t *r;
+ *     nnmem_planned_record(a, NULL, &r);
+ *     for each step: p = nnmem_planned_alloc(r, n); ...;
+ *                    nnmem_planned_free(r, p); nnmem_step(r);
+ *     nnmem_planned_write_csv(r, "recorded.csv", &diag);   MiniMalloc CSV
+ *     nnmem_planned_destroy(r);
+ *   offline:
+ *     nnmem plan recorded.csv --out next.plan.json
+ *   run 2 (served):
+ *     nnmem_planned_load(a, "next.plan.json", NULL, &r, &diag);
+ *     the same calls as run 1: the k-th request of step s gets the planned
+ *     offset of the k-th buffer recorded in step s, in O(1).
  *
  * Steps: the caller marks them with nnmem_step(); with auto_steps every
  * allocation is a step of its own (the allocation order is the clock).

@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._version import __version__
-from .native import TAGS, Allocator, NativeError, Pool, Profiler, library_path
+from .native import (TAGS, Allocator, NativeError, Planned, Pool, Profiler,
+                     library_path)
 
 __all__ = ["plan", "inspect", "verify", "replay", "run", "version",
            "cli_path", "PlanResult", "VerifyResult", "RunResult", "NnmemError",
-           "Pool", "Allocator", "Profiler", "TAGS", "NativeError",
+           "Pool", "Allocator", "Profiler", "Planned", "TAGS", "NativeError",
            "library_path", "diff", "__version__"]
 
 PathLike = Union[str, os.PathLike]

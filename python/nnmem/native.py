@@ -44,8 +44,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Union
 
-__all__ = ["Pool", "Allocator", "Profiler", "NativeError", "library_path",
-           "POOL_KINDS", "TAGS"]
+__all__ = ["Pool", "Allocator", "Profiler", "Planned", "NativeError",
+           "library_path", "POOL_KINDS", "TAGS"]
 
 Size = Union[int, str]
 
@@ -124,6 +124,19 @@ class _AllocatorConfig(ctypes.Structure):  # nnmem_allocator_config_t
                 ("no_thread_cache", _int), ("small_max", _u64),
                 ("large_min", _u64), ("leaks", ctypes.c_void_p),
                 ("keep_empty", _u32), ("latency_sample", _u32)]
+
+
+class _PlannedConfig(ctypes.Structure):  # nnmem_planned_config_t
+    _fields_ = [("size", _u32), ("auto_steps", _int),
+                ("base", ctypes.c_void_p)]
+
+
+class _PlannedStats(ctypes.Structure):  # nnmem_planned_stats_t
+    _fields_ = ([("size", _u32)] +
+                [(n, _u64) for n in ("steps", "allocs", "served", "fallback",
+                                     "size_diverged", "order_diverged",
+                                     "overstayed", "misuse")] +
+                [("disabled", _int), ("height", _u64)])
 
 
 class _LeaksConfig(ctypes.Structure):  # nnmem_leaks_config_t
@@ -258,6 +271,22 @@ def _load() -> ctypes.CDLL:
                                                ctypes.POINTER(_LeaksSummary)]),
         "nnmem_alloc_at": (vp, [vp, ctypes.c_size_t, ctypes.c_char_p,
                                 ctypes.c_int]),
+        "nnmem_planned_config_init": (None, [ctypes.c_void_p]),
+        "nnmem_planned_record": (st, [vp, ctypes.POINTER(_PlannedConfig),
+                                      ctypes.POINTER(vp)]),
+        "nnmem_planned_load": (st, [vp, ctypes.c_char_p,
+                                    ctypes.POINTER(_PlannedConfig),
+                                    ctypes.POINTER(vp),
+                                    ctypes.POINTER(_Diag)]),
+        "nnmem_planned_destroy": (None, [vp]),
+        "nnmem_planned_alloc": (vp, [vp, ctypes.c_size_t]),
+        "nnmem_planned_free": (None, [vp, vp]),
+        "nnmem_step": (None, [vp]),
+        "nnmem_planned_usable_size": (st, [vp, vp,
+                                           ctypes.POINTER(ctypes.c_size_t)]),
+        "nnmem_planned_write_csv": (st, [vp, ctypes.c_char_p,
+                                         ctypes.POINTER(_Diag)]),
+        "nnmem_planned_stats": (st, [vp, ctypes.c_void_p]),
         "nnmem_profiler_start_pool": (st, [vp, ctypes.POINTER(vp)]),
         "nnmem_profiler_start_allocator": (st, [vp, ctypes.POINTER(vp)]),
         "nnmem_profiler_stop": (st, [vp]),
@@ -290,7 +319,8 @@ def _load() -> ctypes.CDLL:
     for init, mirror in (("nnmem_stats_init", _Stats),
                          ("nnmem_pool_config_init", _PoolConfig),
                          ("nnmem_allocator_config_init", _AllocatorConfig),
-                         ("nnmem_leaks_config_init", _LeaksConfig)):
+                         ("nnmem_leaks_config_init", _LeaksConfig),
+                         ("nnmem_planned_config_init", _PlannedConfig)):
         ctypes.memset(scratch, 0, _PROBE_BYTES)
         getattr(lib, init)(scratch)
         size = ctypes.c_uint32.from_buffer(scratch).value
@@ -669,8 +699,9 @@ class Allocator(_Closable):
 
 # ---- the run-time profiler (include/nnmem/profiler.h) ------------------
 
-# profilers by the object they watch: a pool or allocator stops them before
-# it frees itself, so a profiler never reads a freed object's stats
+# profilers (and plan-backed runs) by the object they use: a pool or
+# allocator detaches them before it frees itself (a profiler stops, a
+# plan-backed run closes), so none ever touches a freed object
 _watchers: "weakref.WeakKeyDictionary[Any, weakref.WeakSet]" = \
     weakref.WeakKeyDictionary()
 
@@ -843,3 +874,142 @@ class Profiler(_Closable):
             self._running = False
         self._pr = None
         self._closed = True
+
+
+# ---- record a run, plan it, serve the next (include/nnmem/planned.h) -----
+
+class Planned(_Closable):
+    """A plan-backed run over an Allocator: record a run's allocations
+    (Planned.record), plan them offline (nnmem.plan(recorded_csv,
+    with_offsets=True, out=path) or `nnmem plan recorded.csv --out plan.json`),
+    then serve the next run from the plan (Planned.load): the k-th request
+    of step s gets the planned offset of the k-th buffer recorded in step s.
+    A request the plan does not have (another size, one too many in its
+    step) is served by the allocator and counted (stats()); the run never
+    fails because of it.
+
+        >>> with nnmem.Allocator() as al:
+        ...     rec = nnmem.Planned.record(al)
+        ...     for op in ops: p = rec.alloc(n); ...; rec.free(p); rec.step()
+        ...     rec.write_csv("recorded.csv"); rec.close()
+        ...     # nnmem plan recorded.csv --out next.plan.json
+        ...     run = nnmem.Planned.load(al, "next.plan.json")
+
+    Steps are marked with step(), or with auto_steps=True every allocation
+    is a step. One object is used by one thread at a time. Closing the
+    allocator closes its plan-backed runs first."""
+
+    def __init__(self, allocator: "Allocator", handle: ctypes.c_void_p,
+                 serving: bool):
+        self._al = allocator
+        self._r = handle
+        self.serving = serving
+        _watchers.setdefault(allocator, weakref.WeakSet()).add(self)
+
+    @staticmethod
+    def _config(auto_steps: bool) -> _PlannedConfig:
+        if not isinstance(auto_steps, bool):
+            raise TypeError("auto_steps: expected a bool")
+        return _PlannedConfig(size=ctypes.sizeof(_PlannedConfig),
+                              auto_steps=1 if auto_steps else 0, base=None)
+
+    @classmethod
+    def record(cls, allocator: "Allocator", *,
+               auto_steps: bool = False) -> "Planned":
+        """A recording run on `allocator`."""
+        if not isinstance(allocator, Allocator):
+            raise TypeError("allocator: expected an nnmem.Allocator")
+        cfg = cls._config(auto_steps)
+        r = ctypes.c_void_p()
+        _check(_load().nnmem_planned_record(allocator._h(), ctypes.byref(cfg),
+                                            ctypes.byref(r)),
+               what="record")
+        return cls(allocator, r, False)
+
+    @classmethod
+    def load(cls, allocator: "Allocator",
+             plan: Union[str, "os.PathLike[str]"], *,
+             auto_steps: bool = False) -> "Planned":
+        """A run served from a plan file (plan JSON of a recorded trace).
+        The plan is checked by the verifier first: NativeError naming the
+        file and buffer for a plan that is not one of a recorded trace,
+        overlaps, or cannot be read."""
+        if not isinstance(allocator, Allocator):
+            raise TypeError("allocator: expected an nnmem.Allocator")
+        cfg = cls._config(auto_steps)
+        path = os.fspath(plan)
+        r, diag = ctypes.c_void_p(), _Diag()
+        _check(_load().nnmem_planned_load(allocator._h(), os.fsencode(path),
+                                          ctypes.byref(cfg), ctypes.byref(r),
+                                          ctypes.byref(diag)),
+               diag, f"load {path}")
+        return cls(allocator, r, True)
+
+    def _h(self) -> ctypes.c_void_p:
+        if self._r is None:
+            raise ValueError("the plan-backed run is closed")
+        return self._r
+
+    def alloc(self, size: Size) -> int:
+        n = _bytes(size, "size", allow_zero=False)
+        p = _load().nnmem_planned_alloc(self._h(), n)
+        if not p:
+            raise NativeError("NNMEM_ERR_NOMEM",
+                              f"alloc {n} bytes: out of memory")
+        return p
+
+    def free(self, addr: int) -> None:
+        """Frees a block of this run (a planned one, or one the allocator
+        served). A free of a planned address that is not live is counted
+        as misuse (stats()) and changes nothing."""
+        _load().nnmem_planned_free(self._h(), _address(addr, "free"))
+
+    def step(self) -> None:
+        """Ends the current step."""
+        _load().nnmem_step(self._h())
+
+    def usable_size(self, addr: int) -> int:
+        """Serving: the planned size of the live planned block at addr."""
+        out = ctypes.c_size_t()
+        _check(_load().nnmem_planned_usable_size(
+            self._h(), _address(addr, "usable_size"), ctypes.byref(out)),
+            what=f"usable_size {addr:#x}")
+        return out.value
+
+    def write_csv(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Recording: the trace so far as MiniMalloc CSV (atomically)."""
+        p = os.fspath(path)
+        diag = _Diag()
+        _check(_load().nnmem_planned_write_csv(self._h(), os.fsencode(p),
+                                               ctypes.byref(diag)),
+               diag, f"write_csv {p}")
+
+    def stats(self) -> Dict[str, Any]:
+        """steps, allocs, served (from the plan), fallback (by the
+        allocator), size_diverged, order_diverged, overstayed, misuse,
+        disabled (serving stopped: a block outlived its plan), height."""
+        # the library writes its whole struct: into a scratch buffer, then
+        # the mirror is read from it when the sizes agree
+        scratch = ctypes.create_string_buffer(_PROBE_BYTES // 16)
+        _check(_load().nnmem_planned_stats(self._h(), scratch), what="stats")
+        st = _PlannedStats.from_buffer_copy(
+            scratch.raw[:ctypes.sizeof(_PlannedStats)])
+        if st.size != ctypes.sizeof(_PlannedStats):
+            raise NativeError("NNMEM_ERR_UNSUPPORTED",
+                              f"nnmem_planned_stats is {st.size} bytes, this "
+                              f"package's mirror {ctypes.sizeof(_PlannedStats)}"
+                              " (a libnnmem of another version?)")
+        d = {n: getattr(st, n) for n, _ in _PlannedStats._fields_
+             if n != "size"}
+        d["disabled"] = bool(d["disabled"])
+        return d
+
+    def _detach(self) -> None:  # the allocator is going away
+        self.close()
+
+    def close(self) -> None:
+        """Recording: live blocks go back to the allocator; serving: the
+        plan's memory does. Idempotent."""
+        if self._r is not None:
+            _load().nnmem_planned_destroy(self._r)
+            self._r = None

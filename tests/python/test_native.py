@@ -459,3 +459,94 @@ def test_leak_records_from_the_environment(tmp_path):
         j = json.load(f)
     assert [(x["file"], x["line"], x["bytes"]) for x in j["sites"]] == \
         [("<string>", 3, 123456)]
+
+
+# ---- record a run, plan it, serve the next (nnmem.Planned) ----------------
+
+def _run_workload(r, rng_seed, sizes_bump=0):
+    """A seeded run: per step a few temporaries and some longer-lived
+    blocks; returns {address: size} of every block served, in order."""
+    rng = random.Random(rng_seed)
+    seen, keep = [], []
+    for _ in range(60):
+        tmp = [r.alloc(rng.randint(1, 9000) + sizes_bump)
+               for _ in range(rng.randint(1, 4))]
+        keep.append(r.alloc(rng.randint(1, 60000) + sizes_bump))
+        seen += tmp + [keep[-1]]
+        for p in tmp:
+            r.free(p)
+        while len(keep) > 5:
+            r.free(keep.pop(rng.randrange(len(keep))))
+        r.step()
+    for p in keep:
+        r.free(p)
+    return seen
+
+
+def test_planned_record_plan_serve(tmp_path):
+    seed = f"{SEED}-planned"
+    print(f"seed {seed}")
+    rec_csv, plan_json = tmp_path / "rec.csv", tmp_path / "rec.plan.json"
+    with nnmem.Allocator() as al:
+        rec = nnmem.Planned.record(al)
+        _run_workload(rec, seed)
+        rec.write_csv(rec_csv)
+        recorded = rec.stats()
+        rec.close()
+        assert (recorded["steps"], recorded["served"]) == (60, 0)
+        res = nnmem.plan(rec_csv, out=plan_json)
+        assert nnmem.verify(rec_csv, plan_json).valid
+        run = nnmem.Planned.load(al, plan_json)
+        served = _run_workload(run, seed)
+        st = run.stats()
+        assert st["allocs"] == recorded["allocs"] == len(served)
+        assert (st["served"], st["fallback"], st["misuse"]) == \
+            (len(served), 0, 0)
+        assert st["height"] == res.height
+        base = min(served)
+        assert max(served) < base + res.height  # inside the plan's range
+        # a run that diverges (every size 16 bytes larger) is served by the
+        # allocator, counted, and still correct
+        run.close()
+        off = nnmem.Planned.load(al, plan_json)
+        _run_workload(off, seed, sizes_bump=16)
+        st = off.stats()
+        assert st["fallback"] == st["allocs"] == st["size_diverged"]
+        assert st["served"] == 0
+        off.close()
+
+
+def test_planned_misuse_and_bad_plans(tmp_path):
+    rec_csv, plan_json = tmp_path / "r.csv", tmp_path / "r.plan.json"
+    with nnmem.Allocator() as al:
+        with pytest.raises(TypeError):
+            nnmem.Planned.record(nnmem.Pool("tlsf"))
+        rec = nnmem.Planned.record(al, auto_steps=True)
+        a, b = rec.alloc(4096), rec.alloc(100)
+        rec.free(a)
+        rec.free(b)
+        with pytest.raises(nnmem.NativeError) as e:  # recording: no plan
+            rec.usable_size(a)
+        assert e.value.status == "NNMEM_ERR_STATE"
+        rec.write_csv(rec_csv)
+        rec.close()
+        with pytest.raises(ValueError, match="closed"):
+            rec.alloc(1)
+        nnmem.plan(rec_csv, out=plan_json)
+        run = nnmem.Planned.load(al, plan_json, auto_steps=True)
+        a = run.alloc(4096)
+        assert run.usable_size(a) == 4096
+        run.free(a)
+        run.free(a)  # twice: counted, nothing else changes
+        assert run.stats()["misuse"] == 1
+        extra = [run.alloc(100), run.alloc(100)]  # one more than planned
+        assert run.stats()["fallback"] == 1
+        # the allocator closes its runs before it goes
+    assert run._r is None
+    with nnmem.Allocator() as al:
+        (tmp_path / "bad.json").write_text('{"buffers": [')
+        with pytest.raises(nnmem.NativeError) as e:
+            nnmem.Planned.load(al, tmp_path / "bad.json")
+        assert "bad.json" in e.value.message
+        with pytest.raises(nnmem.NativeError):
+            nnmem.Planned.load(al, tmp_path / "missing.json")
