@@ -267,8 +267,7 @@ def _load() -> ctypes.CDLL:
                                               ctypes.POINTER(ctypes.c_size_t)]),
         "nnmem_allocator_leaks_write": (st, [vp, ctypes.c_int,
                                              ctypes.c_char_p]),
-        "nnmem_allocator_leaks_summary": (st, [vp,
-                                               ctypes.POINTER(_LeaksSummary)]),
+        "nnmem_allocator_leaks_summary": (st, [vp, ctypes.c_void_p]),
         "nnmem_alloc_at": (vp, [vp, ctypes.c_size_t, ctypes.c_char_p,
                                 ctypes.c_int]),
         "nnmem_planned_config_init": (None, [ctypes.c_void_p]),
@@ -396,6 +395,27 @@ class _Closable:
             self.close()
         except Exception:
             pass
+
+
+def _struct_of(fn, handle, mirror, what: str, check: bool = True):
+    """What an nnmem_*(handle, &out) call that writes its whole struct
+    (size field first) fills: the call writes into a scratch buffer, and
+    the mirror is read from it when the library's size equals the
+    mirror's. (status, struct): with check, a status raises."""
+    scratch = ctypes.create_string_buffer(_PROBE_BYTES // 16)
+    st = fn(handle, scratch)
+    if check:
+        _check(st, what=what)
+    elif st != 0:
+        return st, None
+    out = mirror.from_buffer_copy(scratch.raw[:ctypes.sizeof(mirror)])
+    if out.size != ctypes.sizeof(mirror):
+        raise NativeError("NNMEM_ERR_UNSUPPORTED",
+                          f"{what}: the library's struct is {out.size} "
+                          f"bytes, this package's mirror "
+                          f"{ctypes.sizeof(mirror)} (a libnnmem of another "
+                          "version?)")
+    return st, out
 
 
 def _stats_of(fn, handle) -> Dict[str, Any]:
@@ -541,9 +561,9 @@ class Allocator(_Closable):
         _check(lib.nnmem_allocator_create(ctypes.byref(cfg), ctypes.byref(a)),
                what="allocator")
         self._a = a
-        s = _LeaksSummary(size=ctypes.sizeof(_LeaksSummary))
-        self._leaks_on = lib.nnmem_allocator_leaks_summary(
-            a, ctypes.byref(s)) == 0  # on from NNMEM_LEAKS
+        st, _ = _struct_of(lib.nnmem_allocator_leaks_summary, a,
+                           _LeaksSummary, "leaks", check=False)
+        self._leaks_on = st == 0  # on from NNMEM_LEAKS
 
     def _h(self) -> ctypes.c_void_p:
         if self._a is None:
@@ -667,10 +687,8 @@ class Allocator(_Closable):
     def leaks_summary(self) -> Dict[str, Any]:
         """{"mode", "records", "bytes", "est_blocks", "est_bytes",
         "sites"}; NativeError NNMEM_ERR_STATE when records are off."""
-        s = _LeaksSummary(size=ctypes.sizeof(_LeaksSummary))
-        _check(_load().nnmem_allocator_leaks_summary(self._h(),
-                                                     ctypes.byref(s)),
-               what="leaks_summary")
+        _, s = _struct_of(_load().nnmem_allocator_leaks_summary, self._h(),
+                          _LeaksSummary, "leaks_summary")
         d = {n: getattr(s, n) for n in ("records", "bytes", "est_blocks",
                                         "est_bytes", "sites")}
         d["mode"] = LEAKS_MODES[s.mode] if 0 <= s.mode < 3 else str(s.mode)
@@ -988,17 +1006,8 @@ class Planned(_Closable):
         """steps, allocs, served (from the plan), fallback (by the
         allocator), size_diverged, order_diverged, overstayed, misuse,
         disabled (serving stopped: a block outlived its plan), height."""
-        # the library writes its whole struct: into a scratch buffer, then
-        # the mirror is read from it when the sizes agree
-        scratch = ctypes.create_string_buffer(_PROBE_BYTES // 16)
-        _check(_load().nnmem_planned_stats(self._h(), scratch), what="stats")
-        st = _PlannedStats.from_buffer_copy(
-            scratch.raw[:ctypes.sizeof(_PlannedStats)])
-        if st.size != ctypes.sizeof(_PlannedStats):
-            raise NativeError("NNMEM_ERR_UNSUPPORTED",
-                              f"nnmem_planned_stats is {st.size} bytes, this "
-                              f"package's mirror {ctypes.sizeof(_PlannedStats)}"
-                              " (a libnnmem of another version?)")
+        _, st = _struct_of(_load().nnmem_planned_stats, self._h(),
+                           _PlannedStats, "stats")
         d = {n: getattr(st, n) for n, _ in _PlannedStats._fields_
              if n != "size"}
         d["disabled"] = bool(d["disabled"])
