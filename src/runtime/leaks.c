@@ -75,9 +75,9 @@
 #include <unistd.h>
 
 #include "common/json_write.h"
-#include "nnmem/io.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "nnmem/io.h"
 #include "runtime/cycles.h"
 #include "runtime/leaks_internal.h"
 
