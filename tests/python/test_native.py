@@ -550,3 +550,19 @@ def test_planned_misuse_and_bad_plans(tmp_path):
         assert "bad.json" in e.value.message
         with pytest.raises(nnmem.NativeError):
             nnmem.Planned.load(al, tmp_path / "missing.json")
+
+
+def test_python_example_runs(tmp_path):
+    """examples/python_runtime.py: profile vs plan, record -> serve, a leak
+    named by its line; it exits 1 when any of those disagrees."""
+    src = Path(os.environ["NNMEM_SOURCE_DIR"]) / "examples/python_runtime.py"
+    out = subprocess.run([sys.executable, str(src), str(tmp_path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert "largest deviation 0 B" in lines[1]
+    assert lines[2].startswith("served: 57 of 57 requests from the plan")
+    line = 1 + next(i for i, t in enumerate(src.read_text().splitlines())
+                    if "cache = [al.alloc(4096)" in t)
+    assert lines[3] == f"leak: 4096 B in 1 block(s) from python_runtime.py:{line}"
+    assert (tmp_path / "measured.json").is_file()
