@@ -217,6 +217,9 @@ struct nnmem_allocator {
   /* this allocator's identity for tls_cur (a new one when leak records
    * are enabled, so that every thread re-arms its cache's countdown) */
   _Atomic uint64_t id;
+  /* nonzero: every free takes free_general (free_batch set, or a profiler
+   * attached): the fast free's one test of the allocator's hooks */
+  _Atomic uint32_t free_hooks;
   nnmem_backend_t *backend, *owned_backend;
   nnmem_pool_t *pool;       /* large blocks */
   /* spans of the thread caches by unit count (1 .. MAX_UNITS, each aligned
@@ -669,7 +672,10 @@ static void cache_exit(void *v) { /* pthread key destructor */
   tcache_t *tc = v;
   nnmem_allocator_t *a = tc->a;
   cache_flush(tc);
-  if (tls_cur.tc == tc) tls_cur.a = NULL;
+  if (tls_cur.tc == tc) { /* the fast paths see no current cache */
+    tls_cur.a = NULL;
+    tls_cur.id = 0;
+  }
   tls_cur.exiting = 1;
   alock(a);
   tc->parked = 1;
@@ -1006,18 +1012,15 @@ static __attribute__((noinline)) void *alloc_slow(nnmem_allocator_t *a,
  * alloc_slow, from one call site (nnmem_alloc -> alloc_slow ->
  * alloc_leak_due: one call site gives one backtrace, optimised or not). */
 void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
-  if (__builtin_expect(!a || size == 0, 0)) return NULL;
-  nnmem_profiler_t *pr = prof_of(a);
-  if (__builtin_expect(pr != NULL, 0))
-    return alloc_profiled(a, pr, size, 16, NULL, 0);
   page_t *pg = NULL;
   void *b = NULL;
   tcache_t *tc;
   unsigned cls;
-  /* a current cache implies thread caches (no_cache never makes one) */
-  if (__builtin_expect(
-          size > SMALL_MAX || tls_cur.a != a || tls_cur.id != alloc_id(a), 0))
-    goto slow;
+  /* size 0 and sizes over SMALL_MAX: one compare; a current cache implies
+   * thread caches (no_cache never makes one) and a != NULL */
+  if (__builtin_expect(size - 1 >= SMALL_MAX || !a, 0)) goto general;
+  if (__builtin_expect(tls_cur.id != alloc_id(a) || prof_of(a) != NULL, 0))
+    goto general;
   tc = tls_cur.tc;
   if (__builtin_expect(tc->sample_left <= 1, 0)) goto slow;
   cls = class_of[(size + 15) >> 4];
@@ -1030,6 +1033,12 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return b;
 slow:
   return alloc_slow(a, size, pg, b);
+general: /* the fast path's cases that need `a` first */
+  if (!a || size == 0) return NULL;
+  nnmem_profiler_t *pr = prof_of(a);
+  if (__builtin_expect(pr != NULL, 0))
+    return alloc_profiled(a, pr, size, 16, NULL, 0);
+  goto slow;
 }
 
 void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,
@@ -1219,8 +1228,73 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   return 1;
 }
 
+/* local_free's cases past the fast free: a page off its avail stack, or
+ * one whose last block came back (empty count, relink, release). */
+static __attribute__((noinline)) void local_free_tail(tcache_t *tc,
+                                                      page_t *pg) {
+  if (!pg->in_avail && pg->cap - pg->used >= pg->relink) avail_push(tc, pg);
+  if (pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
+    page_release(tc, pg);
+}
+
+/* The immediate free's fast path (no free_batch): a block of a one-unit
+ * span (classes below PURGE_MIN_CLS) of the calling thread's current
+ * cache, on a page without leak records, no profiler, no timed call due.
+ * The same checks as free_general -> small_free's owner case, in the same
+ * order of outcome: below the bump pointer, on a block boundary (off *
+ * recip: the low 40 bits are below recip iff off is a multiple of bsize,
+ * see small_index), not tagged free. 1: freed; 0: nothing done (every
+ * other case, misuse included, is free_general's). Registry: two loads;
+ * the header's first line; the block's two words. */
+static inline int free_fast(nnmem_allocator_t *a, void *ptr) {
+  uintptr_t p = (uintptr_t)ptr;
+  if (__builtin_expect((p >> 48) || tls_cur.id != alloc_id(a) ||
+                           atomic_load_explicit(&a->free_hooks,
+                                                memory_order_relaxed),
+                       0))
+    return 0;
+  _Atomic uint8_t *leaf = atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF],
+                                               memory_order_acquire);
+  if (__builtin_expect(!leaf, 0)) return 0;
+  if (__builtin_expect(atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                            memory_order_acquire) != 1,
+                       0))
+    return 0; /* no span, or a span of several units (classes > 8 KiB) */
+  page_t *pg = hdr_of_base(p & ~(uintptr_t)(PAGE_SIZE - 1));
+  tcache_t *tc = tls_cur.tc;
+  if (__builtin_expect(pg->owner != tc || pg->cls >= PURGE_MIN_CLS ||
+                           atomic_load_explicit(&pg->leak_mark,
+                                                memory_order_relaxed) != 0,
+                       0))
+    return 0;
+  uintptr_t blk0 = (uintptr_t)pg + pg->first;
+  uint64_t off = p - blk0; /* wraps for a pointer in the header: huge */
+  if (__builtin_expect(off >= (uint64_t)((uintptr_t)pg->bump - blk0), 0))
+    return 0;
+  if (__builtin_expect(
+          ((off * pg->recip) & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip, 0))
+    return 0; /* interior pointer */
+  uintptr_t tag = blk_tag(tc->key, ptr);
+  if (__builtin_expect(((uintptr_t *)ptr)[1] == tag || tc->sample_left <= 1,
+                       0))
+    return 0; /* free already (misuse), or a timed call due */
+  tc->sample_left--;
+  bump(&tc->st.frees[pg->cls], 1);
+  if (nnmem__debug) memset(ptr, 0x55, pg->bsize);
+  *(void **)ptr = pg->free;
+  ((uintptr_t *)ptr)[1] = tag;
+  pg->free = ptr;
+  if (__builtin_expect(--pg->used == 0 || !pg->in_avail, 0))
+    local_free_tail(tc, pg);
+  return 1;
+}
+
+int nnmem__allocator_free_fast(nnmem_allocator_t *a, void *ptr) {
+  return free_fast(a, ptr);
+}
+
 static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
-  if (free_queued(a, ptr)) return NNMEM_OK;
+  if (a && (free_fast(a, ptr) || free_queued(a, ptr))) return NNMEM_OK;
   return free_general(a, ptr);
 }
 
@@ -1238,7 +1312,8 @@ static __attribute__((noinline)) void free_report_slow(nnmem_allocator_t *a,
 }
 
 void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr) {
-  if (__builtin_expect(!free_queued(a, ptr), 0)) free_report_slow(a, ptr);
+  if (__builtin_expect(!a || (!free_fast(a, ptr) && !free_queued(a, ptr)), 0))
+    free_report_slow(a, ptr);
 }
 
 void nnmem_allocator_thread_flush(nnmem_allocator_t *a) {
@@ -1414,6 +1489,8 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   a->no_cache = c.no_thread_cache != 0;
   a->sample_every = c.latency_sample ? c.latency_sample : 64;
   a->free_batch = c.free_batch > PEND_MAX ? PEND_MAX : c.free_batch;
+  atomic_store_explicit(&a->free_hooks, a->free_batch != 0,
+                        memory_order_relaxed);
   a->decommit = c.decommit_spans != 0;
   long os_page = sysconf(_SC_PAGESIZE);
   a->os_page = os_page > 0 ? (uint32_t)os_page : 4096u;
@@ -1486,7 +1563,10 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a) {
   if (!a) return;
   nnmem__leaks_destroy(leaks_of(a)); /* writes the report, if configured */
   pthread_key_delete(a->key);
-  if (tls_cur.a == a) tls_cur.a = NULL;
+  if (tls_cur.a == a) {
+    tls_cur.a = NULL;
+    tls_cur.id = 0;
+  }
   while (a->caches) {
     tcache_t *t = a->caches;
     a->caches = t->next_all;
@@ -1776,8 +1856,13 @@ nnmem_status_t nnmem__allocator_attach_profiler(nnmem_allocator_t *a,
                                                 nnmem_profiler_t *pr) {
   if (!pr) {
     atomic_store_explicit(&a->prof, NULL, memory_order_release);
+    atomic_store_explicit(&a->free_hooks, a->free_batch != 0,
+                          memory_order_release);
     return NNMEM_OK;
   }
+  /* the frees' test first: a block the profiler saw allocated is never
+   * freed past it (a failed attach leaves it: a profiler is attached) */
+  atomic_store_explicit(&a->free_hooks, 1, memory_order_seq_cst);
   nnmem_profiler_t *none = NULL;
   return atomic_compare_exchange_strong(&a->prof, &none, pr) ? NNMEM_OK
                                                              : NNMEM_ERR_STATE;

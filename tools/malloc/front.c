@@ -54,7 +54,6 @@
 #define SMALL_MAX (1u << 20) /* tiered: slab classes below (no TLSF tier) */
 #define LARGE_MIN (1u << 20) /* tiered: a mapping per block from here */
 #define BOOT_SIZE (1u << 20)
-#define FREE_BATCH 64 /* queued small frees (nnmem_allocator_config_t) */
 
 int nnmem__divert;
 
@@ -96,6 +95,10 @@ char *__wrap_strdup(const char *s) {
 enum { ST_NONE, ST_INIT, ST_READY, ST_FAILED };
 static _Atomic int state = ST_NONE;
 static nnmem_allocator_t *heap_a;
+/* heap_a once it is ready and neither recording nor serving diverts the
+ * calls; NULL otherwise: the one load and test of malloc's and free's
+ * common case */
+static _Atomic(nnmem_allocator_t *) fast_a;
 static int abort_on_misuse;
 static _Atomic int misuse_reported;
 static _Thread_local __attribute__((tls_model("initial-exec"))) int in_init;
@@ -227,10 +230,11 @@ static void create(void) {
     cfg.leaks = &off;
     const char *ab = getenv("NNMEM_MALLOC_ABORT");
     abort_on_misuse = ab && ab[0] == '1';
-    /* small frees are queued and returned FREE_BATCH at a time (their cache
-     * misses overlap); a bad one is then reported at the flush. Aborting on
-     * misuse wants the bad call itself: no queue then. */
-    cfg.free_batch = abort_on_misuse ? 0 : FREE_BATCH;
+    /* frees are not queued (free_batch 0): the immediate free's fast path
+     * (a block of the thread's own span: a push on the span's free list)
+     * costs less than queueing it, and a bad free is reported by the
+     * call itself */
+    cfg.free_batch = 0;
     cfg.on_misuse = late_bad_free;
     /* spans of blocks over 8 KiB that empty give their pages back once
      * 64 MiB of them are resident, and free blocks from 8 KiB in spans
@@ -256,6 +260,8 @@ static void create(void) {
     if (!nnmem__serving) /* not serving after all: no planned block exists */
       __atomic_store_n(&nnmem__divert, nnmem__recording, __ATOMIC_RELEASE);
   }
+  if (a && !__atomic_load_n(&nnmem__divert, __ATOMIC_ACQUIRE))
+    atomic_store_explicit(&fast_a, a, memory_order_release);
   in_init = 0;
   if (!a) {
     nnmem__say("nnmem malloc: cannot create the allocator (no memory); aborting\n");
@@ -355,30 +361,24 @@ static __attribute__((noinline)) void free_slow(void *p) {
   do_free("free", p);
 }
 
-/* The common case first: the allocator ready, no recording, a size in
+/* The common case first: the allocator ready, nothing diverting, a size in
  * (0, PTRDIFF_MAX]; anything else (and a failure) is do_alloc. */
 API void *malloc(size_t n) {
-  if (__builtin_expect(
-          atomic_load_explicit(&state, memory_order_acquire) == ST_READY &&
-              !nnmem__divert && n - 1 < (size_t)PTRDIFF_MAX,
-          1)) {
-    void *p = nnmem_alloc(heap_a, n);
+  nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
+  if (__builtin_expect(a != NULL && n - 1 < (size_t)PTRDIFF_MAX, 1)) {
+    void *p = nnmem_alloc(a, n);
     if (__builtin_expect(p != NULL, 1)) return p;
   }
   return malloc_slow(n);
 }
 
-/* The common case is one call: a refused pointer reaches bad_pointer
- * through the allocator's on_misuse (late_bad_free). */
+/* The common case is the allocator's fast free (a block of the calling
+ * thread's own span); anything else, NULL and the bootstrap arena
+ * included, is do_free (a refused pointer: bad_pointer). */
 API void free(void *p) {
-  if (__builtin_expect(
-          p && !in_boot(p) &&
-              atomic_load_explicit(&state, memory_order_acquire) == ST_READY &&
-              !nnmem__divert,
-          1)) {
-    nnmem__allocator_free_report(heap_a, p);
+  nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
+  if (__builtin_expect(a != NULL, 1) && nnmem__allocator_free_fast(a, p))
     return;
-  }
   free_slow(p);
 }
 
