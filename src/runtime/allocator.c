@@ -139,12 +139,6 @@ typedef struct page {
    * last; written with leak_mark). A free looks here only when leak_mark
    * says several records (this second header line is read only then). */
   _Atomic uint64_t leak_recs;
-  /* rem bit i set: block i waits on the owner's remote stack; set by the
-   * freeing thread with an atomic or (the one that finds it set already
-   * refuses: a block is never pushed twice, which would loop the stack),
-   * cleared by the owner's drain. The words sit in the page after the
-   * header. (Whether a block is free is its tag word: blk_tag.) */
-  _Atomic uint64_t *bits;
   /* decommit_spans, classes from 8 KiB (cap <= 64): bit i set, block i
    * is free, off the free list, its whole pages given back (purged: no
    * state in the block, it may read as 0); owner only */
@@ -157,21 +151,44 @@ typedef struct page {
 _Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
                "the hot fields fill the header's first line");
 
-#define REM_W(pg, i) (&(pg)->bits[(i) >> 6])
-
-/* A free block (on a free list, a remote stack, or carved and never
- * handed out) carries its link in word 0 and its tag in word 1:
- * (key ^ address) | 1, with the allocator's random key; a block handed out
- * has word 1 cleared (0, or the debug fill 0xAA..: even), so a free that
- * finds the tag is a second free. The check reads the line the free
- * writes anyway (no side table on the allocation path). A program could
- * forge a tag only by reading freed memory; one that overwrites a freed
- * block's word 1 (use after free) hides a later second free. */
-static inline uintptr_t blk_tag(uint64_t key, const void *b) {
-  return (uintptr_t)(key ^ (uintptr_t)b) | 1u;
+/* The block bits, right after the header, a pair of words per 64 blocks
+ * (one line holds four pairs):
+ *
+ *   header (128) | free 0..63 | rem 0..63 | free 64..127 | rem 64.. | ...
+ *
+ * Free bit i (FREE_W) set: block i is free: on its span's free list,
+ * carved and never handed out, or purged. Written by the owner only
+ * (relaxed loads and stores: plain moves), read by any freeing thread.
+ * Rem bit i (REM_W) set: block i waits on the owner's remote stack; set
+ * by the freeing thread with an atomic or (the one that finds it set
+ * already refuses: a block is never pushed twice, which would loop the
+ * stack), cleared by the owner's drain. A free checks both (one line) and
+ * sets its own, an allocation clears the free bit: a second free is
+ * refused without reading the block (a free's only access to the block
+ * is the link it writes, so the misses of frees of cold blocks overlap).
+ * The remote stack links through a block's word 1, the free list through
+ * word 0: an owner's free racing another thread's free of the same block
+ * (both may pass the checks) cannot join the two lists. */
+#define BITS_W(pg, i) \
+  ((_Atomic uint64_t *)((char *)(pg) + PAGE_HDR) + 2 * ((i) >> 6))
+#define FREE_W(pg, i) BITS_W(pg, i)
+#define REM_W(pg, i) (BITS_W(pg, i) + 1)
+static inline int free_bit(const page_t *pg, uint32_t i) {
+  return (int)((atomic_load_explicit(FREE_W(pg, i), memory_order_relaxed) >>
+                (i & 63)) &
+               1);
 }
-static inline int blk_tagged(uint64_t key, const void *b) {
-  return ((const uintptr_t *)b)[1] == blk_tag(key, b);
+static inline void free_bit_set(page_t *pg, uint32_t i) {
+  _Atomic uint64_t *w = FREE_W(pg, i);
+  atomic_store_explicit(
+      w, atomic_load_explicit(w, memory_order_relaxed) | (1ull << (i & 63)),
+      memory_order_relaxed);
+}
+static inline void free_bit_clear(page_t *pg, uint32_t i) {
+  _Atomic uint64_t *w = FREE_W(pg, i);
+  atomic_store_explicit(
+      w, atomic_load_explicit(w, memory_order_relaxed) & ~(1ull << (i & 63)),
+      memory_order_relaxed);
 }
 
 typedef struct tstat { /* written by the owner only (relaxed) */
@@ -185,7 +202,6 @@ typedef struct tstat { /* written by the owner only (relaxed) */
 
 struct tcache {
   nnmem_allocator_t *a;
-  uint64_t key; /* a->tag_key (blk_tag), next to the hot fields */
   page_t *avail[NCLASS];
   uint32_t empty[NCLASS]; /* pages with used == 0 kept on avail */
   uint32_t sample_left;   /* calls until the next timed one (owner only) */
@@ -232,7 +248,6 @@ struct nnmem_allocator {
   int decommit;          /* madvise(MADV_DONTNEED) released large spans
                             and idle free blocks (purge_tick) */
   uint32_t os_page;      /* the system's page size (purge_runs) */
-  uint64_t tag_key;      /* random, for the free blocks' tags (blk_tag) */
   void (*on_misuse)(void *ctx, const void *ptr);
   void *misuse_ctx;
   pthread_key_t key;
@@ -451,15 +466,15 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->span = span;
   pg->bsize = class_size[cls];
   pg->recip = ((1ULL << RECIP_SHIFT) + pg->bsize - 1) / pg->bsize;
-  /* the most blocks that fit after the header and their bits */
+  /* the most blocks that fit after the header and their bits: a free word
+   * and a rem word per 64 blocks (16 bytes: block 0 stays 16-aligned) */
   uint32_t cap = (room - PAGE_HDR) / pg->bsize, first;
   for (;; cap--) {
-    first = PAGE_HDR + 16 * ((cap + 127) / 128); /* 16-byte aligned */
+    first = PAGE_HDR + 16 * ((cap + 63) / 64);
     if (first + (size_t)cap * pg->bsize <= room) break;
   }
   pg->first = first;
-  pg->bits = (_Atomic uint64_t *)((char *)pg + PAGE_HDR);
-  memset((void *)pg->bits, 0, first - PAGE_HDR); /* a reused page */
+  memset((char *)pg + PAGE_HDR, 0, first - PAGE_HDR); /* a reused page */
   pg->bump = (char *)pg + first;
   pg->end = (char *)pg + first + (size_t)cap * pg->bsize;
   pg->relink = cap / 8 ? cap / 8 : 1;
@@ -504,7 +519,9 @@ static void page_release(tcache_t *tc, page_t *pg) {
  * that the drain finds its header (and no span made anew there). */
 static int rem_pending(const page_t *pg) {
   for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++)
-    if (atomic_load_explicit(&pg->bits[w], memory_order_relaxed)) return 1;
+    if (atomic_load_explicit(REM_W(pg, (uint64_t)w << 6),
+                             memory_order_relaxed))
+      return 1;
   return 0;
 }
 
@@ -512,7 +529,7 @@ static int rem_pending(const page_t *pg) {
 static void local_free(tcache_t *tc, page_t *pg, void *blk) {
   if (nnmem__debug) memset(blk, 0x55, pg->bsize);
   *(void **)blk = pg->free;
-  ((uintptr_t *)blk)[1] = blk_tag(tc->key, blk);
+  free_bit_set(pg, blk_index(pg, blk));
   pg->free = blk;
   if (!pg->in_avail && pg->cap - pg->used + 1 >= pg->relink)
     avail_push(tc, pg); /* with a few free blocks, not just this one */
@@ -594,12 +611,11 @@ static void page_purge(nnmem_allocator_t *a, page_t *pg) {
 
 /* The lowest purged block of pg onto its (empty) free list: 1, or 0 when
  * none is purged. */
-static int page_unpurge(page_t *pg, uint64_t key) {
+static int page_unpurge(page_t *pg) {
   if (pg->cls < PURGE_MIN_CLS || !pg->purged) return 0;
   char *b = blk_at(pg, (uint32_t)__builtin_ctzll(pg->purged));
   pg->purged &= pg->purged - 1;
-  *(void **)b = NULL;
-  ((uintptr_t *)b)[1] = blk_tag(key, b);
+  *(void **)b = NULL; /* its free bit stayed set */
   pg->free = b;
   return 1;
 }
@@ -626,7 +642,7 @@ static inline int64_t small_index(const page_t *pg, const void *ptr);
 static void drain_remote(tcache_t *tc) {
   void *b = atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
   while (b) {
-    void *next = *(void **)b;
+    void *next = ((void **)b)[1]; /* the stack's link: word 1 */
     page_t *pg = block_page(tc->a, b);
     if (!pg || pg->magic != PAGE_MAGIC || pg->owner != tc ||
         small_index(pg, b) < 0) {
@@ -638,10 +654,14 @@ static void drain_remote(tcache_t *tc) {
       continue;
     }
     uint32_t i = blk_index(pg, b);
-    atomic_fetch_and_explicit(REM_W(pg, i), ~(1ULL << (i & 63)),
-                              memory_order_relaxed);
-    if ((char *)b >= pg->bump || pg->used == 0 || purged_has(pg, b)) {
-      /* never handed out, or free already */
+    uint64_t bit = 1ULL << (i & 63);
+    if (!(atomic_load_explicit(REM_W(pg, i), memory_order_relaxed) & bit))
+      break; /* no block of this stack: a link overwritten (a double free
+                racing this one, debug fill): the rest is dropped, leaked,
+                never handed out twice */
+    atomic_fetch_and_explicit(REM_W(pg, i), ~bit, memory_order_relaxed);
+    if ((char *)b >= pg->bump || pg->used == 0 || free_bit(pg, i)) {
+      /* never handed out, or free already (purged included) */
       (void)misuse(tc->a);
       late_misuse(tc->a, b);
     } else {
@@ -720,8 +740,7 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
     } else if ((tc = aligned_alloc(128, (sizeof *tc + 127) & ~(size_t)127))) {
       memset(tc, 0, sizeof *tc); /* own cache lines: no false sharing */
       tc->a = a;
-      tc->key = a->tag_key;
-      tc->sample_left = a->sample_every;
+          tc->sample_left = a->sample_every;
       tc->next_all = a->caches;
       a->caches = tc;
     }
@@ -758,15 +777,16 @@ static inline tcache_t *cache_get(nnmem_allocator_t *a) {
 #define EXTEND_BLOCKS 64
 #define EXTEND_BYTES (16u << 10) /* at least one block: untouched memory of
                                     a large span stays unmapped */
-static int page_extend(page_t *pg, uint64_t key) {
+static int page_extend(page_t *pg) {
   if (pg->bump >= pg->end) return 0;
   uint32_t n = EXTEND_BYTES / pg->bsize;
   n = n < 1 ? 1 : n > EXTEND_BLOCKS ? EXTEND_BLOCKS : n;
   char *first = pg->bump, *stop = first + (size_t)n * pg->bsize;
   if (stop > pg->end) stop = pg->end;
-  for (char *p = first; p < stop; p += pg->bsize) {
+  uint32_t i = blk_index(pg, first);
+  for (char *p = first; p < stop; p += pg->bsize, i++) {
     *(void **)p = p + pg->bsize < stop ? p + pg->bsize : pg->free;
-    ((uintptr_t *)p)[1] = blk_tag(key, p);
+    free_bit_set(pg, i);
   }
   pg->free = first;
   pg->bump = stop;
@@ -775,7 +795,7 @@ static int page_extend(page_t *pg, uint64_t key) {
 
 static inline void *page_pop(tcache_t *tc, page_t *pg, void *b) {
   pg->free = *(void **)b;
-  ((uintptr_t *)b)[1] = 0; /* handed out: no tag */
+  free_bit_clear(pg, blk_index(pg, b)); /* handed out */
   if (pg->used++ == 0) tc->empty[pg->cls]--;
   return b;
 }
@@ -796,7 +816,7 @@ static __attribute__((noinline)) void *small_alloc_slow(tcache_t *tc,
       bump(&tc->st.misses, 1);
       if (!(pg = page_new(tc, cls))) return NULL;
     }
-    if (pg->free || page_unpurge(pg, tc->key) || page_extend(pg, tc->key))
+    if (pg->free || page_unpurge(pg) || page_extend(pg))
       return page_pop(tc, pg, pg->free);
     avail_pop(tc, pg);
   }
@@ -1074,15 +1094,16 @@ static nnmem_status_t misuse(nnmem_allocator_t *a) {
 }
 
 /* Owner-thread checks of a block about to return to its page: never carved
- * (at or past the bump pointer), or free already (tagged: a double free,
- * on the free list or the remote stack). */
-static inline int local_misuse(const page_t *pg, const void *ptr,
-                               uint64_t key) {
-  uintptr_t w = ((const uintptr_t *)ptr)[1];
-  /* a purged block may read as 0 (its tag page given back) */
-  return (const char *)ptr >= pg->bump || w == blk_tag(key, ptr) ||
-         (__builtin_expect(pg->cls >= PURGE_MIN_CLS, 0) && w == 0 &&
-          purged_has(pg, ptr));
+ * (at or past the bump pointer), or free already (its free bit: on the
+ * free list, or purged), or waiting on the remote stack (its rem bit):
+ * a double free. */
+static inline int local_misuse(const page_t *pg, const void *ptr) {
+  if ((const char *)ptr >= pg->bump) return 1;
+  uint32_t i = blk_index(pg, ptr);
+  return (int)(((atomic_load_explicit(FREE_W(pg, i), memory_order_relaxed) |
+                 atomic_load_explicit(REM_W(pg, i), memory_order_relaxed)) >>
+                (i & 63)) &
+               1);
 }
 
 /* Block index of ptr in its span pg, or -1 when ptr is no block
@@ -1104,7 +1125,7 @@ static inline int64_t small_index(const page_t *pg, const void *ptr) {
 static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
                                         page_t *pg, void *ptr, uint32_t idx) {
   if (pg->owner == tc) {
-    if (__builtin_expect(local_misuse(pg, ptr, tc->key), 0))
+    if (__builtin_expect(local_misuse(pg, ptr), 0))
       return misuse(a);
     bump(&tc->st.frees[pg->cls], 1);
     if (__builtin_expect(--tc->sample_left == 0, 0)) {
@@ -1116,22 +1137,22 @@ static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
     }
     return NNMEM_OK;
   }
-  /* a block free already (tagged) or already on the remote stack (rem
-   * was set: two frees racing) is a second free (a block never carved
-   * is refused by the owner's drain: the bump pointer is the owner's) */
-  if (__builtin_expect(blk_tagged(a->tag_key, ptr), 0)) return misuse(a);
+  /* a block free already (its free bit) or already on the remote stack
+   * (rem was set: two frees racing) is a second free (a block never
+   * carved is refused by the owner's drain: the bump pointer is the
+   * owner's) */
+  if (__builtin_expect(free_bit(pg, idx), 0)) return misuse(a);
   uint64_t bit = 1ULL << (idx & 63);
   if (__builtin_expect(
           atomic_fetch_or_explicit(REM_W(pg, idx), bit, memory_order_relaxed) &
               bit,
           0))
     return misuse(a);
-  ((uintptr_t *)ptr)[1] = blk_tag(a->tag_key, ptr);
   if (tc) bump(&tc->st.frees[pg->cls], 1);
   tcache_t *owner = pg->owner;
   void *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
   do {
-    *(void **)ptr = old;
+    ((void **)ptr)[1] = old;
   } while (!atomic_compare_exchange_weak_explicit(
       &owner->remote, &old, ptr, memory_order_release, memory_order_relaxed));
   return NNMEM_OK;
@@ -1271,18 +1292,25 @@ static inline int free_fast(nnmem_allocator_t *a, void *ptr) {
   uint64_t off = p - blk0; /* wraps for a pointer in the header: huge */
   if (__builtin_expect(off >= (uint64_t)((uintptr_t)pg->bump - blk0), 0))
     return 0;
-  if (__builtin_expect(
-          ((off * pg->recip) & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip, 0))
+  uint64_t m = off * pg->recip;
+  if (__builtin_expect((m & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip, 0))
     return 0; /* interior pointer */
-  uintptr_t tag = blk_tag(tc->key, ptr);
-  if (__builtin_expect(((uintptr_t *)ptr)[1] == tag || tc->sample_left <= 1,
-                       0))
-    return 0; /* free already (misuse), or a timed call due */
+  uint32_t idx = (uint32_t)(m >> RECIP_SHIFT);
+  _Atomic uint64_t *fw = FREE_W(pg, idx);
+  uint64_t fv = atomic_load_explicit(fw, memory_order_relaxed),
+           bit = 1ull << (idx & 63);
+  if (__builtin_expect(
+          ((fv | atomic_load_explicit(REM_W(pg, idx), memory_order_relaxed)) &
+           bit) ||
+              tc->sample_left <= 1,
+          0))
+    return 0; /* free already or waiting on the remote stack (misuse), or
+                 a timed call due */
   tc->sample_left--;
   bump(&tc->st.frees[pg->cls], 1);
   if (nnmem__debug) memset(ptr, 0x55, pg->bsize);
   *(void **)ptr = pg->free;
-  ((uintptr_t *)ptr)[1] = tag;
+  atomic_store_explicit(fw, fv | bit, memory_order_relaxed);
   pg->free = ptr;
   if (__builtin_expect(--pg->used == 0 || !pg->in_avail, 0))
     local_free_tail(tc, pg);
@@ -1376,7 +1404,6 @@ nnmem_status_t nnmem__tcache_create(nnmem_allocator_t *a, const void *tag,
   if (!tc) return NNMEM_ERR_NOMEM;
   memset(tc, 0, sizeof *tc);
   tc->a = a;
-  tc->key = a->tag_key;
   tc->sample_left = UINT32_MAX; /* not sampled: no clock on this path */
   atomic_store_explicit(&tc->tag, tag, memory_order_relaxed);
   alock(a);
@@ -1422,7 +1449,7 @@ int nnmem__tcache_block_live(const void *ptr) {
   const page_t *pg =
       hdr_of_base((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
   int64_t idx = small_index(pg, ptr);
-  return idx >= 0 && !local_misuse(pg, ptr, pg->owner->key);
+  return idx >= 0 && !local_misuse(pg, ptr);
 }
 
 void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr) {
@@ -1450,7 +1477,7 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
       if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
       for (uint32_t k = 0; k < pg->cap && s == NNMEM_OK; k++) {
         char *b = (char *)pg + pg->first + (size_t)k * pg->bsize;
-        if (local_misuse(pg, b, tc->key)) continue;
+        if (local_misuse(pg, b)) continue;
         s = nnmem__grow((void **)&blk, &cap, n + 1, sizeof *blk);
         if (s == NNMEM_OK) blk[n++] = b;
       }
@@ -1494,9 +1521,6 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   a->decommit = c.decommit_spans != 0;
   long os_page = sysconf(_SC_PAGESIZE);
   a->os_page = os_page > 0 ? (uint32_t)os_page : 4096u;
-  if (getrandom(&a->tag_key, sizeof a->tag_key, GRND_NONBLOCK) !=
-      sizeof a->tag_key)
-    a->tag_key = (uintptr_t)a * 0x9e3779b97f4a7c15ull ^ nnmem__cycles();
   a->on_misuse = c.on_misuse;
   a->misuse_ctx = c.misuse_ctx;
   if (a->sample_every != 1 && a->sample_every != UINT32_MAX)
