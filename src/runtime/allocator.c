@@ -139,6 +139,12 @@ typedef struct page {
    * last; written with leak_mark). A free looks here only when leak_mark
    * says several records (this second header line is read only then). */
   _Atomic uint64_t leak_recs;
+  /* rem bit i set: block i waits on the owner's remote stack; set by the
+   * freeing thread with an atomic or (the one that finds it set already
+   * refuses: a block is never pushed twice, which would loop the stack),
+   * cleared by the owner's drain. The words sit in the page after the
+   * header. (Whether a block is free is its tag word: blk_tag.) */
+  _Atomic uint64_t *bits;
   /* decommit_spans, classes from 8 KiB (cap <= 64): bit i set, block i
    * is free, off the free list, its whole pages given back (purged: no
    * state in the block, it may read as 0); owner only */
@@ -151,44 +157,21 @@ typedef struct page {
 _Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
                "the hot fields fill the header's first line");
 
-/* The block bits, right after the header, a pair of words per 64 blocks
- * (one line holds four pairs):
- *
- *   header (128) | free 0..63 | rem 0..63 | free 64..127 | rem 64.. | ...
- *
- * Free bit i (FREE_W) set: block i is free: on its span's free list,
- * carved and never handed out, or purged. Written by the owner only
- * (relaxed loads and stores: plain moves), read by any freeing thread.
- * Rem bit i (REM_W) set: block i waits on the owner's remote stack; set
- * by the freeing thread with an atomic or (the one that finds it set
- * already refuses: a block is never pushed twice, which would loop the
- * stack), cleared by the owner's drain. A free checks both (one line) and
- * sets its own, an allocation clears the free bit: a second free is
- * refused without reading the block (a free's only access to the block
- * is the link it writes, so the misses of frees of cold blocks overlap).
- * The remote stack links through a block's word 1, the free list through
- * word 0: an owner's free racing another thread's free of the same block
- * (both may pass the checks) cannot join the two lists. */
-#define BITS_W(pg, i) \
-  ((_Atomic uint64_t *)((char *)(pg) + PAGE_HDR) + 2 * ((i) >> 6))
-#define FREE_W(pg, i) BITS_W(pg, i)
-#define REM_W(pg, i) (BITS_W(pg, i) + 1)
-static inline int free_bit(const page_t *pg, uint32_t i) {
-  return (int)((atomic_load_explicit(FREE_W(pg, i), memory_order_relaxed) >>
-                (i & 63)) &
-               1);
+#define REM_W(pg, i) (&(pg)->bits[(i) >> 6])
+
+/* A free block (on a free list, a remote stack, or carved and never
+ * handed out) carries its link in word 0 and its tag in word 1:
+ * (key ^ address) | 1, with the allocator's random key; a block handed out
+ * has word 1 cleared (0, or the debug fill 0xAA..: even), so a free that
+ * finds the tag is a second free. The check reads the line the free
+ * writes anyway (no side table on the allocation path). A program could
+ * forge a tag only by reading freed memory; one that overwrites a freed
+ * block's word 1 (use after free) hides a later second free. */
+static inline uintptr_t blk_tag(uint64_t key, const void *b) {
+  return (uintptr_t)(key ^ (uintptr_t)b) | 1u;
 }
-static inline void free_bit_set(page_t *pg, uint32_t i) {
-  _Atomic uint64_t *w = FREE_W(pg, i);
-  atomic_store_explicit(
-      w, atomic_load_explicit(w, memory_order_relaxed) | (1ull << (i & 63)),
-      memory_order_relaxed);
-}
-static inline void free_bit_clear(page_t *pg, uint32_t i) {
-  _Atomic uint64_t *w = FREE_W(pg, i);
-  atomic_store_explicit(
-      w, atomic_load_explicit(w, memory_order_relaxed) & ~(1ull << (i & 63)),
-      memory_order_relaxed);
+static inline int blk_tagged(uint64_t key, const void *b) {
+  return ((const uintptr_t *)b)[1] == blk_tag(key, b);
 }
 
 typedef struct tstat { /* written by the owner only (relaxed) */
@@ -202,6 +185,7 @@ typedef struct tstat { /* written by the owner only (relaxed) */
 
 struct tcache {
   nnmem_allocator_t *a;
+  uint64_t key; /* a->tag_key (blk_tag), next to the hot fields */
   page_t *avail[NCLASS];
   uint32_t empty[NCLASS]; /* pages with used == 0 kept on avail */
   uint32_t sample_left;   /* calls until the next timed one (owner only) */
@@ -233,9 +217,6 @@ struct nnmem_allocator {
   /* this allocator's identity for tls_cur (a new one when leak records
    * are enabled, so that every thread re-arms its cache's countdown) */
   _Atomic uint64_t id;
-  /* nonzero: every free takes free_general (free_batch set, or a profiler
-   * attached): the fast free's one test of the allocator's hooks */
-  _Atomic uint32_t free_hooks;
   nnmem_backend_t *backend, *owned_backend;
   nnmem_pool_t *pool;       /* large blocks */
   /* spans of the thread caches by unit count (1 .. MAX_UNITS, each aligned
@@ -248,6 +229,7 @@ struct nnmem_allocator {
   int decommit;          /* madvise(MADV_DONTNEED) released large spans
                             and idle free blocks (purge_tick) */
   uint32_t os_page;      /* the system's page size (purge_runs) */
+  uint64_t tag_key;      /* random, for the free blocks' tags (blk_tag) */
   void (*on_misuse)(void *ctx, const void *ptr);
   void *misuse_ctx;
   pthread_key_t key;
@@ -466,15 +448,15 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->span = span;
   pg->bsize = class_size[cls];
   pg->recip = ((1ULL << RECIP_SHIFT) + pg->bsize - 1) / pg->bsize;
-  /* the most blocks that fit after the header and their bits: a free word
-   * and a rem word per 64 blocks (16 bytes: block 0 stays 16-aligned) */
+  /* the most blocks that fit after the header and their bits */
   uint32_t cap = (room - PAGE_HDR) / pg->bsize, first;
   for (;; cap--) {
-    first = PAGE_HDR + 16 * ((cap + 63) / 64);
+    first = PAGE_HDR + 16 * ((cap + 127) / 128); /* 16-byte aligned */
     if (first + (size_t)cap * pg->bsize <= room) break;
   }
   pg->first = first;
-  memset((char *)pg + PAGE_HDR, 0, first - PAGE_HDR); /* a reused page */
+  pg->bits = (_Atomic uint64_t *)((char *)pg + PAGE_HDR);
+  memset((void *)pg->bits, 0, first - PAGE_HDR); /* a reused page */
   pg->bump = (char *)pg + first;
   pg->end = (char *)pg + first + (size_t)cap * pg->bsize;
   pg->relink = cap / 8 ? cap / 8 : 1;
@@ -519,9 +501,7 @@ static void page_release(tcache_t *tc, page_t *pg) {
  * that the drain finds its header (and no span made anew there). */
 static int rem_pending(const page_t *pg) {
   for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++)
-    if (atomic_load_explicit(REM_W(pg, (uint64_t)w << 6),
-                             memory_order_relaxed))
-      return 1;
+    if (atomic_load_explicit(&pg->bits[w], memory_order_relaxed)) return 1;
   return 0;
 }
 
@@ -529,7 +509,7 @@ static int rem_pending(const page_t *pg) {
 static void local_free(tcache_t *tc, page_t *pg, void *blk) {
   if (nnmem__debug) memset(blk, 0x55, pg->bsize);
   *(void **)blk = pg->free;
-  free_bit_set(pg, blk_index(pg, blk));
+  ((uintptr_t *)blk)[1] = blk_tag(tc->key, blk);
   pg->free = blk;
   if (!pg->in_avail && pg->cap - pg->used + 1 >= pg->relink)
     avail_push(tc, pg); /* with a few free blocks, not just this one */
@@ -611,11 +591,12 @@ static void page_purge(nnmem_allocator_t *a, page_t *pg) {
 
 /* The lowest purged block of pg onto its (empty) free list: 1, or 0 when
  * none is purged. */
-static int page_unpurge(page_t *pg) {
+static int page_unpurge(page_t *pg, uint64_t key) {
   if (pg->cls < PURGE_MIN_CLS || !pg->purged) return 0;
   char *b = blk_at(pg, (uint32_t)__builtin_ctzll(pg->purged));
   pg->purged &= pg->purged - 1;
-  *(void **)b = NULL; /* its free bit stayed set */
+  *(void **)b = NULL;
+  ((uintptr_t *)b)[1] = blk_tag(key, b);
   pg->free = b;
   return 1;
 }
@@ -642,7 +623,7 @@ static inline int64_t small_index(const page_t *pg, const void *ptr);
 static void drain_remote(tcache_t *tc) {
   void *b = atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
   while (b) {
-    void *next = ((void **)b)[1]; /* the stack's link: word 1 */
+    void *next = *(void **)b;
     page_t *pg = block_page(tc->a, b);
     if (!pg || pg->magic != PAGE_MAGIC || pg->owner != tc ||
         small_index(pg, b) < 0) {
@@ -654,14 +635,10 @@ static void drain_remote(tcache_t *tc) {
       continue;
     }
     uint32_t i = blk_index(pg, b);
-    uint64_t bit = 1ULL << (i & 63);
-    if (!(atomic_load_explicit(REM_W(pg, i), memory_order_relaxed) & bit))
-      break; /* no block of this stack: a link overwritten (a double free
-                racing this one, debug fill): the rest is dropped, leaked,
-                never handed out twice */
-    atomic_fetch_and_explicit(REM_W(pg, i), ~bit, memory_order_relaxed);
-    if ((char *)b >= pg->bump || pg->used == 0 || free_bit(pg, i)) {
-      /* never handed out, or free already (purged included) */
+    atomic_fetch_and_explicit(REM_W(pg, i), ~(1ULL << (i & 63)),
+                              memory_order_relaxed);
+    if ((char *)b >= pg->bump || pg->used == 0 || purged_has(pg, b)) {
+      /* never handed out, or free already */
       (void)misuse(tc->a);
       late_misuse(tc->a, b);
     } else {
@@ -740,7 +717,8 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
     } else if ((tc = aligned_alloc(128, (sizeof *tc + 127) & ~(size_t)127))) {
       memset(tc, 0, sizeof *tc); /* own cache lines: no false sharing */
       tc->a = a;
-          tc->sample_left = a->sample_every;
+      tc->key = a->tag_key;
+      tc->sample_left = a->sample_every;
       tc->next_all = a->caches;
       a->caches = tc;
     }
@@ -777,16 +755,15 @@ static inline tcache_t *cache_get(nnmem_allocator_t *a) {
 #define EXTEND_BLOCKS 64
 #define EXTEND_BYTES (16u << 10) /* at least one block: untouched memory of
                                     a large span stays unmapped */
-static int page_extend(page_t *pg) {
+static int page_extend(page_t *pg, uint64_t key) {
   if (pg->bump >= pg->end) return 0;
   uint32_t n = EXTEND_BYTES / pg->bsize;
   n = n < 1 ? 1 : n > EXTEND_BLOCKS ? EXTEND_BLOCKS : n;
   char *first = pg->bump, *stop = first + (size_t)n * pg->bsize;
   if (stop > pg->end) stop = pg->end;
-  uint32_t i = blk_index(pg, first);
-  for (char *p = first; p < stop; p += pg->bsize, i++) {
+  for (char *p = first; p < stop; p += pg->bsize) {
     *(void **)p = p + pg->bsize < stop ? p + pg->bsize : pg->free;
-    free_bit_set(pg, i);
+    ((uintptr_t *)p)[1] = blk_tag(key, p);
   }
   pg->free = first;
   pg->bump = stop;
@@ -795,7 +772,7 @@ static int page_extend(page_t *pg) {
 
 static inline void *page_pop(tcache_t *tc, page_t *pg, void *b) {
   pg->free = *(void **)b;
-  free_bit_clear(pg, blk_index(pg, b)); /* handed out */
+  ((uintptr_t *)b)[1] = 0; /* handed out: no tag */
   if (pg->used++ == 0) tc->empty[pg->cls]--;
   return b;
 }
@@ -816,7 +793,7 @@ static __attribute__((noinline)) void *small_alloc_slow(tcache_t *tc,
       bump(&tc->st.misses, 1);
       if (!(pg = page_new(tc, cls))) return NULL;
     }
-    if (pg->free || page_unpurge(pg) || page_extend(pg))
+    if (pg->free || page_unpurge(pg, tc->key) || page_extend(pg, tc->key))
       return page_pop(tc, pg, pg->free);
     avail_pop(tc, pg);
   }
@@ -1036,8 +1013,10 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   void *b = NULL;
   tcache_t *tc;
   unsigned cls;
-  /* size 0 and sizes over SMALL_MAX: one compare; a current cache implies
-   * thread caches (no_cache never makes one) and a != NULL */
+  /* size 0 and sizes over SMALL_MAX: one compare; the thread's cache is
+   * current when its identity is a's (identities are never reused, and
+   * a cache's thread exit clears it); a current cache implies thread
+   * caches (no_cache never makes one) */
   if (__builtin_expect(size - 1 >= SMALL_MAX || !a, 0)) goto general;
   if (__builtin_expect(tls_cur.id != alloc_id(a) || prof_of(a) != NULL, 0))
     goto general;
@@ -1053,7 +1032,7 @@ void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
   if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return b;
 slow:
   return alloc_slow(a, size, pg, b);
-general: /* the fast path's cases that need `a` first */
+general: /* the cases that need `a` first */
   if (!a || size == 0) return NULL;
   nnmem_profiler_t *pr = prof_of(a);
   if (__builtin_expect(pr != NULL, 0))
@@ -1094,16 +1073,15 @@ static nnmem_status_t misuse(nnmem_allocator_t *a) {
 }
 
 /* Owner-thread checks of a block about to return to its page: never carved
- * (at or past the bump pointer), or free already (its free bit: on the
- * free list, or purged), or waiting on the remote stack (its rem bit):
- * a double free. */
-static inline int local_misuse(const page_t *pg, const void *ptr) {
-  if ((const char *)ptr >= pg->bump) return 1;
-  uint32_t i = blk_index(pg, ptr);
-  return (int)(((atomic_load_explicit(FREE_W(pg, i), memory_order_relaxed) |
-                 atomic_load_explicit(REM_W(pg, i), memory_order_relaxed)) >>
-                (i & 63)) &
-               1);
+ * (at or past the bump pointer), or free already (tagged: a double free,
+ * on the free list or the remote stack). */
+static inline int local_misuse(const page_t *pg, const void *ptr,
+                               uint64_t key) {
+  uintptr_t w = ((const uintptr_t *)ptr)[1];
+  /* a purged block may read as 0 (its tag page given back) */
+  return (const char *)ptr >= pg->bump || w == blk_tag(key, ptr) ||
+         (__builtin_expect(pg->cls >= PURGE_MIN_CLS, 0) && w == 0 &&
+          purged_has(pg, ptr));
 }
 
 /* Block index of ptr in its span pg, or -1 when ptr is no block
@@ -1125,7 +1103,7 @@ static inline int64_t small_index(const page_t *pg, const void *ptr) {
 static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
                                         page_t *pg, void *ptr, uint32_t idx) {
   if (pg->owner == tc) {
-    if (__builtin_expect(local_misuse(pg, ptr), 0))
+    if (__builtin_expect(local_misuse(pg, ptr, tc->key), 0))
       return misuse(a);
     bump(&tc->st.frees[pg->cls], 1);
     if (__builtin_expect(--tc->sample_left == 0, 0)) {
@@ -1137,22 +1115,22 @@ static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
     }
     return NNMEM_OK;
   }
-  /* a block free already (its free bit) or already on the remote stack
-   * (rem was set: two frees racing) is a second free (a block never
-   * carved is refused by the owner's drain: the bump pointer is the
-   * owner's) */
-  if (__builtin_expect(free_bit(pg, idx), 0)) return misuse(a);
+  /* a block free already (tagged) or already on the remote stack (rem
+   * was set: two frees racing) is a second free (a block never carved
+   * is refused by the owner's drain: the bump pointer is the owner's) */
+  if (__builtin_expect(blk_tagged(a->tag_key, ptr), 0)) return misuse(a);
   uint64_t bit = 1ULL << (idx & 63);
   if (__builtin_expect(
           atomic_fetch_or_explicit(REM_W(pg, idx), bit, memory_order_relaxed) &
               bit,
           0))
     return misuse(a);
+  ((uintptr_t *)ptr)[1] = blk_tag(a->tag_key, ptr);
   if (tc) bump(&tc->st.frees[pg->cls], 1);
   tcache_t *owner = pg->owner;
   void *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
   do {
-    ((void **)ptr)[1] = old;
+    *(void **)ptr = old;
   } while (!atomic_compare_exchange_weak_explicit(
       &owner->remote, &old, ptr, memory_order_release, memory_order_relaxed));
   return NNMEM_OK;
@@ -1234,7 +1212,7 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   if (__builtin_expect(!a || !a->free_batch || !(p & (PAGE_SIZE - 1)) ||
                            (p >> 48) || prof_of(a) || leaks_of(a) ||
-                           tls_cur.a != a || tls_cur.id != alloc_id(a),
+                           tls_cur.id != alloc_id(a),
                        0))
     return 0;
   _Atomic uint8_t *s = reg_slot(a, p, 0);
@@ -1249,80 +1227,8 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   return 1;
 }
 
-/* local_free's cases past the fast free: a page off its avail stack, or
- * one whose last block came back (empty count, relink, release). */
-static __attribute__((noinline)) void local_free_tail(tcache_t *tc,
-                                                      page_t *pg) {
-  if (!pg->in_avail && pg->cap - pg->used >= pg->relink) avail_push(tc, pg);
-  if (pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
-    page_release(tc, pg);
-}
-
-/* The immediate free's fast path (no free_batch): a block of a one-unit
- * span (classes below PURGE_MIN_CLS) of the calling thread's current
- * cache, on a page without leak records, no profiler, no timed call due.
- * The same checks as free_general -> small_free's owner case, in the same
- * order of outcome: below the bump pointer, on a block boundary (off *
- * recip: the low 40 bits are below recip iff off is a multiple of bsize,
- * see small_index), not tagged free. 1: freed; 0: nothing done (every
- * other case, misuse included, is free_general's). Registry: two loads;
- * the header's first line; the block's two words. */
-static inline int free_fast(nnmem_allocator_t *a, void *ptr) {
-  uintptr_t p = (uintptr_t)ptr;
-  if (__builtin_expect((p >> 48) || tls_cur.id != alloc_id(a) ||
-                           atomic_load_explicit(&a->free_hooks,
-                                                memory_order_relaxed),
-                       0))
-    return 0;
-  _Atomic uint8_t *leaf = atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF],
-                                               memory_order_acquire);
-  if (__builtin_expect(!leaf, 0)) return 0;
-  if (__builtin_expect(atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
-                                            memory_order_acquire) != 1,
-                       0))
-    return 0; /* no span, or a span of several units (classes > 8 KiB) */
-  page_t *pg = hdr_of_base(p & ~(uintptr_t)(PAGE_SIZE - 1));
-  tcache_t *tc = tls_cur.tc;
-  if (__builtin_expect(pg->owner != tc || pg->cls >= PURGE_MIN_CLS ||
-                           atomic_load_explicit(&pg->leak_mark,
-                                                memory_order_relaxed) != 0,
-                       0))
-    return 0;
-  uintptr_t blk0 = (uintptr_t)pg + pg->first;
-  uint64_t off = p - blk0; /* wraps for a pointer in the header: huge */
-  if (__builtin_expect(off >= (uint64_t)((uintptr_t)pg->bump - blk0), 0))
-    return 0;
-  uint64_t m = off * pg->recip;
-  if (__builtin_expect((m & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip, 0))
-    return 0; /* interior pointer */
-  uint32_t idx = (uint32_t)(m >> RECIP_SHIFT);
-  _Atomic uint64_t *fw = FREE_W(pg, idx);
-  uint64_t fv = atomic_load_explicit(fw, memory_order_relaxed),
-           bit = 1ull << (idx & 63);
-  if (__builtin_expect(
-          ((fv | atomic_load_explicit(REM_W(pg, idx), memory_order_relaxed)) &
-           bit) ||
-              tc->sample_left <= 1,
-          0))
-    return 0; /* free already or waiting on the remote stack (misuse), or
-                 a timed call due */
-  tc->sample_left--;
-  bump(&tc->st.frees[pg->cls], 1);
-  if (nnmem__debug) memset(ptr, 0x55, pg->bsize);
-  *(void **)ptr = pg->free;
-  atomic_store_explicit(fw, fv | bit, memory_order_relaxed);
-  pg->free = ptr;
-  if (__builtin_expect(--pg->used == 0 || !pg->in_avail, 0))
-    local_free_tail(tc, pg);
-  return 1;
-}
-
-int nnmem__allocator_free_fast(nnmem_allocator_t *a, void *ptr) {
-  return free_fast(a, ptr);
-}
-
 static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
-  if (a && (free_fast(a, ptr) || free_queued(a, ptr))) return NNMEM_OK;
+  if (free_queued(a, ptr)) return NNMEM_OK;
   return free_general(a, ptr);
 }
 
@@ -1340,8 +1246,7 @@ static __attribute__((noinline)) void free_report_slow(nnmem_allocator_t *a,
 }
 
 void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr) {
-  if (__builtin_expect(!a || (!free_fast(a, ptr) && !free_queued(a, ptr)), 0))
-    free_report_slow(a, ptr);
+  if (__builtin_expect(!free_queued(a, ptr), 0)) free_report_slow(a, ptr);
 }
 
 void nnmem_allocator_thread_flush(nnmem_allocator_t *a) {
@@ -1404,6 +1309,7 @@ nnmem_status_t nnmem__tcache_create(nnmem_allocator_t *a, const void *tag,
   if (!tc) return NNMEM_ERR_NOMEM;
   memset(tc, 0, sizeof *tc);
   tc->a = a;
+  tc->key = a->tag_key;
   tc->sample_left = UINT32_MAX; /* not sampled: no clock on this path */
   atomic_store_explicit(&tc->tag, tag, memory_order_relaxed);
   alock(a);
@@ -1449,7 +1355,7 @@ int nnmem__tcache_block_live(const void *ptr) {
   const page_t *pg =
       hdr_of_base((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
   int64_t idx = small_index(pg, ptr);
-  return idx >= 0 && !local_misuse(pg, ptr);
+  return idx >= 0 && !local_misuse(pg, ptr, pg->owner->key);
 }
 
 void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr) {
@@ -1477,7 +1383,7 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
       if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
       for (uint32_t k = 0; k < pg->cap && s == NNMEM_OK; k++) {
         char *b = (char *)pg + pg->first + (size_t)k * pg->bsize;
-        if (local_misuse(pg, b)) continue;
+        if (local_misuse(pg, b, tc->key)) continue;
         s = nnmem__grow((void **)&blk, &cap, n + 1, sizeof *blk);
         if (s == NNMEM_OK) blk[n++] = b;
       }
@@ -1516,11 +1422,12 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   a->no_cache = c.no_thread_cache != 0;
   a->sample_every = c.latency_sample ? c.latency_sample : 64;
   a->free_batch = c.free_batch > PEND_MAX ? PEND_MAX : c.free_batch;
-  atomic_store_explicit(&a->free_hooks, a->free_batch != 0,
-                        memory_order_relaxed);
   a->decommit = c.decommit_spans != 0;
   long os_page = sysconf(_SC_PAGESIZE);
   a->os_page = os_page > 0 ? (uint32_t)os_page : 4096u;
+  if (getrandom(&a->tag_key, sizeof a->tag_key, GRND_NONBLOCK) !=
+      sizeof a->tag_key)
+    a->tag_key = (uintptr_t)a * 0x9e3779b97f4a7c15ull ^ nnmem__cycles();
   a->on_misuse = c.on_misuse;
   a->misuse_ctx = c.misuse_ctx;
   if (a->sample_every != 1 && a->sample_every != UINT32_MAX)
@@ -1880,13 +1787,8 @@ nnmem_status_t nnmem__allocator_attach_profiler(nnmem_allocator_t *a,
                                                 nnmem_profiler_t *pr) {
   if (!pr) {
     atomic_store_explicit(&a->prof, NULL, memory_order_release);
-    atomic_store_explicit(&a->free_hooks, a->free_batch != 0,
-                          memory_order_release);
     return NNMEM_OK;
   }
-  /* the frees' test first: a block the profiler saw allocated is never
-   * freed past it (a failed attach leaves it: a profiler is attached) */
-  atomic_store_explicit(&a->free_hooks, 1, memory_order_seq_cst);
   nnmem_profiler_t *none = NULL;
   return atomic_compare_exchange_strong(&a->prof, &none, pr) ? NNMEM_OK
                                                              : NNMEM_ERR_STATE;

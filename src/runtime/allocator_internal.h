@@ -18,14 +18,6 @@ nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
  * at its flush, so that the front's free is one call. Any thread. */
 void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr);
 
-/* The malloc front's common free: 1 when `ptr` was a live block of a
- * one-unit span (classes up to 7 KiB) of the calling
- * thread's current cache and is now free (no free_batch, no profiler, no
- * leak record on its page, no timed call due); 0 when nothing was done
- * (any other pointer, NULL and misuse included: call nnmem_free or
- * nnmem__allocator_free_report). Never reports. Any thread. */
-int nnmem__allocator_free_fast(nnmem_allocator_t *a, void *ptr);
-
 /* Fork hooks (pthread_atfork): prepare takes every lock of the allocator
  * (its own, then the span pools', then the block pool's, then the leak
  * records' when on); parent releases them; child re-initialises them (the

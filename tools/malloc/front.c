@@ -54,6 +54,7 @@
 #define SMALL_MAX (1u << 20) /* tiered: slab classes below (no TLSF tier) */
 #define LARGE_MIN (1u << 20) /* tiered: a mapping per block from here */
 #define BOOT_SIZE (1u << 20)
+#define FREE_BATCH 64 /* queued small frees (nnmem_allocator_config_t) */
 
 int nnmem__divert;
 
@@ -230,11 +231,10 @@ static void create(void) {
     cfg.leaks = &off;
     const char *ab = getenv("NNMEM_MALLOC_ABORT");
     abort_on_misuse = ab && ab[0] == '1';
-    /* frees are not queued (free_batch 0): the immediate free's fast path
-     * (a block of the thread's own span: a push on the span's free list)
-     * costs less than queueing it, and a bad free is reported by the
-     * call itself */
-    cfg.free_batch = 0;
+    /* small frees are queued and returned FREE_BATCH at a time (their cache
+     * misses overlap); a bad one is then reported at the flush. Aborting on
+     * misuse wants the bad call itself: no queue then. */
+    cfg.free_batch = abort_on_misuse ? 0 : FREE_BATCH;
     cfg.on_misuse = late_bad_free;
     /* spans of blocks over 8 KiB that empty give their pages back once
      * 64 MiB of them are resident, and free blocks from 8 KiB in spans
@@ -361,7 +361,7 @@ static __attribute__((noinline)) void free_slow(void *p) {
   do_free("free", p);
 }
 
-/* The common case first: the allocator ready, nothing diverting, a size in
+/* The common case first: the allocator ready, no recording, a size in
  * (0, PTRDIFF_MAX]; anything else (and a failure) is do_alloc. */
 API void *malloc(size_t n) {
   nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
@@ -372,13 +372,14 @@ API void *malloc(size_t n) {
   return malloc_slow(n);
 }
 
-/* The common case is the allocator's fast free (a block of the calling
- * thread's own span); anything else, NULL and the bootstrap arena
- * included, is do_free (a refused pointer: bad_pointer). */
+/* The common case is one call: a refused pointer reaches bad_pointer
+ * through the allocator's on_misuse (late_bad_free). */
 API void free(void *p) {
   nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
-  if (__builtin_expect(a != NULL, 1) && nnmem__allocator_free_fast(a, p))
+  if (__builtin_expect(a != NULL && p && !in_boot(p), 1)) {
+    nnmem__allocator_free_report(a, p);
     return;
+  }
   free_slow(p);
 }
 
