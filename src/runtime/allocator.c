@@ -27,7 +27,7 @@
  *      cache of an exited thread, else a new one);
  *   2. pop a block from the free list of the first span of avail[cls] and
  *      clear its tag word. No lock, no atomic read-modify-write: a hit;
- *   3. miss: drain the remote stack (blocks other threads freed); with
+ *   3. miss: drain the remote frees (blocks other threads freed); with
  *      decommit_spans, purge the idle spans' free blocks every 1 ms
  *      (purge_tick, below); take back a purged block, else carve up to 64
  *      never-used blocks (at most 16 KiB of them) onto the free list,
@@ -40,25 +40,29 @@
  * header is then at the span's colour offset); p must sit on a block
  * boundary below the span's last block (misuse otherwise: interior
  * pointer, tail); 2. if the span belongs to the calling thread's cache
- * and p is below the bump pointer and p's word 1 is not its tag nor p
- * purged (misuse otherwise: never handed out, double free), write the
- * link and the tag and push p on the span's free list (a span that
- * empties is returned to its pool when its class already keeps two empty
- * ones and no block of it waits on the remote stack); 3. otherwise (tag
- * absent) set the block's rem bit with an atomic or (set already: a
- * second free racing, refused), write the tag and push p on the owner
- * cache's remote stack with a CAS (lock-free multi-producer, the owner
- * takes the whole stack with one exchange: no ABA); the owner's drain
- * refuses a block past its bump pointer, free already, or of a span no
- * longer its own; 4. other pointers go to the
+ * and p is below the bump pointer and p's word 1 is neither its tag nor
+ * its remote tag nor p purged (misuse otherwise: never handed out,
+ * double free), write the link and the tag and push p on the span's free
+ * list (a span that empties is returned to its pool when its class
+ * already keeps two empty ones and it waits for no drain); 3. otherwise
+ * (neither tag) move word 1 to the remote tag with a CAS from the value
+ * checked (it changed meanwhile: a second free racing, refused), set the
+ * block's rem bit with an atomic or and, when the span's rqueued flag
+ * was 0, push the span on the owner cache's remote stack with a CAS
+ * (lock-free multi-producer, the owner takes the whole stack with one
+ * exchange: no ABA); the owner's drain clears each span's flag, takes its
+ * rem words and frees each block still carrying the remote tag, refusing
+ * one past its bump pointer, purged, or whose tag the owner's own free
+ * overwrote (a double free racing: blk_tag); 4. other pointers go to the
  * shared pool, which rejects foreign ones (misuse). With free_batch, step
  * 2-3 run for a batch of queued frees after their headers and blocks were
  * prefetched. At thread exit (key destructor) the cache drains its remote
- * stack, gives empty spans back and is parked for adoption; spans never
+ * frees, gives empty spans back and is parked for adoption; spans never
  * change owner. Invariants: a span's used count = blocks handed out -
  * blocks returned to its free list; every carved block below bump is
- * either handed out (word 1 not its tag), free (tagged: on the free
- * list or the remote stack) or purged (its bit in the span's `purged`
+ * either handed out (word 1 neither tag), free (tagged: on the free
+ * list; remote-tagged: its rem bit set, for the drain) or purged (its bit
+ * in the span's `purged`
  * mask, on no list: classes from 8 KiB, purge_tick); a span on
  * avail[cls] may have a free, purged or uncarved block (exhausted spans
  * leave it lazily, on the next miss); a
@@ -139,11 +143,10 @@ typedef struct page {
    * last; written with leak_mark). A free looks here only when leak_mark
    * says several records (this second header line is read only then). */
   _Atomic uint64_t leak_recs;
-  /* rem bit i set: block i waits on the owner's remote stack; set by the
-   * freeing thread with an atomic or (the one that finds it set already
-   * refuses: a block is never pushed twice, which would loop the stack),
-   * cleared by the owner's drain. The words sit in the page after the
-   * header. (Whether a block is free is its tag word: blk_tag.) */
+  /* rem bit i set: block i was freed by a thread other than the owner
+   * (its tag word moved to the remote tag first: blk_rtag) and waits for
+   * the owner's drain, which clears it; set with an atomic or. The words
+   * sit in the page after the header. */
   _Atomic uint64_t *bits;
   /* decommit_spans, classes from 8 KiB (cap <= 64): bit i set, block i
    * is free, off the free list, its whole pages given back (purged: no
@@ -153,25 +156,52 @@ typedef struct page {
    * at the next one, the span was idle for a whole tick (purge_tick) */
   void *seen_free;
   uint32_t seen_used;
+  /* on the owner's stack of spans with remote frees (tcache.remote) while
+   * rqueued is 1: set by the remote free that finds it 0 (and pushes the
+   * span, linked through rnext), cleared by the drain before it takes the
+   * span's rem bits. A span stays while queued or with a rem bit set
+   * (rem_pending). */
+  _Atomic uint32_t rqueued;
+  struct page *rnext;
 } page_t;
 _Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
                "the hot fields fill the header's first line");
 
 #define REM_W(pg, i) (&(pg)->bits[(i) >> 6])
 
-/* A free block (on a free list, a remote stack, or carved and never
- * handed out) carries its link in word 0 and its tag in word 1:
- * (key ^ address) | 1, with the allocator's random key; a block handed out
- * has word 1 cleared (0, or the debug fill 0xAA..: even), so a free that
- * finds the tag is a second free. The check reads the line the free
- * writes anyway (no side table on the allocation path). A program could
- * forge a tag only by reading freed memory; one that overwrites a freed
- * block's word 1 (use after free) hides a later second free. */
+/* A free block (on a free list, or carved and never handed out) carries
+ * its link in word 0 and its tag in word 1: (key ^ address) | 1, with the
+ * allocator's random key; a block freed by another thread and waiting for
+ * the owner's drain carries the remote tag (the tag ^ 2) and no link; a
+ * block handed out has word 1 cleared (0, or the debug fill 0xAA..:
+ * even), so a free that finds either tag is a second free. The check
+ * reads the line the free writes anyway (no side table on the allocation
+ * path). A program could forge a tag only by reading freed memory; one
+ * that overwrites a freed block's word 1 (use after free) hides a later
+ * second free.
+ *
+ * Word 1 is the only word of a block two threads may write: the owner
+ * with relaxed stores (plain moves), a remote free with a compare-and-
+ * swap from the value it checked to the remote tag; the drain frees only
+ * blocks still remote-tagged. So of an owner's free and a remote free of
+ * one block racing (a double free), either one is refused at once, or
+ * the owner's tag overwrites the remote one and the drain refuses the
+ * remote one: the block is freed once (and when the owner hands it out
+ * again before the drain, word 1 is cleared: refused as well). */
 static inline uintptr_t blk_tag(uint64_t key, const void *b) {
   return (uintptr_t)(key ^ (uintptr_t)b) | 1u;
 }
-static inline int blk_tagged(uint64_t key, const void *b) {
-  return ((const uintptr_t *)b)[1] == blk_tag(key, b);
+static inline uintptr_t blk_rtag(uint64_t key, const void *b) {
+  return blk_tag(key, b) ^ 2u;
+}
+static inline _Atomic uintptr_t *blk_w1(const void *b) {
+  return (_Atomic uintptr_t *)b + 1;
+}
+static inline uintptr_t w1_get(const void *b) {
+  return atomic_load_explicit(blk_w1(b), memory_order_relaxed);
+}
+static inline void w1_set(void *b, uintptr_t v) {
+  atomic_store_explicit(blk_w1(b), v, memory_order_relaxed);
 }
 
 typedef struct tstat { /* written by the owner only (relaxed) */
@@ -199,10 +229,11 @@ struct tcache {
   uint32_t npend;         /* queued frees (free_batch; owner only) */
   void *pend[PEND_MAX];
   page_t *pendpg[PEND_MAX]; /* the span header of pend[i] (registry) */
-  /* MPSC stack of blocks freed by other threads: written by them, so it
-   * has a 128-byte line pair of its own (the owner's hot fields and
-   * counters stay out of it; 128: adjacent-line prefetch pairs lines) */
-  _Alignas(128) _Atomic(void *) remote;
+  /* MPSC stack of spans with blocks freed by other threads (page rnext,
+   * rqueued): written by them, so it has a 128-byte line pair of its own
+   * (the owner's hot fields and counters stay out of it; 128: adjacent-
+   * line prefetch pairs lines) */
+  _Alignas(128) _Atomic(page_t *) remote;
   _Alignas(128) tstat_t st;
   tcache_t *next_all;
   int parked;
@@ -368,7 +399,7 @@ static inline page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
 }
 
 /* The header of the span the registry names for ptr (a block that was a
- * cache's when it was queued or pushed on a remote stack), or NULL when no
+ * cache's when it was queued), or NULL when no
  * span is registered there. No header read. */
 static inline page_t *block_page(nnmem_allocator_t *a, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
@@ -495,26 +526,35 @@ static void page_release(tcache_t *tc, page_t *pg) {
   (void)nnmem_pool_free(a->pages_pool[kind], base);
 }
 
-/* 1 when a block of pg waits on its owner's remote stack (a rem bit is
- * set). With used == 0 that block is a refused free (never handed out,
- * or free already) still to be drained: the span stays until then, so
- * that the drain finds its header (and no span made anew there). */
+/* 1 when pg is on its owner's stack of spans with remote frees, or a
+ * block of it waits for the drain (a rem bit is set). With used == 0
+ * such a block is a refused free (never handed out, or free already)
+ * still to be drained: the span stays until then, so that the drain
+ * finds its header (and no span made anew there). */
 static int rem_pending(const page_t *pg) {
+  if (atomic_load_explicit(&pg->rqueued, memory_order_acquire)) return 1;
   for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++)
     if (atomic_load_explicit(&pg->bits[w], memory_order_relaxed)) return 1;
   return 0;
 }
 
-/* Returns block `idx` (at blk) to its page (owner thread only). */
-static void local_free(tcache_t *tc, page_t *pg, void *blk) {
+/* Returns block blk to its page (owner thread only); the page goes back
+ * when it empties and its class keeps enough (unless `keep`: the drain,
+ * which still reads the page, decides after it). */
+static void local_free_k(tcache_t *tc, page_t *pg, void *blk, int keep) {
   if (nnmem__debug) memset(blk, 0x55, pg->bsize);
   *(void **)blk = pg->free;
-  ((uintptr_t *)blk)[1] = blk_tag(tc->key, blk);
+  w1_set(blk, blk_tag(tc->key, blk));
   pg->free = blk;
   if (!pg->in_avail && pg->cap - pg->used + 1 >= pg->relink)
     avail_push(tc, pg); /* with a few free blocks, not just this one */
-  if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
+  if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !keep &&
+      !rem_pending(pg))
     page_release(tc, pg); /* a class keeps a few empty pages */
+}
+
+static void local_free(tcache_t *tc, page_t *pg, void *blk) {
+  local_free_k(tc, pg, blk, 0);
 }
 
 static nnmem_status_t misuse(nnmem_allocator_t *a);
@@ -596,7 +636,7 @@ static int page_unpurge(page_t *pg, uint64_t key) {
   char *b = blk_at(pg, (uint32_t)__builtin_ctzll(pg->purged));
   pg->purged &= pg->purged - 1;
   *(void **)b = NULL;
-  ((uintptr_t *)b)[1] = blk_tag(key, b);
+  w1_set(b, blk_tag(key, b));
   pg->free = b;
   return 1;
 }
@@ -620,31 +660,46 @@ static void purge_tick(tcache_t *tc) {
 
 static inline int64_t small_index(const page_t *pg, const void *ptr);
 
+/* One block of pg whose rem bit the drain took: freed when it still
+ * carries the remote tag and was handed out; else a refused free (never
+ * handed out, purged, or a double free that raced the owner's: see
+ * blk_tag), counted and reported. */
+static void drain_block(tcache_t *tc, page_t *pg, char *b) {
+  if (b >= pg->bump || pg->used == 0 || purged_has(pg, b) ||
+      w1_get(b) != blk_rtag(tc->key, b)) {
+    /* the remote free counted a free that did not happen: taken back here
+     * (the caches' counters are summed modulo 2^64) */
+    bump(&tc->st.frees[pg->cls], UINT64_MAX);
+    (void)misuse(tc->a);
+    late_misuse(tc->a, b);
+  } else {
+    local_free_k(tc, pg, b, 1);
+  }
+}
+
+/* Takes the stack of spans with remote frees; for each span, clears
+ * rqueued first (a remote free after it queues the span again), then
+ * takes its rem words (acquire: the remote tag written before the bit). */
 static void drain_remote(tcache_t *tc) {
-  void *b = atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
-  while (b) {
-    void *next = *(void **)b;
-    page_t *pg = block_page(tc->a, b);
-    if (!pg || pg->magic != PAGE_MAGIC || pg->owner != tc ||
-        small_index(pg, b) < 0) {
-      /* refused, its span given back meanwhile (a free racing the span's
-       * last one, rem_pending): not this cache's block any more */
-      (void)misuse(tc->a);
-      late_misuse(tc->a, b);
-      b = next;
-      continue;
+  page_t *pg =
+      atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
+  while (pg) {
+    page_t *next = pg->rnext;
+    (void)atomic_exchange_explicit(&pg->rqueued, 0, memory_order_acq_rel);
+    for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++) {
+      if (!atomic_load_explicit(&pg->bits[w], memory_order_relaxed)) continue;
+      uint64_t m =
+          atomic_exchange_explicit(&pg->bits[w], 0, memory_order_acq_rel);
+      while (m) {
+        uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(m);
+        m &= m - 1;
+        drain_block(tc, pg, blk_at(pg, i));
+      }
     }
-    uint32_t i = blk_index(pg, b);
-    atomic_fetch_and_explicit(REM_W(pg, i), ~(1ULL << (i & 63)),
-                              memory_order_relaxed);
-    if ((char *)b >= pg->bump || pg->used == 0 || purged_has(pg, b)) {
-      /* never handed out, or free already */
-      (void)misuse(tc->a);
-      late_misuse(tc->a, b);
-    } else {
-      local_free(tc, pg, b);
-    }
-    b = next;
+    /* the span may be empty now: kept when its class has enough */
+    if (pg->used == 0 && tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
+      page_release(tc, pg);
+    pg = next;
   }
 }
 
@@ -763,7 +818,7 @@ static int page_extend(page_t *pg, uint64_t key) {
   if (stop > pg->end) stop = pg->end;
   for (char *p = first; p < stop; p += pg->bsize) {
     *(void **)p = p + pg->bsize < stop ? p + pg->bsize : pg->free;
-    ((uintptr_t *)p)[1] = blk_tag(key, p);
+    w1_set(p, blk_tag(key, p));
   }
   pg->free = first;
   pg->bump = stop;
@@ -772,7 +827,7 @@ static int page_extend(page_t *pg, uint64_t key) {
 
 static inline void *page_pop(tcache_t *tc, page_t *pg, void *b) {
   pg->free = *(void **)b;
-  ((uintptr_t *)b)[1] = 0; /* handed out: no tag */
+  w1_set(b, 0); /* handed out: no tag */
   if (pg->used++ == 0) tc->empty[pg->cls]--;
   return b;
 }
@@ -1073,13 +1128,13 @@ static nnmem_status_t misuse(nnmem_allocator_t *a) {
 }
 
 /* Owner-thread checks of a block about to return to its page: never carved
- * (at or past the bump pointer), or free already (tagged: a double free,
- * on the free list or the remote stack). */
+ * (at or past the bump pointer), or free already (a double free: tagged,
+ * on the free list; remote-tagged, waiting for the drain). */
 static inline int local_misuse(const page_t *pg, const void *ptr,
                                uint64_t key) {
-  uintptr_t w = ((const uintptr_t *)ptr)[1];
+  uintptr_t w = w1_get(ptr), t = blk_tag(key, ptr);
   /* a purged block may read as 0 (its tag page given back) */
-  return (const char *)ptr >= pg->bump || w == blk_tag(key, ptr) ||
+  return (const char *)ptr >= pg->bump || (w | 2u) == (t | 2u) ||
          (__builtin_expect(pg->cls >= PURGE_MIN_CLS, 0) && w == 0 &&
           purged_has(pg, ptr));
 }
@@ -1115,24 +1170,31 @@ static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
     }
     return NNMEM_OK;
   }
-  /* a block free already (tagged) or already on the remote stack (rem
-   * was set: two frees racing) is a second free (a block never carved
-   * is refused by the owner's drain: the bump pointer is the owner's) */
-  if (__builtin_expect(blk_tagged(a->tag_key, ptr), 0)) return misuse(a);
-  uint64_t bit = 1ULL << (idx & 63);
-  if (__builtin_expect(
-          atomic_fetch_or_explicit(REM_W(pg, idx), bit, memory_order_relaxed) &
-              bit,
-          0))
+  /* a block free already or waiting for the drain (either tag) is a
+   * second free; word 1 moves to the remote tag with a compare-and-swap
+   * from the value checked: of two frees racing, one wins (a block never
+   * carved is refused by the owner's drain: the bump pointer is the
+   * owner's) */
+  uintptr_t t = blk_tag(a->tag_key, ptr), w = w1_get(ptr);
+  if (__builtin_expect((w | 2u) == (t | 2u), 0)) return misuse(a);
+  if (__builtin_expect(!atomic_compare_exchange_strong_explicit(
+                           blk_w1(ptr), &w, t ^ 2u, memory_order_relaxed,
+                           memory_order_relaxed),
+                       0))
     return misuse(a);
-  ((uintptr_t *)ptr)[1] = blk_tag(a->tag_key, ptr);
   if (tc) bump(&tc->st.frees[pg->cls], 1);
+  /* release: the drain that takes the bit sees the remote tag; a bit set
+   * already is a stale one (a refused entry not drained yet) */
+  (void)atomic_fetch_or_explicit(REM_W(pg, idx), 1ULL << (idx & 63),
+                                 memory_order_release);
+  if (atomic_exchange_explicit(&pg->rqueued, 1, memory_order_acq_rel))
+    return NNMEM_OK; /* queued already (the drain clears rqueued first) */
   tcache_t *owner = pg->owner;
-  void *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
+  page_t *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
   do {
-    *(void **)ptr = old;
+    pg->rnext = old;
   } while (!atomic_compare_exchange_weak_explicit(
-      &owner->remote, &old, ptr, memory_order_release, memory_order_relaxed));
+      &owner->remote, &old, pg, memory_order_release, memory_order_relaxed));
   return NNMEM_OK;
 }
 
