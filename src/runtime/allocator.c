@@ -248,6 +248,10 @@ struct nnmem_allocator {
   /* this allocator's identity for tls_cur (a new one when leak records
    * are enabled, so that every thread re-arms its cache's countdown) */
   _Atomic uint64_t id;
+  /* nonzero: no free is queued (free_batch 0, a profiler attached, or
+   * leak records on: those frees take free_general): the queued free's
+   * one test of the allocator's hooks */
+  _Atomic uint32_t no_queue;
   nnmem_backend_t *backend, *owned_backend;
   nnmem_pool_t *pool;       /* large blocks */
   /* spans of the thread caches by unit count (1 .. MAX_UNITS, each aligned
@@ -559,6 +563,15 @@ static void local_free(tcache_t *tc, page_t *pg, void *blk) {
 
 static nnmem_status_t misuse(nnmem_allocator_t *a);
 static void late_misuse(nnmem_allocator_t *a, const void *ptr);
+
+/* local_free's cases past flush_one_fast: a page off its avail stack, or
+ * one whose last block came back (empty count, relink, release). */
+static __attribute__((noinline)) void local_free_tail(tcache_t *tc,
+                                                      page_t *pg) {
+  if (!pg->in_avail && pg->cap - pg->used >= pg->relink) avail_push(tc, pg);
+  if (pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
+    page_release(tc, pg);
+}
 
 /* ---- purging idle free blocks (decommit_spans) --------------------------
  *
@@ -1203,6 +1216,35 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
   if (a->on_misuse) a->on_misuse(a->misuse_ctx, ptr);
 }
 
+/* flush_pending's common case, the same checks as small_index and
+ * small_free's owner case in one pass over the header's first line: a
+ * block of a span of tc (a class below the purged ones), carved (below
+ * the bump pointer: also below the span's end) and on a block boundary
+ * (off * recip: the low 40 bits are below recip iff off is a multiple of
+ * bsize, as in small_index), neither tag in word 1, no timed call due. 1:
+ * freed; 0: nothing done (the general case decides, misuse included). */
+static inline int flush_one_fast(tcache_t *tc, page_t *pg, void *p) {
+  if (pg->magic != PAGE_MAGIC || pg->owner != tc ||
+      pg->cls >= PURGE_MIN_CLS || tc->sample_left <= 1)
+    return 0;
+  uintptr_t blk0 = (uintptr_t)pg + pg->first;
+  uint64_t off = (uintptr_t)p - blk0; /* wraps below block 0: huge */
+  if (off >= (uint64_t)((uintptr_t)pg->bump - blk0) ||
+      ((off * pg->recip) & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip)
+    return 0;
+  uintptr_t t = blk_tag(tc->key, p);
+  if ((w1_get(p) | 2u) == (t | 2u)) return 0;
+  tc->sample_left--;
+  bump(&tc->st.frees[pg->cls], 1);
+  if (nnmem__debug) memset(p, 0x55, pg->bsize);
+  *(void **)p = pg->free;
+  w1_set(p, t);
+  pg->free = p;
+  if (__builtin_expect(--pg->used == 0 || !pg->in_avail, 0))
+    local_free_tail(tc, pg);
+  return 1;
+}
+
 /* Returns the queued frees of tc (free_batch). Two passes so that the
  * misses overlap: 1. prefetch every span header (found by the registry
  * when the block was queued) and block; 2. check each page (the magic says
@@ -1219,6 +1261,7 @@ static void flush_pending(tcache_t *tc) {
   for (uint32_t i = 0; i < n; i++) {
     void *p = tc->pend[i];
     page_t *pg = tc->pendpg[i];
+    if (__builtin_expect(flush_one_fast(tc, pg, p), 1)) continue;
     int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, p) : -1;
     if (k < 0 ? misuse(a) != NNMEM_OK
               : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
@@ -1272,9 +1315,10 @@ static __attribute__((noinline)) nnmem_status_t free_general(
  * current): 1; else 0, nothing done (free_general's case). */
 static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
-  if (__builtin_expect(!a || !a->free_batch || !(p & (PAGE_SIZE - 1)) ||
-                           (p >> 48) || prof_of(a) || leaks_of(a) ||
-                           tls_cur.id != alloc_id(a),
+  if (__builtin_expect(!(p & (PAGE_SIZE - 1)) || (p >> 48) ||
+                           tls_cur.id != alloc_id(a) ||
+                           atomic_load_explicit(&a->no_queue,
+                                                memory_order_relaxed),
                        0))
     return 0;
   _Atomic uint8_t *s = reg_slot(a, p, 0);
@@ -1290,8 +1334,12 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
 }
 
 static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
-  if (free_queued(a, ptr)) return NNMEM_OK;
+  if (a && free_queued(a, ptr)) return NNMEM_OK;
   return free_general(a, ptr);
+}
+
+int nnmem__allocator_free_queued(nnmem_allocator_t *a, void *ptr) {
+  return free_queued(a, ptr);
 }
 
 nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
@@ -1308,7 +1356,8 @@ static __attribute__((noinline)) void free_report_slow(nnmem_allocator_t *a,
 }
 
 void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr) {
-  if (__builtin_expect(!free_queued(a, ptr), 0)) free_report_slow(a, ptr);
+  if (__builtin_expect(!a || !free_queued(a, ptr), 0))
+    free_report_slow(a, ptr);
 }
 
 void nnmem_allocator_thread_flush(nnmem_allocator_t *a) {
@@ -1484,6 +1533,8 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   a->no_cache = c.no_thread_cache != 0;
   a->sample_every = c.latency_sample ? c.latency_sample : 64;
   a->free_batch = c.free_batch > PEND_MAX ? PEND_MAX : c.free_batch;
+  atomic_store_explicit(&a->no_queue, a->free_batch == 0,
+                        memory_order_relaxed);
   a->decommit = c.decommit_spans != 0;
   long os_page = sysconf(_SC_PAGESIZE);
   a->os_page = os_page > 0 ? (uint32_t)os_page : 4096u;
@@ -1547,6 +1598,7 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   if (lk)
     atomic_store_explicit(&a->leak_slot, nnmem__leaks_slot(lk),
                           memory_order_relaxed);
+  if (lk) atomic_store_explicit(&a->no_queue, 1, memory_order_relaxed);
   atomic_store_explicit(&a->leaks, lk, memory_order_release);
   *out = a;
   return NNMEM_OK;
@@ -1675,6 +1727,9 @@ nnmem_status_t nnmem_allocator_leaks_enable(nnmem_allocator_t *a,
   nnmem_status_t st = nnmem__leaks_create(&lc, &lk);
   if (st != NNMEM_OK) return st;
   nnmem__leaks_t *none = NULL;
+  /* no queued free from now on (before the records: a block recorded is
+   * never freed past them; records are never turned off) */
+  atomic_store_explicit(&a->no_queue, 1, memory_order_seq_cst);
   if (!atomic_compare_exchange_strong(&a->leaks, &none, lk)) {
     nnmem__leaks_destroy(lk); /* another thread won the race */
     return NNMEM_ERR_STATE;
@@ -1849,8 +1904,13 @@ nnmem_status_t nnmem__allocator_attach_profiler(nnmem_allocator_t *a,
                                                 nnmem_profiler_t *pr) {
   if (!pr) {
     atomic_store_explicit(&a->prof, NULL, memory_order_release);
+    atomic_store_explicit(&a->no_queue, a->free_batch == 0 || leaks_of(a),
+                          memory_order_release);
     return NNMEM_OK;
   }
+  /* the queue's test first: a block the profiler saw allocated is never
+   * freed past it (a failed attach leaves it: a profiler is attached) */
+  atomic_store_explicit(&a->no_queue, 1, memory_order_seq_cst);
   nnmem_profiler_t *none = NULL;
   return atomic_compare_exchange_strong(&a->prof, &none, pr) ? NNMEM_OK
                                                              : NNMEM_ERR_STATE;

@@ -372,14 +372,14 @@ API void *malloc(size_t n) {
   return malloc_slow(n);
 }
 
-/* The common case is one call: a refused pointer reaches bad_pointer
- * through the allocator's on_misuse (late_bad_free). */
+/* The common case is one call: a block of a span queued (a refused one
+ * reaches bad_pointer at the queue's flush, through the allocator's
+ * on_misuse: late_bad_free); anything else, NULL and the bootstrap arena
+ * included, is do_free. */
 API void free(void *p) {
   nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
-  if (__builtin_expect(a != NULL && p && !in_boot(p), 1)) {
-    nnmem__allocator_free_report(a, p);
+  if (__builtin_expect(a != NULL, 1) && nnmem__allocator_free_queued(a, p))
     return;
-  }
   free_slow(p);
 }
 
