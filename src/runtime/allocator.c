@@ -1315,10 +1315,10 @@ static __attribute__((noinline)) nnmem_status_t free_general(
  * current): 1; else 0, nothing done (free_general's case). */
 static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
-  if (__builtin_expect(!(p & (PAGE_SIZE - 1)) || (p >> 48) ||
-                           tls_cur.id != alloc_id(a) ||
-                           atomic_load_explicit(&a->no_queue,
-                                                memory_order_relaxed),
+  if (__builtin_expect(atomic_load_explicit(&a->no_queue,
+                                            memory_order_relaxed) ||
+                           !(p & (PAGE_SIZE - 1)) || (p >> 48) ||
+                           tls_cur.id != alloc_id(a),
                        0))
     return 0;
   _Atomic uint8_t *s = reg_slot(a, p, 0);
