@@ -1073,39 +1073,80 @@ static __attribute__((noinline)) void *alloc_slow(nnmem_allocator_t *a,
  * subtraction in the cache's line; the countdown is LEAK_IDLE while
  * records are off). A profiler's hook comes first and the same way for
  * every size (a watched allocation always takes nnmem_alloc ->
- * alloc_profiled). Anything else, the countdown run out included, is
- * alloc_slow, from one call site (nnmem_alloc -> alloc_slow ->
- * alloc_leak_due: one call site gives one backtrace, optimised or not). */
-void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
+ * alloc_rest -> alloc_profiled). Anything else, the countdown run out
+ * included, is alloc_slow, from one call site (nnmem_alloc -> alloc_rest
+ * -> alloc_slow -> alloc_leak_due: one call site gives one backtrace,
+ * optimised or not). alloc_try is that path, inlined into nnmem_alloc and
+ * the malloc front's nnmem__allocator_alloc_or: 1 with the block in *bo;
+ * else 0, with the fast path's page (*pgo) and block (*bo: the countdown
+ * ran out on it) or NULLs, for alloc_rest. */
+static inline __attribute__((always_inline)) int alloc_try(
+    nnmem_allocator_t *a, size_t size, page_t **pgo, void **bo) {
   page_t *pg = NULL;
   void *b = NULL;
   tcache_t *tc;
   unsigned cls;
+  *pgo = NULL;
+  *bo = NULL;
   /* size 0 and sizes over SMALL_MAX: one compare; the thread's cache is
    * current when its identity is a's (identities are never reused, and
    * a cache's thread exit clears it); a current cache implies thread
    * caches (no_cache never makes one) */
-  if (__builtin_expect(size - 1 >= SMALL_MAX || !a, 0)) goto general;
+  if (__builtin_expect(size - 1 >= SMALL_MAX || !a, 0)) return 0;
   if (__builtin_expect(tls_cur.id != alloc_id(a) || prof_of(a) != NULL, 0))
-    goto general;
+    return 0;
   tc = tls_cur.tc;
-  if (__builtin_expect(tc->sample_left <= 1, 0)) goto slow;
+  if (__builtin_expect(tc->sample_left <= 1, 0)) return 0;
   cls = class_of[(size + 15) >> 4];
   pg = tc->avail[cls];
-  if (__builtin_expect(!pg || !(b = pg->free), 0)) goto slow;
+  if (__builtin_expect(!pg || !(b = pg->free), 0)) {
+    *pgo = pg;
+    return 0;
+  }
   tc->sample_left--;
   page_pop(tc, pg, b);
   bump(&tc->st.allocs[cls], 1);
   if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
-  if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return b;
-slow:
+  *bo = b;
+  if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return 1;
+  *pgo = pg;
+  return 0;
+}
+
+/* nnmem_alloc past its fast path: no allocator, size 0, a profiler
+ * watching, then alloc_slow (the one way to alloc_leak_due). */
+static __attribute__((noinline)) void *alloc_rest(nnmem_allocator_t *a,
+                                                  size_t size, page_t *pg,
+                                                  void *b) {
+  if (!b) {
+    if (!a || size == 0) return NULL;
+    nnmem_profiler_t *pr = prof_of(a);
+    if (__builtin_expect(pr != NULL, 0))
+      return alloc_profiled(a, pr, size, 16, NULL, 0);
+  }
   return alloc_slow(a, size, pg, b);
-general: /* the cases that need `a` first */
-  if (!a || size == 0) return NULL;
-  nnmem_profiler_t *pr = prof_of(a);
-  if (__builtin_expect(pr != NULL, 0))
-    return alloc_profiled(a, pr, size, 16, NULL, 0);
-  goto slow;
+}
+
+void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
+  page_t *pg;
+  void *b;
+  if (__builtin_expect(alloc_try(a, size, &pg, &b), 1)) return b;
+  return alloc_rest(a, size, pg, b);
+}
+
+static __attribute__((noinline)) void *alloc_or_rest(
+    nnmem_allocator_t *a, size_t size, page_t *pg, void *b,
+    void *(*fallback)(size_t)) {
+  void *p = alloc_rest(a, size, pg, b);
+  return p ? p : fallback(size);
+}
+
+void *nnmem__allocator_alloc_or(nnmem_allocator_t *a, size_t size,
+                                void *(*fallback)(size_t)) {
+  page_t *pg;
+  void *b;
+  if (__builtin_expect(alloc_try(a, size, &pg, &b), 1)) return b;
+  return alloc_or_rest(a, size, pg, b, fallback);
 }
 
 void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,

@@ -25,6 +25,12 @@ void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr);
  * other pointer, NULL included: call nnmem_allocator_free). Any thread. */
 int nnmem__allocator_free_queued(nnmem_allocator_t *a, void *ptr);
 
+/* The malloc front's malloc: nnmem_alloc(a, size), and when that gives
+ * NULL (size 0, out of memory, ...) what fallback(size) returns, as a
+ * tail call, so that the caller's common case saves no register. */
+void *nnmem__allocator_alloc_or(nnmem_allocator_t *a, size_t size,
+                                void *(*fallback)(size_t));
+
 /* Fork hooks (pthread_atfork): prepare takes every lock of the allocator
  * (its own, then the span pools', then the block pool's, then the leak
  * records' when on); parent releases them; child re-initialises them (the

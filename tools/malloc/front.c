@@ -365,10 +365,8 @@ static __attribute__((noinline)) void free_slow(void *p) {
  * (0, PTRDIFF_MAX]; anything else (and a failure) is do_alloc. */
 API void *malloc(size_t n) {
   nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
-  if (__builtin_expect(a != NULL && n - 1 < (size_t)PTRDIFF_MAX, 1)) {
-    void *p = nnmem_alloc(a, n);
-    if (__builtin_expect(p != NULL, 1)) return p;
-  }
+  if (__builtin_expect(a != NULL && n - 1 < (size_t)PTRDIFF_MAX, 1))
+    return nnmem__allocator_alloc_or(a, n, malloc_slow);
   return malloc_slow(n);
 }
 
