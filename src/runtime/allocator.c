@@ -1262,17 +1262,22 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
  * block of a span of tc (a class below the purged ones), carved (below
  * the bump pointer: also below the span's end) and on a block boundary
  * (off * recip: the low 40 bits are below recip iff off is a multiple of
- * bsize, as in small_index), neither tag in word 1, no timed call due. 1:
- * freed; 0: nothing done (the general case decides, misuse included). */
-static inline int flush_one_fast(tcache_t *tc, page_t *pg, void *p) {
+ * bsize, as in small_index), neither tag in word 1, no timed call due,
+ * and no leak record for it by the page's mark (`mark`: leak_mark, 0 for
+ * the queue, which takes no free while records are on). 1: freed; 0:
+ * nothing done (the general case decides, misuse included). */
+static inline int flush_one_fast(tcache_t *tc, page_t *pg, void *p,
+                                 uint32_t mark) {
   if (pg->magic != PAGE_MAGIC || pg->owner != tc ||
       pg->cls >= PURGE_MIN_CLS || tc->sample_left <= 1)
     return 0;
   uintptr_t blk0 = (uintptr_t)pg + pg->first;
   uint64_t off = (uintptr_t)p - blk0; /* wraps below block 0: huge */
+  uint64_t m = off * pg->recip;
   if (off >= (uint64_t)((uintptr_t)pg->bump - blk0) ||
-      ((off * pg->recip) & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip)
-    return 0;
+      (m & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip ||
+      nnmem__leaks_mark_hit(mark, (uint32_t)(m >> RECIP_SHIFT)))
+    return 0; /* (a block the leak records may hold: leaks_free_small) */
   uintptr_t t = blk_tag(tc->key, p);
   if ((w1_get(p) | 2u) == (t | 2u)) return 0;
   tc->sample_left--;
@@ -1302,7 +1307,7 @@ static void flush_pending(tcache_t *tc) {
   for (uint32_t i = 0; i < n; i++) {
     void *p = tc->pend[i];
     page_t *pg = tc->pendpg[i];
-    if (__builtin_expect(flush_one_fast(tc, pg, p), 1)) continue;
+    if (__builtin_expect(flush_one_fast(tc, pg, p, 0), 1)) continue;
     int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, p) : -1;
     if (k < 0 ? misuse(a) != NNMEM_OK
               : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
@@ -1374,8 +1379,29 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   return 1;
 }
 
+/* An immediate free's common case (no queue): a block of a span of the
+ * thread's current cache, on a page without leak records, no profiler
+ * watching: flush_one_fast's checks and free. 1: freed; 0: nothing done
+ * (free_general's case, misuse included). */
+static inline int free_direct(nnmem_allocator_t *a, void *ptr) {
+  uintptr_t p = (uintptr_t)ptr;
+  if (__builtin_expect(!(p & (PAGE_SIZE - 1)) || (p >> 48) ||
+                           tls_cur.id != alloc_id(a) || prof_of(a),
+                       0))
+    return 0;
+  _Atomic uint8_t *s = reg_slot(a, p, 0);
+  unsigned v;
+  if (__builtin_expect(
+          !s || !(v = atomic_load_explicit(s, memory_order_acquire)), 0))
+    return 0; /* not a span's unit */
+  page_t *pg = span_head(p, v);
+  return flush_one_fast(
+      tls_cur.tc, pg, ptr,
+      atomic_load_explicit(&pg->leak_mark, memory_order_relaxed));
+}
+
 static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
-  if (a && free_queued(a, ptr)) return NNMEM_OK;
+  if (a && (free_queued(a, ptr) || free_direct(a, ptr))) return NNMEM_OK;
   return free_general(a, ptr);
 }
 
