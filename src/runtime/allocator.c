@@ -27,7 +27,7 @@
  *      cache of an exited thread, else a new one);
  *   2. pop a block from the free list of the first span of avail[cls] and
  *      clear its tag word. No lock, no atomic read-modify-write: a hit;
- *   3. miss: drain the remote stack (blocks other threads freed); with
+ *   3. miss: drain the remote frees (blocks other threads freed); with
  *      decommit_spans, purge the idle spans' free blocks every 1 ms
  *      (purge_tick, below); take back a purged block, else carve up to 64
  *      never-used blocks (at most 16 KiB of them) onto the free list,
@@ -40,25 +40,29 @@
  * header is then at the span's colour offset); p must sit on a block
  * boundary below the span's last block (misuse otherwise: interior
  * pointer, tail); 2. if the span belongs to the calling thread's cache
- * and p is below the bump pointer and p's word 1 is not its tag nor p
- * purged (misuse otherwise: never handed out, double free), write the
- * link and the tag and push p on the span's free list (a span that
- * empties is returned to its pool when its class already keeps two empty
- * ones and no block of it waits on the remote stack); 3. otherwise (tag
- * absent) set the block's rem bit with an atomic or (set already: a
- * second free racing, refused), write the tag and push p on the owner
- * cache's remote stack with a CAS (lock-free multi-producer, the owner
- * takes the whole stack with one exchange: no ABA); the owner's drain
- * refuses a block past its bump pointer, free already, or of a span no
- * longer its own; 4. other pointers go to the
+ * and p is below the bump pointer and p's word 1 is neither its tag nor
+ * its remote tag nor p purged (misuse otherwise: never handed out,
+ * double free), write the link and the tag and push p on the span's free
+ * list (a span that empties is returned to its pool when its class
+ * already keeps two empty ones and it waits for no drain); 3. otherwise
+ * (neither tag) move word 1 to the remote tag with a CAS from the value
+ * checked (it changed meanwhile: a second free racing, refused), set the
+ * block's rem bit with an atomic or and, when the span's rqueued flag
+ * was 0, push the span on the owner cache's remote stack with a CAS
+ * (lock-free multi-producer, the owner takes the whole stack with one
+ * exchange: no ABA); the owner's drain clears each span's flag, takes its
+ * rem words and frees each block still carrying the remote tag, refusing
+ * one past its bump pointer, purged, or whose tag the owner's own free
+ * overwrote (a double free racing: blk_tag); 4. other pointers go to the
  * shared pool, which rejects foreign ones (misuse). With free_batch, step
  * 2-3 run for a batch of queued frees after their headers and blocks were
  * prefetched. At thread exit (key destructor) the cache drains its remote
- * stack, gives empty spans back and is parked for adoption; spans never
+ * frees, gives empty spans back and is parked for adoption; spans never
  * change owner. Invariants: a span's used count = blocks handed out -
  * blocks returned to its free list; every carved block below bump is
- * either handed out (word 1 not its tag), free (tagged: on the free
- * list or the remote stack) or purged (its bit in the span's `purged`
+ * either handed out (word 1 neither tag), free (tagged: on the free
+ * list; remote-tagged: its rem bit set, for the drain) or purged (its bit
+ * in the span's `purged`
  * mask, on no list: classes from 8 KiB, purge_tick); a span on
  * avail[cls] may have a free, purged or uncarved block (exhausted spans
  * leave it lazily, on the next miss); a
@@ -140,11 +144,10 @@ typedef struct page {
    * last; written with leak_mark). A free looks here only when leak_mark
    * says several records (this second header line is read only then). */
   _Atomic uint64_t leak_recs;
-  /* rem bit i set: block i waits on the owner's remote stack; set by the
-   * freeing thread with an atomic or (the one that finds it set already
-   * refuses: a block is never pushed twice, which would loop the stack),
-   * cleared by the owner's drain. The words sit in the page after the
-   * header. (Whether a block is free is its tag word: blk_tag.) */
+  /* rem bit i set: block i was freed by a thread other than the owner
+   * (its tag word moved to the remote tag first: blk_rtag) and waits for
+   * the owner's drain, which clears it; set with an atomic or. The words
+   * sit in the page after the header. */
   _Atomic uint64_t *bits;
   /* decommit_spans, classes from 8 KiB (cap <= 64): bit i set, block i
    * is free, off the free list, its whole pages given back (purged: no
@@ -154,25 +157,52 @@ typedef struct page {
    * at the next one, the span was idle for a whole tick (purge_tick) */
   void *seen_free;
   uint32_t seen_used;
+  /* on the owner's stack of spans with remote frees (tcache.remote) while
+   * rqueued is 1: set by the remote free that finds it 0 (and pushes the
+   * span, linked through rnext), cleared by the drain before it takes the
+   * span's rem bits. A span stays while queued or with a rem bit set
+   * (rem_pending). */
+  _Atomic uint32_t rqueued;
+  struct page *rnext;
 } page_t;
 _Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
                "the hot fields fill the header's first line");
 
 #define REM_W(pg, i) (&(pg)->bits[(i) >> 6])
 
-/* A free block (on a free list, a remote stack, or carved and never
- * handed out) carries its link in word 0 and its tag in word 1:
- * (key ^ address) | 1, with the allocator's random key; a block handed out
- * has word 1 cleared (0, or the debug fill 0xAA..: even), so a free that
- * finds the tag is a second free. The check reads the line the free
- * writes anyway (no side table on the allocation path). A program could
- * forge a tag only by reading freed memory; one that overwrites a freed
- * block's word 1 (use after free) hides a later second free. */
+/* A free block (on a free list, or carved and never handed out) carries
+ * its link in word 0 and its tag in word 1: (key ^ address) | 1, with the
+ * allocator's random key; a block freed by another thread and waiting for
+ * the owner's drain carries the remote tag (the tag ^ 2) and no link; a
+ * block handed out has word 1 cleared (0, or the debug fill 0xAA..:
+ * even), so a free that finds either tag is a second free. The check
+ * reads the line the free writes anyway (no side table on the allocation
+ * path). A program could forge a tag only by reading freed memory; one
+ * that overwrites a freed block's word 1 (use after free) hides a later
+ * second free.
+ *
+ * Word 1 is the only word of a block two threads may write: the owner
+ * with relaxed stores (plain moves), a remote free with a compare-and-
+ * swap from the value it checked to the remote tag; the drain frees only
+ * blocks still remote-tagged. So of an owner's free and a remote free of
+ * one block racing (a double free), either one is refused at once, or
+ * the owner's tag overwrites the remote one and the drain refuses the
+ * remote one: the block is freed once (and when the owner hands it out
+ * again before the drain, word 1 is cleared: refused as well). */
 static inline uintptr_t blk_tag(uint64_t key, const void *b) {
   return (uintptr_t)(key ^ (uintptr_t)b) | 1u;
 }
-static inline int blk_tagged(uint64_t key, const void *b) {
-  return ((const uintptr_t *)b)[1] == blk_tag(key, b);
+static inline uintptr_t blk_rtag(uint64_t key, const void *b) {
+  return blk_tag(key, b) ^ 2u;
+}
+static inline _Atomic uintptr_t *blk_w1(const void *b) {
+  return (_Atomic uintptr_t *)b + 1;
+}
+static inline uintptr_t w1_get(const void *b) {
+  return atomic_load_explicit(blk_w1(b), memory_order_relaxed);
+}
+static inline void w1_set(void *b, uintptr_t v) {
+  atomic_store_explicit(blk_w1(b), v, memory_order_relaxed);
 }
 
 typedef struct tstat { /* written by the owner only (relaxed) */
@@ -200,10 +230,11 @@ struct tcache {
   uint32_t npend;         /* queued frees (free_batch; owner only) */
   void *pend[PEND_MAX];
   page_t *pendpg[PEND_MAX]; /* the span header of pend[i] (registry) */
-  /* MPSC stack of blocks freed by other threads: written by them, so it
-   * has a 128-byte line pair of its own (the owner's hot fields and
-   * counters stay out of it; 128: adjacent-line prefetch pairs lines) */
-  _Alignas(128) _Atomic(void *) remote;
+  /* MPSC stack of spans with blocks freed by other threads (page rnext,
+   * rqueued): written by them, so it has a 128-byte line pair of its own
+   * (the owner's hot fields and counters stay out of it; 128: adjacent-
+   * line prefetch pairs lines) */
+  _Alignas(128) _Atomic(page_t *) remote;
   _Alignas(128) tstat_t st;
   tcache_t *next_all;
   int parked;
@@ -218,6 +249,10 @@ struct nnmem_allocator {
   /* this allocator's identity for tls_cur (a new one when leak records
    * are enabled, so that every thread re-arms its cache's countdown) */
   _Atomic uint64_t id;
+  /* nonzero: no free is queued (free_batch 0, a profiler attached, or
+   * leak records on: those frees take free_general): the queued free's
+   * one test of the allocator's hooks */
+  _Atomic uint32_t no_queue;
   nnmem_backend_t *backend, *owned_backend;
   nnmem_pool_t *pool;       /* large blocks */
   /* spans of the thread caches by unit count (1 .. MAX_UNITS, each aligned
@@ -369,7 +404,7 @@ static inline page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
 }
 
 /* The header of the span the registry names for ptr (a block that was a
- * cache's when it was queued or pushed on a remote stack), or NULL when no
+ * cache's when it was queued), or NULL when no
  * span is registered there. No header read. */
 static inline page_t *block_page(nnmem_allocator_t *a, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
@@ -496,30 +531,48 @@ static void page_release(tcache_t *tc, page_t *pg) {
   (void)nnmem_pool_free(a->pages_pool[kind], base);
 }
 
-/* 1 when a block of pg waits on its owner's remote stack (a rem bit is
- * set). With used == 0 that block is a refused free (never handed out,
- * or free already) still to be drained: the span stays until then, so
- * that the drain finds its header (and no span made anew there). */
+/* 1 when pg is on its owner's stack of spans with remote frees, or a
+ * block of it waits for the drain (a rem bit is set). With used == 0
+ * such a block is a refused free (never handed out, or free already)
+ * still to be drained: the span stays until then, so that the drain
+ * finds its header (and no span made anew there). */
 static int rem_pending(const page_t *pg) {
+  if (atomic_load_explicit(&pg->rqueued, memory_order_acquire)) return 1;
   for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++)
     if (atomic_load_explicit(&pg->bits[w], memory_order_relaxed)) return 1;
   return 0;
 }
 
-/* Returns block `idx` (at blk) to its page (owner thread only). */
-static void local_free(tcache_t *tc, page_t *pg, void *blk) {
+/* Returns block blk to its page (owner thread only); the page goes back
+ * when it empties and its class keeps enough (unless `keep`: the drain,
+ * which still reads the page, decides after it). */
+static void local_free_k(tcache_t *tc, page_t *pg, void *blk, int keep) {
   if (nnmem__debug) memset(blk, 0x55, pg->bsize);
   *(void **)blk = pg->free;
-  ((uintptr_t *)blk)[1] = blk_tag(tc->key, blk);
+  w1_set(blk, blk_tag(tc->key, blk));
   pg->free = blk;
   if (!pg->in_avail && pg->cap - pg->used + 1 >= pg->relink)
     avail_push(tc, pg); /* with a few free blocks, not just this one */
-  if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
+  if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !keep &&
+      !rem_pending(pg))
     page_release(tc, pg); /* a class keeps a few empty pages */
+}
+
+static void local_free(tcache_t *tc, page_t *pg, void *blk) {
+  local_free_k(tc, pg, blk, 0);
 }
 
 static nnmem_status_t misuse(nnmem_allocator_t *a);
 static void late_misuse(nnmem_allocator_t *a, const void *ptr);
+
+/* local_free's cases past flush_one_fast: a page off its avail stack, or
+ * one whose last block came back (empty count, relink, release). */
+static __attribute__((noinline)) void local_free_tail(tcache_t *tc,
+                                                      page_t *pg) {
+  if (!pg->in_avail && pg->cap - pg->used >= pg->relink) avail_push(tc, pg);
+  if (pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
+    page_release(tc, pg);
+}
 
 /* ---- purging idle free blocks (decommit_spans) --------------------------
  *
@@ -597,7 +650,7 @@ static int page_unpurge(page_t *pg, uint64_t key) {
   char *b = blk_at(pg, (uint32_t)__builtin_ctzll(pg->purged));
   pg->purged &= pg->purged - 1;
   *(void **)b = NULL;
-  ((uintptr_t *)b)[1] = blk_tag(key, b);
+  w1_set(b, blk_tag(key, b));
   pg->free = b;
   return 1;
 }
@@ -621,31 +674,46 @@ static void purge_tick(tcache_t *tc) {
 
 static inline int64_t small_index(const page_t *pg, const void *ptr);
 
+/* One block of pg whose rem bit the drain took: freed when it still
+ * carries the remote tag and was handed out; else a refused free (never
+ * handed out, purged, or a double free that raced the owner's: see
+ * blk_tag), counted and reported. */
+static void drain_block(tcache_t *tc, page_t *pg, char *b) {
+  if (b >= pg->bump || pg->used == 0 || purged_has(pg, b) ||
+      w1_get(b) != blk_rtag(tc->key, b)) {
+    /* the remote free counted a free that did not happen: taken back here
+     * (the caches' counters are summed modulo 2^64) */
+    bump(&tc->st.frees[pg->cls], UINT64_MAX);
+    (void)misuse(tc->a);
+    late_misuse(tc->a, b);
+  } else {
+    local_free_k(tc, pg, b, 1);
+  }
+}
+
+/* Takes the stack of spans with remote frees; for each span, clears
+ * rqueued first (a remote free after it queues the span again), then
+ * takes its rem words (acquire: the remote tag written before the bit). */
 static void drain_remote(tcache_t *tc) {
-  void *b = atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
-  while (b) {
-    void *next = *(void **)b;
-    page_t *pg = block_page(tc->a, b);
-    if (!pg || pg->magic != PAGE_MAGIC || pg->owner != tc ||
-        small_index(pg, b) < 0) {
-      /* refused, its span given back meanwhile (a free racing the span's
-       * last one, rem_pending): not this cache's block any more */
-      (void)misuse(tc->a);
-      late_misuse(tc->a, b);
-      b = next;
-      continue;
+  page_t *pg =
+      atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
+  while (pg) {
+    page_t *next = pg->rnext;
+    (void)atomic_exchange_explicit(&pg->rqueued, 0, memory_order_acq_rel);
+    for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++) {
+      if (!atomic_load_explicit(&pg->bits[w], memory_order_relaxed)) continue;
+      uint64_t m =
+          atomic_exchange_explicit(&pg->bits[w], 0, memory_order_acq_rel);
+      while (m) {
+        uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(m);
+        m &= m - 1;
+        drain_block(tc, pg, blk_at(pg, i));
+      }
     }
-    uint32_t i = blk_index(pg, b);
-    atomic_fetch_and_explicit(REM_W(pg, i), ~(1ULL << (i & 63)),
-                              memory_order_relaxed);
-    if ((char *)b >= pg->bump || pg->used == 0 || purged_has(pg, b)) {
-      /* never handed out, or free already */
-      (void)misuse(tc->a);
-      late_misuse(tc->a, b);
-    } else {
-      local_free(tc, pg, b);
-    }
-    b = next;
+    /* the span may be empty now: kept when its class has enough */
+    if (pg->used == 0 && tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
+      page_release(tc, pg);
+    pg = next;
   }
 }
 
@@ -670,7 +738,10 @@ static void cache_exit(void *v) { /* pthread key destructor */
   tcache_t *tc = v;
   nnmem_allocator_t *a = tc->a;
   cache_flush(tc);
-  if (tls_cur.tc == tc) tls_cur.a = NULL;
+  if (tls_cur.tc == tc) { /* the fast paths see no current cache */
+    tls_cur.a = NULL;
+    tls_cur.id = 0;
+  }
   tls_cur.exiting = 1;
   alock(a);
   tc->parked = 1;
@@ -761,7 +832,7 @@ static int page_extend(page_t *pg, uint64_t key) {
   if (stop > pg->end) stop = pg->end;
   for (char *p = first; p < stop; p += pg->bsize) {
     *(void **)p = p + pg->bsize < stop ? p + pg->bsize : pg->free;
-    ((uintptr_t *)p)[1] = blk_tag(key, p);
+    w1_set(p, blk_tag(key, p));
   }
   pg->free = first;
   pg->bump = stop;
@@ -770,7 +841,7 @@ static int page_extend(page_t *pg, uint64_t key) {
 
 static inline void *page_pop(tcache_t *tc, page_t *pg, void *b) {
   pg->free = *(void **)b;
-  ((uintptr_t *)b)[1] = 0; /* handed out: no tag */
+  w1_set(b, 0); /* handed out: no tag */
   if (pg->used++ == 0) tc->empty[pg->cls]--;
   return b;
 }
@@ -1003,34 +1074,80 @@ static __attribute__((noinline)) void *alloc_slow(nnmem_allocator_t *a,
  * subtraction in the cache's line; the countdown is LEAK_IDLE while
  * records are off). A profiler's hook comes first and the same way for
  * every size (a watched allocation always takes nnmem_alloc ->
- * alloc_profiled). Anything else, the countdown run out included, is
- * alloc_slow, from one call site (nnmem_alloc -> alloc_slow ->
- * alloc_leak_due: one call site gives one backtrace, optimised or not). */
-void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
-  if (__builtin_expect(!a || size == 0, 0)) return NULL;
-  nnmem_profiler_t *pr = prof_of(a);
-  if (__builtin_expect(pr != NULL, 0))
-    return alloc_profiled(a, pr, size, 16, NULL, 0);
+ * alloc_rest -> alloc_profiled). Anything else, the countdown run out
+ * included, is alloc_slow, from one call site (nnmem_alloc -> alloc_rest
+ * -> alloc_slow -> alloc_leak_due: one call site gives one backtrace,
+ * optimised or not). alloc_try is that path, inlined into nnmem_alloc and
+ * the malloc front's nnmem__allocator_alloc_or: 1 with the block in *bo;
+ * else 0, with the fast path's page (*pgo) and block (*bo: the countdown
+ * ran out on it) or NULLs, for alloc_rest. */
+static inline __attribute__((always_inline)) int alloc_try(
+    nnmem_allocator_t *a, size_t size, page_t **pgo, void **bo) {
   page_t *pg = NULL;
   void *b = NULL;
   tcache_t *tc;
   unsigned cls;
-  /* a current cache implies thread caches (no_cache never makes one) */
-  if (__builtin_expect(
-          size > SMALL_MAX || tls_cur.a != a || tls_cur.id != alloc_id(a), 0))
-    goto slow;
+  *pgo = NULL;
+  *bo = NULL;
+  /* size 0 and sizes over SMALL_MAX: one compare; the thread's cache is
+   * current when its identity is a's (identities are never reused, and
+   * a cache's thread exit clears it); a current cache implies thread
+   * caches (no_cache never makes one) */
+  if (__builtin_expect(size - 1 >= SMALL_MAX || !a, 0)) return 0;
+  if (__builtin_expect(tls_cur.id != alloc_id(a) || prof_of(a) != NULL, 0))
+    return 0;
   tc = tls_cur.tc;
-  if (__builtin_expect(tc->sample_left <= 1, 0)) goto slow;
+  if (__builtin_expect(tc->sample_left <= 1, 0)) return 0;
   cls = class_of[(size + 15) >> 4];
   pg = tc->avail[cls];
-  if (__builtin_expect(!pg || !(b = pg->free), 0)) goto slow;
+  if (__builtin_expect(!pg || !(b = pg->free), 0)) {
+    *pgo = pg;
+    return 0;
+  }
   tc->sample_left--;
   page_pop(tc, pg, b);
   bump(&tc->st.allocs[cls], 1);
   if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
-  if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return b;
-slow:
+  *bo = b;
+  if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return 1;
+  *pgo = pg;
+  return 0;
+}
+
+/* nnmem_alloc past its fast path: no allocator, size 0, a profiler
+ * watching, then alloc_slow (the one way to alloc_leak_due). */
+static __attribute__((noinline)) void *alloc_rest(nnmem_allocator_t *a,
+                                                  size_t size, page_t *pg,
+                                                  void *b) {
+  if (!b) {
+    if (!a || size == 0) return NULL;
+    nnmem_profiler_t *pr = prof_of(a);
+    if (__builtin_expect(pr != NULL, 0))
+      return alloc_profiled(a, pr, size, 16, NULL, 0);
+  }
   return alloc_slow(a, size, pg, b);
+}
+
+void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
+  page_t *pg;
+  void *b;
+  if (__builtin_expect(alloc_try(a, size, &pg, &b), 1)) return b;
+  return alloc_rest(a, size, pg, b);
+}
+
+static __attribute__((noinline)) void *alloc_or_rest(
+    nnmem_allocator_t *a, size_t size, page_t *pg, void *b,
+    void *(*fallback)(size_t)) {
+  void *p = alloc_rest(a, size, pg, b);
+  return p ? p : fallback(size);
+}
+
+void *nnmem__allocator_alloc_or(nnmem_allocator_t *a, size_t size,
+                                void *(*fallback)(size_t)) {
+  page_t *pg;
+  void *b;
+  if (__builtin_expect(alloc_try(a, size, &pg, &b), 1)) return b;
+  return alloc_or_rest(a, size, pg, b, fallback);
 }
 
 void *nnmem_alloc_at(nnmem_allocator_t *a, size_t size, const char *file,
@@ -1066,13 +1183,13 @@ static nnmem_status_t misuse(nnmem_allocator_t *a) {
 }
 
 /* Owner-thread checks of a block about to return to its page: never carved
- * (at or past the bump pointer), or free already (tagged: a double free,
- * on the free list or the remote stack). */
+ * (at or past the bump pointer), or free already (a double free: tagged,
+ * on the free list; remote-tagged, waiting for the drain). */
 static inline int local_misuse(const page_t *pg, const void *ptr,
                                uint64_t key) {
-  uintptr_t w = ((const uintptr_t *)ptr)[1];
+  uintptr_t w = w1_get(ptr), t = blk_tag(key, ptr);
   /* a purged block may read as 0 (its tag page given back) */
-  return (const char *)ptr >= pg->bump || w == blk_tag(key, ptr) ||
+  return (const char *)ptr >= pg->bump || (w | 2u) == (t | 2u) ||
          (__builtin_expect(pg->cls >= PURGE_MIN_CLS, 0) && w == 0 &&
           purged_has(pg, ptr));
 }
@@ -1108,30 +1225,71 @@ static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
     }
     return NNMEM_OK;
   }
-  /* a block free already (tagged) or already on the remote stack (rem
-   * was set: two frees racing) is a second free (a block never carved
-   * is refused by the owner's drain: the bump pointer is the owner's) */
-  if (__builtin_expect(blk_tagged(a->tag_key, ptr), 0)) return misuse(a);
-  uint64_t bit = 1ULL << (idx & 63);
-  if (__builtin_expect(
-          atomic_fetch_or_explicit(REM_W(pg, idx), bit, memory_order_relaxed) &
-              bit,
-          0))
+  /* a block free already or waiting for the drain (either tag) is a
+   * second free; word 1 moves to the remote tag with a compare-and-swap
+   * from the value checked: of two frees racing, one wins (a block never
+   * carved is refused by the owner's drain: the bump pointer is the
+   * owner's) */
+  uintptr_t t = blk_tag(a->tag_key, ptr), w = w1_get(ptr);
+  if (__builtin_expect((w | 2u) == (t | 2u), 0)) return misuse(a);
+  if (__builtin_expect(!atomic_compare_exchange_strong_explicit(
+                           blk_w1(ptr), &w, t ^ 2u, memory_order_relaxed,
+                           memory_order_relaxed),
+                       0))
     return misuse(a);
-  ((uintptr_t *)ptr)[1] = blk_tag(a->tag_key, ptr);
   if (tc) bump(&tc->st.frees[pg->cls], 1);
+  /* release: the drain that takes the bit sees the remote tag; a bit set
+   * already is a stale one (a refused entry not drained yet) */
+  (void)atomic_fetch_or_explicit(REM_W(pg, idx), 1ULL << (idx & 63),
+                                 memory_order_release);
+  if (atomic_exchange_explicit(&pg->rqueued, 1, memory_order_acq_rel))
+    return NNMEM_OK; /* queued already (the drain clears rqueued first) */
   tcache_t *owner = pg->owner;
-  void *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
+  page_t *old = atomic_load_explicit(&owner->remote, memory_order_relaxed);
   do {
-    *(void **)ptr = old;
+    pg->rnext = old;
   } while (!atomic_compare_exchange_weak_explicit(
-      &owner->remote, &old, ptr, memory_order_release, memory_order_relaxed));
+      &owner->remote, &old, pg, memory_order_release, memory_order_relaxed));
   return NNMEM_OK;
 }
 
 /* A queued free found bad at its flush (already counted): to on_misuse. */
 static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
   if (a->on_misuse) a->on_misuse(a->misuse_ctx, ptr);
+}
+
+/* flush_pending's common case, the same checks as small_index and
+ * small_free's owner case in one pass over the header's first line: a
+ * block of a span of tc (a class below the purged ones), carved (below
+ * the bump pointer: also below the span's end) and on a block boundary
+ * (off * recip: the low 40 bits are below recip iff off is a multiple of
+ * bsize, as in small_index), neither tag in word 1, no timed call due,
+ * and no leak record for it by the page's mark (`mark`: leak_mark, 0 for
+ * the queue, which takes no free while records are on). 1: freed; 0:
+ * nothing done (the general case decides, misuse included). */
+static inline int flush_one_fast(tcache_t *tc, page_t *pg, void *p,
+                                 uint32_t mark) {
+  if (pg->magic != PAGE_MAGIC || pg->owner != tc ||
+      pg->cls >= PURGE_MIN_CLS || tc->sample_left <= 1)
+    return 0;
+  uintptr_t blk0 = (uintptr_t)pg + pg->first;
+  uint64_t off = (uintptr_t)p - blk0; /* wraps below block 0: huge */
+  uint64_t m = off * pg->recip;
+  if (off >= (uint64_t)((uintptr_t)pg->bump - blk0) ||
+      (m & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip ||
+      nnmem__leaks_mark_hit(mark, (uint32_t)(m >> RECIP_SHIFT)))
+    return 0; /* (a block the leak records may hold: leaks_free_small) */
+  uintptr_t t = blk_tag(tc->key, p);
+  if ((w1_get(p) | 2u) == (t | 2u)) return 0;
+  tc->sample_left--;
+  bump(&tc->st.frees[pg->cls], 1);
+  if (nnmem__debug) memset(p, 0x55, pg->bsize);
+  *(void **)p = pg->free;
+  w1_set(p, t);
+  pg->free = p;
+  if (__builtin_expect(--pg->used == 0 || !pg->in_avail, 0))
+    local_free_tail(tc, pg);
+  return 1;
 }
 
 /* Returns the queued frees of tc (free_batch). Two passes so that the
@@ -1150,6 +1308,7 @@ static void flush_pending(tcache_t *tc) {
   for (uint32_t i = 0; i < n; i++) {
     void *p = tc->pend[i];
     page_t *pg = tc->pendpg[i];
+    if (__builtin_expect(flush_one_fast(tc, pg, p, 0), 1)) continue;
     int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, p) : -1;
     if (k < 0 ? misuse(a) != NNMEM_OK
               : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
@@ -1203,9 +1362,10 @@ static __attribute__((noinline)) nnmem_status_t free_general(
  * current): 1; else 0, nothing done (free_general's case). */
 static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
-  if (__builtin_expect(!a || !a->free_batch || !(p & (PAGE_SIZE - 1)) ||
-                           (p >> 48) || prof_of(a) || leaks_of(a) ||
-                           tls_cur.a != a || tls_cur.id != alloc_id(a),
+  if (__builtin_expect(atomic_load_explicit(&a->no_queue,
+                                            memory_order_relaxed) ||
+                           !(p & (PAGE_SIZE - 1)) || (p >> 48) ||
+                           tls_cur.id != alloc_id(a),
                        0))
     return 0;
   _Atomic uint8_t *s = reg_slot(a, p, 0);
@@ -1220,9 +1380,34 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   return 1;
 }
 
+/* An immediate free's common case (no queue): a block of a span of the
+ * thread's current cache, on a page without leak records, no profiler
+ * watching: flush_one_fast's checks and free. 1: freed; 0: nothing done
+ * (free_general's case, misuse included). */
+static inline int free_direct(nnmem_allocator_t *a, void *ptr) {
+  uintptr_t p = (uintptr_t)ptr;
+  if (__builtin_expect(!(p & (PAGE_SIZE - 1)) || (p >> 48) ||
+                           tls_cur.id != alloc_id(a) || prof_of(a),
+                       0))
+    return 0;
+  _Atomic uint8_t *s = reg_slot(a, p, 0);
+  unsigned v;
+  if (__builtin_expect(
+          !s || !(v = atomic_load_explicit(s, memory_order_acquire)), 0))
+    return 0; /* not a span's unit */
+  page_t *pg = span_head(p, v);
+  return flush_one_fast(
+      tls_cur.tc, pg, ptr,
+      atomic_load_explicit(&pg->leak_mark, memory_order_relaxed));
+}
+
 static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
-  if (free_queued(a, ptr)) return NNMEM_OK;
+  if (a && (free_queued(a, ptr) || free_direct(a, ptr))) return NNMEM_OK;
   return free_general(a, ptr);
+}
+
+int nnmem__allocator_free_queued(nnmem_allocator_t *a, void *ptr) {
+  return free_queued(a, ptr);
 }
 
 nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
@@ -1239,7 +1424,8 @@ static __attribute__((noinline)) void free_report_slow(nnmem_allocator_t *a,
 }
 
 void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr) {
-  if (__builtin_expect(!free_queued(a, ptr), 0)) free_report_slow(a, ptr);
+  if (__builtin_expect(!a || !free_queued(a, ptr), 0))
+    free_report_slow(a, ptr);
 }
 
 void nnmem_allocator_thread_flush(nnmem_allocator_t *a) {
@@ -1415,6 +1601,8 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   a->no_cache = c.no_thread_cache != 0;
   a->sample_every = c.latency_sample ? c.latency_sample : 64;
   a->free_batch = c.free_batch > PEND_MAX ? PEND_MAX : c.free_batch;
+  atomic_store_explicit(&a->no_queue, a->free_batch == 0,
+                        memory_order_relaxed);
   a->decommit = c.decommit_spans != 0;
   long os_page = sysconf(_SC_PAGESIZE);
   a->os_page = os_page > 0 ? (uint32_t)os_page : 4096u;
@@ -1478,6 +1666,7 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   if (lk)
     atomic_store_explicit(&a->leak_slot, nnmem__leaks_slot(lk),
                           memory_order_relaxed);
+  if (lk) atomic_store_explicit(&a->no_queue, 1, memory_order_relaxed);
   atomic_store_explicit(&a->leaks, lk, memory_order_release);
   *out = a;
   return NNMEM_OK;
@@ -1487,7 +1676,10 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a) {
   if (!a) return;
   nnmem__leaks_destroy(leaks_of(a)); /* writes the report, if configured */
   pthread_key_delete(a->key);
-  if (tls_cur.a == a) tls_cur.a = NULL;
+  if (tls_cur.a == a) {
+    tls_cur.a = NULL;
+    tls_cur.id = 0;
+  }
   while (a->caches) {
     tcache_t *t = a->caches;
     a->caches = t->next_all;
@@ -1603,6 +1795,9 @@ nnmem_status_t nnmem_allocator_leaks_enable(nnmem_allocator_t *a,
   nnmem_status_t st = nnmem__leaks_create(&lc, &lk);
   if (st != NNMEM_OK) return st;
   nnmem__leaks_t *none = NULL;
+  /* no queued free from now on (before the records: a block recorded is
+   * never freed past them; records are never turned off) */
+  atomic_store_explicit(&a->no_queue, 1, memory_order_seq_cst);
   if (!atomic_compare_exchange_strong(&a->leaks, &none, lk)) {
     nnmem__leaks_destroy(lk); /* another thread won the race */
     return NNMEM_ERR_STATE;
@@ -1774,8 +1969,13 @@ nnmem_status_t nnmem__allocator_attach_profiler(nnmem_allocator_t *a,
                                                 nnmem_profiler_t *pr) {
   if (!pr) {
     atomic_store_explicit(&a->prof, NULL, memory_order_release);
+    atomic_store_explicit(&a->no_queue, a->free_batch == 0 || leaks_of(a),
+                          memory_order_release);
     return NNMEM_OK;
   }
+  /* the queue's test first: a block the profiler saw allocated is never
+   * freed past it (a failed attach leaves it: a profiler is attached) */
+  atomic_store_explicit(&a->no_queue, 1, memory_order_seq_cst);
   nnmem_profiler_t *none = NULL;
   return atomic_compare_exchange_strong(&a->prof, &none, pr) ? NNMEM_OK
                                                              : NNMEM_ERR_STATE;

@@ -11,6 +11,9 @@
  * acquire/release on blocks held by the main thread (holder counts exact
  * afterwards), then every thread releasing every block once (exactly one
  * last releaser per block) and recycling it (exactly one succeeds).
+ * A fourth frees the same blocks from several threads at once (racing
+ * double frees): exactly one free of each succeeds, the rest are refused;
+ * a fifth has the blocks' owner race them too (each block freed once).
  * Label `stress`; `make test` also runs it under ThreadSanitizer. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -314,9 +317,113 @@ static void test_block_states(void **state) {
   nnmem_block_table_destroy(g_blocks);
 }
 
+/* Double frees racing: THREADS threads (none of them the blocks' owner)
+ * free the same RACE blocks at once, in shifted orders. Each block's rem
+ * bit is taken with an atomic or: exactly one free of each block succeeds,
+ * every other is refused (counted as misuse); the owner's drain then puts
+ * each block back once, so the next 2 x RACE allocations of the class are
+ * all distinct (a block pushed twice would come back twice). */
+enum { RACE = 2000 };
+static void *g_race[RACE];
+static atomic_int g_race_ok, g_race_go;
+
+static void *race_free(void *arg) {
+  int shift = (int)(uintptr_t)arg * (RACE / THREADS);
+  while (!atomic_load(&g_race_go)) {
+  }
+  for (int k = 0; k < RACE; k++)
+    if (nnmem_allocator_free(g_alloc, g_race[(k + shift) % RACE]) == NNMEM_OK)
+      atomic_fetch_add(&g_race_ok, 1);
+  return NULL;
+}
+
+static int race_cmp(const void *x, const void *y) {
+  uintptr_t a = *(const uintptr_t *)x, b = *(const uintptr_t *)y;
+  return (a > b) - (a < b);
+}
+
+static void test_racing_double_free(void **state) {
+  (void)state;
+  assert_ok(nnmem_allocator_create(NULL, &g_alloc));
+  for (int i = 0; i < RACE; i++)
+    assert_non_null(g_race[i] = nnmem_alloc(g_alloc, 48));
+  atomic_store(&g_race_ok, 0);
+  atomic_store(&g_race_go, 0);
+  pthread_t th[THREADS];
+  for (uintptr_t t = 0; t < THREADS; t++)
+    assert_int_equal(pthread_create(&th[t], NULL, race_free, (void *)t), 0);
+  atomic_store(&g_race_go, 1);
+  for (int t = 0; t < THREADS; t++)
+    pthread_join(th[t], NULL);
+  assert_int_equal(atomic_load(&g_race_ok), RACE);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(g_alloc, &st));
+  assert_int_equal(st.misuse_count, (uint64_t)RACE * (THREADS - 1));
+  nnmem_allocator_thread_flush(g_alloc); /* drains the remote stack */
+  static void *again[2 * RACE];
+  for (int i = 0; i < 2 * RACE; i++)
+    assert_non_null(again[i] = nnmem_alloc(g_alloc, 48));
+  qsort(again, 2 * RACE, sizeof again[0], race_cmp);
+  for (int i = 1; i < 2 * RACE; i++)
+    assert_true(again[i] != again[i - 1]);
+  for (int i = 0; i < 2 * RACE; i++)
+    nnmem_free(g_alloc, again[i]);
+  assert_ok(nnmem_allocator_stats(g_alloc, &st));
+  assert_int_equal(st.misuse_count, (uint64_t)RACE * (THREADS - 1));
+  nnmem_allocator_destroy(g_alloc);
+}
+
+/* An owner's frees racing other threads' frees of the same blocks: the
+ * main thread (the owner) and THREADS - 1 others free the same RACE
+ * blocks at once. Whichever way each race goes (a free refused at once,
+ * or the owner's tag overwriting a remote free's, refused at the owner's
+ * drain), each block is freed once: every free but one per block is
+ * counted as misuse, no block is live, and the next 2 x RACE allocations
+ * are distinct (a block on the free list twice would come back twice). */
+static void *race_free_owner_too(void *arg) {
+  return race_free(arg);
+}
+
+static void test_racing_owner_free(void **state) {
+  (void)state;
+  assert_ok(nnmem_allocator_create(NULL, &g_alloc));
+  for (int i = 0; i < RACE; i++)
+    assert_non_null(g_race[i] = nnmem_alloc(g_alloc, 48));
+  atomic_store(&g_race_ok, 0);
+  atomic_store(&g_race_go, 0);
+  pthread_t th[THREADS];
+  for (uintptr_t t = 1; t < THREADS; t++)
+    assert_int_equal(
+        pthread_create(&th[t], NULL, race_free_owner_too, (void *)t), 0);
+  atomic_store(&g_race_go, 1);
+  (void)race_free((void *)0); /* the owner's frees */
+  for (int t = 1; t < THREADS; t++)
+    pthread_join(th[t], NULL);
+  nnmem_allocator_thread_flush(g_alloc); /* the drain refuses stale ones */
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(g_alloc, &st));
+  assert_int_equal(st.misuse_count, (uint64_t)RACE * (THREADS - 1));
+  assert_true(atomic_load(&g_race_ok) >= RACE);
+  assert_int_equal(st.live_count, 0);
+  static void *again[2 * RACE];
+  for (int i = 0; i < 2 * RACE; i++)
+    assert_non_null(again[i] = nnmem_alloc(g_alloc, 48));
+  qsort(again, 2 * RACE, sizeof again[0], race_cmp);
+  for (int i = 1; i < 2 * RACE; i++)
+    assert_true(again[i] != again[i - 1]);
+  for (int i = 0; i < 2 * RACE; i++)
+    nnmem_free(g_alloc, again[i]);
+  assert_ok(nnmem_allocator_stats(g_alloc, &st));
+  assert_int_equal(st.misuse_count, (uint64_t)RACE * (THREADS - 1));
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(g_alloc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads),
                                      cmocka_unit_test(test_thread_generations),
-                                     cmocka_unit_test(test_block_states)};
+                                     cmocka_unit_test(test_block_states),
+                                     cmocka_unit_test(test_racing_double_free),
+                                     cmocka_unit_test(test_racing_owner_free)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

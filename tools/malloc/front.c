@@ -96,6 +96,10 @@ char *__wrap_strdup(const char *s) {
 enum { ST_NONE, ST_INIT, ST_READY, ST_FAILED };
 static _Atomic int state = ST_NONE;
 static nnmem_allocator_t *heap_a;
+/* heap_a once it is ready and neither recording nor serving diverts the
+ * calls; NULL otherwise: the one load and test of malloc's and free's
+ * common case */
+static _Atomic(nnmem_allocator_t *) fast_a;
 static int abort_on_misuse;
 static _Atomic int misuse_reported;
 static _Thread_local __attribute__((tls_model("initial-exec"))) int in_init;
@@ -256,6 +260,8 @@ static void create(void) {
     if (!nnmem__serving) /* not serving after all: no planned block exists */
       __atomic_store_n(&nnmem__divert, nnmem__recording, __ATOMIC_RELEASE);
   }
+  if (a && !__atomic_load_n(&nnmem__divert, __ATOMIC_ACQUIRE))
+    atomic_store_explicit(&fast_a, a, memory_order_release);
   in_init = 0;
   if (!a) {
     nnmem__say("nnmem malloc: cannot create the allocator (no memory); aborting\n");
@@ -358,27 +364,20 @@ static __attribute__((noinline)) void free_slow(void *p) {
 /* The common case first: the allocator ready, no recording, a size in
  * (0, PTRDIFF_MAX]; anything else (and a failure) is do_alloc. */
 API void *malloc(size_t n) {
-  if (__builtin_expect(
-          atomic_load_explicit(&state, memory_order_acquire) == ST_READY &&
-              !nnmem__divert && n - 1 < (size_t)PTRDIFF_MAX,
-          1)) {
-    void *p = nnmem_alloc(heap_a, n);
-    if (__builtin_expect(p != NULL, 1)) return p;
-  }
+  nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
+  if (__builtin_expect(a != NULL && n - 1 < (size_t)PTRDIFF_MAX, 1))
+    return nnmem__allocator_alloc_or(a, n, malloc_slow);
   return malloc_slow(n);
 }
 
-/* The common case is one call: a refused pointer reaches bad_pointer
- * through the allocator's on_misuse (late_bad_free). */
+/* The common case is one call: a block of a span queued (a refused one
+ * reaches bad_pointer at the queue's flush, through the allocator's
+ * on_misuse: late_bad_free); anything else, NULL and the bootstrap arena
+ * included, is do_free. */
 API void free(void *p) {
-  if (__builtin_expect(
-          p && !in_boot(p) &&
-              atomic_load_explicit(&state, memory_order_acquire) == ST_READY &&
-              !nnmem__divert,
-          1)) {
-    nnmem__allocator_free_report(heap_a, p);
+  nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
+  if (__builtin_expect(a != NULL, 1) && nnmem__allocator_free_queued(a, p))
     return;
-  }
   free_slow(p);
 }
 
