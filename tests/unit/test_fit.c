@@ -788,6 +788,27 @@ static void test_fault_injection(void **state) {
   nnmem_graph_destroy(g);
 }
 
+/* `text` with the first `from` replaced by `to`: refused, with `why`. */
+static void refused_edit(const char *text, size_t len, const char *from,
+                         const char *to, const char *why) {
+  const char *at = strstr(text, from);
+  assert_non_null(at);
+  size_t head = (size_t)(at - text), fl = strlen(from), tl = strlen(to);
+  char *t = malloc(len - fl + tl + 1);
+  assert_non_null(t);
+  memcpy(t, text, head);
+  memcpy(t + head, to, tl);
+  memcpy(t + head + tl, at + fl, len - head - fl);
+  nnmem_exec_plan_t *ep = NULL;
+  nnmem_diag_t diag = {{0}};
+  assert_int_equal(
+      nnmem_exec_plan_parse(t, len - fl + tl, "fit.json", &ep, &diag),
+      NNMEM_ERR_PARSE);
+  assert_null(ep);
+  if (!strstr(diag.message, why)) fail_msg("%s: got %s", why, diag.message);
+  free(t);
+}
+
 static void test_refused_plans(void **state) {
   (void)state;
   nnmem_graph_t *g, *other, *batch2;
@@ -824,6 +845,19 @@ static void test_refused_plans(void **state) {
   /* cut short */
   assert_int_equal(nnmem_exec_plan_parse(text, len / 2, "fit.json", &ep, &diag),
                    NNMEM_ERR_PARSE);
+  free(text);
+  /* split ops (this plan has some): parts out of order, a bad count, an
+   * unknown split kind, a part missing its fields: refused as such */
+  assert_ok(nnmem_fit_format_json(f, g, &text, &len, NULL));
+  assert_non_null(strstr(text, "\"part\": 1,"));
+  refused_edit(text, len, "\"part\": 1,", "\"part\": 2,",
+               "parts of a split op must be consecutive");
+  refused_edit(text, len, "\"parts\": ", "\"parts\": 1, \"x\": ",
+               "need 2 <= parts");
+  refused_edit(text, len, "\"split\": \"", "\"split\": \"z",
+               "split: must be");
+  refused_edit(text, len, "\"part\": 1,", "\"qart\": 1,",
+               "has parts left");
   free(text);
   /* a classic plan without a schedule */
   nnmem_liveness_t *l;
