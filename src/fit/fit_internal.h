@@ -28,7 +28,9 @@ enum {
  * of `parts` (1: the whole op). */
 typedef struct fit_step {
   uint32_t op_step, part, parts;
-  uint8_t mode; /* FIT_SPLIT_ */
+  uint8_t mode;  /* FIT_SPLIT_ */
+  uint8_t inner; /* ACCUM over the inner (K / input channel) dim: each
+                    part reads 1/parts of input 0 (cost model) */
 } fit_step_t;
 
 /* One access of a step: tier buffer read or written by the op. */

@@ -26,8 +26,10 @@
  *    buffers, their gaps), so a value read by op o stays until its last
  *    part. Each part reads every input of the op but the split weight
  *    (of which it reads slice i), costs flops / k and its own bytes (the
- *    other inputs whole, its slice, its output range; with ACCUM the whole
- *    output, twice past part 0) under the roofline, plus the device's op
+ *    other inputs whole - input 0 only its block of 1/k when dim 0 is
+ *    provably the inner dim: MatMul, ConvTranspose, a Gemm [K, N] with
+ *    K != N - its slice, its output range; with ACCUM the whole output,
+ *    twice past part 0) under the roofline, plus the device's op
  *    overhead (a launch per part).
  * Invariants: base[] is increasing with base[0] = 0 and base[n_ops] = S;
  * f->step[s] names op step o for every s in [base[o], base[o + 1]), parts
@@ -61,12 +63,13 @@ static int is(const char *a, const char *b) { return strcmp(a, b) == 0; }
 
 /* Parts of op `op` (1: whole) and their mode; *w gets the split weight. */
 static uint32_t op_parts(const fitter_t *x, uint32_t op, int64_t *w,
-                         uint8_t *mode) {
+                         uint8_t *mode, uint8_t *inner) {
   nnmem_op_info_t oi;
   nnmem_tensor_info_t wt, yt;
   nnmem_tensor_live_t yl;
   *w = -1;
   *mode = FIT_SPLIT_WHOLE;
+  *inner = 0;
   if (nnmem_graph_op(x->g, op, &oi) != NNMEM_OK || oi.n_inputs < 2 ||
       oi.n_outputs != 1 || (oi.flags & NNMEM_OP_VIEW))
     return 1;
@@ -89,6 +92,10 @@ static uint32_t op_parts(const fitter_t *x, uint32_t op, int64_t *w,
        wt.shape[1] != wt.shape[0]);
   int contiguous = yt.rank >= 2 && yt.shape[0] == 1 && yt.bytes % rows == 0;
   *mode = channel_dim0 && contiguous ? FIT_SPLIT_PARTS : FIT_SPLIT_ACCUM;
+  /* dim 0 is provably the inner dim: a part reads its block of input 0 */
+  *inner = is(oi.type, "MatMul") || is(oi.type, "ConvTranspose") ||
+           (gemm && wt.rank == 2 && yt.rank == 2 &&
+            yt.shape[1] == wt.shape[1] && wt.shape[0] != wt.shape[1]);
   *w = oi.inputs[1];
   return (uint32_t)k;
 }
@@ -107,8 +114,9 @@ nnmem_status_t nnmem__fit_split_ops(fitter_t *x) {
   x->split_w = malloc((n + 1) * sizeof *x->split_w);
   x->part_v = malloc((n + 1) * sizeof *x->part_v);
   uint32_t *k = malloc((n + 1) * sizeof *k);
-  uint8_t *mode = malloc(n + 1);
-  nnmem_status_t st = x->base && x->split_w && x->part_v && k && mode
+  uint8_t *mode = malloc(n + 1), *inner = malloc(n + 1);
+  nnmem_status_t st = x->base && x->split_w && x->part_v && k && mode &&
+                              inner
                           ? NNMEM_OK
                           : NNMEM_ERR_NOMEM;
   int on = split_enabled(x->cfg) && x->slice_bytes;
@@ -116,8 +124,9 @@ nnmem_status_t nnmem__fit_split_ops(fitter_t *x) {
   for (uint64_t o = 0; o < n && st == NNMEM_OK; o++) {
     x->base[o] = S;
     x->part_v[o] = -1;
-    k[o] = on ? op_parts(x, order[o], &x->split_w[o], &mode[o]) : 1;
-    if (k[o] == 1) x->split_w[o] = -1, mode[o] = FIT_SPLIT_WHOLE;
+    k[o] = on ? op_parts(x, order[o], &x->split_w[o], &mode[o], &inner[o])
+              : 1;
+    if (k[o] == 1) x->split_w[o] = -1, mode[o] = FIT_SPLIT_WHOLE, inner[o] = 0;
     S += k[o];
   }
   if (st == NNMEM_OK) x->base[n] = S;
@@ -127,9 +136,10 @@ nnmem_status_t nnmem__fit_split_ops(fitter_t *x) {
   for (uint64_t o = 0; o < n && st == NNMEM_OK; o++)
     for (uint32_t q = 0; q < k[o]; q++)
       f->step[x->base[o] + q] =
-          (fit_step_t){(uint32_t)o, q, k[o], mode[o]};
+          (fit_step_t){(uint32_t)o, q, k[o], mode[o], inner[o]};
   free(k);
   free(mode);
+  free(inner);
   if (st != NNMEM_OK || S == n) return st;
   /* more steps: the per-step arrays grow */
   x->S = f->steps = S;

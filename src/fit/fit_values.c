@@ -186,13 +186,15 @@ static nnmem_status_t weight_values(fitter_t *x, int64_t *wval) {
 }
 
 /* The cost of part q of k of op step o (k = 1: the whole op): flops / k,
- * bytes: every operand but the split weight and the output whole, slice
- * q of the weight, the part's output rows (ACCUM: the whole output, read
- * and written past part 0); the roofline plus the device's op overhead
+ * bytes: every operand but the split weight and the output whole (input
+ * 0: 1/k of it when the parts split the inner dim), slice q of the
+ * weight, the part's output rows (ACCUM: the whole output, read and
+ * written past part 0); the roofline plus the device's op overhead
  * (fit_split.c, step 3). */
 static void part_cost(fitter_t *x, uint64_t o, uint64_t q,
                       const nnmem_op_cost_t *oc, uint64_t w_bytes,
-                      uint64_t y_bytes, uint64_t slice, uint64_t *ws) {
+                      uint64_t y_bytes, uint64_t a_bytes, uint64_t slice,
+                      uint64_t *ws) {
   uint64_t s = x->base[o] + q, k = x->base[o + 1] - x->base[o];
   const nnmem_device_t *d = &x->f->dev;
   double bytes = (double)oc->bytes, flops = oc->flops;
@@ -201,6 +203,8 @@ static void part_cost(fitter_t *x, uint64_t o, uint64_t q,
     double y = (double)y_bytes;
     bytes -= (double)w_bytes + y;
     bytes += (double)slice;
+    if (st->inner) /* its block of input 0 (K columns / input channels) */
+      bytes -= (double)a_bytes * (1.0 - 1.0 / (double)k);
     if (st->mode == FIT_SPLIT_PARTS)
       bytes += x->v[x->part_v[o] + (int64_t)q].size;
     else
@@ -228,10 +232,13 @@ static nnmem_status_t op_accesses(fitter_t *x, const int64_t *wval,
     if (nnmem_graph_op(x->g, order[o], &oi) != NNMEM_OK ||
         nnmem_op_cost(x->g, order[o], &x->f->dev, &oc) != NNMEM_OK)
       return NNMEM_ERR_INVALID;
-    uint64_t s0 = x->base[o], k = x->base[o + 1] - s0, w_bytes = 0, y_bytes = 0;
+    uint64_t s0 = x->base[o], k = x->base[o + 1] - s0, w_bytes = 0,
+             y_bytes = 0, a_bytes = 0;
     int64_t sw = x->split_w[o];
     if (k > 1 && (nnmem_graph_tensor(x->g, (uint32_t)sw, &ti) != NNMEM_OK ||
                   (w_bytes = ti.bytes, 0) ||
+                  nnmem_graph_tensor(x->g, oi.inputs[0], &ti) != NNMEM_OK ||
+                  (a_bytes = ti.bytes, 0) ||
                   nnmem_graph_tensor(x->g, oi.outputs[0], &ti) != NNMEM_OK))
       return NNMEM_ERR_INVALID;
     if (k > 1) y_bytes = ti.bytes;
@@ -256,7 +263,7 @@ static nnmem_status_t op_accesses(fitter_t *x, const int64_t *wval,
           if (st != NNMEM_OK) return st;
         }
       }
-      part_cost(x, o, q, &oc, w_bytes, y_bytes, slice, ws);
+      part_cost(x, o, q, &oc, w_bytes, y_bytes, a_bytes, slice, ws);
       x->op_s[s] += x->op_extra[s];
     }
   }
