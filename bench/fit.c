@@ -5,7 +5,11 @@
  * the fitter's transfer bytes, exposed time and time to fit, whether the
  * plan passed the executor, against on-demand LRU swapping (no prefetch)
  * and Belady's MIN eviction (nnmem_fit_baseline; whole tensors, MIN also
- * on the fitter's weight slices, the smaller counts). `floor` is the
+ * on the fitter's weight slices and split ops, the smaller counts). Where
+ * an op's whole operands exceed the limit (split ops fit below that) LRU
+ * on whole tensors cannot run: LRU then runs the fitter's values and
+ * steps (slices, split ops), marked '*', and a row no baseline can run is
+ * marked '!' and not counted as meeting a figure. `floor` is the
  * exposed time no schedule with the plan's op times can beat, over LRU's:
  * the larger of the link floor (the copies in share one link, start at
  * step 0 at the earliest and at best overlap all compute: exposed >= bytes
