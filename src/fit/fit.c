@@ -15,7 +15,10 @@
  *      liveness buffer also at first and last - 1: inputs are written
  *      before step 0, outputs read after the last step). An op reads all
  *      slices of its weights; each slice past the first adds the device's
- *      op overhead to its time (a launch per slice).
+ *      op overhead to its time (a launch per slice). A Conv, Gemm, MatMul
+ *      or ConvTranspose whose weight is sliced runs as one step per slice
+ *      instead (operator splitting, fit_split.c): every lifetime maps
+ *      from op steps to steps, and the plan's steps are the parts.
  *   3. Smallest footprint: max over steps of the aligned bytes of the roots
  *      the step accesses. Below it nothing fits (exit 2 names the op).
  *   4. Placement on on-chip tiers: small, often-accessed activation and

@@ -11,10 +11,13 @@
  * 3. With conv_algorithm im2col, one column buffer per Conv, live [s, s+1).
  * 4. The accesses: for each value the sorted steps that read or write it
  *    (a liveness buffer also at first and last - 1: inputs are written
- *    before step 0, outputs read after the last step); an op reads every
+ *    before step 0, outputs read after the last step). Steps are the
+ *    parts of split ops (fit_split.c, called first: lifetimes in op steps
+ *    map to steps): part i of a split op reads slice i of its split
+ *    weight and every other operand; its output rows are their own
+ *    values (nnmem__fit_part_values). An op that is not split reads every
  *    slice of its weights, each slice past the first adding the device's
- *    op overhead to the op's time (a kernel launch per slice: Conv output
- *    channel groups, Gemm/MatMul row blocks).
+ *    op overhead to the op's time (a kernel launch per slice).
  * Invariants: a value's accesses are sorted and unique; the slices of a
  * weight add up to its bytes and cover its rows in order.
  * Complexity: O(T^2) in the worst case for T tensors (views of weights look

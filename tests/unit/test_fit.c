@@ -915,6 +915,75 @@ static void test_executor_catches_unwritten(void **state) {
   nnmem_exec_plan_destroy(ep);
 }
 
+/* A hand-made plan with a split op: "y" (64 B) written by two "rows"
+ * parts, each its half as a sub-buffer, then read whole. The executor
+ * passes it, and stops when part 1 writes nothing: its rows were never
+ * written (the parts' writes are what it checks, not the op's). */
+static void hand_split_plan(int part1_writes, nnmem_status_t expect,
+                            const char *why) {
+  uint64_t h = NNMEM__FNV_SEED;
+  nnmem__exec_digest_pair(&h, 1024, 3); /* limit, steps */
+  nnmem__exec_digest_pair(&h, 2, 0);    /* tiers, main */
+  nnmem__exec_digest_pair(&h, 0, 3);    /* tier 0: 3 buffers */
+  nnmem__exec_digest_buffer(&h, 0, 64, 0, 3);
+  nnmem__exec_digest_buffer(&h, 0, 32, 0, 1);
+  nnmem__exec_digest_pair(&h, 0, 0); /* parent y at 0 */
+  nnmem__exec_digest_buffer(&h, 32, 32, 1, 2);
+  nnmem__exec_digest_pair(&h, 0, 32);       /* parent y at 32 */
+  nnmem__exec_digest_pair(&h, 1, 0);        /* tier 1: none */
+  nnmem__exec_digest_pair(&h, 0xacce55, 0); /* init */
+  nnmem__exec_digest_pair(&h, 0, 2);        /* step 0: part 0 of 2 */
+  nnmem__exec_digest_pair(&h, 1, 0);        /* rows */
+  nnmem__exec_digest_pair(&h, 0, 1);        /* writes y#0 */
+  nnmem__exec_digest_pair(&h, 0, 1);
+  nnmem__exec_digest_pair(&h, 1, 2); /* step 1: part 1 of 2 */
+  nnmem__exec_digest_pair(&h, 1, 0);
+  if (part1_writes) nnmem__exec_digest_pair(&h, 0, 2); /* writes y#1 */
+  nnmem__exec_digest_pair(&h, 0, part1_writes ? 1 : 0);
+  nnmem__exec_digest_pair(&h, 0, 0); /* step 2 reads y */
+  nnmem__exec_digest_pair(&h, 1, 0);
+  nnmem__exec_digest_pair(&h, 0xacce55, 0); /* final */
+  char doc[2000];
+  snprintf(
+      doc, sizeof doc,
+      "{\"model\": \"m\", \"fit\": {\"version\": 1, \"model_digest\": "
+      "\"0000000000000000\", \"limit\": 1024, \"steps\": 3, "
+      "\"main_tier\": 0, \"tiers\": [{\"name\": \"ddr\", \"alignment\": "
+      "32, \"capacity\": 1024, \"height\": 64, \"buffers\": [{\"id\": "
+      "\"y\", \"offset\": 0, \"size\": 64, \"first\": 0, \"last\": 3}, "
+      "{\"id\": \"y#0\", \"offset\": 0, \"size\": 32, \"first\": 0, "
+      "\"last\": 1, \"parent\": \"y\", \"parent_offset\": 0}, {\"id\": "
+      "\"y#1\", \"offset\": 32, \"size\": 32, \"first\": 1, \"last\": 2, "
+      "\"parent\": \"y\", \"parent_offset\": 32}]}, {\"name\": \"host\", "
+      "\"alignment\": 64, \"capacity\": 0, \"height\": 0, \"buffers\": "
+      "[]}], \"init\": [], \"schedule\": [{\"op\": \"fc\", \"part\": 0, "
+      "\"parts\": 2, \"split\": \"rows\", \"reads\": [], \"writes\": "
+      "[[0, 1]]}, {\"op\": \"fc\", \"part\": 1, \"parts\": 2, \"split\": "
+      "\"rows\", \"reads\": [], \"writes\": [%s]}, {\"op\": \"r\", "
+      "\"reads\": [[0, 0]], \"writes\": []}], \"final\": [], \"copies\": "
+      "[], \"tensors\": [], \"digest\": \"%016llx\"}}",
+      part1_writes ? "[0, 2]" : "", (unsigned long long)h);
+  nnmem_exec_plan_t *ep = NULL;
+  nnmem_diag_t diag = {{0}};
+  nnmem_status_t st =
+      nnmem_exec_plan_parse(doc, strlen(doc), "hand.json", &ep, &diag);
+  if (st != NNMEM_OK) fail_msg("%s", diag.message);
+  nnmem_exec_report_t rep;
+  memset(&rep, 0, sizeof rep);
+  rep.size = sizeof rep;
+  assert_int_equal(nnmem_exec_run(ep, NULL, &rep, &diag), expect);
+  if (why && !strstr(diag.message, why)) fail_msg("got: %s", diag.message);
+  if (expect == NNMEM_OK) assert_int_equal(rep.steps, 3);
+  nnmem_exec_plan_destroy(ep);
+}
+
+static void test_executor_split_parts(void **state) {
+  (void)state;
+  hand_split_plan(1, NNMEM_OK, NULL);
+  hand_split_plan(0, NNMEM_ERR_CONFLICT,
+                  "buffer 'y' (tier ddr): bytes 32..64 were never written");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_presets),
@@ -929,6 +998,7 @@ int main(void) {
       cmocka_unit_test(test_offload),
       cmocka_unit_test(test_weight_slices),
       cmocka_unit_test(test_split_ops),
+      cmocka_unit_test(test_executor_split_parts),
       cmocka_unit_test(test_memory_floor_by_hand),
       cmocka_unit_test(test_fault_injection),
       cmocka_unit_test(test_refused_plans),
