@@ -222,6 +222,14 @@ static void part_cost(fitter_t *x, uint64_t o, uint64_t q,
   ws[s] = oc->workspace;
 }
 
+/* Bytes of tensor t in *out; nonzero when t is not a tensor. */
+static int tensor_bytes(const fitter_t *x, uint32_t t, uint64_t *out) {
+  nnmem_tensor_info_t ti;
+  if (nnmem_graph_tensor(x->g, t, &ti) != NNMEM_OK) return 1;
+  *out = ti.bytes;
+  return 0;
+}
+
 /* Accesses of every op (each part of a split op: every operand but the
  * split weight, of which its slice), the op times, im2col sizes per step
  * (ws). */
@@ -231,20 +239,16 @@ static nnmem_status_t op_accesses(fitter_t *x, const int64_t *wval,
   for (uint64_t o = 0; o < x->n_ops; o++) {
     nnmem_op_info_t oi;
     nnmem_op_cost_t oc;
-    nnmem_tensor_info_t ti;
     if (nnmem_graph_op(x->g, order[o], &oi) != NNMEM_OK ||
         nnmem_op_cost(x->g, order[o], &x->f->dev, &oc) != NNMEM_OK)
       return NNMEM_ERR_INVALID;
     uint64_t s0 = x->base[o], k = x->base[o + 1] - s0, w_bytes = 0,
              y_bytes = 0, a_bytes = 0;
     int64_t sw = x->split_w[o];
-    if (k > 1 && (nnmem_graph_tensor(x->g, (uint32_t)sw, &ti) != NNMEM_OK ||
-                  (w_bytes = ti.bytes, 0) ||
-                  nnmem_graph_tensor(x->g, oi.inputs[0], &ti) != NNMEM_OK ||
-                  (a_bytes = ti.bytes, 0) ||
-                  nnmem_graph_tensor(x->g, oi.outputs[0], &ti) != NNMEM_OK))
+    if (k > 1 && (tensor_bytes(x, (uint32_t)sw, &w_bytes) ||
+                  tensor_bytes(x, oi.inputs[0], &a_bytes) ||
+                  tensor_bytes(x, oi.outputs[0], &y_bytes)))
       return NNMEM_ERR_INVALID;
-    if (k > 1) y_bytes = ti.bytes;
     for (uint64_t q = 0; q < k; q++) {
       uint64_t s = s0 + q, slice = 0;
       for (uint32_t i = 0; i < oi.n_inputs + oi.n_outputs; i++) {
