@@ -820,21 +820,6 @@ static int fit_better(const nnmem_fit_t *b, const nnmem_fit_t *a,
          eb < (1 - FIT_SLACK) * ea;
 }
 
-/* cfg as the current struct (fields a caller built before are defaults). */
-static void config_copy(nnmem_fit_config_t *dst, const nnmem_fit_config_t *cfg) {
-  nnmem_fit_config_init(dst);
-  memcpy(dst, cfg, cfg->size && cfg->size < sizeof *dst ? cfg->size
-                                                        : sizeof *dst);
-  dst->size = sizeof *dst;
-}
-
-/* Whether fits with `cfg` split ops (fit_split.c). */
-static int split_ops(const nnmem_fit_config_t *cfg) {
-  nnmem_fit_config_t c;
-  config_copy(&c, cfg);
-  return !c.no_split && nnmem__fit_slice_bytes(&c, 1) != 0;
-}
-
 /* The fits over the window bounds; with `any`, the first that fits (the
  * smallest-limit search asks only whether some fit exists). */
 static nnmem_status_t fit_best(const nnmem_graph_t *g, const nnmem_device_t *d,
@@ -885,11 +870,11 @@ static nnmem_status_t fit_best(const nnmem_graph_t *g, const nnmem_device_t *d,
     if (f && f->costs.transfer_bytes < fewest) fewest = f->costs.transfer_bytes;
     if (!best->n_moves || best->costs.exposed_s <= 0) break; /* nothing to gain */
   }
-  if (!best && split_ops(cfg)) {
+  if (!best && nnmem__fit_splits_on(cfg)) {
     /* split ops plan more, shorter lifetimes; where that fails to place
      * (fragmentation at the tightest limits) the whole ops may not */
     nnmem_fit_config_t whole;
-    config_copy(&whole, cfg);
+    nnmem__fit_config_copy(&whole, cfg);
     whole.no_split = 1;
     if (fit_best(g, d, limit, &whole, any, &best, NULL) == NNMEM_OK) {
       best->seconds = nnmem__now() - t0;
@@ -952,19 +937,7 @@ uint64_t nnmem_fit_steps(const nnmem_fit_t *f) {
 const uint32_t *nnmem_fit_order(const nnmem_fit_t *f) {
   return f ? f->order : NULL;
 }
-uint64_t nnmem_fit_ops(const nnmem_fit_t *f) {
-  return f ? f->ops : 0;
-}
-nnmem_status_t nnmem_fit_step(const nnmem_fit_t *f, uint64_t s,
-                              nnmem_fit_step_t *out) {
-  if (!f || !out || s >= f->steps || !f->step) return NNMEM_ERR_INVALID;
-  const fit_step_t *p = &f->step[s];
-  out->op = f->order[p->op_step];
-  out->part = p->part;
-  out->parts = p->parts;
-  out->accumulate = p->mode == FIT_SPLIT_ACCUM;
-  return NNMEM_OK;
-}
+
 uint64_t nnmem_fit_unconstrained_peak(const nnmem_fit_t *f) {
   return f ? f->unconstrained_peak : 0;
 }
@@ -1009,7 +982,7 @@ nnmem_status_t nnmem_fit_smallest_limit(const nnmem_graph_t *g,
    * footprint with the smallest slices is what no limit goes below */
   nnmem_fit_config_t small;
   nnmem_fit_config_init(&small);
-  if (cfg) config_copy(&small, cfg);
+  if (cfg) nnmem__fit_config_copy(&small, cfg);
   if (nnmem__fit_slice_bytes(&small, UINT64_MAX / 4) != 0 &&
       small.slice_bytes == 0) {
     small.slice_bytes = NNMEM_FIT_SLICE_BYTES;

@@ -34,6 +34,8 @@
  * Invariants: base[] is increasing with base[0] = 0 and base[n_ops] = S;
  * f->step[s] names op step o for every s in [base[o], base[o + 1]), parts
  * 0 .. k - 1 in order; a part sub-buffer lies inside its output buffer.
+ * Also here: nnmem_fit_ops / nnmem_fit_step (what a step runs) and the
+ * config helpers the driver's whole-op fallback uses (fit.c).
  * Complexity: O(ops + tensors). Thread-safety: one fitter. */
 #include <stddef.h>
 #include <stdio.h>
@@ -50,13 +52,6 @@ uint64_t nnmem__fit_slice_count(const fitter_t *x,
   if (ti->bytes % rows || ti->bytes < 2 * x->slice_bytes) return 1;
   uint64_t k = ti->bytes / x->slice_bytes;
   return k < rows ? k : rows;
-}
-
-static int split_enabled(const nnmem_fit_config_t *cfg) {
-  if (cfg->size != 0 && cfg->size < offsetof(nnmem_fit_config_t, no_split) +
-                                        sizeof cfg->no_split)
-    return 1; /* a caller built before the field: the default */
-  return !cfg->no_split;
 }
 
 static int is(const char *a, const char *b) { return strcmp(a, b) == 0; }
@@ -119,7 +114,9 @@ nnmem_status_t nnmem__fit_split_ops(fitter_t *x) {
                               inner
                           ? NNMEM_OK
                           : NNMEM_ERR_NOMEM;
-  int on = split_enabled(x->cfg) && x->slice_bytes;
+  nnmem_fit_config_t c; /* the caller's struct may predate no_split */
+  nnmem__fit_config_copy(&c, x->cfg);
+  int on = !c.no_split && x->slice_bytes;
   uint64_t S = 0;
   for (uint64_t o = 0; o < n && st == NNMEM_OK; o++) {
     x->base[o] = S;
@@ -198,5 +195,34 @@ nnmem_status_t nnmem__fit_part_values(fitter_t *x) {
       x->n_v++;
     }
   }
+  return NNMEM_OK;
+}
+
+void nnmem__fit_config_copy(nnmem_fit_config_t *dst,
+                            const nnmem_fit_config_t *cfg) {
+  nnmem_fit_config_init(dst);
+  memcpy(dst, cfg, cfg->size && cfg->size < sizeof *dst ? cfg->size
+                                                        : sizeof *dst);
+  dst->size = sizeof *dst;
+}
+
+int nnmem__fit_splits_on(const nnmem_fit_config_t *cfg) {
+  nnmem_fit_config_t c;
+  nnmem__fit_config_copy(&c, cfg);
+  return !c.no_split && nnmem__fit_slice_bytes(&c, 1) != 0;
+}
+
+uint64_t nnmem_fit_ops(const nnmem_fit_t *f) {
+  return f ? f->ops : 0;
+}
+
+nnmem_status_t nnmem_fit_step(const nnmem_fit_t *f, uint64_t s,
+                              nnmem_fit_step_t *out) {
+  if (!f || !out || s >= f->steps || !f->step) return NNMEM_ERR_INVALID;
+  const fit_step_t *p = &f->step[s];
+  out->op = f->order[p->op_step];
+  out->part = p->part;
+  out->parts = p->parts;
+  out->accumulate = p->mode == FIT_SPLIT_ACCUM;
   return NNMEM_OK;
 }

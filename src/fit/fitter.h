@@ -119,7 +119,12 @@ nnmem_status_t nnmem__fit_split_ops(fitter_t *x);
 /* The output parts of split ops (FIT_SPLIT_PARTS): sub-buffers of the
  * output's buffer, one per part (x->part_v). */
 nnmem_status_t nnmem__fit_part_values(fitter_t *x);
-/* Step of op step o's first part, and one past its last. */
+/* cfg as the current struct (fields a caller built before: defaults). */
+void nnmem__fit_config_copy(nnmem_fit_config_t *dst,
+                            const nnmem_fit_config_t *cfg);
+/* Whether fits with cfg split ops (splitting on and slices on). */
+int nnmem__fit_splits_on(const nnmem_fit_config_t *cfg);
+/* The first step of op step o (o itself before splitting is decided). */
 static inline uint64_t nnmem__fit_step_of(const fitter_t *x, uint64_t o) {
   return x->base ? x->base[o] : o;
 }
