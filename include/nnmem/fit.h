@@ -120,6 +120,11 @@ typedef struct nnmem_fit_config {
                             NNMEM_FIT_SLICE_BYTES and limit /
                             NNMEM_FIT_SLICE_SHARE, UINT64_MAX = never
                             (docs/fit.md, "Weight slices") */
+  int no_split;          /* nonzero: an op reads every slice of its weight
+                            at once (one step); zero: a Conv, Gemm, MatMul
+                            or ConvTranspose whose weight (input 1) is
+                            sliced runs as one step per slice, each reading
+                            its slice (docs/fit.md, "Operator splitting") */
 } nnmem_fit_config_t;
 
 #define NNMEM_FIT_SLICE_BYTES (1u << 20)
@@ -202,8 +207,25 @@ NNMEM_API uint64_t nnmem_fit_min_footprint(const nnmem_fit_t *f,
 NNMEM_API const nnmem_device_t *nnmem_fit_device(const nnmem_fit_t *f);
 NNMEM_API uint64_t nnmem_fit_limit(const nnmem_fit_t *f);
 NNMEM_API uint64_t nnmem_fit_steps(const nnmem_fit_t *f);
-/* The op order (nnmem_fit_steps entries). */
+/* The op order (nnmem_fit_ops entries). */
 NNMEM_API const uint32_t *nnmem_fit_order(const nnmem_fit_t *f);
+/* Ops in the order (nnmem_fit_order's length); nnmem_fit_steps is larger
+ * when ops were split. */
+NNMEM_API uint64_t nnmem_fit_ops(const nnmem_fit_t *f);
+
+/* What one step of a fit runs (a record): graph op `op`, part `part` of
+ * `parts` (1: the whole op). A split op's parts are consecutive steps. */
+typedef struct nnmem_fit_step {
+  uint32_t op;
+  uint32_t part, parts;
+  int accumulate; /* parts > 1: 1 when the parts add into the whole
+                     output (each part past the first reads and rewrites
+                     it), 0 when part i writes its own output rows */
+} nnmem_fit_step_t;
+
+/* Step `s` (< nnmem_fit_steps). NNMEM_ERR_INVALID out of range. */
+NNMEM_API nnmem_status_t nnmem_fit_step(const nnmem_fit_t *f, uint64_t s,
+                                        nnmem_fit_step_t *out);
 /* Peak of the main tier when nothing moves (weights + arena). */
 NNMEM_API uint64_t nnmem_fit_unconstrained_peak(const nnmem_fit_t *f);
 /* Tier `t`'s problem and plan (the plan may be empty: no buffers). */

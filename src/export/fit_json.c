@@ -12,8 +12,12 @@
  *                                   "last", "kind", "gaps"?, "parent"?,
  *                                   "parent_offset"?}]}],
  *           "init": [[tier, buffer], ...],      written before step 0
- *           "schedule": [{"op", "reads": [[t, b]], "writes": [[t, b]],
- *                         "start": [copy], "done": [copy]}],
+ *           "schedule": [{"op", "part"?, "parts"?, "split"?, "seconds",
+ *                         "reads": [[t, b]], "writes": [[t, b]]}],
+ *                                  a split op (fit_split.c) runs as
+ *                                  "parts" steps, "part" 0.., "split":
+ *                                  "rows" | "accumulate"; "order" (top
+ *                                  level) lists each op once
  *           "final": [[tier, buffer], ...],     read after the last step
  *           "copies": [{"dir": "in"|"out", "tier", "buffer",
  *                       "host_buffer", "bytes", "start", "done"}],
@@ -179,9 +183,19 @@ static void put_schedule(nnmem__jw_t *w, const nnmem_fit_t *f,
   for (uint64_t s = 0; s < f->steps; s++) {
     nnmem_op_info_t oi;
     nnmem__jw_object(w);
+    const fit_step_t *sp = &f->step[s];
     nnmem__jw_kv_string(
         w, "op",
-        nnmem_graph_op(g, f->order[s], &oi) == NNMEM_OK ? oi.name : "");
+        nnmem_graph_op(g, f->order[sp->op_step], &oi) == NNMEM_OK ? oi.name
+                                                                  : "");
+    if (sp->parts > 1) { /* a part of a split op (fit_split.c) */
+      nnmem__jw_kv_u64(w, "part", sp->part);
+      nnmem__jw_kv_u64(w, "parts", sp->parts);
+      nnmem__jw_kv_string(w, "split",
+                          sp->mode == FIT_SPLIT_ACCUM ? "accumulate" : "rows");
+      nnmem__exec_digest_pair(h, sp->part, sp->parts);
+      nnmem__exec_digest_pair(h, sp->mode, 0);
+    }
     nnmem__jw_kv_double(w, "seconds", f->op_s ? f->op_s[s] : 0);
     const fit_access_t *a = f->acc + f->acc_start[s];
     size_t n = f->acc_start[s + 1] - f->acc_start[s], nr = 0;
@@ -295,10 +309,10 @@ nnmem_status_t nnmem_fit_format_json(const nnmem_fit_t *f,
   nnmem__jw_kv_u64(&w, "arena_height", nnmem_plan_height(f->plans[m]));
   nnmem__jw_key(&w, "order");
   nnmem__jw_array(&w);
-  for (uint64_t s = 0; s < f->steps; s++) {
+  for (uint64_t o = 0; o < f->ops; o++) {
     nnmem_op_info_t oi;
     nnmem__jw_string(
-        &w, nnmem_graph_op(g, f->order[s], &oi) == NNMEM_OK ? oi.name : "");
+        &w, nnmem_graph_op(g, f->order[o], &oi) == NNMEM_OK ? oi.name : "");
   }
   nnmem__jw_end(&w);
   uint64_t scratch = 0;

@@ -22,6 +22,8 @@ typedef struct exec_step {
   exec_ref_t *reads, *writes;
   size_t n_reads, n_writes;
   double seconds; /* the cost model's op time ("seconds"; 0 if absent) */
+  uint32_t part, parts; /* a split op's part (parts >= 2), else 0 and 1 */
+  int accumulate;       /* split "accumulate" (else "rows") */
 } exec_step_t;
 
 typedef struct exec_copy {

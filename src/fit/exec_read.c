@@ -192,6 +192,45 @@ static nnmem_status_t read_refs(rd_t *r, const cJSON *a, const char *path,
   return NNMEM_OK;
 }
 
+/* "part", "parts", "split" of schedule entry s (all or none): parts in
+ * [2, 2^20], part < parts, and the parts of an op consecutive steps
+ * 0, 1, .. parts - 1 of one op with one split kind. */
+static nnmem_status_t read_part(rd_t *r, nnmem_exec_plan_t *p, size_t s,
+                                const cJSON *e, const char *path) {
+  exec_step_t *sp = &p->step[s];
+  const exec_step_t *prev = s ? &p->step[s - 1] : NULL;
+  const cJSON *jp = cJSON_GetObjectItemCaseSensitive(e, "part");
+  const cJSON *jn = cJSON_GetObjectItemCaseSensitive(e, "parts");
+  const cJSON *js = cJSON_GetObjectItemCaseSensitive(e, "split");
+  sp->part = 0, sp->parts = 1;
+  if (prev && prev->part + 1 < prev->parts && !jp)
+    return bad(r, path, "part: the split op before it has parts left");
+  if (!jp && !jn && !js) return NNMEM_OK;
+  uint64_t part = 0, parts = 0;
+  nnmem_status_t st;
+  if ((st = get_u64(r, e, "part", path, &part)) ||
+      (st = get_u64(r, e, "parts", path, &parts)))
+    return st;
+  if (!cJSON_IsString(js) || (strcmp(js->valuestring, "rows") &&
+                              strcmp(js->valuestring, "accumulate")))
+    return bad(r, path, "split: must be \"rows\" or \"accumulate\"");
+  if (parts < 2 || parts > (1u << 20) || part >= parts)
+    return bad(r, path, "part, parts: need 2 <= parts <= 2^20, part < parts");
+  sp->part = (uint32_t)part, sp->parts = (uint32_t)parts;
+  sp->accumulate = strcmp(js->valuestring, "accumulate") == 0;
+  int follows = prev && prev->parts == sp->parts &&
+                prev->part + 1 == sp->part &&
+                prev->accumulate == sp->accumulate &&
+                strcmp(prev->op, sp->op) == 0;
+  if (part ? !follows : prev && prev->part + 1 < prev->parts)
+    return bad(r, path, "part: the parts of a split op must be consecutive "
+                        "steps 0, 1, ... of one op");
+  nnmem__exec_digest_pair(&r->h, sp->part, sp->parts);
+  /* the writer's codes (fit_internal.h: FIT_SPLIT_ACCUM 2, _PARTS 1) */
+  nnmem__exec_digest_pair(&r->h, sp->accumulate ? 2 : 1, 0);
+  return NNMEM_OK;
+}
+
 static nnmem_status_t read_schedule(rd_t *r, nnmem_exec_plan_t *p,
                                     const cJSON *fit) {
   nnmem_status_t st = NNMEM_OK;
@@ -214,6 +253,7 @@ static nnmem_status_t read_schedule(rd_t *r, nnmem_exec_plan_t *p,
                 sec->valuedouble < 0 || sec->valuedouble > 1e6))
       return bad(r, path, "seconds: must be a number in [0, 1e6]");
     p->step[s].seconds = sec ? sec->valuedouble : 0;
+    if ((st = read_part(r, p, s, e, path)) != NNMEM_OK) return st;
     const cJSON *rd = get_array(r, e, "reads", path, &st);
     if (!rd) return st;
     snprintf(rp, sizeof rp, "%s.reads", path);
@@ -226,6 +266,8 @@ static nnmem_status_t read_schedule(rd_t *r, nnmem_exec_plan_t *p,
     if (st != NNMEM_OK) return st;
     nnmem__exec_digest_pair(&r->h, p->step[s].n_reads, p->step[s].n_writes);
   }
+  if (s && p->step[s - 1].part + 1 < p->step[s - 1].parts)
+    return bad(r, "fit.schedule", "the last split op has parts left");
   return NNMEM_OK;
 }
 
@@ -569,11 +611,14 @@ nnmem_status_t nnmem_exec_plan_match(const nnmem_exec_plan_t *p,
   if (!p || !g)
     return nnmem__diag(diag, NNMEM_ERR_INVALID,
                        "nnmem_exec_plan_match: NULL argument");
-  if (nnmem_graph_op_count(g) != p->steps)
+  uint64_t ops = 0; /* a split op's parts run one op */
+  for (uint64_t s = 0; s < p->steps; s++)
+    ops += p->step[s].part == 0;
+  if (nnmem_graph_op_count(g) != ops)
     return nnmem__diag(diag, NNMEM_ERR_CONFLICT,
-                       "%s does not match the model: %llu steps in the plan, "
-                       "%zu ops in the model",
-                       p->name, (unsigned long long)p->steps,
+                       "%s does not match the model: %llu ops in the plan, "
+                       "%zu in the model",
+                       p->name, (unsigned long long)ops,
                        nnmem_graph_op_count(g));
   if (nnmem_graph_tensor_count(g) != p->n_tensors)
     return nnmem__diag(diag, NNMEM_ERR_CONFLICT,

@@ -15,7 +15,10 @@
  *      liveness buffer also at first and last - 1: inputs are written
  *      before step 0, outputs read after the last step). An op reads all
  *      slices of its weights; each slice past the first adds the device's
- *      op overhead to its time (a launch per slice).
+ *      op overhead to its time (a launch per slice). A Conv, Gemm, MatMul
+ *      or ConvTranspose whose weight is sliced runs as one step per slice
+ *      instead (operator splitting, fit_split.c): every lifetime maps
+ *      from op steps to steps, and the plan's steps are the parts.
  *   3. Smallest footprint: max over steps of the aligned bytes of the roots
  *      the step accesses. Below it nothing fits (exit 2 names the op).
  *   4. Placement on on-chip tiers: small, often-accessed activation and
@@ -143,7 +146,8 @@ static nnmem_status_t min_footprint(fitter_t *x) {
     sum += x->v[sr[i].root].asize;
     if (sum > x->f->min_footprint && sr[i].step < x->S) {
       x->f->min_footprint = sum;
-      x->f->min_op = nnmem_liveness_order(x->live)[sr[i].step];
+      x->f->min_op =
+          nnmem_liveness_order(x->live)[x->f->step[sr[i].step].op_step];
     }
   }
   free(sr);
@@ -268,6 +272,7 @@ static nnmem_status_t build_tier(fitter_t *x, uint32_t t) {
   nnmem_fit_t *f = x->f;
   for (size_t i = 0; i < x->n_v; i++) {
     fv_t *v = &x->v[i];
+    if (v->is_part) v->tier = x->v[v->parent].tier; /* parents come first */
     if (v->tier != t || v->n_acc == 0) continue;
     nnmem_status_t st = tier_add(f, t, v->id, v->size, v->align, v->first,
                                  v->last, v->kind, &v->tbuf);
@@ -281,8 +286,10 @@ static nnmem_status_t build_tier(fitter_t *x, uint32_t t) {
     const nnmem_interval_t *lg;
     size_t nl =
         i < nnmem_problem_count(lp) ? nnmem_problem_gaps(lp, i, &lg) : 0;
-    for (size_t k = 0; k < nl; k++) {
-      nnmem_status_t st = add_gap_list(v, lg[k].first, lg[k].last);
+    for (size_t k = 0; k < nl; k++) { /* in op steps: to steps */
+      nnmem_status_t st =
+          add_gap_list(v, nnmem__fit_step_of(x, lg[k].first),
+                       nnmem__fit_step_of(x, lg[k].last));
       if (st != NNMEM_OK) return st;
     }
     if (v->n_gaps > 1) qsort(v->gaps, v->n_gaps, sizeof *v->gaps, cmp_interval);
@@ -336,8 +343,10 @@ static nnmem_status_t push_acc(fit_access_t **arr, size_t *n, size_t *cap,
   return NNMEM_OK;
 }
 
-/* Per step: reads (inputs), writes (outputs but views, workspace); before
- * step 0: inputs and weights written; after the last: outputs read. */
+/* Per step: reads (inputs; of a split op's weight the part's slice; an
+ * ACCUM part past the first also its output), writes (outputs but views;
+ * a PARTS part its output rows; workspace); before step 0: inputs and
+ * weights written; after the last: outputs read. */
 static nnmem_status_t build_accesses(fitter_t *x, const int64_t *wval) {
   nnmem_fit_t *f = x->f;
   size_t n = 0, cap = 0, ci = 0, cf = 0;
@@ -347,24 +356,33 @@ static nnmem_status_t build_accesses(fitter_t *x, const int64_t *wval) {
   nnmem_status_t st = NNMEM_OK;
   for (uint64_t s = 0; s < x->S && st == NNMEM_OK; s++) {
     nnmem_op_info_t oi;
+    const fit_step_t *sp = &f->step[s];
+    int64_t sw = x->split_w[sp->op_step];
     f->acc_start[s] = n;
-    if (nnmem_graph_op(x->g, order[s], &oi) != NNMEM_OK)
+    if (nnmem_graph_op(x->g, order[sp->op_step], &oi) != NNMEM_OK)
       return NNMEM_ERR_INVALID;
     for (uint32_t i = 0; i < oi.n_inputs && st == NNMEM_OK; i++) {
       int64_t vi = nnmem__fit_value_of(x, wval, oi.inputs[i]);
       uint32_t k = vi >= 0 && x->v[vi].n_slices > 1 ? x->v[vi].n_slices : 1;
-      for (uint32_t q = 0; vi >= 0 && q < k && st == NNMEM_OK; q++)
-        st = push_acc(&f->acc, &n, &cap, &x->v[vi + q], 0);
+      if (vi >= 0 && (int64_t)oi.inputs[i] == sw) /* its slice */
+        st = push_acc(&f->acc, &n, &cap, &x->v[vi + sp->part], 0);
+      else
+        for (uint32_t q = 0; vi >= 0 && q < k && st == NNMEM_OK; q++)
+          st = push_acc(&f->acc, &n, &cap, &x->v[vi + q], 0);
     }
     for (uint32_t i = 0; i < oi.n_outputs && st == NNMEM_OK; i++) {
       int64_t vi = nnmem__fit_value_of(x, wval, oi.outputs[i]);
       if (vi < 0 || x->v[vi].kind == FIT_KIND_WEIGHT) continue;
       if (i == 0 && (oi.flags & NNMEM_OP_VIEW)) continue; /* no bytes */
-      st = push_acc(&f->acc, &n, &cap, &x->v[vi], 1);
+      if (sp->mode == FIT_SPLIT_PARTS) /* its rows */
+        vi = x->part_v[sp->op_step] + sp->part;
+      else if (sp->mode == FIT_SPLIT_ACCUM && sp->part) /* adds into it */
+        st = push_acc(&f->acc, &n, &cap, &x->v[vi], 0);
+      if (st == NNMEM_OK) st = push_acc(&f->acc, &n, &cap, &x->v[vi], 1);
     }
     for (size_t i = 0; i < x->n_v && st == NNMEM_OK; i++)
-      if (x->v[i].kind == FIT_KIND_WORKSPACE && x->v[i].first == s &&
-          x->v[i].n_acc)
+      if (x->v[i].kind == FIT_KIND_WORKSPACE && x->v[i].first <= s &&
+          s < x->v[i].last && x->v[i].n_acc)
         st = push_acc(&f->acc, &n, &cap, &x->v[i], 1);
   }
   f->acc_start[x->S] = n;
@@ -663,6 +681,9 @@ void nnmem__fitter_free(fitter_t *x) {
   free(x->prof);
   free(x->prof_before);
   free(x->cands);
+  free(x->base);
+  free(x->split_w);
+  free(x->part_v);
   nnmem_liveness_destroy(x->live);
 }
 
@@ -849,6 +870,18 @@ static nnmem_status_t fit_best(const nnmem_graph_t *g, const nnmem_device_t *d,
     if (f && f->costs.transfer_bytes < fewest) fewest = f->costs.transfer_bytes;
     if (!best->n_moves || best->costs.exposed_s <= 0) break; /* nothing to gain */
   }
+  if (!best && nnmem__fit_splits_on(cfg)) {
+    /* split ops plan more, shorter lifetimes; where that fails to place
+     * (fragmentation at the tightest limits) the whole ops may not */
+    nnmem_fit_config_t whole;
+    nnmem__fit_config_copy(&whole, cfg);
+    whole.no_split = 1;
+    if (fit_best(g, d, limit, &whole, any, &best, NULL) == NNMEM_OK) {
+      best->seconds = nnmem__now() - t0;
+      *out = best;
+      return NNMEM_OK;
+    }
+  }
   if (!best) {
     if (diag) *diag = first_diag; /* the first attempt's reason */
     return first != NNMEM_OK ? first : st;
@@ -881,6 +914,7 @@ void nnmem_fit_destroy(nnmem_fit_t *f) {
   free(f->init);
   free(f->final);
   free(f->order);
+  free(f->step);
   free(f->op_s);
   free(f->model_name);
   free(f);
@@ -903,6 +937,7 @@ uint64_t nnmem_fit_steps(const nnmem_fit_t *f) {
 const uint32_t *nnmem_fit_order(const nnmem_fit_t *f) {
   return f ? f->order : NULL;
 }
+
 uint64_t nnmem_fit_unconstrained_peak(const nnmem_fit_t *f) {
   return f ? f->unconstrained_peak : 0;
 }
@@ -941,6 +976,21 @@ nnmem_status_t nnmem_fit_smallest_limit(const nnmem_graph_t *g,
   if (st != NNMEM_OK) return st;
   uint64_t lo = f->min_footprint, hi = f->unconstrained_peak;
   nnmem_fit_destroy(f);
+  f = NULL;
+  /* the default slice size shrinks with the limit (down to
+   * NNMEM_FIT_SLICE_BYTES) and a split op's footprint with it: the
+   * footprint with the smallest slices is what no limit goes below */
+  nnmem_fit_config_t small;
+  nnmem_fit_config_init(&small);
+  if (cfg) nnmem__fit_config_copy(&small, cfg);
+  if (nnmem__fit_slice_bytes(&small, UINT64_MAX / 4) != 0 &&
+      small.slice_bytes == 0) {
+    small.slice_bytes = NNMEM_FIT_SLICE_BYTES;
+    st = fit_best(g, d, UINT64_MAX / 4, &small, 1, &f, diag);
+    if (st != NNMEM_OK) return st;
+    if (f->min_footprint < lo) lo = f->min_footprint;
+    nnmem_fit_destroy(f);
+  }
   if (hi < lo) hi = lo;
   /* invariant: hi fits; below lo nothing does */
   while (hi - lo > 4096 && hi - lo > hi / 100) {

@@ -14,6 +14,25 @@ enum {
   FIT_KIND_COUNT_
 };
 
+/* How a split op's parts share its output (fit_split.c). */
+enum {
+  FIT_SPLIT_WHOLE = 0, /* not split */
+  FIT_SPLIT_PARTS,     /* part i writes rows [r_i, r_{i+1}) of the output
+                          (output channels / features; contiguous) */
+  FIT_SPLIT_ACCUM      /* the parts add into the whole output: part 0
+                          writes it, every later part reads and rewrites
+                          it (partial sums, or a strided output slice) */
+};
+
+/* What step s runs: op step `op_step` (an index of `order`), part `part`
+ * of `parts` (1: the whole op). */
+typedef struct fit_step {
+  uint32_t op_step, part, parts;
+  uint8_t mode;  /* FIT_SPLIT_ */
+  uint8_t inner; /* ACCUM over the inner (K / input channel) dim: each
+                    part reads 1/parts of input 0 (cost model) */
+} fit_step_t;
+
 /* One access of a step: tier buffer read or written by the op. */
 typedef struct fit_access {
   uint32_t tier;
@@ -25,7 +44,9 @@ struct nnmem_fit {
   nnmem_device_t dev;
   uint64_t limit;
   uint64_t steps;
-  uint32_t *order;
+  uint32_t *order; /* `ops` graph op indices */
+  uint64_t ops;
+  fit_step_t *step; /* `steps` entries */
   uint64_t unconstrained_peak;
   uint64_t min_footprint;
   uint32_t min_op;

@@ -154,14 +154,15 @@ static void apply_to_profile(fitter_t *x, const cand_t *c, uint32_t ahead,
   } else {
     n = nnmem__fit_stream_windows(x, v, c->ahead, scratch);
   }
-  for (uint64_t s = lo; s < hi; s++) {
-    while (w < n && scratch[w].last <= s)
-      w++;
-    if (w < n && s >= scratch[w].first) continue; /* held there */
-    if (sign < 0)
-      x->prof[s] -= v->asize;
-    else
-      x->prof[s] += v->asize;
+  /* the stretches between held windows (sorted, disjoint), each one
+   * tight loop; unsigned wrap-around makes the subtraction an addition */
+  uint64_t delta = sign < 0 ? (uint64_t)0 - v->asize : v->asize;
+  uint64_t *prof = x->prof, s = lo;
+  for (; w <= n && s < hi; w++) {
+    uint64_t end = w < n && scratch[w].first < hi ? scratch[w].first : hi;
+    for (; s < end; s++)
+      prof[s] += delta;
+    if (w < n && scratch[w].last > s) s = scratch[w].last; /* held there */
   }
 }
 

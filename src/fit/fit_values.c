@@ -11,10 +11,13 @@
  * 3. With conv_algorithm im2col, one column buffer per Conv, live [s, s+1).
  * 4. The accesses: for each value the sorted steps that read or write it
  *    (a liveness buffer also at first and last - 1: inputs are written
- *    before step 0, outputs read after the last step); an op reads every
+ *    before step 0, outputs read after the last step). Steps are the
+ *    parts of split ops (fit_split.c, called first: lifetimes in op steps
+ *    map to steps): part i of a split op reads slice i of its split
+ *    weight and every other operand; its output rows are their own
+ *    values (nnmem__fit_part_values). An op that is not split reads every
  *    slice of its weights, each slice past the first adding the device's
- *    op overhead to the op's time (a kernel launch per slice: Conv output
- *    channel groups, Gemm/MatMul row blocks).
+ *    op overhead to the op's time (a kernel launch per slice).
  * Invariants: a value's accesses are sorted and unique; the slices of a
  * weight add up to its bytes and cover its rows in order.
  * Complexity: O(T^2) in the worst case for T tensors (views of weights look
@@ -99,9 +102,10 @@ static nnmem_status_t liveness_values(fitter_t *x) {
     int kind = nnmem_liveness_buffer_kind(x->live, i) == NNMEM_BUFFER_WORKSPACE
                    ? FIT_KIND_WORKSPACE
                    : FIT_KIND_ACTIVATION;
-    nnmem_status_t st =
-        add_value(x, nnmem_problem_id(p, i), b[i].size, b[i].align, b[i].first,
-                  b[i].last, kind, &idx);
+    nnmem_status_t st = add_value(
+        x, nnmem_problem_id(p, i), b[i].size, b[i].align,
+        nnmem__fit_step_of(x, b[i].first), nnmem__fit_step_of(x, b[i].last),
+        kind, &idx);
     if (st != NNMEM_OK) return st;
     if (nnmem_problem_gaps(p, i, NULL)) x->v[idx].has_gaps = 1;
   }
@@ -113,23 +117,11 @@ static nnmem_status_t liveness_values(fitter_t *x) {
       x->v[i].rel = rel;
       x->v[q].has_children = 1;
     }
-    nnmem_status_t st = add_access(&x->v[i], b[i].first);
-    if (st == NNMEM_OK) st = add_access(&x->v[i], b[i].last - 1);
+    nnmem_status_t st = add_access(&x->v[i], x->v[i].first);
+    if (st == NNMEM_OK) st = add_access(&x->v[i], x->v[i].last - 1);
     if (st != NNMEM_OK) return st;
   }
   return NNMEM_OK;
-}
-
-/* How many slices weight ti is held in: rows of dim 0 grouped into slices
- * of at least x->slice_bytes (the last may be larger); 1 when slicing is
- * off, the weight is no larger than two slices' worth or its bytes are not
- * a whole number of rows. */
-static uint64_t slice_count(const fitter_t *x, const nnmem_tensor_info_t *ti) {
-  if (!x->slice_bytes || ti->rank == 0 || ti->shape[0] < 2) return 1;
-  uint64_t rows = (uint64_t)ti->shape[0];
-  if (ti->bytes % rows || ti->bytes < 2 * x->slice_bytes) return 1;
-  uint64_t k = ti->bytes / x->slice_bytes;
-  return k < rows ? k : rows;
 }
 
 /* The values of weight ti: one, or its slices along dim 0 (rows [r_i,
@@ -140,7 +132,7 @@ static uint64_t slice_count(const fitter_t *x, const nnmem_tensor_info_t *ti) {
  * overhead (op_accesses). */
 static nnmem_status_t weight_slices(fitter_t *x, const nnmem_tensor_info_t *ti,
                                     size_t *first) {
-  uint64_t k = slice_count(x, ti);
+  uint64_t k = nnmem__fit_slice_count(x, ti);
   uint64_t rows = ti->rank ? (uint64_t)ti->shape[0] : 1;
   for (uint64_t i = 0; i < k; i++) {
     uint64_t r0 = i * rows / k, r1 = (i + 1) * rows / k;
@@ -196,57 +188,118 @@ static nnmem_status_t weight_values(fitter_t *x, int64_t *wval) {
   return NNMEM_OK;
 }
 
-/* Accesses of every op, the executor's read/write lists, im2col values. */
+/* The cost of part q of k of op step o (k = 1: the whole op): flops / k,
+ * bytes: every operand but the split weight and the output whole (input
+ * 0: 1/k of it when the parts split the inner dim), slice q of the
+ * weight, the part's output rows (ACCUM: the whole output, read and
+ * written past part 0); the roofline plus the device's op overhead
+ * (fit_split.c, step 3). */
+static void part_cost(fitter_t *x, uint64_t o, uint64_t q,
+                      const nnmem_op_cost_t *oc, uint64_t w_bytes,
+                      uint64_t y_bytes, uint64_t a_bytes, uint64_t slice,
+                      uint64_t *ws) {
+  uint64_t s = x->base[o] + q, k = x->base[o + 1] - x->base[o];
+  const nnmem_device_t *d = &x->f->dev;
+  double bytes = (double)oc->bytes, flops = oc->flops;
+  if (k > 1) {
+    const fit_step_t *st = &x->f->step[s];
+    double y = (double)y_bytes;
+    bytes -= (double)w_bytes + y;
+    bytes += (double)slice;
+    if (st->inner) /* its block of input 0 (K columns / input channels) */
+      bytes -= (double)a_bytes * (1.0 - 1.0 / (double)k);
+    if (st->mode == FIT_SPLIT_PARTS)
+      bytes += x->v[x->part_v[o] + (int64_t)q].size;
+    else
+      bytes += q ? 2 * y : y;
+    flops /= (double)k;
+  }
+  double tc = flops / d->compute_rate;
+  double tm = bytes / d->tiers[x->main].bandwidth;
+  x->op_s[s] = (tc > tm ? tc : tm) + d->op_overhead_s;
+  x->op_flops[s] = flops;
+  x->op_bytes[s] = bytes;
+  ws[s] = oc->workspace;
+}
+
+/* Bytes of tensor t in *out; nonzero when t is not a tensor. */
+static int tensor_bytes(const fitter_t *x, uint32_t t, uint64_t *out) {
+  nnmem_tensor_info_t ti;
+  if (nnmem_graph_tensor(x->g, t, &ti) != NNMEM_OK) return 1;
+  *out = ti.bytes;
+  return 0;
+}
+
+/* Accesses of every op (each part of a split op: every operand but the
+ * split weight, of which its slice), the op times, im2col sizes per step
+ * (ws). */
 static nnmem_status_t op_accesses(fitter_t *x, const int64_t *wval,
-                                  uint64_t *ws_bytes) {
+                                  uint64_t *ws) {
   const uint32_t *order = nnmem_liveness_order(x->live);
-  for (uint64_t s = 0; s < x->S; s++) {
+  for (uint64_t o = 0; o < x->n_ops; o++) {
     nnmem_op_info_t oi;
     nnmem_op_cost_t oc;
-    if (nnmem_graph_op(x->g, order[s], &oi) != NNMEM_OK ||
-        nnmem_op_cost(x->g, order[s], &x->f->dev, &oc) != NNMEM_OK)
+    if (nnmem_graph_op(x->g, order[o], &oi) != NNMEM_OK ||
+        nnmem_op_cost(x->g, order[o], &x->f->dev, &oc) != NNMEM_OK)
       return NNMEM_ERR_INVALID;
-    x->op_s[s] = oc.seconds;
-    x->op_flops[s] = oc.flops;
-    x->op_bytes[s] = (double)oc.bytes;
-    ws_bytes[s] = oc.workspace;
-    for (uint32_t i = 0; i < oi.n_inputs + oi.n_outputs; i++) {
-      uint32_t t = i < oi.n_inputs ? oi.inputs[i] : oi.outputs[i - oi.n_inputs];
-      int64_t vi = nnmem__fit_value_of(x, wval, t);
-      if (vi < 0) continue;
-      uint32_t k = x->v[vi].n_slices > 1 ? x->v[vi].n_slices : 1;
-      if (k > 1 && i < oi.n_inputs) /* a launch per slice */
-        x->op_extra[s] += (double)(k - 1) * x->f->dev.op_overhead_s;
-      for (uint32_t q = 0; q < k; q++) {
-        nnmem_status_t st = add_access(&x->v[vi + q], s);
-        if (st != NNMEM_OK) return st;
+    uint64_t s0 = x->base[o], k = x->base[o + 1] - s0, w_bytes = 0,
+             y_bytes = 0, a_bytes = 0;
+    int64_t sw = x->split_w[o];
+    if (k > 1 && (tensor_bytes(x, (uint32_t)sw, &w_bytes) ||
+                  tensor_bytes(x, oi.inputs[0], &a_bytes) ||
+                  tensor_bytes(x, oi.outputs[0], &y_bytes)))
+      return NNMEM_ERR_INVALID;
+    for (uint64_t q = 0; q < k; q++) {
+      uint64_t s = s0 + q, slice = 0;
+      for (uint32_t i = 0; i < oi.n_inputs + oi.n_outputs; i++) {
+        uint32_t t =
+            i < oi.n_inputs ? oi.inputs[i] : oi.outputs[i - oi.n_inputs];
+        int64_t vi = nnmem__fit_value_of(x, wval, t);
+        if (vi < 0) continue;
+        uint32_t n = x->v[vi].n_slices > 1 ? x->v[vi].n_slices : 1;
+        if (i < oi.n_inputs && (int64_t)t == sw) { /* its slice only */
+          slice = x->v[vi + (int64_t)q].size;
+          nnmem_status_t st = add_access(&x->v[vi + (int64_t)q], s);
+          if (st != NNMEM_OK) return st;
+          continue;
+        }
+        if (n > 1 && i < oi.n_inputs) /* a launch per slice */
+          x->op_extra[s] += (double)(n - 1) * x->f->dev.op_overhead_s;
+        for (uint32_t j = 0; j < n; j++) {
+          nnmem_status_t st = add_access(&x->v[vi + j], s);
+          if (st != NNMEM_OK) return st;
+        }
       }
+      part_cost(x, o, q, &oc, w_bytes, y_bytes, a_bytes, slice, ws);
+      x->op_s[s] += x->op_extra[s];
     }
-    x->op_s[s] += x->op_extra[s];
   }
   /* liveness workspace buffers are accessed at their one step (first) */
   return NNMEM_OK;
 }
 
+/* One column buffer per Conv, live through all its parts. */
 static nnmem_status_t im2col_values(fitter_t *x, const uint64_t *ws_bytes) {
   const uint32_t *order = nnmem_liveness_order(x->live);
-  for (uint64_t s = 0; s < x->S; s++) {
+  for (uint64_t o = 0; o < x->n_ops; o++) {
+    uint64_t s = x->base[o], e = x->base[o + 1];
     if (!ws_bytes[s]) continue;
     nnmem_op_info_t oi;
-    if (nnmem_graph_op(x->g, order[s], &oi) != NNMEM_OK)
+    if (nnmem_graph_op(x->g, order[o], &oi) != NNMEM_OK)
       return NNMEM_ERR_INVALID;
     size_t len = strlen(oi.name) + 8, idx;
     char *id = malloc(len);
     if (!id) return NNMEM_ERR_NOMEM;
     snprintf(id, len, "%s:im2col", oi.name);
     nnmem_status_t st =
-        add_value(x, id, ws_bytes[s], 1, s, s + 1, FIT_KIND_WORKSPACE, &idx);
+        add_value(x, id, ws_bytes[s], 1, s, e, FIT_KIND_WORKSPACE, &idx);
     if (st != NNMEM_OK) {
       free(id);
       return st;
     }
     x->v[idx].own_id = id;
-    if ((st = add_access(&x->v[idx], s)) != NNMEM_OK) return st;
+    for (uint64_t q = s; q < e; q++)
+      if ((st = add_access(&x->v[idx], q)) != NNMEM_OK) return st;
   }
   return NNMEM_OK;
 }
@@ -257,8 +310,15 @@ nnmem_status_t nnmem__fit_values(fitter_t *x, int64_t **wval_out) {
   int64_t *wval = malloc((nt ? nt : 1) * sizeof *wval);
   uint64_t *ws = calloc(x->S + 1, sizeof *ws);
   nnmem_status_t st = wval && ws ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  if (st == NNMEM_OK) st = nnmem__fit_split_ops(x);
+  if (st == NNMEM_OK && x->S > x->n_ops) { /* a column per step */
+    free(ws);
+    ws = calloc(x->S + 1, sizeof *ws);
+    if (!ws) st = NNMEM_ERR_NOMEM;
+  }
   if (st == NNMEM_OK) st = liveness_values(x);
   if (st == NNMEM_OK) st = weight_values(x, wval);
+  if (st == NNMEM_OK) st = nnmem__fit_part_values(x);
   if (st == NNMEM_OK) st = op_accesses(x, wval, ws);
   if (st == NNMEM_OK && x->f->dev.conv == NNMEM_CONV_IM2COL)
     st = im2col_values(x, ws);

@@ -17,6 +17,11 @@ typedef struct fv {
   int64_t parent; /* value index or -1 */
   uint64_t rel;
   int has_children, has_gaps, io;
+  int is_part; /* an output part of a split op (fit_split.c): a child of
+                  its output's buffer, live at its part's step (an access
+                  of the parent), in the parent's tier; not counted in
+                  has_children (the parent may still be offloaded or sit
+                  on chip) */
   uint64_t *acc;
   size_t n_acc, cap_acc;
   uint32_t tier;
@@ -64,6 +69,14 @@ typedef struct fitter {
   double *op_extra; /* launch overhead of the weight slices of step s */
   uint64_t slice_bytes; /* weights above this are sliced (0: never; the
                            baselines keep whole tensors) */
+  /* operator splitting (fit_split.c): op step o runs as the steps
+   * base[o] .. base[o + 1] - 1 (its parts); S = base[n_ops] */
+  uint64_t n_ops;     /* ops in the order (liveness steps) */
+  uint64_t *base;     /* n_ops + 1 entries */
+  int64_t *split_w;   /* per op step: the weight tensor whose slices its
+                         parts read, -1 when the op is whole */
+  int64_t *part_v;    /* per op step: the value of its output's first part
+                         (FIT_SPLIT_PARTS), -1 otherwise */
   uint64_t *prof;   /* main-tier live bytes per step */
   uint64_t *prof_before; /* alap_leads: prof before a tried extension */
   cand_t *cands;
@@ -95,6 +108,26 @@ uint64_t nnmem__fit_slice_bytes(const nnmem_fit_config_t *cfg,
  * slice); -1 when none. */
 int64_t nnmem__fit_value_of(const fitter_t *x, const int64_t *wval,
                             uint32_t t);
+
+/* fit_split.c */
+/* The slice count of weight tensor `ti` (1: held whole). */
+uint64_t nnmem__fit_slice_count(const fitter_t *x,
+                                const nnmem_tensor_info_t *ti);
+/* Decides which ops run in parts, fills x->base, x->split_w, x->f->step
+ * and x->f->ops, and sizes the per-step arrays for the new step count. */
+nnmem_status_t nnmem__fit_split_ops(fitter_t *x);
+/* The output parts of split ops (FIT_SPLIT_PARTS): sub-buffers of the
+ * output's buffer, one per part (x->part_v). */
+nnmem_status_t nnmem__fit_part_values(fitter_t *x);
+/* cfg as the current struct (fields a caller built before: defaults). */
+void nnmem__fit_config_copy(nnmem_fit_config_t *dst,
+                            const nnmem_fit_config_t *cfg);
+/* Whether fits with cfg split ops (splitting on and slices on). */
+int nnmem__fit_splits_on(const nnmem_fit_config_t *cfg);
+/* The first step of op step o (o itself before splitting is decided). */
+static inline uint64_t nnmem__fit_step_of(const fitter_t *x, uint64_t o) {
+  return x->base ? x->base[o] : o;
+}
 
 /* fit.c */
 int64_t nnmem__fit_root_of(const fitter_t *x, int64_t i);

@@ -16,10 +16,31 @@ out_matches "lpddr +40,000,000 +[0-9,]+ +[0-9]+"
 out_matches "moved: [1-9][0-9]* weights streamed"
 out_matches "time \(estimated\): [0-9.]+ ms without transfers"
 out_has "every tier's plan passed the verifier"
+# ops whose weight is sliced run in parts (docs/fit.md, Operator splitting)
+out_matches "split: [1-9][0-9]* ops run in parts, one per weight slice \([0-9]+ steps for 175 ops\): [^ ]+ x[0-9]+ \((rows|accumulate)\)"
 json_valid "$T/fit.json"
 py '
 import json, sys
 p = json.load(open(sys.argv[1])); f = p["fit"]
+# the schedule: a split op as consecutive parts 0..k-1 of one op; every op
+# of the model once; "order" lists ops; the profile names the split ops
+sch = f["schedule"]
+assert f["steps"] == len(sch) > 175
+ops, splits, s = [], [], 0
+while s < len(sch):
+    e = sch[s]; k = e.get("parts", 1)
+    if k > 1:
+        splits.append((e["op"], k, s, e["split"]))
+        for q in range(k):
+            assert sch[s + q]["op"] == e["op"] and sch[s + q]["part"] == q
+            assert sch[s + q]["parts"] == k and sch[s + q]["split"] == e["split"]
+    ops.append(e["op"]); s += k
+assert ops == p["order"] and len(ops) == 175, len(ops)
+assert splits, "no split op"
+prof0 = json.load(open(sys.argv[2]))
+assert [(x["op"], x["parts"], x["first_step"], x["split"])
+        for x in prof0["splits"]] == splits
+assert prof0["ops"] == 175 and prof0["steps"] == len(sch)
 assert f["limit"] == 40000000
 main = f["tiers"][f["main_tier"]]
 assert main["height"] <= 40000000, main["height"]
@@ -39,13 +60,14 @@ assert prof["limit"] == 40000000
 # run it, against the model and alone
 expect_rc 0 run "$T/fit.json" --model resnet50
 out_has "PASS"
-out_matches "175 steps, [0-9]+ writes, [0-9]+ checks"
+out_matches "[0-9]+ steps, [0-9]+ writes, [0-9]+ checks"
 expect_rc 0 run "$T/fit.json" --json=compact
 py '
 import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["passed"] is True and r["steps"] == 175 and r["copies"] > 0
-' "$T/stdout"
+r = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2]))
+assert r["passed"] is True and r["steps"] == p["fit"]["steps"] > 175
+assert r["copies"] > 0
+' "$T/stdout" "$T/fit.json"
 
 
 # --weight-slices: off gives whole weights only (no "NAME[r0:r1]" buffer in
@@ -56,6 +78,8 @@ out_matches "moved: [1-9][0-9]* weights streamed, "
 grep -q '\[[0-9]*:[0-9]*\]"' "$T/whole.json" && fail "--weight-slices off: a slice in the plan"
 expect_rc 0 run "$T/whole.json" --model resnet50
 out_has "PASS"
+out_matches "175 steps, "
+grep -q '"part"' "$T/whole.json" && fail "--weight-slices off: a split op in the plan"
 expect_rc 0 plan --model resnet50 --mem-limit 40MB --weight-slices 1MiB \
   --out "$T/sliced.json"
 out_matches "weights streamed \([0-9]+ moves: [1-9][0-9]* of them slices\)"

@@ -502,6 +502,7 @@ static void test_weight_slices(void **state) {
   uint64_t limit = 24u << 20;
   nnmem_fit_config_t cfg;
   nnmem_fit_config_init(&cfg);
+  cfg.no_split = 1; /* slices read by their op at once (test_split_ops) */
   nnmem_fit_t *sl = NULL, *whole = NULL;
   nnmem_diag_t diag = {{0}};
   if (nnmem_fit(g, &d, limit, &cfg, &sl, &diag) != NNMEM_OK)
@@ -563,6 +564,128 @@ static void test_weight_slices(void **state) {
   nnmem_graph_destroy(g);
 }
 
+/* Operator splitting (fit_split.c). The late-weight chain: its MatMuls
+ * read [K, N] weights sliced along K, so they split into parts that add
+ * partial sums ("accumulate"): 4 parts per 4 MiB weight, 16 for the
+ * 16 MiB one; 8 ops become 6 x 4 + 1 + 16 = 41 steps. A Conv [512, 512,
+ * 3, 3] with batch 1 and a Gemm [4000, 512] with one row split into
+ * "rows" parts: part q writes output rows [r_q, r_q+1) as a sub-buffer
+ * "NAME#q" of its output at r_q x row bytes. Every plan is verified per
+ * tier and run (check_fit: the executor checks each part's slice and
+ * output pattern); splitting exposes less than the same slices read by
+ * one op; `no_split` and slices off give one step per op. */
+static void test_split_ops(void **state) {
+  (void)state;
+  nnmem_graph_t *g = late_weight_chain();
+  nnmem_device_t d = plain_device(1ull << 30);
+  d.tiers[0].alignment = d.tiers[1].alignment = 256;
+  d.tiers[0].bandwidth = 1e10;
+  d.tiers[0].link_bandwidth = 1e9;
+  d.compute_rate = 1e11;
+  d.op_overhead_s = 1e-6;
+  uint64_t limit = 24u << 20;
+  nnmem_fit_config_t cfg;
+  nnmem_fit_config_init(&cfg);
+  nnmem_fit_t *sp = NULL, *one = NULL, *whole = NULL;
+  nnmem_diag_t diag = {{0}};
+  if (nnmem_fit(g, &d, limit, &cfg, &sp, &diag) != NNMEM_OK)
+    fail_msg("split: %s", diag.message);
+  cfg.no_split = 1;
+  if (nnmem_fit(g, &d, limit, &cfg, &one, &diag) != NNMEM_OK)
+    fail_msg("one op: %s", diag.message);
+  cfg.no_split = 0;
+  cfg.slice_bytes = UINT64_MAX;
+  if (nnmem_fit(g, &d, limit, &cfg, &whole, &diag) != NNMEM_OK)
+    fail_msg("whole: %s", diag.message);
+  check_fit(sp, g, limit);
+  check_fit(one, g, limit);
+  check_fit(whole, g, limit);
+  assert_int_equal(nnmem_fit_ops(sp), 8);
+  assert_int_equal(nnmem_fit_steps(sp), 41);
+  assert_int_equal(nnmem_fit_steps(one), 8);
+  assert_int_equal(nnmem_fit_steps(whole), 8);
+  uint64_t expect_parts[8] = {4, 4, 4, 4, 4, 4, 1, 16}, s = 0;
+  for (int o = 0; o < 8; o++)
+    for (uint64_t q = 0; q < expect_parts[o]; q++, s++) {
+      nnmem_fit_step_t st;
+      assert_ok(nnmem_fit_step(sp, s, &st));
+      assert_int_equal(st.op, nnmem_fit_order(sp)[o]);
+      assert_int_equal(st.part, q);
+      assert_int_equal(st.parts, expect_parts[o]);
+      assert_int_equal(st.accumulate, expect_parts[o] > 1);
+    }
+  nnmem_fit_step_t st;
+  assert_int_equal(nnmem_fit_step(sp, 41, &st), NNMEM_ERR_INVALID);
+  char *text = NULL;
+  assert_ok(nnmem_fit_format_json(sp, g, &text, NULL, NULL));
+  assert_non_null(strstr(text, "\"parts\": 16"));
+  assert_non_null(strstr(text, "\"split\": \"accumulate\""));
+  free(text);
+  nnmem_fit_costs_t a, b;
+  nnmem_fit_costs(sp, &a);
+  nnmem_fit_costs(one, &b);
+  printf("late 16 MiB weight at %llu B: exposed %.3f ms split (%.3f total),"
+         " %.3f ms one op (%.3f total)\n",
+         (unsigned long long)limit, a.exposed_s * 1e3, a.total_s * 1e3,
+         b.exposed_s * 1e3, b.total_s * 1e3);
+  assert_true(a.exposed_s < b.exposed_s);
+  assert_true(a.total_s < b.total_s);
+  nnmem_fit_destroy(sp);
+  nnmem_fit_destroy(one);
+  nnmem_fit_destroy(whole);
+  nnmem_graph_destroy(g);
+
+  /* "rows" parts: Conv (batch 1) and Gemm [N, K], one row */
+  assert_ok(nnmem_graph_create("rows", &g));
+  int64_t xs[4] = {1, 512, 14, 14}, ws[4] = {512, 512, 3, 3};
+  int64_t ps[2] = {1, 512}, gw[2] = {4000, 512}, ys[2] = {1, 4000};
+  uint32_t x = shaped(g, "x", NNMEM_TENSOR_INPUT, 4, xs);
+  uint32_t w1 = shaped(g, "w1", NNMEM_TENSOR_WEIGHT, 4, ws);
+  uint32_t c1 = shaped(g, "c1", NNMEM_TENSOR_ACTIVATION, 4, xs);
+  uint32_t pool = shaped(g, "pool", NNMEM_TENSOR_ACTIVATION, 2, ps);
+  uint32_t w2 = shaped(g, "w2", NNMEM_TENSOR_WEIGHT, 2, gw);
+  uint32_t y = shaped(g, "y", NNMEM_TENSOR_OUTPUT, 2, ys);
+  uint32_t i1[2] = {x, w1}, i2[2] = {pool, w2};
+  add_op(g, "conv", "Conv", i1, 2, c1);
+  add_op(g, "gap", "GlobalAveragePool", &c1, 1, pool);
+  add_op(g, "fc", "Gemm", i2, 2, y);
+  d.op_overhead_s = 0;
+  limit = 12u << 20; /* 9 MiB + 7.8 MB of weights: some must stream */
+  nnmem_fit_config_init(&cfg);
+  if (nnmem_fit(g, &d, limit, &cfg, &sp, &diag) != NNMEM_OK)
+    fail_msg("rows: %s", diag.message);
+  check_fit(sp, g, limit);
+  /* 9 MiB / 1 MiB: 9 parts of the 512 channels; 7.8 MB: 7 of 4000 rows */
+  assert_int_equal(nnmem_fit_steps(sp), 9 + 1 + 7);
+  uint32_t m = nnmem_device_main_tier(&d);
+  const nnmem_problem_t *p = nnmem_fit_tier_problem(sp, m);
+  const struct { const char *name; uint64_t rows, k, row_b; } out[2] = {
+      {"c1", 512, 9, 14 * 14 * 4}, {"y", 4000, 7, 4}};
+  for (int i = 0; i < 2; i++) {
+    size_t yi, pi, parent;
+    uint64_t rel;
+    assert_ok(nnmem_problem_find(p, out[i].name, &yi));
+    for (uint64_t q = 0; q < out[i].k; q++) {
+      char id[32];
+      snprintf(id, sizeof id, "%s#%llu", out[i].name, (unsigned long long)q);
+      assert_ok(nnmem_problem_find(p, id, &pi));
+      assert_ok(nnmem_problem_parent(p, pi, &parent, &rel));
+      uint64_t r0 = q * out[i].rows / out[i].k;
+      uint64_t r1 = (q + 1) * out[i].rows / out[i].k;
+      assert_int_equal(parent, yi);
+      assert_int_equal(rel, r0 * out[i].row_b);
+      assert_int_equal(nnmem_problem_buffers(p)[pi].size,
+                       (r1 - r0) * out[i].row_b);
+    }
+  }
+  for (uint64_t t = 0; t < nnmem_fit_steps(sp); t++) {
+    assert_ok(nnmem_fit_step(sp, t, &st));
+    assert_int_equal(st.accumulate, 0);
+  }
+  nnmem_fit_destroy(sp);
+  nnmem_graph_destroy(g);
+}
+
 /* The memory floor by hand (floor.c): a -A(wa 16 MiB)-> b -Relu-> r
  * -B(wb 16 MiB)-> c under a 24 MiB limit, no op overhead. At most 24 MiB
  * of the 32 MiB of weights can be on the device when op A begins, so 8 MiB
@@ -592,7 +715,10 @@ static void test_memory_floor_by_hand(void **state) {
   uint64_t limit = 24u << 20;
   nnmem_fit_t *f = NULL;
   nnmem_diag_t diag = {{0}};
-  if (nnmem_fit(g, &d, limit, NULL, &f, &diag) != NNMEM_OK)
+  nnmem_fit_config_t cfg; /* whole ops: the steps of the formula */
+  nnmem_fit_config_init(&cfg);
+  cfg.no_split = 1;
+  if (nnmem_fit(g, &d, limit, &cfg, &f, &diag) != NNMEM_OK)
     fail_msg("fit: %s", diag.message);
   check_fit(f, g, limit);
   nnmem_op_cost_t oa, orelu;
@@ -662,6 +788,27 @@ static void test_fault_injection(void **state) {
   nnmem_graph_destroy(g);
 }
 
+/* `text` with the first `from` replaced by `to`: refused, with `why`. */
+static void refused_edit(const char *text, size_t len, const char *from,
+                         const char *to, const char *why) {
+  const char *at = strstr(text, from);
+  assert_non_null(at);
+  size_t head = (size_t)(at - text), fl = strlen(from), tl = strlen(to);
+  char *t = malloc(len - fl + tl + 1);
+  assert_non_null(t);
+  memcpy(t, text, head);
+  memcpy(t + head, to, tl);
+  memcpy(t + head + tl, at + fl, len - head - fl);
+  nnmem_exec_plan_t *ep = NULL;
+  nnmem_diag_t diag = {{0}};
+  assert_int_equal(
+      nnmem_exec_plan_parse(t, len - fl + tl, "fit.json", &ep, &diag),
+      NNMEM_ERR_PARSE);
+  assert_null(ep);
+  if (!strstr(diag.message, why)) fail_msg("%s: got %s", why, diag.message);
+  free(t);
+}
+
 static void test_refused_plans(void **state) {
   (void)state;
   nnmem_graph_t *g, *other, *batch2;
@@ -698,6 +845,19 @@ static void test_refused_plans(void **state) {
   /* cut short */
   assert_int_equal(nnmem_exec_plan_parse(text, len / 2, "fit.json", &ep, &diag),
                    NNMEM_ERR_PARSE);
+  free(text);
+  /* split ops (this plan has some): parts out of order, a bad count, an
+   * unknown split kind, a part missing its fields: refused as such */
+  assert_ok(nnmem_fit_format_json(f, g, &text, &len, NULL));
+  assert_non_null(strstr(text, "\"part\": 1,"));
+  refused_edit(text, len, "\"part\": 1,", "\"part\": 2,",
+               "parts of a split op must be consecutive");
+  refused_edit(text, len, "\"parts\": ", "\"parts\": 1, \"x\": ",
+               "need 2 <= parts");
+  refused_edit(text, len, "\"split\": \"", "\"split\": \"z",
+               "split: must be");
+  refused_edit(text, len, "\"part\": 1,", "\"qart\": 1,",
+               "has parts left");
   free(text);
   /* a classic plan without a schedule */
   nnmem_liveness_t *l;
@@ -755,6 +915,75 @@ static void test_executor_catches_unwritten(void **state) {
   nnmem_exec_plan_destroy(ep);
 }
 
+/* A hand-made plan with a split op: "y" (64 B) written by two "rows"
+ * parts, each its half as a sub-buffer, then read whole. The executor
+ * passes it, and stops when part 1 writes nothing: its rows were never
+ * written (the parts' writes are what it checks, not the op's). */
+static void hand_split_plan(int part1_writes, nnmem_status_t expect,
+                            const char *why) {
+  uint64_t h = NNMEM__FNV_SEED;
+  nnmem__exec_digest_pair(&h, 1024, 3); /* limit, steps */
+  nnmem__exec_digest_pair(&h, 2, 0);    /* tiers, main */
+  nnmem__exec_digest_pair(&h, 0, 3);    /* tier 0: 3 buffers */
+  nnmem__exec_digest_buffer(&h, 0, 64, 0, 3);
+  nnmem__exec_digest_buffer(&h, 0, 32, 0, 1);
+  nnmem__exec_digest_pair(&h, 0, 0); /* parent y at 0 */
+  nnmem__exec_digest_buffer(&h, 32, 32, 1, 2);
+  nnmem__exec_digest_pair(&h, 0, 32);       /* parent y at 32 */
+  nnmem__exec_digest_pair(&h, 1, 0);        /* tier 1: none */
+  nnmem__exec_digest_pair(&h, 0xacce55, 0); /* init */
+  nnmem__exec_digest_pair(&h, 0, 2);        /* step 0: part 0 of 2 */
+  nnmem__exec_digest_pair(&h, 1, 0);        /* rows */
+  nnmem__exec_digest_pair(&h, 0, 1);        /* writes y#0 */
+  nnmem__exec_digest_pair(&h, 0, 1);
+  nnmem__exec_digest_pair(&h, 1, 2); /* step 1: part 1 of 2 */
+  nnmem__exec_digest_pair(&h, 1, 0);
+  if (part1_writes) nnmem__exec_digest_pair(&h, 0, 2); /* writes y#1 */
+  nnmem__exec_digest_pair(&h, 0, part1_writes ? 1 : 0);
+  nnmem__exec_digest_pair(&h, 0, 0); /* step 2 reads y */
+  nnmem__exec_digest_pair(&h, 1, 0);
+  nnmem__exec_digest_pair(&h, 0xacce55, 0); /* final */
+  char doc[2000];
+  snprintf(
+      doc, sizeof doc,
+      "{\"model\": \"m\", \"fit\": {\"version\": 1, \"model_digest\": "
+      "\"0000000000000000\", \"limit\": 1024, \"steps\": 3, "
+      "\"main_tier\": 0, \"tiers\": [{\"name\": \"ddr\", \"alignment\": "
+      "32, \"capacity\": 1024, \"height\": 64, \"buffers\": [{\"id\": "
+      "\"y\", \"offset\": 0, \"size\": 64, \"first\": 0, \"last\": 3}, "
+      "{\"id\": \"y#0\", \"offset\": 0, \"size\": 32, \"first\": 0, "
+      "\"last\": 1, \"parent\": \"y\", \"parent_offset\": 0}, {\"id\": "
+      "\"y#1\", \"offset\": 32, \"size\": 32, \"first\": 1, \"last\": 2, "
+      "\"parent\": \"y\", \"parent_offset\": 32}]}, {\"name\": \"host\", "
+      "\"alignment\": 64, \"capacity\": 0, \"height\": 0, \"buffers\": "
+      "[]}], \"init\": [], \"schedule\": [{\"op\": \"fc\", \"part\": 0, "
+      "\"parts\": 2, \"split\": \"rows\", \"reads\": [], \"writes\": "
+      "[[0, 1]]}, {\"op\": \"fc\", \"part\": 1, \"parts\": 2, \"split\": "
+      "\"rows\", \"reads\": [], \"writes\": [%s]}, {\"op\": \"r\", "
+      "\"reads\": [[0, 0]], \"writes\": []}], \"final\": [], \"copies\": "
+      "[], \"tensors\": [], \"digest\": \"%016llx\"}}",
+      part1_writes ? "[0, 2]" : "", (unsigned long long)h);
+  nnmem_exec_plan_t *ep = NULL;
+  nnmem_diag_t diag = {{0}};
+  nnmem_status_t st =
+      nnmem_exec_plan_parse(doc, strlen(doc), "hand.json", &ep, &diag);
+  if (st != NNMEM_OK) fail_msg("%s", diag.message);
+  nnmem_exec_report_t rep;
+  memset(&rep, 0, sizeof rep);
+  rep.size = sizeof rep;
+  assert_int_equal(nnmem_exec_run(ep, NULL, &rep, &diag), expect);
+  if (why && !strstr(diag.message, why)) fail_msg("got: %s", diag.message);
+  if (expect == NNMEM_OK) assert_int_equal(rep.steps, 3);
+  nnmem_exec_plan_destroy(ep);
+}
+
+static void test_executor_split_parts(void **state) {
+  (void)state;
+  hand_split_plan(1, NNMEM_OK, NULL);
+  hand_split_plan(0, NNMEM_ERR_CONFLICT,
+                  "buffer 'y' (tier ddr): bytes 32..64 were never written");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_presets),
@@ -768,6 +997,8 @@ int main(void) {
       cmocka_unit_test(test_exposed_vs_lru),
       cmocka_unit_test(test_offload),
       cmocka_unit_test(test_weight_slices),
+      cmocka_unit_test(test_split_ops),
+      cmocka_unit_test(test_executor_split_parts),
       cmocka_unit_test(test_memory_floor_by_hand),
       cmocka_unit_test(test_fault_injection),
       cmocka_unit_test(test_refused_plans),

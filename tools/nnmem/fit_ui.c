@@ -62,13 +62,39 @@ static void print_tiers(FILE *out, const nnmem_fit_t *f) {
   }
 }
 
+/* The op step s runs (a part of a split op names its op). */
 static const char *op_at(const nnmem_graph_t *g, const nnmem_fit_t *f,
                          uint64_t s) {
   nnmem_op_info_t oi;
-  if (s >= nnmem_fit_steps(f) ||
-      nnmem_graph_op(g, nnmem_fit_order(f)[s], &oi) != NNMEM_OK)
+  nnmem_fit_step_t st;
+  if (nnmem_fit_step(f, s, &st) != NNMEM_OK ||
+      nnmem_graph_op(g, st.op, &oi) != NNMEM_OK)
     return "?";
   return oi.name;
+}
+
+/* The split ops (docs/fit.md, "Operator splitting"), at most 8 named. */
+static void print_splits(FILE *out, const nnmem_graph_t *g,
+                         const nnmem_fit_t *f) {
+  uint64_t n = 0, shown = 0;
+  nnmem_fit_step_t st;
+  for (uint64_t s = 0; s < nnmem_fit_steps(f); s++)
+    n += nnmem_fit_step(f, s, &st) == NNMEM_OK && st.parts > 1 && !st.part;
+  if (!n) return;
+  fprintf(out, "  split: %llu ops run in parts, one per weight slice (%llu "
+               "steps for %llu ops):",
+          (unsigned long long)n, (unsigned long long)nnmem_fit_steps(f),
+          (unsigned long long)nnmem_fit_ops(f));
+  for (uint64_t s = 0; s < nnmem_fit_steps(f) && shown < 8; s++) {
+    char nm[64];
+    if (nnmem_fit_step(f, s, &st) != NNMEM_OK || st.parts < 2 || st.part)
+      continue;
+    fprintf(out, "%s %s x%u (%s)", shown ? "," : "",
+            cli_printable(op_at(g, f, s), nm, sizeof nm), st.parts,
+            st.accumulate ? "accumulate" : "rows");
+    shown++;
+  }
+  fprintf(out, "%s\n", n > shown ? ", ..." : "");
 }
 
 static int cmp_move_bytes(const void *a, const void *b) {
@@ -175,6 +201,7 @@ static void report_human(FILE *out, const nnmem_graph_t *g,
           cli_fmt_grouped(minf, b, sizeof b),
           nnmem_graph_op(g, op, &oi) == NNMEM_OK ? oi.name : "?");
   print_tiers(out, f);
+  print_splits(out, g, f);
   print_moves(out, g, f);
   fprintf(out,
           "  transfers per inference: %s B (weights in %s B, "
@@ -192,8 +219,29 @@ static void report_human(FILE *out, const nnmem_graph_t *g,
           nnmem_fit_seconds(f));
 }
 
-static void report_json(nnmem__jw_t *w, const nnmem_fit_t *f,
-                        const char *title) {
+/* "splits": [{"op", "parts", "first_step", "split"}] */
+static void splits_json(nnmem__jw_t *w, const nnmem_graph_t *g,
+                        const nnmem_fit_t *f) {
+  nnmem__jw_kv_u64(w, "ops", nnmem_fit_ops(f));
+  nnmem__jw_kv_u64(w, "steps", nnmem_fit_steps(f));
+  nnmem__jw_key(w, "splits");
+  nnmem__jw_array(w);
+  nnmem_fit_step_t st;
+  for (uint64_t s = 0; s < nnmem_fit_steps(f); s++) {
+    if (nnmem_fit_step(f, s, &st) != NNMEM_OK || st.parts < 2 || st.part)
+      continue;
+    nnmem__jw_object(w);
+    nnmem__jw_kv_string(w, "op", op_at(g, f, s));
+    nnmem__jw_kv_u64(w, "parts", st.parts);
+    nnmem__jw_kv_u64(w, "first_step", s);
+    nnmem__jw_kv_string(w, "split", st.accumulate ? "accumulate" : "rows");
+    nnmem__jw_end(w);
+  }
+  nnmem__jw_end(w);
+}
+
+static void report_json(nnmem__jw_t *w, const nnmem_graph_t *g,
+                        const nnmem_fit_t *f, const char *title) {
   const nnmem_device_t *d = nnmem_fit_device(f);
   nnmem_fit_costs_t c;
   nnmem_fit_costs(f, &c);
@@ -213,6 +261,7 @@ static void report_json(nnmem__jw_t *w, const nnmem_fit_t *f,
     nnmem__jw_end(w);
   }
   nnmem__jw_end(w);
+  splits_json(w, g, f);
   const nnmem_fit_move_t *m;
   size_t n = nnmem_fit_moves(f, &m);
   nnmem__jw_key(w, "moves");
@@ -256,7 +305,7 @@ static nnmem_status_t stage(const nnmem_graph_t *g, const nnmem_fit_t *f,
     nnmem__jw_t w;
     cli_json_begin(&w, &t, CLI_JSON_PRETTY);
     nnmem__jw_object(&w);
-    report_json(&w, f, title);
+    report_json(&w, g, f, title);
     nnmem__jw_end(&w);
     st = nnmem__jw_finish(&w);
     if (st == NNMEM_OK)
@@ -314,7 +363,7 @@ int cli_fit_plan(const nnmem_graph_t *g, const cli_plan_opts_t *o,
     nnmem__jw_t w;
     cli_json_begin(&w, &t, o->json);
     nnmem__jw_object(&w);
-    report_json(&w, f, title);
+    report_json(&w, g, f, title);
     nnmem__jw_end(&w);
     if (nnmem__jw_finish(&w) == NNMEM_OK)
       json = t.data;
