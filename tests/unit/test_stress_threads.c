@@ -342,13 +342,37 @@ static int race_cmp(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-static void test_racing_double_free(void **state) {
-  (void)state;
+/* After a race: the next 2 x RACE allocations are distinct (a block on a
+ * free list twice would come back twice), and freeing them adds no misuse
+ * to the RACE x (THREADS - 1) refused frees. */
+static void check_freed_once(void) {
+  static void *again[2 * RACE];
+  for (int i = 0; i < 2 * RACE; i++)
+    assert_non_null(again[i] = nnmem_alloc(g_alloc, 48));
+  qsort(again, 2 * RACE, sizeof again[0], race_cmp);
+  for (int i = 1; i < 2 * RACE; i++)
+    assert_true(again[i] != again[i - 1]);
+  for (int i = 0; i < 2 * RACE; i++)
+    nnmem_free(g_alloc, again[i]);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(g_alloc, &st));
+  assert_int_equal(st.misuse_count, (uint64_t)RACE * (THREADS - 1));
+  assert_int_equal(st.live_count, 0);
+}
+
+/* A new allocator with RACE live blocks of the main thread, the race's
+ * counters at zero. */
+static void race_setup(void) {
   assert_ok(nnmem_allocator_create(NULL, &g_alloc));
   for (int i = 0; i < RACE; i++)
     assert_non_null(g_race[i] = nnmem_alloc(g_alloc, 48));
   atomic_store(&g_race_ok, 0);
   atomic_store(&g_race_go, 0);
+}
+
+static void test_racing_double_free(void **state) {
+  (void)state;
+  race_setup();
   pthread_t th[THREADS];
   for (uintptr_t t = 0; t < THREADS; t++)
     assert_int_equal(pthread_create(&th[t], NULL, race_free, (void *)t), 0);
@@ -360,16 +384,7 @@ static void test_racing_double_free(void **state) {
   assert_ok(nnmem_allocator_stats(g_alloc, &st));
   assert_int_equal(st.misuse_count, (uint64_t)RACE * (THREADS - 1));
   nnmem_allocator_thread_flush(g_alloc); /* drains the remote stack */
-  static void *again[2 * RACE];
-  for (int i = 0; i < 2 * RACE; i++)
-    assert_non_null(again[i] = nnmem_alloc(g_alloc, 48));
-  qsort(again, 2 * RACE, sizeof again[0], race_cmp);
-  for (int i = 1; i < 2 * RACE; i++)
-    assert_true(again[i] != again[i - 1]);
-  for (int i = 0; i < 2 * RACE; i++)
-    nnmem_free(g_alloc, again[i]);
-  assert_ok(nnmem_allocator_stats(g_alloc, &st));
-  assert_int_equal(st.misuse_count, (uint64_t)RACE * (THREADS - 1));
+  check_freed_once();
   nnmem_allocator_destroy(g_alloc);
 }
 
@@ -380,21 +395,12 @@ static void test_racing_double_free(void **state) {
  * drain), each block is freed once: every free but one per block is
  * counted as misuse, no block is live, and the next 2 x RACE allocations
  * are distinct (a block on the free list twice would come back twice). */
-static void *race_free_owner_too(void *arg) {
-  return race_free(arg);
-}
-
 static void test_racing_owner_free(void **state) {
   (void)state;
-  assert_ok(nnmem_allocator_create(NULL, &g_alloc));
-  for (int i = 0; i < RACE; i++)
-    assert_non_null(g_race[i] = nnmem_alloc(g_alloc, 48));
-  atomic_store(&g_race_ok, 0);
-  atomic_store(&g_race_go, 0);
+  race_setup();
   pthread_t th[THREADS];
   for (uintptr_t t = 1; t < THREADS; t++)
-    assert_int_equal(
-        pthread_create(&th[t], NULL, race_free_owner_too, (void *)t), 0);
+    assert_int_equal(pthread_create(&th[t], NULL, race_free, (void *)t), 0);
   atomic_store(&g_race_go, 1);
   (void)race_free((void *)0); /* the owner's frees */
   for (int t = 1; t < THREADS; t++)
@@ -405,17 +411,7 @@ static void test_racing_owner_free(void **state) {
   assert_int_equal(st.misuse_count, (uint64_t)RACE * (THREADS - 1));
   assert_true(atomic_load(&g_race_ok) >= RACE);
   assert_int_equal(st.live_count, 0);
-  static void *again[2 * RACE];
-  for (int i = 0; i < 2 * RACE; i++)
-    assert_non_null(again[i] = nnmem_alloc(g_alloc, 48));
-  qsort(again, 2 * RACE, sizeof again[0], race_cmp);
-  for (int i = 1; i < 2 * RACE; i++)
-    assert_true(again[i] != again[i - 1]);
-  for (int i = 0; i < 2 * RACE; i++)
-    nnmem_free(g_alloc, again[i]);
-  assert_ok(nnmem_allocator_stats(g_alloc, &st));
-  assert_int_equal(st.misuse_count, (uint64_t)RACE * (THREADS - 1));
-  assert_int_equal(st.live_count, 0);
+  check_freed_once();
   nnmem_allocator_destroy(g_alloc);
 }
 
