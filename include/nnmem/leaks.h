@@ -26,7 +26,9 @@
  * 524288); NNMEM_LEAKS_REPORT=PATH: the report written when the allocator
  * is destroyed (.json: JSON, .folded: folded stacks, otherwise text;
  * default nnmem-leaks.PID.txt in the working directory when NNMEM_LEAKS is
- * set). Nothing is printed to a terminal.
+ * set). Nothing is printed to a terminal. libnnmem_malloc.so (LD_PRELOAD)
+ * reads the same variables and writes the report at each process's exit
+ * ("%p" in the path: the process id).
  *
  * Thread-safety: every function may be called from any thread while the
  * allocator is in use; records are kept under a mutex of their own. */

@@ -123,6 +123,8 @@ static _Atomic uint64_t next_thread_seq = 1;
 _Thread_local __attribute__((tls_model("initial-exec")))
 int64_t nnmem__leaks_left[NNMEM__LEAKS_SLOTS];
 
+_Thread_local __attribute__((tls_model("initial-exec"))) int nnmem__leaks_busy;
+
 /* slot_rate[k]: the N of countdown slot k (1 .. 7; 0: free). Taken by the
  * first records with that N, never given back. */
 static _Atomic uint64_t slot_rate[NNMEM__LEAKS_SLOTS];
@@ -391,8 +393,11 @@ static __attribute__((noinline)) int record(nnmem__leaks_t *lk, void *ptr,
                                             const nnmem__leaks_mark_t *mark) {
   void *fr[NNMEM_LEAKS_MAX_DEPTH + SKIP_FRAMES];
   int n = 0;
+  if (nnmem__leaks_busy) return 0; /* the unwinder's own allocation */
   if (lk->depth) {
+    nnmem__leaks_busy = 1;
     n = lk->head.bt(fr, (int)lk->depth + SKIP_FRAMES) - SKIP_FRAMES;
+    nnmem__leaks_busy = 0;
     if (n < 0) n = 0;
   }
   return record_frames(lk, ptr, size, file, line, mark, fr + SKIP_FRAMES, n);
@@ -419,6 +424,7 @@ int nnmem__leaks_record(nnmem__leaks_t *lk, void *ptr, size_t size,
                         const nnmem__leaks_mark_t *mark, void *const *frames,
                         int n) {
   if (n > (int)lk->depth) n = (int)lk->depth;
+  if (nnmem__leaks_busy) return 0; /* the unwinder's own allocation */
   return record_frames(lk, ptr, size, file, line, mark, frames, n > 0 ? n : 0);
 }
 
@@ -576,6 +582,23 @@ static uint64_t est(double v) {
   return (uint64_t)llround(v);
 }
 
+void *nnmem__leaks_hide_base;
+
+/* Drops the leading frames of a copied record that lie in the hidden
+ * module (nnmem__leaks_hide_base). dladdr takes the loader's lock: never
+ * under the records' lock (a thread in dlopen may be allocating). */
+static void strip_hidden(rec_t *r) {
+  void *base = nnmem__leaks_hide_base;
+  uint32_t k = 0;
+  Dl_info di;
+  while (base && k < r->depth && dladdr(r->frames[k], &di) &&
+         di.dli_fbase == base)
+    k++;
+  if (!k) return;
+  memmove(r->frames, r->frames + k, (r->depth - k) * sizeof r->frames[0]);
+  r->depth -= k;
+}
+
 /* Copies the records (under the lock) and groups them: *sites_out sorted
  * by bytes. The copies stay valid until freed (*recs_out). */
 static nnmem_status_t collect(nnmem__leaks_t *lk, rec_t ***recs_out,
@@ -596,6 +619,8 @@ static nnmem_status_t collect(nnmem__leaks_t *lk, rec_t ***recs_out,
     }
   pthread_mutex_unlock(&lk->lock);
   if (!v) return NNMEM_ERR_NOMEM;
+  for (size_t i = 0; i < k; i++)
+    strip_hidden(v[i]);
   qsort(v, k, sizeof *v, rec_cmp);
   site_t *s = calloc(k ? k : 1, sizeof *s);
   if (!s) {

@@ -43,6 +43,19 @@ typedef struct nnmem__leaks_head {
 extern _Thread_local __attribute__((tls_model("initial-exec")))
 int64_t nnmem__leaks_left[NNMEM__LEAKS_SLOTS];
 
+/* Nonzero while this thread runs the records' unwinder. An unwinder
+ * that allocates (in a new thread, say) would, under the malloc front,
+ * come back through the allocator to the records: such an allocation is
+ * not recorded. (The library's own allocations never come back: the
+ * front links them to glibc's malloc, tools/malloc/CMakeLists.txt.) */
+extern _Thread_local
+    __attribute__((tls_model("initial-exec"))) int nnmem__leaks_busy;
+
+/* The load address of a module whose frames at the top of a record's
+ * backtrace reports leave out (NULL: none). The malloc front sets its own:
+ * its malloc / calloc / realloc frames are not the caller's site. */
+extern void *nnmem__leaks_hide_base;
+
 static inline size_t nnmem__leaks_hash(uintptr_t p) {
   uint64_t h = (uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL;
   return (size_t)(h >> 32);
@@ -156,8 +169,10 @@ int64_t nnmem__leaks_arm(nnmem__leaks_t *lk);
  * 0 when the records take no backtrace. */
 static inline int nnmem__leaks_backtrace(const nnmem__leaks_t *lk, void **fr) {
   const nnmem__leaks_head_t *h = (const nnmem__leaks_head_t *)lk;
-  if (!h->depth) return 0;
+  if (!h->depth || nnmem__leaks_busy) return 0;
+  nnmem__leaks_busy = 1; /* an unwinder that allocates records nothing */
   int n = h->bt(fr, (int)h->depth + 1);
+  nnmem__leaks_busy = 0;
   return n > 0 ? n : 0;
 }
 /* Records block ptr now (the caller's own countdown ran out, or full

@@ -310,7 +310,41 @@ static int steps2_child(void) {
   return b && c && d ? 0 : 3;
 }
 
+/* Mode "leaks" (tests/malloc/leaks.sh): blocks left live at two sites, in
+ * the main thread and in a second one, and one freed. The functions are
+ * exported (the executable is linked with -rdynamic) so that the report
+ * names them. */
+__attribute__((noinline)) void *leak_here(size_t n) {
+  void *p = malloc(n);
+  __asm__ volatile("" : : "r"(p) : "memory"); /* not a tail call */
+  return p;
+}
+
+__attribute__((noinline)) void *leak_there(size_t n) {
+  void *p = calloc(1, n);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  return p;
+}
+
+static void *leak_thread(void *arg) {
+  (void)arg;
+  return leak_there(7000);
+}
+
+static int leaks_child(void) {
+  void *kept[3];
+  for (int i = 0; i < 3; i++)
+    kept[i] = leak_here(1000); /* 3000 bytes live at exit */
+  free(leak_here(5000));       /* freed: not in the report */
+  pthread_t t;
+  void *there = NULL;
+  if (pthread_create(&t, NULL, leak_thread, NULL) != 0) return 2;
+  pthread_join(t, &there); /* 7000 bytes from the thread, live at exit */
+  return kept[0] && kept[1] && kept[2] && there ? 0 : 3;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "leaks") == 0) return leaks_child();
   if (argc > 1 && strcmp(argv[1], "steps2") == 0) return steps2_child();
   if (argc > 1 && strcmp(argv[1], "double-free") == 0)
     return double_free_child();

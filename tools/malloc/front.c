@@ -35,11 +35,13 @@
  * live block of the allocator, never both. Complexity: that of the
  * allocator. Thread-safety: every function from any thread. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,6 +51,7 @@
 #include "nnmem/backend.h"
 #include "common/util.h"
 #include "runtime/allocator_internal.h"
+#include "runtime/leaks_internal.h"
 
 #define API __attribute__((visibility("default")))
 #define SMALL_MAX (1u << 20) /* tiered: slab classes below (no TLSF tier) */
@@ -207,6 +210,53 @@ static void late_bad_free(void *ctx, const void *p) {
   bad_pointer("free", p);
 }
 
+/* ---- leak records (NNMEM_LEAKS) ------------------------------------------ */
+
+/* The report's path, absolute (the working directory at start), with
+ * "%p" for the process id (filled in at exit: a forked child writes its
+ * own); empty while records are off. */
+static char leaks_path[4096];
+static nnmem_leaks_format_t leaks_format;
+
+/* NNMEM_LEAKS_REPORT, or nnmem-leaks.%p.txt in the working directory; 0
+ * when the path cannot be made absolute (records stay off). */
+static int leaks_path_init(void) {
+  const char *p = getenv("NNMEM_LEAKS_REPORT");
+  if (!p || !*p) p = "nnmem-leaks.%p.txt";
+  if (nnmem__abs_path(p, leaks_path, sizeof leaks_path) != 1) {
+    nnmem__say("nnmem malloc: NNMEM_LEAKS_REPORT: cannot make the path "
+               "absolute; no leak records\n");
+    leaks_path[0] = '\0';
+    return 0;
+  }
+  return 1;
+}
+
+/* Writes the leak report of the process's live blocks (atomically: a
+ * temporary, then a rename). At exit, after the program's own handlers. */
+static void leaks_at_exit(nnmem_allocator_t *a) {
+  if (!leaks_path[0]) return;
+  char path[sizeof leaks_path + 24], *o = path;
+  const char *end = path + sizeof path - 1;
+  for (const char *c = leaks_path; *c && o < end; c++) {
+    if (c[0] == '%' && c[1] == 'p') {
+      o += snprintf(o, (size_t)(end - o) + 1, "%ld", (long)getpid());
+      c++;
+    } else {
+      *o++ = *c;
+    }
+  }
+  *o = '\0';
+  /* sites start at the program's call: this library's frames left out */
+  Dl_info di;
+  if (dladdr((void *)leaks_at_exit, &di)) nnmem__leaks_hide_base = di.dli_fbase;
+  if (nnmem_allocator_leaks_write(a, leaks_format, path) != NNMEM_OK) {
+    nnmem__say("nnmem malloc: cannot write the leak report ");
+    nnmem__say(path);
+    nnmem__say("\n");
+  }
+}
+
 static void create(void) {
   in_init = 1;
   nnmem_backend_t *be = NULL;
@@ -214,9 +264,19 @@ static void create(void) {
   if (nnmem_backend_mmap_create(NULL, &be) == NNMEM_OK) {
     nnmem_allocator_config_t cfg;
     nnmem_allocator_config_init(&cfg);
-    nnmem_leaks_config_t off;
-    nnmem_leaks_config_init(&off);
-    off.mode = NNMEM_LEAKS_OFF; /* no leak records under the front */
+    /* leak records when NNMEM_LEAKS asks (written at exit: leaks_at_exit) */
+    nnmem_leaks_config_t lc;
+    int want = nnmem_leaks_config_from_env(&lc);
+    if (want < 0)
+      nnmem__say("nnmem malloc: NNMEM_LEAKS not understood (1, full, "
+                 "sampled or sampled:BYTES); no leak records\n");
+    if (want == 1 && leaks_path_init()) {
+      leaks_format = lc.report_format;
+      lc.report_path = NULL; /* the allocator is never destroyed here */
+    } else {
+      nnmem_leaks_config_init(&lc);
+      lc.mode = NNMEM_LEAKS_OFF;
+    }
     cfg.backend = be;
     cfg.small_max = SMALL_MAX;
     cfg.large_min = LARGE_MIN;
@@ -228,7 +288,7 @@ static void create(void) {
     /* nobody reads the stats of a preloaded heap: no latency sampling (and
      * no 2 ms cycle-counter calibration at every program's start) */
     cfg.latency_sample = UINT32_MAX;
-    cfg.leaks = &off;
+    cfg.leaks = &lc;
     const char *ab = getenv("NNMEM_MALLOC_ABORT");
     abort_on_misuse = ab && ab[0] == '1';
     /* small frees are queued and returned FREE_BATCH at a time (their cache
@@ -294,10 +354,13 @@ __attribute__((constructor)) static void front_init(void) {
 }
 
 /* The exiting thread's queued frees (a bad one is reported now); other
- * threads' queues are flushed when those threads exit. */
+ * threads' queues are flushed when those threads exit. Then the leak
+ * report, when NNMEM_LEAKS asked for records. */
 __attribute__((destructor)) static void front_fini(void) {
-  if (atomic_load_explicit(&state, memory_order_acquire) == ST_READY)
+  if (atomic_load_explicit(&state, memory_order_acquire) == ST_READY) {
     nnmem_allocator_thread_flush(heap_a);
+    leaks_at_exit(heap_a);
+  }
 }
 
 /* ---- the functions ------------------------------------------------------- */
