@@ -128,7 +128,7 @@ typedef struct nnmem_fit_config {
 } nnmem_fit_config_t;
 
 #define NNMEM_FIT_SLICE_BYTES (1u << 20)
-#define NNMEM_FIT_SLICE_SHARE 32
+#define NNMEM_FIT_SLICE_SHARE 64
 
 NNMEM_API void nnmem_fit_config_init(nnmem_fit_config_t *cfg);
 

@@ -512,7 +512,7 @@ static void test_weight_slices(void **state) {
     fail_msg("whole: %s", diag.message);
   check_fit(sl, g, limit);
   check_fit(whole, g, limit);
-  /* the slices of "big": 16 of 64 rows (1 MiB: limit / 32 = 0.75 MiB is
+  /* the slices of "big": 16 of 64 rows (1 MiB: limit / 64 = 0.375 MiB is
    * below the 1 MiB floor), in row order, each with a device buffer (the
    * main tier); the streamed ones also have their home on the host */
   uint32_t m = nnmem_device_main_tier(&d);
@@ -850,7 +850,7 @@ static void test_refused_plans(void **state) {
    * unknown split kind, a part missing its fields: refused as such */
   assert_ok(nnmem_fit_format_json(f, g, &text, &len, NULL));
   assert_non_null(strstr(text, "\"part\": 1,"));
-  refused_edit(text, len, "\"part\": 1,", "\"part\": 2,",
+  refused_edit(text, len, "\"part\": 1,", "\"part\": 0,",
                "parts of a split op must be consecutive");
   refused_edit(text, len, "\"parts\": ", "\"parts\": 1, \"x\": ",
                "need 2 <= parts");

@@ -253,7 +253,7 @@ static void print_plan_help(void) {
       "      --weight-slices SIZE|off  with --mem-limit: a weight of at\n"
       "                         least 2 x SIZE moves in row slices of about\n"
       "                         SIZE, a kernel each (default: the larger of\n"
-      "                         1 MiB and limit / 32); off: whole weights,\n"
+      "                         1 MiB and limit / 64); off: whole weights,\n"
       "                         for kernels that cannot take slices\n"
       "  -o, --out FILE         write the plan: .json (plan JSON: buffers\n"
       "                         with offsets; graphs add tensors) or .csv\n"
