@@ -621,34 +621,42 @@ class Allocator(_Closable):
         return b, line
 
     def leaks_enable(self, mode: str = "full", *,
-                     sample_bytes: Optional[Size] = None, depth: int = 16,
-                     seed: int = 0) -> None:
+                     sample_bytes: Optional[Size] = None,
+                     depth: Optional[int] = None, seed: int = 0) -> None:
         """Starts leak records: "full" (every live block) or "sampled" (1
-        in `sample_bytes` bytes, default 512 KiB; the report's figures are
-        then unbiased estimates). `depth` backtrace frames (0-32; 0: sites
-        by file:line only). NativeError NNMEM_ERR_STATE when already on."""
+        in `sample_bytes` bytes, default the library's, 512 KiB; the
+        report's figures are then unbiased estimates). `depth` backtrace
+        frames (0-32, default the library's, 16; 0: sites by file:line
+        only). NativeError NNMEM_ERR_STATE when already on."""
         if not isinstance(mode, str):
             raise TypeError("mode: expected a str")
         if mode not in LEAKS_MODES[1:]:
             raise ValueError(f"mode: expected 'full' or 'sampled', got "
                              f"{mode!r}")
-        if isinstance(depth, bool) or not isinstance(depth, int):
+        if depth is not None and (isinstance(depth, bool) or
+                                  not isinstance(depth, int)):
             raise TypeError("depth: expected an int")
-        if not 0 <= depth <= _LEAKS_MAX_DEPTH:
+        if depth is not None and not 0 <= depth <= _LEAKS_MAX_DEPTH:
             raise ValueError(f"depth: {depth} is not in 0..{_LEAKS_MAX_DEPTH}")
         if isinstance(seed, bool) or not isinstance(seed, int) or \
                 not 0 <= seed < 1 << 64:
             raise ValueError("seed: expected an int in 0..2^64-1")
         lib = _load()
-        # every field set here: the library reads `size` bytes of it over
-        # its defaults (never *_init into a mirror: it may be shorter)
-        cfg = _LeaksConfig(size=ctypes.sizeof(_LeaksConfig),
-                           mode=LEAKS_MODES.index(mode),
-                           sample_bytes=_bytes(sample_bytes if sample_bytes
-                                               is not None else 512 << 10,
-                                               "sample_bytes", False),
-                           depth=depth, seed=seed, report_path=None,
-                           report_format=0)
+        # the library's defaults, written by its *_init into a scratch
+        # buffer (never into a mirror: it may be shorter) and read back;
+        # the library then reads `size` bytes of the mirror
+        scratch = ctypes.create_string_buffer(_PROBE_BYTES // 16)
+        lib.nnmem_leaks_config_init(scratch)
+        cfg = _LeaksConfig.from_buffer_copy(
+            scratch.raw[:ctypes.sizeof(_LeaksConfig)])
+        cfg.size = ctypes.sizeof(_LeaksConfig)
+        cfg.mode = LEAKS_MODES.index(mode)
+        if sample_bytes is not None:
+            cfg.sample_bytes = _bytes(sample_bytes, "sample_bytes", False)
+        if depth is not None:
+            cfg.depth = depth
+        cfg.seed = seed
+        cfg.report_path = None  # reports: leaks_write
         _check(lib.nnmem_allocator_leaks_enable(self._h(), ctypes.byref(cfg)),
                what="leaks_enable")
         self._leaks_on = True
