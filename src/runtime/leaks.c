@@ -64,7 +64,6 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -75,6 +74,7 @@
 #include <unistd.h>
 
 #include "common/json_write.h"
+#include "common/mathx.h"
 #include "common/text.h"
 #include "common/util.h"
 #include "nnmem/io.h"
@@ -157,7 +157,7 @@ static uint64_t splitmix(uint64_t *s) {
 
 static int64_t draw_interval(nnmem__leaks_t *lk) {
   double u = ((double)(splitmix(&tl.rng) >> 11) + 1.0) * 0x1p-53; /* (0,1] */
-  double v = -log(u) * (double)lk->sample_bytes;
+  double v = -nnmem__ln(u) * (double)lk->sample_bytes;
   return v >= 9.0e18 ? INT64_MAX : (int64_t)v + 1;
 }
 
@@ -171,7 +171,7 @@ static uint32_t thread_id(void) {
  * not when recording: it depends on the size alone. */
 static double rec_p(const nnmem__leaks_t *lk, const rec_t *r) {
   if (lk->head.mode != NNMEM_LEAKS_SAMPLED) return 1.0;
-  return -expm1(-(double)r->size / (double)lk->sample_bytes);
+  return nnmem__one_minus_exp_neg((double)r->size / (double)lk->sample_bytes);
 }
 
 static inline size_t hash_ptr(uintptr_t p) {
@@ -579,7 +579,7 @@ static int site_cmp(const void *a, const void *b) {
 }
 
 static uint64_t est(double v) {
-  return (uint64_t)llround(v);
+  return nnmem__round_u64(v);
 }
 
 void *nnmem__leaks_hide_base;

@@ -1,7 +1,8 @@
 /* test_leaks.c - leak records: sites by file:line and by backtrace, the
  * report in text / JSON (read back with cJSON) / folded stacks, threads,
  * the sampled mode's byte-weighted estimates against the known truth
- * (fixed seed), enabling late, the environment switch and misuse. */
+ * (fixed seed), enabling late, the environment switch and misuse; the
+ * sampling's own ln / 1 - e^-x / rounding against libm. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <dlfcn.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/mathx.h"
 #include "runtime/allocator_internal.h"
 #include "testutil.h"
 
@@ -754,8 +756,48 @@ static int teardown(void **state) {
   return tu_tmpdir_remove();
 }
 
+/* The sampling's libm-free functions (common/mathx.h) against libm: over
+ * every binade of (0, 1] with subnormals, the sampler's own draws (53-bit
+ * uniforms), and size / N ratios from 1e-12 to 800 (fixed seed). */
+static void test_math_against_libm(void **state) {
+  (void)state;
+  uint64_t s = 0x5eed1eaf;
+  printf("# seed 0x5eed1eaf\n");
+  double worst_ln = 0, worst_ex = 0;
+  for (int i = 0; i < 200000; i++) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    double u = ((double)(s >> 11) + 1.0) * 0x1p-53; /* as draw_interval */
+    double x = i < 2200 ? ldexp(1.0 + (double)(i % 7) / 7.0, -(i / 2))
+                        : u; /* 2^0 down to 2^-1099 (subnormal) */
+    if (x > 1.0) x = 1.0;
+    double want = log(x), got = nnmem__ln(x);
+    double err = fabs(got - want) / (want != 0 ? fabs(want) : 1.0);
+    if (want == 0) err = fabs(got);
+    if (err > worst_ln) worst_ln = err;
+    double r = exp(-28.0 + 35.0 * u); /* 7e-13 .. 1.2e3 */
+    double we = -expm1(-r), ge = nnmem__one_minus_exp_neg(r);
+    double ee = fabs(ge - we) / we;
+    if (ee > worst_ex) worst_ex = ee;
+  }
+  printf("# worst relative error: ln %.3g, 1-e^-x %.3g\n", worst_ln, worst_ex);
+  assert_true(worst_ln < 1e-14);
+  assert_true(worst_ex < 1e-14);
+  assert_true(nnmem__one_minus_exp_neg(0.0) == 0.0);
+  assert_true(nnmem__one_minus_exp_neg(1e6) == 1.0);
+  assert_true(nnmem__ln(1.0) == 0.0);
+  const double r[] = {0.0, 0.49999999999999994, 0.5, 1.5, 2.5, 1e15 + 0.5,
+                      9007199254740993.0, 1.8e19, -3.0, 1e300};
+  const uint64_t want[] = {0, 0, 1, 2, 3, 1000000000000001ULL,
+                           9007199254740992ULL, 18000000000000000000ULL, 0,
+                           UINT64_MAX};
+  for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+    assert_true(nnmem__round_u64(r[i]) == want[i]);
+  assert_true(nnmem__round_u64(NAN) == 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_math_against_libm),
       cmocka_unit_test(test_full_sites),
       cmocka_unit_test(test_backtrace_sites),
       cmocka_unit_test(test_threads),
