@@ -78,8 +78,10 @@ NNMEM_API nnmem_status_t nnmem_device_parse_json(const char *data, size_t len,
                                                  nnmem_diag_t *diag);
 
 /* Checks a device: 2..4 tiers, unique non-empty names, every capacity but
- * the last's > 0, alignments powers of two, bandwidths and the compute
- * rate finite and > 0 (link bandwidth of every tier but the last). */
+ * the last's > 0, capacities below 2^53, alignments powers of two below
+ * 2^53 (a fitted plan's JSON numbers are exact only there), bandwidths and
+ * the compute rate finite and > 0 (link bandwidth of every tier but the
+ * last). */
 NNMEM_API nnmem_status_t nnmem_device_check(const nnmem_device_t *d,
                                             nnmem_diag_t *diag);
 
@@ -176,13 +178,19 @@ typedef struct nnmem_fit_costs {
   uint64_t offload_bytes;  /* of which activations out and back in */
 } nnmem_fit_costs_t;
 
+/* The largest limit a fit keeps: 2^53 - 1 bytes, the largest byte count
+ * a fitted plan's JSON holds exactly (the plan reader refuses more). */
+#define NNMEM_FIT_LIMIT_MAX ((UINT64_C(1) << 53) - 1)
+
 /* Fits `g` on `d` with the main tier capped at `limit` bytes (0 = the
  * tier's capacity). On success *out owns the fit (nnmem_fit_destroy);
  * every tier's plan passed nnmem_plan_verify. NNMEM_ERR_CAPACITY when the
  * limit is below the smallest device footprint (diag: "the smallest device
  * footprint for this model is N bytes (op X needs its inputs, outputs and
- * workspace at once)") or no placement under it was found. `cfg` may be
- * NULL. */
+ * workspace at once)") or no placement under it was found;
+ * NNMEM_ERR_INVALID for a device nnmem_device_check refuses. A limit above
+ * NNMEM_FIT_LIMIT_MAX is taken as NNMEM_FIT_LIMIT_MAX (no plan is that
+ * high; UINT64_MAX reads as no limit). `cfg` may be NULL. */
 NNMEM_API nnmem_status_t nnmem_fit(const nnmem_graph_t *g,
                                    const nnmem_device_t *d, uint64_t limit,
                                    const nnmem_fit_config_t *cfg,

@@ -38,6 +38,9 @@
 #include "common/util.h"
 #include "nnmem/fit.h"
 
+/* Byte counts a device may give: below 2^53, where JSON numbers are exact. */
+#define NNMEM__DEVICE_BYTES_MAX (UINT64_C(1) << 53)
+
 enum tier_class { CLASS_ONCHIP, CLASS_DEVICE, CLASS_HOST };
 
 static const struct {
@@ -160,10 +163,18 @@ nnmem_status_t nnmem_device_check(const nnmem_device_t *d, nnmem_diag_t *diag) {
                          "tiers[%u].capacity: must be > 0 ('%s' is not the "
                          "last tier)",
                          i, t->name);
-    if (!nnmem__is_pow2(t->alignment))
+    if (t->capacity >= NNMEM__DEVICE_BYTES_MAX)
       return nnmem__diag(diag, NNMEM_ERR_INVALID,
-                         "tiers[%u].alignment: %llu is not a power of two", i,
-                         (unsigned long long)t->alignment);
+                         "tiers[%u].capacity: %llu bytes is 2^53 or more (a "
+                         "fitted plan stores byte counts as JSON numbers, "
+                         "exact only below 2^53)",
+                         i, (unsigned long long)t->capacity);
+    if (!nnmem__is_pow2(t->alignment) ||
+        t->alignment >= NNMEM__DEVICE_BYTES_MAX)
+      return nnmem__diag(diag, NNMEM_ERR_INVALID,
+                         "tiers[%u].alignment: %llu is not a power of two "
+                         "below 2^53",
+                         i, (unsigned long long)t->alignment);
     if (!good_rate(t->bandwidth))
       return nnmem__diag(diag, NNMEM_ERR_INVALID,
                          "tiers[%u].bandwidth: must be > 0", i);
@@ -204,7 +215,9 @@ static nnmem_status_t read_rate(reader_t *r, const cJSON *v, int zero_ok,
   return NNMEM_OK;
 }
 
-/* A whole byte count 0 <= v < 2^63 (a negative capacity is named). */
+/* A whole byte count 0 <= v < 2^53 (a negative capacity is named): the
+ * fitted plan JSON carries the capacities and alignments, and a JSON number
+ * is exact only below 2^53 (the plan reader, exec_read.c, refuses more). */
 static nnmem_status_t read_bytes(reader_t *r, const cJSON *v, uint64_t *out) {
   if (!cJSON_IsNumber(v))
     return nnmem__diag(r->diag, NNMEM_ERR_INVALID,
@@ -212,8 +225,8 @@ static nnmem_status_t read_bytes(reader_t *r, const cJSON *v, uint64_t *out) {
   double x = v->valuedouble;
   if (!isfinite(x) || x < 0)
     return field_error(r, "must be >= 0 bytes (got %g)", x);
-  if (x != floor(x) || x >= 9.2e18)
-    return field_error(r, "must be a whole number of bytes below 2^63 (got %g)",
+  if (x != floor(x) || x >= (double)NNMEM__DEVICE_BYTES_MAX)
+    return field_error(r, "must be a whole number of bytes below 2^53 (got %g)",
                        x);
   *out = (uint64_t)x;
   return NNMEM_OK;

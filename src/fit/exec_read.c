@@ -48,7 +48,7 @@ static nnmem_status_t get_u64(rd_t *r, const cJSON *o, const char *key,
   snprintf(p, sizeof p, "%s.%s", path, key);
   if (!v) return bad(r, p, "missing");
   if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
-      v->valuedouble != floor(v->valuedouble) || v->valuedouble >= 9.0e15)
+      v->valuedouble != floor(v->valuedouble) || v->valuedouble >= 0x1p53)
     return bad(r, p, "must be a whole number in [0, 2^53)");
   *out = (uint64_t)v->valuedouble;
   return NNMEM_OK;
@@ -57,7 +57,7 @@ static nnmem_status_t get_u64(rd_t *r, const cJSON *o, const char *key,
 static nnmem_status_t get_u64_item(rd_t *r, const cJSON *v, const char *path,
                                    uint64_t *out) {
   if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
-      v->valuedouble != floor(v->valuedouble) || v->valuedouble >= 9.0e15)
+      v->valuedouble != floor(v->valuedouble) || v->valuedouble >= 0x1p53)
     return bad(r, path, "must be a whole number in [0, 2^53)");
   *out = (uint64_t)v->valuedouble;
   return NNMEM_OK;

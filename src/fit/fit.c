@@ -785,7 +785,9 @@ static nnmem_status_t fit_once(const nnmem_graph_t *g, const nnmem_device_t *d,
   x.f = f;
   x.diag = diag;
   x.main = nnmem_device_main_tier(d);
-  f->limit = limit ? limit : d->tiers[x.main].capacity;
+  f->limit = !limit                     ? d->tiers[x.main].capacity
+             : limit > NNMEM_FIT_LIMIT_MAX ? NNMEM_FIT_LIMIT_MAX
+                                           : limit;
   x.slice_bytes = nnmem__fit_slice_bytes(cfg, f->limit);
   f->graph_digest = nnmem_graph_digest(g);
   f->model_name = nnmem__strdup(nnmem_graph_name(g) ? nnmem_graph_name(g) : "");

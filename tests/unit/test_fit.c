@@ -97,6 +97,10 @@ static void test_device_json_bad(void **state) {
       {"{\"compute_rate\": 1e12, \"tiers\": [{\"name\": \"ddr\", "
        "\"capacity\": 100}, {\"name\": \"host\"}]}",
        "bad.json: tiers[0].link_bandwidth: must be > 0"},
+      {"{\"compute_rate\": 1e12, \"tiers\": [{\"name\": \"ddr\", "
+       "\"capacity\": 9007199254740992}, {\"name\": \"host\"}]}",
+       "bad.json: tiers[0].capacity: must be a whole number of bytes below "
+       "2^53 (got 9.0072e+15)"},
       {"{\"tiers\": []}", "bad.json: compute_rate: missing"},
       {"{\"compute_rate\": 0, \"tiers\": []}",
        "bad.json: compute_rate: must be > 0"},
@@ -258,6 +262,41 @@ static void check_fit(const nnmem_fit_t *f, const nnmem_graph_t *g,
   assert_true(rep.tier_bytes[m] <= limit);
   nnmem_exec_plan_destroy(ep);
   free(text);
+}
+
+/* Byte counts of 2^53 or more: a fitted plan's JSON would not read back
+ * (found by fuzz_device: a 1e17-byte tier was fitted, then refused by
+ * nnmem run). A device with such a capacity or alignment is refused; a
+ * limit above NNMEM_FIT_LIMIT_MAX is taken as it, and the plan runs. */
+static void test_byte_counts_2p53(void **state) {
+  (void)state;
+  nnmem_graph_t *g;
+  assert_ok(nnmem_graph_create("chain", &g));
+  uint32_t in = tu_add_tensor(g, "in", NNMEM_TENSOR_INPUT, 100);
+  uint32_t w = tu_add_tensor(g, "w", NNMEM_TENSOR_WEIGHT, 1000);
+  uint32_t a = tu_add_tensor(g, "a", NNMEM_TENSOR_ACTIVATION, 200);
+  uint32_t out = tu_add_tensor(g, "out", NNMEM_TENSOR_OUTPUT, 50);
+  uint32_t i1[2] = {in, w}, i2[1] = {a};
+  add_op(g, "op1", "Gemm", i1, 2, a);
+  add_op(g, "op2", "Relu", i2, 1, out);
+  nnmem_device_t d = plain_device(1 << 20);
+  nnmem_fit_t *f = NULL;
+  nnmem_diag_t diag = {{0}};
+  assert_ok(nnmem_fit(g, &d, UINT64_MAX, NULL, &f, NULL));
+  assert_int_equal(nnmem_fit_limit(f), NNMEM_FIT_LIMIT_MAX);
+  check_fit(f, g, NNMEM_FIT_LIMIT_MAX); /* written, read back and run */
+  nnmem_fit_destroy(f);
+  f = NULL;
+  nnmem_device_t big = plain_device(1ull << 53);
+  assert_int_equal(nnmem_device_check(&big, &diag), NNMEM_ERR_INVALID);
+  assert_non_null(strstr(diag.message, "tiers[0].capacity: 9007199254740992"));
+  assert_int_equal(nnmem_fit(g, &big, 0, NULL, &f, &diag), NNMEM_ERR_INVALID);
+  assert_null(f);
+  big = plain_device(1 << 20);
+  big.tiers[1].alignment = 1ull << 53;
+  assert_int_equal(nnmem_device_check(&big, &diag), NNMEM_ERR_INVALID);
+  assert_non_null(strstr(diag.message, "tiers[1].alignment"));
+  nnmem_graph_destroy(g);
 }
 
 static void test_zoo_limits(void **state) {
@@ -991,6 +1030,7 @@ int main(void) {
       cmocka_unit_test(test_device_json_bad),
       cmocka_unit_test(test_cost_by_hand),
       cmocka_unit_test(test_min_footprint_by_hand),
+      cmocka_unit_test(test_byte_counts_2p53),
       cmocka_unit_test(test_zoo_limits),
       cmocka_unit_test(test_window_choice),
       cmocka_unit_test(test_onchip),
