@@ -66,7 +66,7 @@
  * mask, on no list: classes from 8 KiB, purge_tick); a span on
  * avail[cls] may have a free, purged or uncarved block (exhausted spans
  * leave it lazily, on the next miss); a
- * span off it rejoins once relink = max(1, cap / 8) blocks are free, so
+ * span off it rejoins once max(1, cap / 8) blocks are free (wake), so
  * every span with used == 0 is on it; spans with used 0 number
  * empty[cls]; the registry entry of a unit is a header iff the unit is
  * in that header's live span. Complexity: O(1) per operation (plus the pools on
@@ -129,8 +129,11 @@ struct page {
   _Atomic uint16_t leak_mark;
   uint32_t bsize, used, cap;
   uint32_t first;    /* offset of block 0 from the page start */
-  uint32_t relink;   /* a page off the avail stack rejoins it once this
-                        many blocks are free (hysteresis: max(1, cap / 8)) */
+  uint32_t wake;     /* a free that leaves used <= wake has more to do
+                        (local_free_tail): 0 on the avail stack (the span
+                        emptied); off it, cap - max(1, cap / 8): it rejoins
+                        once that many blocks are free (hysteresis). One
+                        compare on the free path, taken once per change */
   uint32_t span;     /* bytes of the span (span_units(cls) units) */
   uint64_t recip;    /* ceil(2^40 / bsize): exact offset / bsize for offsets
                         < 2^40 / bsize (>= 2^23 > any span) without a
@@ -432,11 +435,19 @@ static inline void avail_push(tcache_t *tc, page_t *pg) {
   pg->next = tc->avail[pg->cls];
   tc->avail[pg->cls] = pg;
   pg->in_avail = 1;
+  pg->wake = 0;
+}
+
+/* pg leaves the avail stack: it rejoins once max(1, cap / 8) blocks are
+ * free (wake). */
+static inline void avail_left(page_t *pg) {
+  pg->in_avail = 0;
+  pg->wake = pg->cap - (pg->cap / 8 ? pg->cap / 8 : 1);
 }
 
 static inline void avail_pop(tcache_t *tc, page_t *pg) { /* pg is the top */
   tc->avail[pg->cls] = pg->next;
-  pg->in_avail = 0;
+  avail_left(pg);
 }
 
 static void avail_unlink(tcache_t *tc, page_t *pg) { /* O(pages), rare */
@@ -444,7 +455,7 @@ static void avail_unlink(tcache_t *tc, page_t *pg) { /* O(pages), rare */
   while (*pp != pg)
     pp = &(*pp)->next;
   *pp = pg->next;
-  pg->in_avail = 0;
+  avail_left(pg);
 }
 
 /* Creates the registry leaves of a span's units (a span aligned to 1 MiB
@@ -500,7 +511,6 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   memset((void *)pg->bits, 0, first - PAGE_HDR); /* a reused page */
   pg->bump = (char *)pg + first;
   pg->end = (char *)pg + first + (size_t)cap * pg->bsize;
-  pg->relink = cap / 8 ? cap / 8 : 1;
   pg->cap = cap;
   pg->owner = tc;
   span_register(a, mem, span, pg);
@@ -556,7 +566,7 @@ static void local_free_k(tcache_t *tc, page_t *pg, void *blk, int keep) {
   *(void **)blk = pg->free;
   w1_set(blk, blk_tag(tc->key, blk));
   pg->free = blk;
-  if (!pg->in_avail && pg->cap - pg->used + 1 >= pg->relink)
+  if (!pg->in_avail && pg->used - 1 <= pg->wake)
     avail_push(tc, pg); /* with a few free blocks, not just this one */
   if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !keep &&
       !rem_pending(pg))
@@ -574,7 +584,7 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr);
  * one whose last block came back (empty count, relink, release). */
 static __attribute__((noinline)) void local_free_tail(tcache_t *tc,
                                                       page_t *pg) {
-  if (!pg->in_avail && pg->cap - pg->used >= pg->relink) avail_push(tc, pg);
+  if (!pg->in_avail && pg->used <= pg->wake) avail_push(tc, pg);
   if (pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
     page_release(tc, pg);
 }
@@ -1308,7 +1318,7 @@ static inline __attribute__((always_inline)) int flush_one_fast(
   *(void **)p = pg->free;
   w1_set(p, t);
   pg->free = p;
-  if (__builtin_expect(--pg->used == 0 || !pg->in_avail, 0))
+  if (__builtin_expect(--pg->used <= pg->wake, 0))
     local_free_tail(tc, pg);
   return 1;
 }
@@ -1455,7 +1465,7 @@ static inline int free_direct(nnmem_allocator_t *a, void *ptr) {
   *(void **)ptr = pg->free;
   w1_set(ptr, t);
   pg->free = ptr;
-  if (__builtin_expect(--pg->used == 0 || !pg->in_avail, 0))
+  if (__builtin_expect(--pg->used <= pg->wake, 0))
     local_free_tail(tc, pg);
   return 1;
 }
