@@ -24,7 +24,8 @@
  *   1. size <= 128 KiB: size class (16-byte steps to 128 B, then 4 classes
  *      per power of two; by table up to 8 KiB); take the calling thread's
  *      cache (thread-local pointer, else pthread key, else adopt a parked
- *      cache of an exited thread, else a new one);
+ *      cache of an exited thread: the owner of the block a free is
+ *      returning when that one is parked, else the first; else a new one);
  *   2. pop a block from the free list of the first span of avail[cls] and
  *      clear its tag word. No lock, no atomic read-modify-write: a hit;
  *   3. miss: drain the remote frees (blocks other threads freed); with
@@ -66,8 +67,10 @@
  * mask, on no list: classes from 8 KiB, purge_tick); a span on
  * avail[cls] may have a free, purged or uncarved block (exhausted spans
  * leave it lazily, on the next miss); a
- * span off it rejoins once max(1, cap / 8) blocks are free (wake), so
- * every span with used == 0 is on it; spans with used 0 number
+ * span off it rejoins once max(1, cap / 8) blocks are free (wake, 0 on
+ * the stack, cap - max(1, cap / 8) off it: a free that leaves used <=
+ * wake has that, or an emptied span, to handle), so every span with
+ * used == 0 is on it; spans with used 0 number
  * empty[cls]; the registry entry of a unit is a header iff the unit is
  * in that header's live span. Complexity: O(1) per operation (plus the pools on
  * misses / large sizes; a purge sweep, at most every 1 ms, walks the
