@@ -74,8 +74,8 @@
  * empty[cls]; the registry entry of a unit is a header iff the unit is
  * in that header's live span. Complexity: O(1) per operation (plus the pools on
  * misses / large sizes; a purge sweep, at most every 1 ms, walks the
- * avail spans of the classes from 8 KiB). Thread-safety: every call may come from any
- * thread; counters are relaxed atomics written by their owner; destroy
+ * avail spans of the classes from 8 KiB). Thread-safety: every call may come
+ * from any thread; counters are relaxed atomics written by their owner; destroy
  * must run alone. */
 #define _DEFAULT_SOURCE
 #include <pthread.h>
@@ -852,8 +852,7 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a, const page_t *hint) {
   /* a profiler watching (attached before that identity was stored): no
    * fast path until it is detached (identity 0 is never current, so every
    * call comes back here) */
-  tls_cur.id =
-      atomic_load_explicit(&a->prof, memory_order_acquire) ? 0 : id;
+  tls_cur.id = atomic_load_explicit(&a->prof, memory_order_acquire) ? 0 : id;
   /* (no_queue is set before the profiler or the records, each followed
    * by a new identity) */
   tls_cur.qid =
@@ -1326,8 +1325,8 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
  * nothing done (the general case decides, misuse included). */
 static inline __attribute__((always_inline)) int flush_one_fast(
     tcache_t *tc, page_t *pg, void *p, uint32_t mark, int counted) {
-  if (pg->magic != PAGE_MAGIC || pg->owner != tc ||
-      pg->cls >= PURGE_MIN_CLS || (!counted && tc->sample_left <= 1))
+  if (pg->magic != PAGE_MAGIC || pg->owner != tc || pg->cls >= PURGE_MIN_CLS ||
+      (!counted && tc->sample_left <= 1))
     return 0;
   uintptr_t blk0 = (uintptr_t)pg + pg->first;
   uint64_t off = (uintptr_t)p - blk0; /* wraps below block 0: huge */
@@ -1344,8 +1343,7 @@ static inline __attribute__((always_inline)) int flush_one_fast(
   *(void **)p = pg->free;
   w1_set(p, t);
   pg->free = p;
-  if (__builtin_expect(--pg->used <= pg->wake, 0))
-    local_free_tail(tc, pg);
+  if (__builtin_expect(--pg->used <= pg->wake, 0)) local_free_tail(tc, pg);
   return 1;
 }
 
@@ -1355,8 +1353,8 @@ static inline __attribute__((always_inline)) int flush_one_fast(
  * it is still one) and block index, and free, in queue order (a block
  * queued twice: the second finds its tag, misuse). */
 static inline __attribute__((always_inline)) void flush_run(tcache_t *tc,
-                                                             uint32_t n,
-                                                             int counted) {
+                                                            uint32_t n,
+                                                            int counted) {
   nnmem_allocator_t *a = tc->a;
   for (uint32_t i = 0; i < n; i++) {
     void *p = tc->pend[i];
@@ -1435,9 +1433,9 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   /* the queue's identity: the thread's cache current and no_queue 0 (a
    * span's base, no block, is refused at the flush: off wraps) */
-  if (__builtin_expect((p >> 48) || tls_cur.qid != alloc_id(a), 0))
-    return 0;
-  reg_ent_t *leaf = atomic_load_explicit(&a->reg[p >> 32], memory_order_acquire);
+  if (__builtin_expect((p >> 48) || tls_cur.qid != alloc_id(a), 0)) return 0;
+  reg_ent_t *leaf =
+      atomic_load_explicit(&a->reg[p >> 32], memory_order_acquire);
   page_t *pg;
   if (__builtin_expect(
           !leaf || !(pg = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
@@ -1464,7 +1462,8 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
 static inline int free_direct(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   if (__builtin_expect((p >> 48) || tls_cur.id != alloc_id(a), 0)) return 0;
-  reg_ent_t *leaf = atomic_load_explicit(&a->reg[p >> 32], memory_order_acquire);
+  reg_ent_t *leaf =
+      atomic_load_explicit(&a->reg[p >> 32], memory_order_acquire);
   page_t *pg;
   if (__builtin_expect(
           !leaf || !(pg = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
@@ -1491,8 +1490,7 @@ static inline int free_direct(nnmem_allocator_t *a, void *ptr) {
   *(void **)ptr = pg->free;
   w1_set(ptr, t);
   pg->free = ptr;
-  if (__builtin_expect(--pg->used <= pg->wake, 0))
-    local_free_tail(tc, pg);
+  if (__builtin_expect(--pg->used <= pg->wake, 0)) local_free_tail(tc, pg);
   return 1;
 }
 
@@ -1652,8 +1650,8 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
     reg_ent_t *leaf = atomic_load_explicit(&a->reg[hi], memory_order_acquire);
     for (size_t i = 0; leaf && i < (1u << 16) && s == NNMEM_OK; i++) {
       page_t *pg = atomic_load_explicit(&leaf[i], memory_order_acquire);
-      if (!pg || base_of(pg) != (((uintptr_t)hi << 32) |
-                                 ((uintptr_t)i << PAGE_LOG2)))
+      if (!pg ||
+          base_of(pg) != (((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2)))
         continue; /* no span, or not its first unit */
       if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
       for (uint32_t k = 0; k < pg->cap && s == NNMEM_OK; k++) {

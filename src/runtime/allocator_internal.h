@@ -27,8 +27,8 @@ void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr);
 void nnmem__allocator_free_or(nnmem_allocator_t *a, void *ptr,
                               void (*fallback)(void *));
 
-/* The malloc front's malloc (a != NULL): nnmem_alloc(a, size), and when that gives
- * NULL (size 0, out of memory, ...) what fallback(size) returns, as a
+/* The malloc front's malloc (a != NULL): nnmem_alloc(a, size), and when that
+ * gives NULL (size 0, out of memory, ...) what fallback(size) returns, as a
  * tail call, so that the caller's common case saves no register. */
 void *nnmem__allocator_alloc_or(nnmem_allocator_t *a, size_t size,
                                 void *(*fallback)(size_t));
