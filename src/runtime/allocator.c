@@ -1480,10 +1480,12 @@ static inline int free_direct(nnmem_allocator_t *a, void *ptr) {
   if (__builtin_expect(
           off >= (uint64_t)((uintptr_t)pg->bump - blk0) ||
               (m & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip ||
-              atomic_load_explicit(&pg->leak_mark, memory_order_relaxed) ||
+              nnmem__leaks_mark_hit(
+                  atomic_load_explicit(&pg->leak_mark, memory_order_relaxed),
+                  (uint32_t)(m >> RECIP_SHIFT)) ||
               (w1_get(ptr) | 2u) == (t | 2u) || tc->sample_left <= 1,
           0))
-    return 0; /* (a page with leak records: leaks_free_small decides) */
+    return 0; /* (a block the leak records may hold: leaks_free_small) */
   tc->sample_left--;
   bump(&tc->st.frees[pg->cls], 1);
   if (nnmem__debug) memset(ptr, 0x55, pg->bsize);
