@@ -24,7 +24,8 @@
  *   1. size <= 128 KiB: size class (16-byte steps to 128 B, then 4 classes
  *      per power of two; by table up to 8 KiB); take the calling thread's
  *      cache (thread-local pointer, else pthread key, else adopt a parked
- *      cache of an exited thread, else a new one);
+ *      cache of an exited thread: the owner of the block a free is
+ *      returning when that one is parked, else the first; else a new one);
  *   2. pop a block from the free list of the first span of avail[cls] and
  *      clear its tag word. No lock, no atomic read-modify-write: a hit;
  *   3. miss: drain the remote frees (blocks other threads freed); with
@@ -33,11 +34,11 @@
  *      never-used blocks (at most 16 KiB of them) onto the free list,
  *      each tagged (spans are carved lazily); drop exhausted spans from
  *      avail; else take a new span from its pool under its mutex and mark
- *      its units in the registry (byte u + 1 for the u-th unit);
+ *      its units in the registry (each unit's entry: the header);
  *   4. larger sizes or alignments > 16 go to the shared pool.
- * Steps of nnmem_free(p): 1. the registry byte of p's 64 KiB unit says
- * whether it belongs to a span and which unit (two acquire loads; the
- * header is then at the span's colour offset); p must sit on a block
+ * Steps of nnmem_free(p): 1. the registry entry of p's 64 KiB unit is
+ * the header of the span holding it, or NULL (two acquire loads); p must
+ * sit on a block
  * boundary below the span's last block (misuse otherwise: interior
  * pointer, tail); 2. if the span belongs to the calling thread's cache
  * and p is below the bump pointer and p's word 1 is neither its tag nor
@@ -66,13 +67,15 @@
  * mask, on no list: classes from 8 KiB, purge_tick); a span on
  * avail[cls] may have a free, purged or uncarved block (exhausted spans
  * leave it lazily, on the next miss); a
- * span off it rejoins once relink = max(1, cap / 8) blocks are free, so
- * every span with used == 0 is on it; spans with used 0 number
- * empty[cls]; the registry byte of a unit is u + 1 iff it is the u-th
- * unit of a live span. Complexity: O(1) per operation (plus the pools on
+ * span off it rejoins once max(1, cap / 8) blocks are free (wake, 0 on
+ * the stack, cap - max(1, cap / 8) off it: a free that leaves used <=
+ * wake has that, or an emptied span, to handle), so every span with
+ * used == 0 is on it; spans with used 0 number
+ * empty[cls]; the registry entry of a unit is a header iff the unit is
+ * in that header's live span. Complexity: O(1) per operation (plus the pools on
  * misses / large sizes; a purge sweep, at most every 1 ms, walks the
- * avail spans of the classes from 8 KiB). Thread-safety: every call may come from any
- * thread; counters are relaxed atomics written by their owner; destroy
+ * avail spans of the classes from 8 KiB). Thread-safety: every call may come
+ * from any thread; counters are relaxed atomics written by their owner; destroy
  * must run alone. */
 #define _DEFAULT_SOURCE
 #include <pthread.h>
@@ -114,8 +117,10 @@
 #define KEEP_EMPTY 2 /* empty pages a class keeps before giving them back */
 
 typedef struct tcache tcache_t;
+typedef struct page page_t;
+typedef _Atomic(page_t *) reg_ent_t; /* a registry entry */
 
-typedef struct page {
+struct page {
   /* the first 64 bytes hold everything a free or an allocation reads */
   uint32_t magic;
   uint8_t cls;
@@ -127,8 +132,11 @@ typedef struct page {
   _Atomic uint16_t leak_mark;
   uint32_t bsize, used, cap;
   uint32_t first;    /* offset of block 0 from the page start */
-  uint32_t relink;   /* a page off the avail stack rejoins it once this
-                        many blocks are free (hysteresis: max(1, cap / 8)) */
+  uint32_t wake;     /* a free that leaves used <= wake has more to do
+                        (local_free_tail): 0 on the avail stack (the span
+                        emptied); off it, cap - max(1, cap / 8): it rejoins
+                        once that many blocks are free (hysteresis). One
+                        compare on the free path, taken once per change */
   uint32_t span;     /* bytes of the span (span_units(cls) units) */
   uint64_t recip;    /* ceil(2^40 / bsize): exact offset / bsize for offsets
                         < 2^40 / bsize (>= 2^23 > any span) without a
@@ -164,7 +172,7 @@ typedef struct page {
    * (rem_pending). */
   _Atomic uint32_t rqueued;
   struct page *rnext;
-} page_t;
+};
 _Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
                "the hot fields fill the header's first line");
 
@@ -287,9 +295,12 @@ struct nnmem_allocator {
    * meanwhile (slot 0 sends every allocation to the records: correct,
    * slower) */
   _Atomic uint32_t leak_slot;
-  /* by address bits 32..47, then a byte per 64 KiB unit: 0 no span of a
-   * cache, u + 1 the u-th unit of a span (its header u units below) */
-  _Atomic(_Atomic uint8_t *) reg[1u << 16];
+  /* by address bits 32..47, then an entry per 64 KiB unit: NULL no span
+   * of a cache, else the header of the live span holding the unit (one
+   * load from a pointer to its span: no arithmetic on the free path; a
+   * leaf is 512 KiB of address space, its pages made resident as spans
+   * are registered there: 4 KiB per 32 MiB of spans) */
+  _Atomic(reg_ent_t *) reg[1u << 16];
 };
 
 /* 16-byte steps to 128 B, then four classes per power of two; classes
@@ -319,6 +330,10 @@ static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
   nnmem_allocator_t *a;
   uint64_t id;
   tcache_t *tc;
+  /* `id` when frees may be queued (free_batch, no profiler, no leak
+   * records: no_queue 0 when the identity was taken), else 0: the queued
+   * free's one test */
+  uint64_t qid;
   int exiting;
 } tls_cur;
 
@@ -358,17 +373,16 @@ static void alock(nnmem_allocator_t *a) {
 
 /* ---- page registry ---------------------------------------------------- */
 
-static inline _Atomic uint8_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
-                                        int create) {
+static inline reg_ent_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
+                                  int create) {
   if ((uint64_t)p >> 48) return NULL;
   size_t hi = (p >> 32) & 0xFFFF;
-  _Atomic uint8_t *leaf =
-      atomic_load_explicit(&a->reg[hi], memory_order_acquire);
+  reg_ent_t *leaf = atomic_load_explicit(&a->reg[hi], memory_order_acquire);
   if (!leaf && create) {
     alock(a);
     leaf = atomic_load_explicit(&a->reg[hi], memory_order_acquire);
     if (!leaf) {
-      leaf = calloc(1u << 16, 1);
+      leaf = calloc(1u << 16, sizeof *leaf);
       if (leaf) atomic_store_explicit(&a->reg[hi], leaf, memory_order_release);
     }
     pthread_mutex_unlock(&a->lock);
@@ -376,7 +390,6 @@ static inline _Atomic uint8_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
   return leaf ? &leaf[(p >> PAGE_LOG2) & 0xFFFF] : NULL;
 }
 
-/* The header of the span whose unit holds registry byte v (!= 0). */
 /* A span's header sits 64 x ((base >> 16) & 15) bytes into it: headers
  * of spans aligned to 64 KiB would all fall in one set of the L1 cache
  * (and evict each other); coloured, they spread over 16 sets. */
@@ -388,17 +401,17 @@ static inline uintptr_t base_of(const page_t *pg) {
   return (uintptr_t)pg & ~(uintptr_t)(PAGE_SIZE - 1);
 }
 
-static inline page_t *span_head(uintptr_t p, unsigned v) {
-  return hdr_of_base((p & ~(uintptr_t)(PAGE_SIZE - 1)) -
-                     ((uintptr_t)(v - 1) << PAGE_LOG2));
+/* The registry's header for the unit of p (acquire: the header written
+ * before the entry), NULL when no span is registered there. */
+static inline page_t *reg_get(nnmem_allocator_t *a, uintptr_t p) {
+  reg_ent_t *s = reg_slot(a, p, 0);
+  return s ? atomic_load_explicit(s, memory_order_acquire) : NULL;
 }
 
 static inline page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
-  _Atomic uint8_t *s = reg_slot(a, p, 0);
-  unsigned v = s ? atomic_load_explicit(s, memory_order_acquire) : 0;
-  if (!v) return NULL;
-  page_t *pg = span_head(p, v);
+  page_t *pg = reg_get(a, p);
+  if (!pg) return NULL;
   if (p - (uintptr_t)pg < PAGE_HDR) return NULL;
   return pg->magic == PAGE_MAGIC ? pg : NULL;
 }
@@ -407,10 +420,7 @@ static inline page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
  * cache's when it was queued), or NULL when no
  * span is registered there. No header read. */
 static inline page_t *block_page(nnmem_allocator_t *a, const void *ptr) {
-  uintptr_t p = (uintptr_t)ptr;
-  _Atomic uint8_t *s = reg_slot(a, p, 0);
-  unsigned v = s ? atomic_load_explicit(s, memory_order_acquire) : 0;
-  return v ? span_head(p, v) : NULL;
+  return reg_get(a, (uintptr_t)ptr);
 }
 
 /* ---- pages ------------------------------------------------------------- */
@@ -428,11 +438,19 @@ static inline void avail_push(tcache_t *tc, page_t *pg) {
   pg->next = tc->avail[pg->cls];
   tc->avail[pg->cls] = pg;
   pg->in_avail = 1;
+  pg->wake = 0;
+}
+
+/* pg leaves the avail stack: it rejoins once max(1, cap / 8) blocks are
+ * free (wake). */
+static inline void avail_left(page_t *pg) {
+  pg->in_avail = 0;
+  pg->wake = pg->cap - (pg->cap / 8 ? pg->cap / 8 : 1);
 }
 
 static inline void avail_pop(tcache_t *tc, page_t *pg) { /* pg is the top */
   tc->avail[pg->cls] = pg->next;
-  pg->in_avail = 0;
+  avail_left(pg);
 }
 
 static void avail_unlink(tcache_t *tc, page_t *pg) { /* O(pages), rare */
@@ -440,7 +458,7 @@ static void avail_unlink(tcache_t *tc, page_t *pg) { /* O(pages), rare */
   while (*pp != pg)
     pp = &(*pp)->next;
   *pp = pg->next;
-  pg->in_avail = 0;
+  avail_left(pg);
 }
 
 /* Creates the registry leaves of a span's units (a span aligned to 1 MiB
@@ -452,14 +470,15 @@ static int span_leaves(nnmem_allocator_t *a, void *mem, uint32_t span) {
   return 0;
 }
 
-/* Marks the units of a span in the registry (u + 1 for its u-th unit) or
- * clears them (on = 0); span_leaves made their leaves. */
+/* Points the units of a span at its header pg in the registry (release:
+ * after the header) or clears them (pg NULL); span_leaves made their
+ * leaves. */
 static void span_register(nnmem_allocator_t *a, void *mem, uint32_t span,
-                          int on) {
+                          page_t *pg) {
   for (uint32_t u = 0; u < span >> PAGE_LOG2; u++)
     atomic_store_explicit(
-        reg_slot(a, (uintptr_t)mem + ((uintptr_t)u << PAGE_LOG2), 0),
-        on ? (uint8_t)(u + 1) : 0, memory_order_release);
+        reg_slot(a, (uintptr_t)mem + ((uintptr_t)u << PAGE_LOG2), 0), pg,
+        memory_order_release);
 }
 
 static page_t *page_new(tcache_t *tc, unsigned cls) {
@@ -495,10 +514,9 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   memset((void *)pg->bits, 0, first - PAGE_HDR); /* a reused page */
   pg->bump = (char *)pg + first;
   pg->end = (char *)pg + first + (size_t)cap * pg->bsize;
-  pg->relink = cap / 8 ? cap / 8 : 1;
   pg->cap = cap;
   pg->owner = tc;
-  span_register(a, mem, span, 1);
+  span_register(a, mem, span, pg);
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
   avail_push(tc, pg);
   tc->empty[cls]++;
@@ -510,7 +528,7 @@ static void page_release(tcache_t *tc, page_t *pg) {
   if (pg->in_avail) avail_unlink(tc, pg);
   tc->empty[pg->cls]--;
   void *base = (void *)base_of(pg);
-  span_register(a, base, pg->span, 0);
+  span_register(a, base, pg->span, NULL);
   pg->magic = 0;
   atomic_fetch_sub_explicit(&a->pages, 1, memory_order_relaxed);
   unsigned kind = span_units(pg->cls);
@@ -551,7 +569,7 @@ static void local_free_k(tcache_t *tc, page_t *pg, void *blk, int keep) {
   *(void **)blk = pg->free;
   w1_set(blk, blk_tag(tc->key, blk));
   pg->free = blk;
-  if (!pg->in_avail && pg->cap - pg->used + 1 >= pg->relink)
+  if (!pg->in_avail && pg->used - 1 <= pg->wake)
     avail_push(tc, pg); /* with a few free blocks, not just this one */
   if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !keep &&
       !rem_pending(pg))
@@ -569,7 +587,7 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr);
  * one whose last block came back (empty count, relink, release). */
 static __attribute__((noinline)) void local_free_tail(tcache_t *tc,
                                                       page_t *pg) {
-  if (!pg->in_avail && pg->cap - pg->used >= pg->relink) avail_push(tc, pg);
+  if (!pg->in_avail && pg->used <= pg->wake) avail_push(tc, pg);
   if (pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
     page_release(tc, pg);
 }
@@ -741,11 +759,19 @@ static void cache_exit(void *v) { /* pthread key destructor */
   if (tls_cur.tc == tc) { /* the fast paths see no current cache */
     tls_cur.a = NULL;
     tls_cur.id = 0;
+    tls_cur.qid = 0;
   }
   tls_cur.exiting = 1;
   alock(a);
   tc->parked = 1;
   pthread_mutex_unlock(&a->lock);
+}
+
+/* A new identity for a (release: after the change it announces): every
+ * thread's next call finds its cache not current (cache_get_slow). */
+static void new_identity(nnmem_allocator_t *a) {
+  atomic_store_explicit(&a->id, atomic_fetch_add(&next_id, 1),
+                        memory_order_release);
 }
 
 static inline uint64_t alloc_id(nnmem_allocator_t *a) {
@@ -774,11 +800,27 @@ static void leak_arm(nnmem_allocator_t *a, tcache_t *tc) {
   tc->leak_on = 1;
 }
 
-static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
+/* The thread's cache, made current; a thread without one adopts a parked
+ * cache of an exited thread, else makes one. `hint`: the span of the block
+ * the thread frees in this call (NULL: none), whose owner is adopted first
+ * when it is parked: a thread that takes over an exited thread's data
+ * (a worker handed another's structures: bench/malloc_front's larson)
+ * then frees into its own cache and allocates from the spans it frees,
+ * instead of filling fresh spans while the old ones wait, parked, for
+ * their drain (measured: ~60 fresh 64 KiB spans per handover round). */
+static tcache_t *cache_get_slow(nnmem_allocator_t *a, const page_t *hint) {
   tcache_t *tc = pthread_getspecific(a->key);
   if (!tc && tls_cur.exiting) return NULL;
   if (!tc) {
+    /* read before the lock: a live span's owner never changes (the
+     * registry entry was loaded with acquire); checked to be one of the
+     * caches, parked and untagged, under it */
+    const tcache_t *want = hint ? hint->owner : NULL;
     alock(a);
+    for (tcache_t *t = a->caches; t && want && !tc; t = t->next_all)
+      if (t == want && t->parked &&
+          !atomic_load_explicit(&t->tag, memory_order_relaxed))
+        tc = t;
     for (tcache_t *t = a->caches; t && !tc; t = t->next_all)
       if (t->parked) tc = t; /* adopt a cache of an exited thread */
     if (tc) {
@@ -806,14 +848,28 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a) {
   uint64_t id = atomic_load_explicit(&a->id, memory_order_acquire);
   if (__builtin_expect(!tc->leak_on, 0)) leak_arm(a, tc);
   tls_cur.a = a;
-  tls_cur.id = id;
   tls_cur.tc = tc;
+  /* a profiler watching (attached before that identity was stored): no
+   * fast path until it is detached (identity 0 is never current, so every
+   * call comes back here) */
+  tls_cur.id = atomic_load_explicit(&a->prof, memory_order_acquire) ? 0 : id;
+  /* (no_queue is set before the profiler or the records, each followed
+   * by a new identity) */
+  tls_cur.qid =
+      atomic_load_explicit(&a->no_queue, memory_order_acquire) ? 0 : tls_cur.id;
   return tc;
 }
 
 static inline tcache_t *cache_get(nnmem_allocator_t *a) {
   if (tls_cur.a == a && tls_cur.id == alloc_id(a)) return tls_cur.tc;
-  return cache_get_slow(a);
+  return cache_get_slow(a, NULL);
+}
+
+/* cache_get for a free of a block of span `hint` (see cache_get_slow). */
+static inline tcache_t *cache_get_hint(nnmem_allocator_t *a,
+                                       const page_t *hint) {
+  if (tls_cur.a == a && tls_cur.id == alloc_id(a)) return tls_cur.tc;
+  return cache_get_slow(a, hint);
 }
 
 /* ---- allocation -------------------------------------------------------- */
@@ -1093,9 +1149,9 @@ static inline __attribute__((always_inline)) int alloc_try(
    * current when its identity is a's (identities are never reused, and
    * a cache's thread exit clears it); a current cache implies thread
    * caches (no_cache never makes one) */
-  if (__builtin_expect(size - 1 >= SMALL_MAX || !a, 0)) return 0;
-  if (__builtin_expect(tls_cur.id != alloc_id(a) || prof_of(a) != NULL, 0))
-    return 0;
+  if (__builtin_expect(size - 1 >= SMALL_MAX, 0)) return 0;
+  /* (identity 0 while a profiler watches: cache_get_slow) */
+  if (__builtin_expect(tls_cur.id != alloc_id(a), 0)) return 0;
   tc = tls_cur.tc;
   if (__builtin_expect(tc->sample_left <= 1, 0)) return 0;
   cls = class_of[(size + 15) >> 4];
@@ -1129,9 +1185,9 @@ static __attribute__((noinline)) void *alloc_rest(nnmem_allocator_t *a,
 }
 
 void *nnmem_alloc(nnmem_allocator_t *a, size_t size) {
-  page_t *pg;
-  void *b;
-  if (__builtin_expect(alloc_try(a, size, &pg, &b), 1)) return b;
+  page_t *pg = NULL;
+  void *b = NULL;
+  if (__builtin_expect(a != NULL, 1) && alloc_try(a, size, &pg, &b)) return b;
   return alloc_rest(a, size, pg, b);
 }
 
@@ -1267,10 +1323,10 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
  * and no leak record for it by the page's mark (`mark`: leak_mark, 0 for
  * the queue, which takes no free while records are on). 1: freed; 0:
  * nothing done (the general case decides, misuse included). */
-static inline int flush_one_fast(tcache_t *tc, page_t *pg, void *p,
-                                 uint32_t mark) {
-  if (pg->magic != PAGE_MAGIC || pg->owner != tc ||
-      pg->cls >= PURGE_MIN_CLS || tc->sample_left <= 1)
+static inline __attribute__((always_inline)) int flush_one_fast(
+    tcache_t *tc, page_t *pg, void *p, uint32_t mark, int counted) {
+  if (pg->magic != PAGE_MAGIC || pg->owner != tc || pg->cls >= PURGE_MIN_CLS ||
+      (!counted && tc->sample_left <= 1))
     return 0;
   uintptr_t blk0 = (uintptr_t)pg + pg->first;
   uint64_t off = (uintptr_t)p - blk0; /* wraps below block 0: huge */
@@ -1281,14 +1337,13 @@ static inline int flush_one_fast(tcache_t *tc, page_t *pg, void *p,
     return 0; /* (a block the leak records may hold: leaks_free_small) */
   uintptr_t t = blk_tag(tc->key, p);
   if ((w1_get(p) | 2u) == (t | 2u)) return 0;
-  tc->sample_left--;
+  if (!counted) tc->sample_left--;
   bump(&tc->st.frees[pg->cls], 1);
   if (nnmem__debug) memset(p, 0x55, pg->bsize);
   *(void **)p = pg->free;
   w1_set(p, t);
   pg->free = p;
-  if (__builtin_expect(--pg->used == 0 || !pg->in_avail, 0))
-    local_free_tail(tc, pg);
+  if (__builtin_expect(--pg->used <= pg->wake, 0)) local_free_tail(tc, pg);
   return 1;
 }
 
@@ -1297,22 +1352,36 @@ static inline int flush_one_fast(tcache_t *tc, page_t *pg, void *p,
  * when the block was queued) and block; 2. check each page (the magic says
  * it is still one) and block index, and free, in queue order (a block
  * queued twice: the second finds its tag, misuse). */
-static void flush_pending(tcache_t *tc) {
+static inline __attribute__((always_inline)) void flush_run(tcache_t *tc,
+                                                            uint32_t n,
+                                                            int counted) {
   nnmem_allocator_t *a = tc->a;
+  for (uint32_t i = 0; i < n; i++) {
+    void *p = tc->pend[i];
+    page_t *pg = tc->pendpg[i];
+    if (__builtin_expect(flush_one_fast(tc, pg, p, 0, counted), 1)) continue;
+    int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, p) : -1;
+    if (k < 0 ? misuse(a) != NNMEM_OK
+              : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
+      late_misuse(a, p);
+  }
+}
+
+static void flush_pending(tcache_t *tc) {
   uint32_t n = tc->npend;
   tc->npend = 0;
   for (uint32_t i = 0; i < n; i++) {
     __builtin_prefetch(tc->pendpg[i]);
     __builtin_prefetch(tc->pend[i], 1); /* its link and tag are written */
   }
-  for (uint32_t i = 0; i < n; i++) {
-    void *p = tc->pend[i];
-    page_t *pg = tc->pendpg[i];
-    if (__builtin_expect(flush_one_fast(tc, pg, p, 0), 1)) continue;
-    int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, p) : -1;
-    if (k < 0 ? misuse(a) != NNMEM_OK
-              : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
-      late_misuse(a, p);
+  /* no timed call due in this batch: its countdown taken at once (a free
+   * the general case takes counts again: a sample comes at most n calls
+   * early) */
+  if (tc->sample_left > n + 1) {
+    tc->sample_left -= n;
+    flush_run(tc, n, 1);
+  } else {
+    flush_run(tc, n, 0);
   }
 }
 
@@ -1329,7 +1398,7 @@ static __attribute__((noinline)) nnmem_status_t free_general(
     /* queued: the registry alone says "a span" (no header read) */
     page_t *pg = block_page(a, ptr);
     tcache_t *tc;
-    if (pg && (tc = cache_get(a)) != NULL) {
+    if (pg && (tc = cache_get_hint(a, pg)) != NULL) {
       if (__builtin_expect(leaks_of(a) != NULL, 0)) {
         int64_t k = small_index(pg, ptr); /* < 0: misuse, at the flush */
         if (k >= 0) leaks_free_small(a, pg, ptr, (uint32_t)k);
@@ -1351,7 +1420,7 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   if (__builtin_expect(idx < 0, 0)) return misuse(a);
   leaks_free_small(a, pg, ptr, (uint32_t)idx);
   /* NULL tc: a thread past its cache's exit */
-  return small_free(a, cache_get(a), pg, ptr, (uint32_t)idx);
+  return small_free(a, cache_get_hint(a, pg), pg, ptr, (uint32_t)idx);
 }
 
 /* Shared by nnmem_free and nnmem_allocator_free (a static function: no
@@ -1362,43 +1431,69 @@ static __attribute__((noinline)) nnmem_status_t free_general(
  * current): 1; else 0, nothing done (free_general's case). */
 static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
-  if (__builtin_expect(atomic_load_explicit(&a->no_queue,
-                                            memory_order_relaxed) ||
-                           !(p & (PAGE_SIZE - 1)) || (p >> 48) ||
-                           tls_cur.id != alloc_id(a),
-                       0))
-    return 0;
-  _Atomic uint8_t *s = reg_slot(a, p, 0);
-  unsigned v;
-  if (__builtin_expect(!s || !(v = atomic_load_explicit(s, memory_order_acquire)),
-                       0))
+  /* the queue's identity: the thread's cache current and no_queue 0 (a
+   * span's base, no block, is refused at the flush: off wraps) */
+  if (__builtin_expect((p >> 48) || tls_cur.qid != alloc_id(a), 0)) return 0;
+  reg_ent_t *leaf =
+      atomic_load_explicit(&a->reg[p >> 32], memory_order_acquire);
+  page_t *pg;
+  if (__builtin_expect(
+          !leaf || !(pg = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                               memory_order_acquire)),
+          0))
     return 0; /* not a span's unit */
   tcache_t *tc = tls_cur.tc;
-  tc->pendpg[tc->npend] = span_head(p, v);
+  tc->pendpg[tc->npend] = pg;
   tc->pend[tc->npend++] = ptr;
   if (__builtin_expect(tc->npend >= a->free_batch, 0)) flush_pending(tc);
   return 1;
 }
 
-/* An immediate free's common case (no queue): a block of a span of the
- * thread's current cache, on a page without leak records, no profiler
- * watching: flush_one_fast's checks and free. 1: freed; 0: nothing done
- * (free_general's case, misuse included). */
+/* An immediate free's common case: a block of a span of the thread's
+ * current cache (registry entry, then the header's owner: a span of this
+ * cache is registered only while it lives, and only this thread changes
+ * it), of a class below the purged ones, carved (below the bump pointer:
+ * also below the span's end), on a block boundary (off * recip: the low 40
+ * bits are below recip iff off is a multiple of bsize, as in small_index),
+ * no leak record for it by the page's mark, neither tag in word 1 (a
+ * second free), no timed call due: pushed on its span's free list. No
+ * profiler watches while the identity matches (cache_get_slow). 1: freed;
+ * 0: nothing done (free_general's case, misuse included, decides). */
 static inline int free_direct(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
-  if (__builtin_expect(!(p & (PAGE_SIZE - 1)) || (p >> 48) ||
-                           tls_cur.id != alloc_id(a) || prof_of(a),
-                       0))
-    return 0;
-  _Atomic uint8_t *s = reg_slot(a, p, 0);
-  unsigned v;
+  if (__builtin_expect((p >> 48) || tls_cur.id != alloc_id(a), 0)) return 0;
+  reg_ent_t *leaf =
+      atomic_load_explicit(&a->reg[p >> 32], memory_order_acquire);
+  page_t *pg;
   if (__builtin_expect(
-          !s || !(v = atomic_load_explicit(s, memory_order_acquire)), 0))
+          !leaf || !(pg = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                               memory_order_acquire)),
+          0))
     return 0; /* not a span's unit */
-  page_t *pg = span_head(p, v);
-  return flush_one_fast(
-      tls_cur.tc, pg, ptr,
-      atomic_load_explicit(&pg->leak_mark, memory_order_relaxed));
+  tcache_t *tc = tls_cur.tc;
+  if (__builtin_expect(pg->owner != tc || pg->cls >= PURGE_MIN_CLS, 0))
+    return 0;
+  uintptr_t blk0 = (uintptr_t)pg + pg->first;
+  uint64_t off = p - blk0; /* wraps below block 0: huge */
+  uint64_t m = off * pg->recip;
+  uintptr_t t = blk_tag(tc->key, ptr);
+  if (__builtin_expect(
+          off >= (uint64_t)((uintptr_t)pg->bump - blk0) ||
+              (m & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip ||
+              nnmem__leaks_mark_hit(
+                  atomic_load_explicit(&pg->leak_mark, memory_order_relaxed),
+                  (uint32_t)(m >> RECIP_SHIFT)) ||
+              (w1_get(ptr) | 2u) == (t | 2u) || tc->sample_left <= 1,
+          0))
+    return 0; /* (a block the leak records may hold: leaks_free_small) */
+  tc->sample_left--;
+  bump(&tc->st.frees[pg->cls], 1);
+  if (nnmem__debug) memset(ptr, 0x55, pg->bsize);
+  *(void **)ptr = pg->free;
+  w1_set(ptr, t);
+  pg->free = ptr;
+  if (__builtin_expect(--pg->used <= pg->wake, 0)) local_free_tail(tc, pg);
+  return 1;
 }
 
 static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
@@ -1406,8 +1501,10 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   return free_general(a, ptr);
 }
 
-int nnmem__allocator_free_queued(nnmem_allocator_t *a, void *ptr) {
-  return free_queued(a, ptr);
+void nnmem__allocator_free_or(nnmem_allocator_t *a, void *ptr,
+                              void (*fallback)(void *)) {
+  if (__builtin_expect(free_queued(a, ptr), 1)) return;
+  fallback(ptr);
 }
 
 nnmem_status_t nnmem_allocator_free(nnmem_allocator_t *a, void *ptr) {
@@ -1552,13 +1649,12 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
   void **blk = NULL;
   nnmem_status_t s = NNMEM_OK;
   for (size_t hi = 0; hi < (1u << 16) && s == NNMEM_OK; hi++) {
-    _Atomic uint8_t *leaf =
-        atomic_load_explicit(&a->reg[hi], memory_order_acquire);
+    reg_ent_t *leaf = atomic_load_explicit(&a->reg[hi], memory_order_acquire);
     for (size_t i = 0; leaf && i < (1u << 16) && s == NNMEM_OK; i++) {
-      if (atomic_load_explicit(&leaf[i], memory_order_acquire) != 1)
+      page_t *pg = atomic_load_explicit(&leaf[i], memory_order_acquire);
+      if (!pg ||
+          base_of(pg) != (((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2)))
         continue; /* no span, or not its first unit */
-      page_t *pg =
-          hdr_of_base(((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2));
       if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
       for (uint32_t k = 0; k < pg->cap && s == NNMEM_OK; k++) {
         char *b = (char *)pg + pg->first + (size_t)k * pg->bsize;
@@ -1679,6 +1775,7 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a) {
   if (tls_cur.a == a) {
     tls_cur.a = NULL;
     tls_cur.id = 0;
+    tls_cur.qid = 0;
   }
   while (a->caches) {
     tcache_t *t = a->caches;
@@ -1807,8 +1904,7 @@ nnmem_status_t nnmem_allocator_leaks_enable(nnmem_allocator_t *a,
   /* a new identity (release: after the records): every thread's next
    * allocation finds its cache not current and arms the cache's countdown
    * (leak_arm) */
-  atomic_store_explicit(&a->id, atomic_fetch_add(&next_id, 1),
-                        memory_order_release);
+  new_identity(a);
   return NNMEM_OK;
 }
 
@@ -1948,13 +2044,14 @@ nnmem_status_t nnmem__allocator_leaks_check(nnmem_allocator_t *a,
     }
     st = mark_page_check(m.v[i].pg, m.v + i, j - i, diag);
   }
-  /* every span's first unit (registry byte 1) is a page header */
+  /* every span's first unit (its entry's span starts there) has a page
+   * header */
   for (size_t hi = 0; st == NNMEM_OK && hi < (1u << 16); hi++) {
-    _Atomic uint8_t *leaf =
-        atomic_load_explicit(&a->reg[hi], memory_order_acquire);
+    reg_ent_t *leaf = atomic_load_explicit(&a->reg[hi], memory_order_acquire);
     for (size_t lo = 0; leaf && st == NNMEM_OK && lo < (1u << 16); lo++) {
-      if (atomic_load_explicit(&leaf[lo], memory_order_relaxed) != 1) continue;
-      page_t *pg = hdr_of_base(((uintptr_t)hi << 32) | (lo << PAGE_LOG2));
+      page_t *pg = atomic_load_explicit(&leaf[lo], memory_order_acquire);
+      if (!pg || base_of(pg) != (((uintptr_t)hi << 32) | (lo << PAGE_LOG2)))
+        continue;
       if (pg->magic == PAGE_MAGIC && !mark_ref_find(&m, pg))
         st = mark_page_check(pg, NULL, 0, diag);
     }
@@ -1971,12 +2068,18 @@ nnmem_status_t nnmem__allocator_attach_profiler(nnmem_allocator_t *a,
     atomic_store_explicit(&a->prof, NULL, memory_order_release);
     atomic_store_explicit(&a->no_queue, a->free_batch == 0 || leaks_of(a),
                           memory_order_release);
+    new_identity(a); /* the fast paths again, from each thread's next call */
     return NNMEM_OK;
   }
   /* the queue's test first: a block the profiler saw allocated is never
    * freed past it (a failed attach leaves it: a profiler is attached) */
   atomic_store_explicit(&a->no_queue, 1, memory_order_seq_cst);
   nnmem_profiler_t *none = NULL;
-  return atomic_compare_exchange_strong(&a->prof, &none, pr) ? NNMEM_OK
-                                                             : NNMEM_ERR_STATE;
+  if (!atomic_compare_exchange_strong(&a->prof, &none, pr))
+    return NNMEM_ERR_STATE;
+  /* after the profiler (release): every thread's next call finds its cache
+   * not current and sees the profiler (cache_get_slow), so the fast paths,
+   * which test the identity alone, never pass it by */
+  new_identity(a);
+  return NNMEM_OK;
 }

@@ -418,6 +418,78 @@ static void test_cross_thread(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* A thread without a cache whose first call frees a block of a parked
+ * cache adopts that cache (not the first parked one), so the block comes
+ * straight back to its own allocations. Two exited threads park two
+ * caches; the later one heads the list (the adoption without the hint
+ * would take it); the third thread frees a block of the earlier one and
+ * gets that block back at its next allocation. With and without the free
+ * queue (flushed before the allocation). */
+typedef struct adopt_arg {
+  nnmem_allocator_t *a;
+  void *p, *q;
+  pthread_barrier_t *both; /* alloc_one: both threads hold a cache */
+} adopt_arg_t;
+
+static void *alloc_one(void *v) {
+  adopt_arg_t *x = v;
+  x->p = nnmem_alloc(x->a, 64);
+  pthread_barrier_wait(x->both);
+  return NULL; /* the thread exits: its cache is parked */
+}
+
+static void *free_then_alloc(void *v) {
+  adopt_arg_t *x = v;
+  assert_ok(nnmem_allocator_free(x->a, x->p));
+  nnmem_allocator_thread_flush(x->a); /* a queued free, returned */
+  x->q = nnmem_alloc(x->a, 64);
+  return NULL;
+}
+
+static void run_thread(void *(*fn)(void *), void *arg) {
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
+  pthread_join(t, NULL);
+}
+
+static void test_adopt_by_free(void **state) {
+  (void)state;
+  for (uint32_t batch = 0; batch <= 64; batch += 64) {
+    nnmem_allocator_config_t cfg;
+    nnmem_allocator_config_init(&cfg);
+    cfg.free_batch = batch;
+    nnmem_allocator_t *a = NULL;
+    assert_ok(nnmem_allocator_create(&cfg, &a));
+    pthread_barrier_t both;
+    assert_int_equal(pthread_barrier_init(&both, NULL, 2), 0);
+    adopt_arg_t t1 = {a, NULL, NULL, &both}, t2 = {a, NULL, NULL, &both};
+    pthread_t th1, th2; /* alive together: two caches */
+    assert_int_equal(pthread_create(&th1, NULL, alloc_one, &t1), 0);
+    assert_int_equal(pthread_create(&th2, NULL, alloc_one, &t2), 0);
+    pthread_join(th1, NULL);
+    pthread_join(th2, NULL);
+    pthread_barrier_destroy(&both);
+    assert_non_null(t1.p);
+    assert_non_null(t2.p);
+    /* each cache's span holds its own block: two spans */
+    assert_true((uintptr_t)t1.p >> 16 != (uintptr_t)t2.p >> 16);
+    adopt_arg_t t3 = {a, t1.p, NULL, NULL};
+    run_thread(free_then_alloc, &t3);
+    assert_ptr_equal(t3.q, t1.p);
+    adopt_arg_t t4 = {a, t2.p, NULL, NULL}; /* and the other likewise */
+    run_thread(free_then_alloc, &t4);
+    assert_ptr_equal(t4.q, t2.p);
+    nnmem_free(a, t3.q);
+    nnmem_free(a, t4.q);
+    nnmem_allocator_thread_flush(a);
+    nnmem_stats_t st;
+    assert_ok(nnmem_allocator_stats(a, &st));
+    assert_int_equal(st.live_count, 0);
+    assert_int_equal(st.misuse_count, 0);
+    nnmem_allocator_destroy(a);
+  }
+}
+
 /* free_batch: queued frees return NNMEM_OK at the call; at the flush
  * (queue full, nnmem_allocator_thread_flush, thread exit) a double free,
  * an interior pointer and a block freed by two threads are each counted
@@ -772,6 +844,7 @@ int main(void) {
       cmocka_unit_test(test_old_config_layout),
       cmocka_unit_test(test_random),
       cmocka_unit_test(test_cross_thread),
+      cmocka_unit_test(test_adopt_by_free),
       cmocka_unit_test(test_free_batch),
       cmocka_unit_test(test_remote_misuse),
       cmocka_unit_test(test_remote_refused_on_empty),

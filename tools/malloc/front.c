@@ -439,8 +439,10 @@ API void *malloc(size_t n) {
  * included, is do_free. */
 API void free(void *p) {
   nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
-  if (__builtin_expect(a != NULL, 1) && nnmem__allocator_free_queued(a, p))
+  if (__builtin_expect(a != NULL, 1)) {
+    nnmem__allocator_free_or(a, p, free_slow);
     return;
+  }
   free_slow(p);
 }
 
