@@ -11,10 +11,10 @@
  * 3. repeatedly, at the most constrained over-target step (least freeable
  *    bytes per byte of excess), the move with the most useful bytes per
  *    byte copied (freed at every over-target step, capped by its excess;
- *    a stream's copies count once more for the share of its first copy
- *    that the compute before its first use cannot hide: on bert-base the
- *    word embedding's slices, read by op 0, were streamed and waited for
- *    before it, while other weights' copies overlap compute);
+ *    a stream of a weight read by the first op counts its copy twice: no
+ *    compute can hide it; on bert-base the word embedding's slices, read
+ *    by op 0, were streamed and waited for before it, while other
+ *    weights' copies overlap compute);
  *    equal: the smallest that covers the excess, else the largest; when no
  *    move frees the step, a streamed weight's window is shortened;
  * 4. reverse delete: moves made redundant by later ones are undone,
@@ -67,22 +67,16 @@ static nnmem_status_t add_cand(fitter_t *x, cand_t c) {
 
 nnmem_status_t nnmem__fit_make_cands(fitter_t *x, uint32_t max_ahead) {
   double link = x->f->dev.tiers[x->main].link_bandwidth;
-  double *before = malloc((x->S + 1) * sizeof *before); /* compute < s */
-  if (!before) return NNMEM_ERR_NOMEM;
-  before[0] = 0;
-  for (uint64_t s = 0; s < x->S; s++)
-    before[s + 1] = before[s] + x->win_s[s];
   nnmem_status_t st = NNMEM_OK;
   for (size_t i = 0; i < x->n_v && st == NNMEM_OK; i++) {
     fv_t *v = &x->v[i];
     if (v->tier != x->main || v->n_acc == 0 || v->size == 0) continue;
     double t = (double)v->size / link;
     if (v->kind == FIT_KIND_WEIGHT && !x->cfg->no_stream) {
-      double hid = before[v->acc[0] < x->S ? v->acc[0] : x->S];
       cand_t c = {.v = (uint32_t)i,
                   .kind = NNMEM_MOVE_STREAM,
                   .ahead = max_ahead,
-                  .unhidden = t > hid ? (t - hid) / t : 0};
+                  .first_op = v->acc[0] == 0};
       st = add_cand(x, c);
       continue;
     }
@@ -106,7 +100,6 @@ nnmem_status_t nnmem__fit_make_cands(fitter_t *x, uint32_t max_ahead) {
       st = add_cand(x, cd);
     }
   }
-  free(before);
   return st;
 }
 
@@ -153,10 +146,10 @@ static double cand_cost(const fitter_t *x, const cand_t *c, uint32_t ahead,
           ? 2.0
           : (double)nnmem__fit_stream_windows(x, v, c->ahead, scratch);
   (void)ahead;
-  /* transfer time per byte freed = copies / link; the share of a stream's
-   * first copy that no compute before its use can hide costs once more
-   * (exposed time): a weight read by the first op is streamed last */
-  return copies + c->unhidden;
+  /* transfer time per byte freed = copies / link; a weight read by the
+   * first op costs its copy once more: no compute can hide that copy, it
+   * is exposed whatever the leads (a weight read later may overlap) */
+  return copies + (c->first_op ? 1.0 : 0.0);
 }
 
 /* Subtracts (sign -1) or adds back (+1) the bytes cand c frees: every
