@@ -15,7 +15,8 @@
  * step 0 at the earliest and at best overlap all compute: exposed >= bytes
  * in / link - compute, for the row's bytes) and the memory floor
  * (`mfloor`, nnmem_fit_floor: the weights ops k..j read that did not fit
- * on the device when op k began; docs/fit.md, Baselines). Prints a table
+ * on the device beside op k's own operands when op k ended; docs/fit.md,
+ * Baselines). Prints a table
  * and a tally against the issue's figures, writes CSV (--csv FILE).
  * Asserts nothing about time.
  *

@@ -253,9 +253,12 @@ NNMEM_API double nnmem_fit_seconds(const nnmem_fit_t *f);
  * Baselines). */
 typedef struct nnmem_fit_floor {
   double link_s;   /* bytes copied in / link - compute (memory ignored) */
-  double memory_s; /* max over steps k <= j of (bytes of the weights ops
-                      k..j read - limit) / link - (op times of k..j-1):
-                      what did not fit on the device when op k began */
+  double memory_s; /* max over steps k < j of (bytes of the weights ops
+                      k..j read + A(k) - limit) / link - (op times of
+                      k+1..j-1), A(k) the activation and workspace bytes
+                      op k accesses less the on-chip capacity: what was
+                      not on the device when op k ended (k == j: op k's
+                      weights - limit) */
   uint64_t from_step, to_step; /* the k and j of memory_s */
 } nnmem_fit_floor_t;
 

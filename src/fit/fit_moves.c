@@ -10,7 +10,11 @@
  * 2. the live-bytes profile of the main tier per step;
  * 3. repeatedly, at the most constrained over-target step (least freeable
  *    bytes per byte of excess), the move with the most useful bytes per
- *    byte copied (freed at every over-target step, capped by its excess);
+ *    byte copied (freed at every over-target step, capped by its excess;
+ *    a stream of a weight read by the first op counts its copy twice: no
+ *    compute can hide it; on bert-base the word embedding's slices, read
+ *    by op 0, were streamed and waited for before it, while other
+ *    weights' copies overlap compute);
  *    equal: the smallest that covers the excess, else the largest; when no
  *    move frees the step, a streamed weight's window is shortened;
  * 4. reverse delete: moves made redundant by later ones are undone,
@@ -63,34 +67,40 @@ static nnmem_status_t add_cand(fitter_t *x, cand_t c) {
 
 nnmem_status_t nnmem__fit_make_cands(fitter_t *x, uint32_t max_ahead) {
   double link = x->f->dev.tiers[x->main].link_bandwidth;
-  for (size_t i = 0; i < x->n_v; i++) {
+  nnmem_status_t st = NNMEM_OK;
+  for (size_t i = 0; i < x->n_v && st == NNMEM_OK; i++) {
     fv_t *v = &x->v[i];
     if (v->tier != x->main || v->n_acc == 0 || v->size == 0) continue;
+    double t = (double)v->size / link;
     if (v->kind == FIT_KIND_WEIGHT && !x->cfg->no_stream) {
-      cand_t c = {(uint32_t)i, NNMEM_MOVE_STREAM, 0, 0, 0, 0,
-                  0,           max_ahead,         0, 0};
-      nnmem_status_t st = add_cand(x, c);
-      if (st != NNMEM_OK) return st;
+      cand_t c = {.v = (uint32_t)i,
+                  .kind = NNMEM_MOVE_STREAM,
+                  .ahead = max_ahead,
+                  .first_op = v->acc[0] == 0};
+      st = add_cand(x, c);
       continue;
     }
     if (v->kind != FIT_KIND_ACTIVATION || x->cfg->no_offload ||
         v->parent >= 0 || v->has_children || v->has_gaps)
       continue;
-    double t = (double)v->size / link;
-    for (size_t k = 0; k + 1 < v->n_acc; k++) {
+    for (size_t k = 0; k + 1 < v->n_acc && st == NNMEM_OK; k++) {
       uint64_t a = v->acc[k], c = v->acc[k + 1];
       if (c < a + 4) continue;
       uint64_t d = delay_steps(x, a + 1, t, max_ahead);
       uint64_t lead = lead_steps(x, c, a + 1 + d, t, max_ahead);
       if (a + 1 + d >= c - lead) d = 1, lead = 1; /* not hidden: exposed */
       if (a + 1 + d >= c - lead) continue;        /* no gap left */
-      cand_t cd = {(uint32_t)i, NNMEM_MOVE_OFFLOAD, a, c, d, lead,
-                   0,           max_ahead,          0, 0};
-      nnmem_status_t st = add_cand(x, cd);
-      if (st != NNMEM_OK) return st;
+      cand_t cd = {.v = (uint32_t)i,
+                   .kind = NNMEM_MOVE_OFFLOAD,
+                   .a = a,
+                   .c = c,
+                   .d = d,
+                   .k = lead,
+                   .ahead = max_ahead};
+      st = add_cand(x, cd);
     }
   }
-  return NNMEM_OK;
+  return st;
 }
 
 /* The device windows of a streamed weight: [u - k, u + 1) per use, merged.
@@ -136,7 +146,10 @@ static double cand_cost(const fitter_t *x, const cand_t *c, uint32_t ahead,
           ? 2.0
           : (double)nnmem__fit_stream_windows(x, v, c->ahead, scratch);
   (void)ahead;
-  return copies; /* transfer time per byte freed = copies / link */
+  /* transfer time per byte freed = copies / link; a weight read by the
+   * first op costs its copy once more: no compute can hide that copy, it
+   * is exposed whatever the leads (a weight read later may overlap) */
+  return copies + (c->first_op ? 1.0 : 0.0);
 }
 
 /* Subtracts (sign -1) or adds back (+1) the bytes cand c frees: every

@@ -49,6 +49,9 @@ typedef struct cand {
   uint64_t a, c, d, k; /* offload: accesses a < c, out delay d, in lead k */
   uint64_t at;         /* the peak step it relieved */
   uint32_t ahead;      /* stream: most steps a copy starts ahead */
+  int first_op;        /* stream: the weight is read by the first op, so
+                          its copy is exposed whatever the leads (counted
+                          twice in the move's cost, fit_moves.c) */
   int applied, dead;
 } cand_t;
 

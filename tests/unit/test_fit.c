@@ -726,11 +726,13 @@ static void test_split_ops(void **state) {
 }
 
 /* The memory floor by hand (floor.c): a -A(wa 16 MiB)-> b -Relu-> r
- * -B(wb 16 MiB)-> c under a 24 MiB limit, no op overhead. At most 24 MiB
- * of the 32 MiB of weights can be on the device when op A begins, so 8 MiB
- * cross the link after it and before op B: exposed >= 8 MiB / link - t(A)
- * - t(Relu), op times from nnmem_op_cost (slices add no launch cost
- * without overhead). The fit itself may not beat it (check_fit). */
+ * -B(wb 16 MiB)-> c under a 24 MiB limit, no op overhead. While op A
+ * runs the device holds wa, A's input a (16 KiB) and output b (4 KiB),
+ * so at most 24 MiB - 16 MiB - 20 KiB of wb is there when A ends, and
+ * 8 MiB + 20 KiB cross the link after A and before op B: exposed >=
+ * (8 MiB + 20 KiB) / link - t(Relu), op times from nnmem_op_cost
+ * (slices add no launch cost without overhead; no on-chip tier). The
+ * fit itself may not beat it (check_fit). */
 static void test_memory_floor_by_hand(void **state) {
   (void)state;
   nnmem_graph_t *g;
@@ -760,10 +762,10 @@ static void test_memory_floor_by_hand(void **state) {
   if (nnmem_fit(g, &d, limit, &cfg, &f, &diag) != NNMEM_OK)
     fail_msg("fit: %s", diag.message);
   check_fit(f, g, limit);
-  nnmem_op_cost_t oa, orelu;
-  assert_ok(nnmem_op_cost(g, 0, &d, &oa));
+  nnmem_op_cost_t orelu;
   assert_ok(nnmem_op_cost(g, 1, &d, &orelu));
-  double expect = (double)(8u << 20) / 1e9 - oa.seconds - orelu.seconds;
+  double expect = (double)((8u << 20) + 4096 * 4 + 1024 * 4) / 1e9 -
+                  orelu.seconds;
   nnmem_fit_floor_t fl;
   assert_ok(nnmem_fit_floor(f, &fl));
   nnmem_fit_costs_t co;
@@ -777,6 +779,76 @@ static void test_memory_floor_by_hand(void **state) {
   assert_int_equal(fl.from_step, 0);
   assert_int_equal(fl.to_step, 2);
   assert_int_equal(nnmem_fit_floor(NULL, &fl), NNMEM_ERR_INVALID);
+  nnmem_fit_destroy(f);
+  nnmem_graph_destroy(g);
+}
+
+/* A weight read by the first op: no compute can hide its copy. Op A
+ * reads wa (8 MiB) first; a Tile, a Relu and a ReduceMean on 4 MiB
+ * tensors follow (the peak), then four Relus on 128 KiB (0.26 ms each)
+ * and op B, which reads wb (8 MiB). Under 18 MiB one weight streams, and
+ * either frees the whole excess: wa (held at step 0 only) or wb (held
+ * from the fourth-last step, its 0.84 ms copy hidden by the Relus). wa's
+ * copy is waited for before op A, so the fit streams wb and keeps wa. */
+static void test_first_op_weight_kept(void **state) {
+  (void)state;
+  nnmem_graph_t *g;
+  assert_ok(nnmem_graph_create("first", &g));
+  int64_t as[2] = {1, 2048}, was[2] = {2048, 1024}, bs[2] = {1, 1024};
+  int64_t ss[2] = {1, 128}, big[2] = {1, 1 << 20}, sm[2] = {1, 32768};
+  int64_t wbs[2] = {32768, 64}, cs[2] = {1, 64};
+  uint32_t a = shaped(g, "a", NNMEM_TENSOR_INPUT, 2, as);
+  uint32_t wa = shaped(g, "wa", NNMEM_TENSOR_WEIGHT, 2, was);
+  uint32_t b = shaped(g, "b", NNMEM_TENSOR_OUTPUT, 2, bs);
+  uint32_t s0 = shaped(g, "s0", NNMEM_TENSOR_INPUT, 2, ss);
+  uint32_t p1 = shaped(g, "p1", NNMEM_TENSOR_ACTIVATION, 2, big);
+  uint32_t p2 = shaped(g, "p2", NNMEM_TENSOR_ACTIVATION, 2, big);
+  uint32_t wb = shaped(g, "wb", NNMEM_TENSOR_WEIGHT, 2, wbs);
+  uint32_t c = shaped(g, "c", NNMEM_TENSOR_OUTPUT, 2, cs);
+  uint32_t ia[2] = {a, wa};
+  add_op(g, "A", "MatMul", ia, 2, b);
+  add_op(g, "tile", "Tile", &s0, 1, p1);
+  add_op(g, "relu", "Relu", &p1, 1, p2);
+  uint32_t prev = shaped(g, "q", NNMEM_TENSOR_ACTIVATION, 2, sm);
+  add_op(g, "mean", "ReduceMean", &p2, 1, prev);
+  for (int i = 0; i < 4; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "q%d", i);
+    uint32_t y = shaped(g, name, NNMEM_TENSOR_ACTIVATION, 2, sm);
+    snprintf(name, sizeof name, "relu%d", i);
+    add_op(g, name, "Relu", &prev, 1, y);
+    prev = y;
+  }
+  uint32_t ib[2] = {prev, wb};
+  add_op(g, "B", "MatMul", ib, 2, c);
+  nnmem_device_t d = plain_device(1ull << 30);
+  d.tiers[0].link_bandwidth = 1e10; /* 8 MiB: 0.84 ms */
+  uint64_t limit = 18u << 20;
+  nnmem_fit_config_t cfg; /* whole weights: one copy each */
+  nnmem_fit_config_init(&cfg);
+  cfg.slice_bytes = UINT64_MAX;
+  nnmem_fit_t *f = NULL;
+  nnmem_diag_t diag = {{0}};
+  if (nnmem_fit(g, &d, limit, &cfg, &f, &diag) != NNMEM_OK)
+    fail_msg("fit: %s", diag.message);
+  check_fit(f, g, limit);
+  const nnmem_fit_move_t *mv;
+  size_t n = nnmem_fit_moves(f, &mv);
+  int streamed_a = 0, streamed_b = 0;
+  for (size_t i = 0; i < n; i++) {
+    streamed_a |= mv[i].kind == NNMEM_MOVE_STREAM && !strcmp(mv[i].name, "wa");
+    streamed_b |= mv[i].kind == NNMEM_MOVE_STREAM && !strcmp(mv[i].name, "wb");
+  }
+  nnmem_fit_costs_t co;
+  nnmem_fit_costs(f, &co);
+  double copy_a = (double)(8u << 20) / 1e10;
+  printf("first-op weight: %zu moves, wa %s, wb %s, exposed %.4f ms (wa's "
+         "copy %.4f ms)\n",
+         n, streamed_a ? "streamed" : "kept", streamed_b ? "streamed" : "kept",
+         co.exposed_s * 1e3, copy_a * 1e3);
+  assert_false(streamed_a);
+  assert_true(streamed_b);
+  assert_true(co.exposed_s < copy_a);
   nnmem_fit_destroy(f);
   nnmem_graph_destroy(g);
 }
@@ -1040,6 +1112,7 @@ int main(void) {
       cmocka_unit_test(test_split_ops),
       cmocka_unit_test(test_executor_split_parts),
       cmocka_unit_test(test_memory_floor_by_hand),
+      cmocka_unit_test(test_first_op_weight_kept),
       cmocka_unit_test(test_fault_injection),
       cmocka_unit_test(test_refused_plans),
       cmocka_unit_test(test_executor_catches_unwritten),
