@@ -182,13 +182,20 @@ typedef struct nnmem_fit_costs {
  * a fitted plan's JSON holds exactly (the plan reader refuses more). */
 #define NNMEM_FIT_LIMIT_MAX ((UINT64_C(1) << 53) - 1)
 
+/* The longest op time a fit gives and a fitted plan holds: 1e6 s. A fit
+ * whose cost model gives an op more (a device with absurd rates) is
+ * refused with NNMEM_ERR_INVALID naming the op; the plan reader refuses
+ * such a step. */
+#define NNMEM_FIT_OP_SECONDS_MAX 1e6
+
 /* Fits `g` on `d` with the main tier capped at `limit` bytes (0 = the
  * tier's capacity). On success *out owns the fit (nnmem_fit_destroy);
  * every tier's plan passed nnmem_plan_verify. NNMEM_ERR_CAPACITY when the
  * limit is below the smallest device footprint (diag: "the smallest device
  * footprint for this model is N bytes (op X needs its inputs, outputs and
  * workspace at once)") or no placement under it was found;
- * NNMEM_ERR_INVALID for a device nnmem_device_check refuses. A limit above
+ * NNMEM_ERR_INVALID for a device nnmem_device_check refuses, or an op
+ * time over NNMEM_FIT_OP_SECONDS_MAX. A limit above
  * NNMEM_FIT_LIMIT_MAX is taken as NNMEM_FIT_LIMIT_MAX (no plan is that
  * high; UINT64_MAX reads as no limit). `cfg` may be NULL. */
 NNMEM_API nnmem_status_t nnmem_fit(const nnmem_graph_t *g,

@@ -250,7 +250,8 @@ static nnmem_status_t read_schedule(rd_t *r, nnmem_exec_plan_t *p,
     if (!p->step[s].op) return NNMEM_ERR_NOMEM;
     const cJSON *sec = cJSON_GetObjectItemCaseSensitive(e, "seconds");
     if (sec && (!cJSON_IsNumber(sec) || !isfinite(sec->valuedouble) ||
-                sec->valuedouble < 0 || sec->valuedouble > 1e6))
+                sec->valuedouble < 0 ||
+                sec->valuedouble > NNMEM_FIT_OP_SECONDS_MAX))
       return bad(r, path, "seconds: must be a number in [0, 1e6]");
     p->step[s].seconds = sec ? sec->valuedouble : 0;
     if ((st = read_part(r, p, s, e, path)) != NNMEM_OK) return st;

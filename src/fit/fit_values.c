@@ -272,6 +272,17 @@ static nnmem_status_t op_accesses(fitter_t *x, const int64_t *wval,
       }
       part_cost(x, o, q, &oc, w_bytes, y_bytes, a_bytes, slice, ws);
       x->op_s[s] += x->op_extra[s];
+      if (!(x->op_s[s] <= NNMEM_FIT_OP_SECONDS_MAX)) { /* NaN too */
+        const nnmem_device_t *d = &x->f->dev;
+        return nnmem__diag(
+            x->diag, NNMEM_ERR_INVALID,
+            "op '%s' (%s): the cost model gives %.3g s on device '%s' "
+            "(%.3g FLOP at compute_rate %.3g FLOP/s, %.3g B at %s bandwidth "
+            "%.3g B/s), over %.0e s: the device's rates are not a device's",
+            oi.name, oi.type, x->op_s[s], d->name, x->op_flops[s],
+            d->compute_rate, x->op_bytes[s], d->tiers[x->main].name,
+            d->tiers[x->main].bandwidth, NNMEM_FIT_OP_SECONDS_MAX);
+      }
     }
   }
   /* liveness workspace buffers are accessed at their one step (first) */

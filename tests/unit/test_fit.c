@@ -264,11 +264,14 @@ static void check_fit(const nnmem_fit_t *f, const nnmem_graph_t *g,
   free(text);
 }
 
-/* Byte counts of 2^53 or more: a fitted plan's JSON would not read back
- * (found by fuzz_device: a 1e17-byte tier was fitted, then refused by
- * nnmem run). A device with such a capacity or alignment is refused; a
- * limit above NNMEM_FIT_LIMIT_MAX is taken as it, and the plan runs. */
-static void test_byte_counts_2p53(void **state) {
+/* What a fitted plan's JSON cannot hold, found by fuzz_device (a fit was
+ * written, then refused by nnmem run): byte counts of 2^53 or more (a
+ * 1e17-byte tier) and op times over NNMEM_FIT_OP_SECONDS_MAX (a compute
+ * rate of 4.6e-5 FLOP/s). A device with such a capacity or alignment is
+ * refused, a limit above NNMEM_FIT_LIMIT_MAX is taken as it (the plan
+ * runs), and a fit whose op times are out of range is refused naming the
+ * op. */
+static void test_out_of_range_devices(void **state) {
   (void)state;
   nnmem_graph_t *g;
   assert_ok(nnmem_graph_create("chain", &g));
@@ -296,6 +299,13 @@ static void test_byte_counts_2p53(void **state) {
   big.tiers[1].alignment = 1ull << 53;
   assert_int_equal(nnmem_device_check(&big, &diag), NNMEM_ERR_INVALID);
   assert_non_null(strstr(diag.message, "tiers[1].alignment"));
+  nnmem_device_t slow = plain_device(1 << 20);
+  slow.tiers[0].bandwidth = 1e-3; /* op1 moves 1,300 B: 1.3e6 s */
+  assert_ok(nnmem_device_check(&slow, NULL));
+  assert_int_equal(nnmem_fit(g, &slow, 0, NULL, &f, &diag), NNMEM_ERR_INVALID);
+  assert_null(f);
+  if (!strstr(diag.message, "op 'op1' (Gemm): the cost model gives"))
+    fail_msg("slow device: %s", diag.message);
   nnmem_graph_destroy(g);
 }
 
@@ -1102,7 +1112,7 @@ int main(void) {
       cmocka_unit_test(test_device_json_bad),
       cmocka_unit_test(test_cost_by_hand),
       cmocka_unit_test(test_min_footprint_by_hand),
-      cmocka_unit_test(test_byte_counts_2p53),
+      cmocka_unit_test(test_out_of_range_devices),
       cmocka_unit_test(test_zoo_limits),
       cmocka_unit_test(test_window_choice),
       cmocka_unit_test(test_onchip),
