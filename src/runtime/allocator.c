@@ -1018,7 +1018,7 @@ static __attribute__((noinline)) void leaks_free_marked(nnmem__leaks_t *lk,
                                                         page_t *pg, void *ptr,
                                                         uint32_t idx,
                                                         uint32_t m) {
-  if (m == NNMEM__LEAKS_MANY) {
+  if (m & NNMEM__LEAKS_MANY) {
     uint64_t w = atomic_load_explicit(&pg->leak_recs, memory_order_relaxed);
     if (!((w >> (idx & 31)) & 1)) return;
   }
@@ -2046,12 +2046,19 @@ static nnmem_status_t mark_page_check(page_t *pg, const mark_ref_t *r, size_t k,
     return NNMEM_OK;
   }
   /* one record: its index + 1, or MANY (a page that had several keeps
-   * MANY until its last goes); several: MANY */
-  if (mark != NNMEM__LEAKS_MANY && (k != 1 || mark != r[0].idx + 1))
+   * MANY until its last goes); several: MANY; MANY has bit i % 16 of
+   * every record's block i */
+  if (!(mark & NNMEM__LEAKS_MANY) && (k != 1 || mark != r[0].idx + 1))
     return nnmem__diag(diag, NNMEM_ERR_STATE,
                        "leak marks: page %p with %zu records (first block "
                        "%u): mark %u",
                        (void *)pg, k, r[0].idx, mark);
+  for (size_t i = 0; i < k && (mark & NNMEM__LEAKS_MANY); i++)
+    if (!((mark >> (r[i].idx & 15)) & 1))
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "leak marks: page %p's mark 0x%x lacks the bit of "
+                         "block %u",
+                         (void *)pg, mark, r[i].idx);
   if ((w >> 32) != k)
     return nnmem__diag(diag, NNMEM_ERR_STATE,
                        "leak marks: page %p counts %llu records, has %zu",
