@@ -326,15 +326,22 @@ static rec_t *rec_new_locked(nnmem__leaks_t *lk) {
 /* The page marks (nnmem__leaks_mark_t) change only under the lock: plain
  * loads and stores; lock-free readers see one value or the other. A record
  * added raises the count and sets its index's bit in recs; the mark
- * becomes its index + 1 when it is the page's only record, else MANY. One
+ * becomes its index + 1 when it is the page's only record, else MANY with
+ * bit i % 16 of each record's block i (nnmem__leaks_mark_hit). One
  * removed lowers the count; the page's last clears both. */
 static void mark_add_locked(const nnmem__leaks_mark_t *m) {
   uint64_t w = atomic_load_explicit(m->recs, memory_order_relaxed);
   atomic_store_explicit(m->recs, (w + (1ull << 32)) | (1ull << (m->idx & 31)),
                         memory_order_relaxed);
-  uint32_t f = (w >> 32) == 0 && m->idx + 1 < NNMEM__LEAKS_MANY
-                   ? m->idx + 1
-                   : NNMEM__LEAKS_MANY;
+  /* several: MANY with bit i % 16 of each record's block i (a single
+   * mark turns into the bits of its block and this one) */
+  uint32_t f = atomic_load_explicit(m->mark, memory_order_relaxed);
+  if ((w >> 32) == 0 && m->idx + 1 < NNMEM__LEAKS_MANY)
+    f = m->idx + 1;
+  else if ((w >> 32) == 0 || (f & NNMEM__LEAKS_MANY))
+    f |= NNMEM__LEAKS_MANY | (1u << (m->idx & 15));
+  else /* f == the other record's index + 1 */
+    f = NNMEM__LEAKS_MANY | (1u << ((f - 1) & 15)) | (1u << (m->idx & 15));
   atomic_store_explicit(m->mark, (uint16_t)f, memory_order_relaxed);
 }
 

@@ -103,27 +103,33 @@ static inline int nnmem__leaks_maybe(const nnmem__leaks_t *lk,
  *   mark (16 bits, in the header line every free reads; the free's test):
  *     0                      no record on the page
  *     i + 1                  exactly one, block i (i + 1 < NNMEM__LEAKS_MANY)
- *     NNMEM__LEAKS_MANY      several (or one of an index too large)
- *   recs (64 bits, the header's second line, read only for MANY):
+ *     NNMEM__LEAKS_MANY | b  several (or one of an index too large): bit
+ *                            i % 16 of b set for each record's block i (bit
+ *                            15 is MANY itself: a block with i % 16 == 15
+ *                            always looks)
+ *   recs (64 bits, the header's second line, read only past a MANY hit):
  *     count << 32 | bit i % 32 set for each record's index
  *
- * A free of block i looks for a record only when mark == i + 1 or MANY
- * (nnmem__leaks_mark_hit): a page with one record sends that block's free
- * alone, a test that is rarely true and so rarely mispredicted (a test of
- * "mark != 0" sent every free of a marked page to a second test: 8% of the
- * ring's frees, measured slower). Both are written only by
+ * A free of block i looks for a record only when mark == i + 1, or when
+ * the mark is MANY with bit i % 16 set (nnmem__leaks_mark_hit): a page
+ * with one record sends that block's free alone, one with several about
+ * (records + 1) / 16 of its frees, a test that is rarely true and so
+ * rarely mispredicted (a test of "mark != 0" sent every free of a marked
+ * page to a second test: 8% of the ring's frees, measured slower; a MANY
+ * without bits sent every free of such a page, 0.85% of the ring's frees
+ * with sampled records, to read the second line). Both are written only by
  * nnmem__leaks_on_alloc / _on_free, under the records' lock, in the
  * critical section that adds or removes the record (plain loads and
  * stores, no locked instruction); the allocator reads them without the
  * lock. Invariant (under the lock): the count is the page's number of
  * records; mark == 0 iff it is 0; mark == i + 1 only when it is 1 and the
- * record is block i's, else MANY (a page that had several keeps MANY
- * until its last record goes); each record's block i has bit i % 32 of
- * recs. A mark read without the lock may be stale only for
- * blocks other than the reader's own (whose record, if any, was added
- * before the block was handed out and goes only with its free): the free
- * then looks in vain. MANY stays until the page's last record goes. */
-#define NNMEM__LEAKS_MANY 0xFFFFu
+ * record is block i's, else MANY with bit i % 16 set for each record's
+ * block i (a page that had several keeps its MANY bits, a superset, until
+ * its last record goes); each record's block i has bit i % 32 of recs. A
+ * mark read without the lock may be stale only for blocks other than the
+ * reader's own (whose record, if any, was added before the block was
+ * handed out and goes only with its free): the free then looks in vain. */
+#define NNMEM__LEAKS_MANY 0x8000u
 typedef struct nnmem__leaks_mark {
   _Atomic uint64_t *recs;
   _Atomic uint16_t *mark;
@@ -132,7 +138,7 @@ typedef struct nnmem__leaks_mark {
 
 /* 1 when block idx of a page whose mark is m may have a record. */
 static inline int nnmem__leaks_mark_hit(uint32_t m, uint32_t idx) {
-  return m == idx + 1 || m == NNMEM__LEAKS_MANY;
+  return m == idx + 1 || ((m & NNMEM__LEAKS_MANY) && ((m >> (idx & 15)) & 1));
 }
 
 /* Resolved config (env already applied); NULL *out with NNMEM_OK when the

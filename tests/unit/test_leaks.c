@@ -444,6 +444,74 @@ static void test_sampled_pages(void **state) {
   }
 }
 
+/* A page with a few records among blocks without any (records enabled
+ * after most of its blocks were handed out): its mark goes from one
+ * record's index + 1 to MANY with bit i % 16 of each record's block i, so
+ * most frees of the page skip the records. Every free (shuffled, fixed
+ * seed, printed) must keep the records exactly the live recorded blocks
+ * and the marks consistent (check: every record's bit set), including
+ * blocks freed and handed out again while the page is MANY. */
+static void test_mark_bits(void **state) {
+  (void)state;
+  enum { OLD = 300, NEW = 5, ALL = OLD + 2 * NEW };
+  const uint64_t seed0 = 4242;
+  printf("mark bits: shuffle seed %llu\n", (unsigned long long)seed0);
+  nnmem_allocator_t *a = make(NNMEM_LEAKS_OFF, 0);
+  void *p[ALL];
+  int rec[ALL] = {0};
+  for (int i = 0; i < OLD; i++)
+    p[i] = nnmem_alloc(a, 48);
+  nnmem_leaks_config_t lc;
+  nnmem_leaks_config_init(&lc);
+  lc.depth = 0;
+  assert_ok(nnmem_allocator_leaks_enable(a, &lc));
+  for (int i = OLD; i < OLD + NEW; i++) {
+    p[i] = nnmem_alloc(a, 48);
+    rec[i] = 1;
+  }
+  /* free a few old blocks, then take blocks again: recorded, at the old
+   * blocks' indices (the free list's front), on the page already MANY */
+  for (int i = 0; i < NEW; i++)
+    nnmem_free(a, p[i * 37]);
+  for (int i = 0; i < NEW; i++) {
+    p[i * 37] = nnmem_alloc(a, 48);
+    rec[i * 37] = 1;
+    p[OLD + NEW + i] = nnmem_alloc(a, 48);
+    rec[OLD + NEW + i] = 1;
+  }
+  check(a);
+  size_t live = 3 * NEW;
+  nnmem_leaks_summary_t s;
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.records, live);
+  uint64_t seed = seed0;
+  for (int i = ALL - 1; i > 0; i--) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    int j = (int)((seed >> 33) % (uint64_t)(i + 1));
+    void *t = p[i];
+    p[i] = p[j];
+    p[j] = t;
+    int r = rec[i];
+    rec[i] = rec[j];
+    rec[j] = r;
+  }
+  for (int i = 0; i < ALL; i++) {
+    nnmem_free(a, p[i]);
+    live -= (size_t)rec[i];
+    assert_ok(nnmem_allocator_leaks_summary(a, &s));
+    if (s.records != live)
+      fail_msg("seed %llu: after free %d, %llu records, %zu recorded live",
+               (unsigned long long)seed0, i, (unsigned long long)s.records,
+               live);
+    if (i % 16 == 0) check(a);
+  }
+  check(a);
+  nnmem_free(a, p[0]); /* a second free: refused, nothing recorded */
+  assert_ok(nnmem_allocator_leaks_summary(a, &s));
+  assert_int_equal(s.records, 0);
+  nnmem_allocator_destroy(a);
+}
+
 /* Every allocation path counts down an exponential countdown of mean N:
  * the thread cache's (the fast path, and a small block past it), or the
  * thread's slot for N (large blocks, no thread cache, file:line, aligned),
@@ -804,6 +872,7 @@ int main(void) {
       cmocka_unit_test(test_sampled_estimates),
       cmocka_unit_test(test_sampled_mixed_rates),
       cmocka_unit_test(test_sampled_pages),
+      cmocka_unit_test(test_mark_bits),
       cmocka_unit_test(test_sampled_unbiased_paths),
       cmocka_unit_test(test_enable_late_and_misuse),
       cmocka_unit_test(test_enable_late_threads),
