@@ -40,7 +40,7 @@
 
 #include "bench_util.h"
 
-enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 7 };
+enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 8 };
 
 static uint64_t rnd(uint64_t *s) {
   uint64_t x = *s;
@@ -93,6 +93,7 @@ static nnmem_allocator_t *make(int mode) {
   if (mode == 5) lc.mode = NNMEM_LEAKS_SAMPLED, lc.depth = 0;
   /* records on, no sample ever taken: the fixed cost alone */
   if (mode == 6) lc.mode = NNMEM_LEAKS_SAMPLED, lc.sample_bytes = 1ull << 40;
+  if (mode == 7) lc.mode = NNMEM_LEAKS_SAMPLED, lc.sample_bytes = 1u << 20;
   cfg.leaks = &lc;
 #else
   (void)mode;
@@ -164,7 +165,8 @@ int main(int argc, char **argv) {
   const int nmode = NMODE;
   static const char *names[NMODE] = {
       "off",          "sampled-512KiB",        "full-depth16", "full-depth0",
-      "sampled-2MiB", "sampled-512KiB-depth0", "sampled-1TiB"};
+      "sampled-2MiB", "sampled-512KiB-depth0", "sampled-1TiB",
+      "sampled-1MiB"};
 #endif
   static double t[NMODE][MAX_REPEAT], w[NMODE][MAX_REPEAT],
       q[NMODE][MAX_REPEAT];
