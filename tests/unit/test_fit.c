@@ -180,8 +180,9 @@ static void test_cost_by_hand(void **state) {
 }
 
 /* in(100) -op1(w 1000)-> a(200) -op2-> out(50): op1 needs 1300 B at once. */
-static void test_min_footprint_by_hand(void **state) {
-  (void)state;
+/* in (100 B) + w (1000 B) -> op1 (Gemm) -> a (200 B) -> op2 (Relu) -> out
+ * (50 B): shapeless tensors, so op times come from bytes alone. */
+static nnmem_graph_t *gemm_relu_chain(void) {
   nnmem_graph_t *g;
   assert_ok(nnmem_graph_create("chain", &g));
   uint32_t in = tu_add_tensor(g, "in", NNMEM_TENSOR_INPUT, 100);
@@ -191,6 +192,12 @@ static void test_min_footprint_by_hand(void **state) {
   uint32_t i1[2] = {in, w}, i2[1] = {a};
   add_op(g, "op1", "Gemm", i1, 2, a);
   add_op(g, "op2", "Relu", i2, 1, out);
+  return g;
+}
+
+static void test_min_footprint_by_hand(void **state) {
+  (void)state;
+  nnmem_graph_t *g = gemm_relu_chain();
   nnmem_device_t d = plain_device(1 << 20);
   nnmem_fit_t *f = NULL;
   nnmem_diag_t diag = {{0}};
@@ -273,15 +280,7 @@ static void check_fit(const nnmem_fit_t *f, const nnmem_graph_t *g,
  * op. */
 static void test_out_of_range_devices(void **state) {
   (void)state;
-  nnmem_graph_t *g;
-  assert_ok(nnmem_graph_create("chain", &g));
-  uint32_t in = tu_add_tensor(g, "in", NNMEM_TENSOR_INPUT, 100);
-  uint32_t w = tu_add_tensor(g, "w", NNMEM_TENSOR_WEIGHT, 1000);
-  uint32_t a = tu_add_tensor(g, "a", NNMEM_TENSOR_ACTIVATION, 200);
-  uint32_t out = tu_add_tensor(g, "out", NNMEM_TENSOR_OUTPUT, 50);
-  uint32_t i1[2] = {in, w}, i2[1] = {a};
-  add_op(g, "op1", "Gemm", i1, 2, a);
-  add_op(g, "op2", "Relu", i2, 1, out);
+  nnmem_graph_t *g = gemm_relu_chain();
   nnmem_device_t d = plain_device(1 << 20);
   nnmem_fit_t *f = NULL;
   nnmem_diag_t diag = {{0}};
