@@ -13,6 +13,9 @@
  *    (done == s) has ended; exposed = end - sum of op times.
  * Invariant: every copy begins at or after its issue time and no two
  * copies of one link overlap in time.
+ * 4. (nnmem__fit_link_idle, for the on-chip choice of fit.c) the same
+ *    timeline's times: the steps during which the link in idles while a
+ *    copy in still ends later.
  * Complexity: O(S * C + C^2) for S steps and C copies (each begin scans
  * the pending ones). The simulation itself is link_timeline.c, shared with
  * the GPU executor's estimate. Thread-safety: one fitter. */
