@@ -8,6 +8,7 @@
  * transfers of one link overlap in time. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fit/link_timeline.h"
 
@@ -46,6 +47,15 @@ nnmem_status_t nnmem__link_timeline(const double *op_s, uint64_t steps,
                                     const nnmem__xfer_t *x, size_t n,
                                     double *total_s, double *compute_s,
                                     size_t *order) {
+  return nnmem__link_timeline_times(op_s, steps, x, n, total_s, compute_s,
+                                    order, NULL, NULL);
+}
+
+nnmem_status_t nnmem__link_timeline_times(const double *op_s, uint64_t steps,
+                                          const nnmem__xfer_t *x, size_t n,
+                                          double *total_s, double *compute_s,
+                                          size_t *order, double *xfer_end,
+                                          double *step_begin) {
   size_t cap = n ? n : 1, n_order = 0;
   double *end = calloc(cap, sizeof *end), *rel = calloc(cap, sizeof *rel);
   link_sim_t L[2] = {{calloc(cap, sizeof(size_t)), 0, 0, order, &n_order},
@@ -71,12 +81,14 @@ nnmem_status_t nnmem__link_timeline(const double *op_s, uint64_t steps,
       }
       if (end[i] > T) T = end[i];
     }
+    if (step_begin) step_begin[s] = T;
     T += op_s[s];
     compute += op_s[s];
   }
-  for (int d = 0; d < 2 && st == NNMEM_OK && order; d++) /* the rest */
-    while (link_begin(&L[d], x, rel, end, INFINITY)) {
+  for (int d = 0; d < 2 && st == NNMEM_OK && (order || xfer_end); d++)
+    while (link_begin(&L[d], x, rel, end, INFINITY)) { /* the rest */
     }
+  if (st == NNMEM_OK && xfer_end) memcpy(xfer_end, end, n * sizeof *end);
   free(end), free(rel), free(L[0].pend), free(L[1].pend);
   *total_s = T;
   *compute_s = compute;

@@ -31,4 +31,13 @@ nnmem_status_t nnmem__link_timeline(const double *op_s, uint64_t steps,
                                     double *total_s, double *compute_s,
                                     size_t *order);
 
+/* The same timeline, also giving (each nullable) every transfer's end
+ * time (`xfer_end`, n entries; its begin is the end less its seconds)
+ * and every op's begin time (`step_begin`, steps entries). */
+nnmem_status_t nnmem__link_timeline_times(const double *op_s, uint64_t steps,
+                                          const nnmem__xfer_t *x, size_t n,
+                                          double *total_s, double *compute_s,
+                                          size_t *order, double *xfer_end,
+                                          double *step_begin);
+
 #endif /* NNMEM_FIT_LINK_TIMELINE_H */

@@ -13,6 +13,9 @@
  *    (done == s) has ended; exposed = end - sum of op times.
  * Invariant: every copy begins at or after its issue time and no two
  * copies of one link overlap in time.
+ * 4. (nnmem__fit_link_idle, for the on-chip choice of fit.c) the same
+ *    timeline's times: the steps during which the link in idles while a
+ *    copy in still ends later.
  * Complexity: O(S * C + C^2) for S steps and C copies (each begin scans
  * the pending ones). The simulation itself is link_timeline.c, shared with
  * the GPU executor's estimate. Thread-safety: one fitter. */
@@ -52,4 +55,42 @@ void nnmem__fit_compute_costs(fitter_t *x) {
   c->compute_s = compute;
   c->total_s = T;
   c->exposed_s = T - c->compute_s > 0 ? T - c->compute_s : 0;
+}
+
+/* Marks idle[s] = 1 when, in the timeline above, the link in idles for a
+ * while during op s although a copy in still ends after op s: copies that
+ * could have moved then were held back (by memory: choose_onchip, fit.c).
+ * NNMEM_ERR_NOMEM. O(S * C). */
+nnmem_status_t nnmem__fit_link_idle(fitter_t *x, uint8_t *idle) {
+  nnmem_fit_t *f = x->f;
+  double link = f->dev.tiers[x->main].link_bandwidth;
+  size_t nc = f->n_copies;
+  nnmem__xfer_t *xf = calloc(nc ? nc : 1, sizeof *xf);
+  double *end = calloc(nc ? nc : 1, sizeof *end);
+  double *begin = calloc(x->S + 1, sizeof *begin);
+  nnmem_status_t st = xf && end && begin ? NNMEM_OK : NNMEM_ERR_NOMEM;
+  for (size_t i = 0; i < nc && st == NNMEM_OK; i++) {
+    const nnmem_fit_copy_t *cp = &f->copies[i];
+    xf[i] = (nnmem__xfer_t){cp->start, cp->done, (double)cp->bytes / link,
+                            cp->dir == NNMEM_COPY_IN};
+  }
+  double T = 0, compute = 0;
+  if (st == NNMEM_OK)
+    st = nnmem__link_timeline_times(x->op_s, x->S, xf, nc, &T, &compute, NULL,
+                                    end, begin);
+  for (uint64_t s = 0; s < x->S && st == NNMEM_OK; s++) {
+    double b = begin[s], e = b + x->op_s[s], busy = 0;
+    int later = 0;
+    for (size_t i = 0; i < nc; i++) {
+      if (!xf[i].in) continue;
+      double lo = end[i] - xf[i].seconds, hi = end[i];
+      later |= hi > e;
+      lo = lo > b ? lo : b;
+      hi = hi < e ? hi : e;
+      if (hi > lo) busy += hi - lo;
+    }
+    idle[s] = later && busy < 0.99 * (e - b);
+  }
+  free(xf), free(end), free(begin);
+  return st;
 }
