@@ -527,7 +527,7 @@ static nnmem_status_t place_onchip(fitter_t *x, uint32_t ahead) {
  * on-chip workspace moves none of them: it was subtracted from the main
  * tier's bytes before, and a layer4.0.conv2 part of resnet50 reading a
  * 1 MB weight slice from lpddr (41 us at 25 GB/s) was costed 17 us. */
-static void onchip_times(fitter_t *x) {
+static nnmem_status_t onchip_times(fitter_t *x) {
   const nnmem_device_t *d = &x->f->dev;
   for (uint64_t s = 0; s < x->S; s++) {
     const fit_access_t *a = x->f->acc + x->f->acc_start[s];
@@ -546,7 +546,10 @@ static void onchip_times(fitter_t *x) {
     tm += slow / d->tiers[x->main].bandwidth;
     double tc = x->op_flops[s] / d->compute_rate;
     x->op_s[s] = (tc > tm ? tc : tm) + d->op_overhead_s + x->op_extra[s];
+    nnmem_status_t st = nnmem__fit_op_time_check(x, s); /* a slow tier */
+    if (st != NNMEM_OK) return st;
   }
+  return NNMEM_OK;
 }
 
 /* ---- step 7: costs --------------------------------------------------------
@@ -756,13 +759,17 @@ static nnmem_status_t onchip_leads(fitter_t *x, uint32_t ahead,
     return NNMEM_ERR_NOMEM;
   }
   memcpy(x->win_s, x->op_s, (x->S + 1) * sizeof *x->win_s);
-  onchip_times(x);
+  nnmem_status_t st = onchip_times(x);
+  if (st != NNMEM_OK) {
+    free(lead), free(w);
+    return st;
+  }
   nnmem__fit_compute_costs(x);
   double before = x->f->costs.exposed_s;
   for (size_t i = 0; i < x->n_v; i++)
     lead[2 * i] = x->v[i].min_lead, lead[2 * i + 1] = x->v[i].pace_lead;
   x->skip_alone = 1;
-  nnmem_status_t st = nnmem__fit_alap_leads(x, ahead);
+  st = nnmem__fit_alap_leads(x, ahead);
   x->skip_alone = 0;
   if (st == NNMEM_OK) nnmem__fit_compute_costs(x);
   if (st == NNMEM_OK && x->f->costs.exposed_s > before) {

@@ -230,6 +230,29 @@ static int tensor_bytes(const fitter_t *x, uint32_t t, uint64_t *out) {
   return 0;
 }
 
+/* NNMEM_ERR_INVALID naming step s's op when its time is over
+ * NNMEM_FIT_OP_SECONDS_MAX (or NaN): a fitted plan cannot hold it. The
+ * slowest tier it may read is named: the main tier or an on-chip one. */
+nnmem_status_t nnmem__fit_op_time_check(fitter_t *x, uint64_t s) {
+  if (x->op_s[s] <= NNMEM_FIT_OP_SECONDS_MAX) return NNMEM_OK;
+  const nnmem_device_t *d = &x->f->dev;
+  uint32_t slow = x->main;
+  for (uint32_t t = 0; t < x->main; t++)
+    if (d->tiers[t].bandwidth < d->tiers[slow].bandwidth) slow = t;
+  nnmem_op_info_t oi;
+  const uint32_t *order = nnmem_liveness_order(x->live);
+  if (nnmem_graph_op(x->g, order[x->f->step[s].op_step], &oi) != NNMEM_OK)
+    return NNMEM_ERR_INVALID;
+  return nnmem__diag(
+      x->diag, NNMEM_ERR_INVALID,
+      "op '%s' (%s): the cost model gives %.3g s on device '%s' (%.3g FLOP "
+      "at compute_rate %.3g FLOP/s, %.3g B, %s bandwidth %.3g B/s), over "
+      "%.0e s: the device's rates are not a device's",
+      oi.name, oi.type, x->op_s[s], d->name, x->op_flops[s], d->compute_rate,
+      x->op_bytes[s], d->tiers[slow].name, d->tiers[slow].bandwidth,
+      NNMEM_FIT_OP_SECONDS_MAX);
+}
+
 /* Accesses of every op (each part of a split op: every operand but the
  * split weight, of which its slice), the op times, im2col sizes per step
  * (ws). */
@@ -272,17 +295,8 @@ static nnmem_status_t op_accesses(fitter_t *x, const int64_t *wval,
       }
       part_cost(x, o, q, &oc, w_bytes, y_bytes, a_bytes, slice, ws);
       x->op_s[s] += x->op_extra[s];
-      if (!(x->op_s[s] <= NNMEM_FIT_OP_SECONDS_MAX)) { /* NaN too */
-        const nnmem_device_t *d = &x->f->dev;
-        return nnmem__diag(
-            x->diag, NNMEM_ERR_INVALID,
-            "op '%s' (%s): the cost model gives %.3g s on device '%s' "
-            "(%.3g FLOP at compute_rate %.3g FLOP/s, %.3g B at %s bandwidth "
-            "%.3g B/s), over %.0e s: the device's rates are not a device's",
-            oi.name, oi.type, x->op_s[s], d->name, x->op_flops[s],
-            d->compute_rate, x->op_bytes[s], d->tiers[x->main].name,
-            d->tiers[x->main].bandwidth, NNMEM_FIT_OP_SECONDS_MAX);
-      }
+      nnmem_status_t st = nnmem__fit_op_time_check(x, s);
+      if (st != NNMEM_OK) return st;
     }
   }
   /* liveness workspace buffers are accessed at their one step (first) */

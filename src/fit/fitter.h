@@ -138,6 +138,7 @@ int nnmem__fit_cmp_step_root(const void *a, const void *b);
 nnmem_status_t nnmem__fit_setup(fitter_t *x, const nnmem_fit_config_t *cfg);
 /* fit_values.c: steps 2 (values and accesses); wval[t] per tensor */
 nnmem_status_t nnmem__fit_values(fitter_t *x, int64_t **wval_out);
+nnmem_status_t nnmem__fit_op_time_check(fitter_t *x, uint64_t s);
 void nnmem__fitter_free(fitter_t *x);
 
 nnmem_status_t nnmem__fit_build_round(fitter_t *x, uint32_t ahead,

@@ -278,6 +278,8 @@ static void check_fit(const nnmem_fit_t *f, const nnmem_graph_t *g,
  * refused, a limit above NNMEM_FIT_LIMIT_MAX is taken as it (the plan
  * runs), and a fit whose op times are out of range is refused naming the
  * op. */
+static nnmem_graph_t *late_weight_chain(void);
+
 static void test_out_of_range_devices(void **state) {
   (void)state;
   nnmem_graph_t *g = gemm_relu_chain();
@@ -305,6 +307,18 @@ static void test_out_of_range_devices(void **state) {
   assert_null(f);
   if (!strstr(diag.message, "op 'op1' (Gemm): the cost model gives"))
     fail_msg("slow device: %s", diag.message);
+  /* an on-chip tier of 0.002 B/s (fuzz_device): the op times are set
+   * again once values sit on chip, and checked again */
+  nnmem_device_t chip;
+  assert_ok(nnmem_device_preset("edge-npu", &chip));
+  chip.tiers[0].bandwidth = 0.002;
+  nnmem_graph_t *big_g = late_weight_chain();
+  assert_int_equal(nnmem_fit(big_g, &chip, 0, NULL, &f, &diag),
+                   NNMEM_ERR_INVALID);
+  assert_null(f);
+  if (!strstr(diag.message, "sram bandwidth 0.002 B/s"))
+    fail_msg("slow sram: %s", diag.message);
+  nnmem_graph_destroy(big_g);
   nnmem_graph_destroy(g);
 }
 
