@@ -1263,6 +1263,19 @@ static inline int64_t small_index(const page_t *pg, const void *ptr) {
   return (int64_t)idx;
 }
 
+/* A block of a span the calling thread's cache owns back on its free list:
+ * counted, and timed when the latency sample is due. */
+static inline void owner_free(tcache_t *tc, page_t *pg, void *ptr) {
+  bump(&tc->st.frees[pg->cls], 1);
+  if (__builtin_expect(--tc->sample_left == 0, 0)) {
+    uint64_t t0 = nnmem__cycles();
+    local_free(tc, pg, ptr);
+    lat_record(tc, t0);
+  } else {
+    local_free(tc, pg, ptr);
+  }
+}
+
 /* Returns block idx of span pg to its owner: the span's free list
  * when the calling thread's cache `tc` owns it, else the owner's remote
  * stack. A block not handed out (a second free) is misuse. */
@@ -1271,14 +1284,7 @@ static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
   if (pg->owner == tc) {
     if (__builtin_expect(local_misuse(pg, ptr, tc->key), 0))
       return misuse(a);
-    bump(&tc->st.frees[pg->cls], 1);
-    if (__builtin_expect(--tc->sample_left == 0, 0)) {
-      uint64_t t0 = nnmem__cycles();
-      local_free(tc, pg, ptr);
-      lat_record(tc, t0);
-    } else {
-      local_free(tc, pg, ptr);
-    }
+    owner_free(tc, pg, ptr);
     return NNMEM_OK;
   }
   /* a block free already or waiting for the drain (either tag) is a
@@ -1464,14 +1470,7 @@ static __attribute__((noinline)) nnmem_status_t free_marked(
   uintptr_t w = w1_get(ptr), t = blk_tag(tc->key, ptr);
   if ((w | 2u) == (t | 2u)) return free_general(a, ptr);
   leaks_free_small(a, pg, ptr, idx);
-  bump(&tc->st.frees[pg->cls], 1);
-  if (__builtin_expect(--tc->sample_left == 0, 0)) {
-    uint64_t t0 = nnmem__cycles();
-    local_free(tc, pg, ptr);
-    lat_record(tc, t0);
-  } else {
-    local_free(tc, pg, ptr);
-  }
+  owner_free(tc, pg, ptr);
   return NNMEM_OK;
 }
 
