@@ -446,6 +446,40 @@ static void test_onchip(void **state) {
   nnmem_graph_destroy(g);
 }
 
+/* The zoo model fitted on edge-npu at 25 % of its unconstrained peak, or
+ * its smallest limit when that is larger (as bench/fit's rows); checked
+ * (check_fit). *g, *d, *limit: the graph (caller destroys), the device and
+ * the limit. */
+static nnmem_fit_t *fit_quarter(const char *model, nnmem_graph_t **g,
+                                nnmem_device_t *d, uint64_t *limit) {
+  assert_ok(nnmem_zoo_build(model, 1, g, NULL));
+  assert_ok(nnmem_device_preset("edge-npu", d));
+  nnmem_fit_t *f = NULL;
+  assert_ok(nnmem_fit(*g, d, UINT64_MAX / 4, NULL, &f, NULL));
+  *limit = nnmem_fit_unconstrained_peak(f) / 100 * 25;
+  nnmem_fit_destroy(f);
+  uint64_t smallest = 0;
+  assert_ok(nnmem_fit_smallest_limit(*g, d, NULL, &smallest, NULL));
+  if (*limit < smallest) *limit = smallest;
+  f = NULL;
+  assert_ok(nnmem_fit(*g, d, *limit, NULL, &f, NULL));
+  check_fit(f, *g, *limit);
+  return f;
+}
+
+/* The exposed seconds of the LRU baseline on whole tensors (as bench/fit's
+ * rows whose whole operands fit). */
+static double lru_exposed(const nnmem_graph_t *g, const nnmem_device_t *d,
+                          uint64_t limit) {
+  nnmem_baseline_result_t lru;
+  nnmem_fit_config_t whole;
+  nnmem_fit_config_init(&whole);
+  whole.slice_bytes = UINT64_MAX;
+  assert_ok(nnmem_fit_baseline(g, d, limit, &whole, NNMEM_BASELINE_LRU, &lru,
+                               NULL));
+  return lru.exposed_s;
+}
+
 /* Prefetch against on-demand swapping (the issue's figure, on the cost
  * model: no clock involved). mobilenetv2 at 25 % of its peak is bound by
  * memory at the end (the classifier's 5 MB weight) and had idle link time
@@ -455,31 +489,17 @@ static void test_onchip(void **state) {
 static void test_exposed_vs_lru(void **state) {
   (void)state;
   nnmem_graph_t *g;
-  assert_ok(nnmem_zoo_build("mobilenetv2", 1, &g, NULL));
   nnmem_device_t d;
-  assert_ok(nnmem_device_preset("edge-npu", &d));
-  nnmem_fit_t *f = NULL;
-  assert_ok(nnmem_fit(g, &d, UINT64_MAX / 4, NULL, &f, NULL));
-  uint64_t limit = nnmem_fit_unconstrained_peak(f) / 100 * 25;
-  nnmem_fit_destroy(f);
-  uint64_t smallest = 0; /* as bench/fit: the smallest limit that fits */
-  assert_ok(nnmem_fit_smallest_limit(g, &d, NULL, &smallest, NULL));
-  if (limit < smallest) limit = smallest;
-  assert_ok(nnmem_fit(g, &d, limit, NULL, &f, NULL));
-  check_fit(f, g, limit);
+  uint64_t limit;
+  nnmem_fit_t *f = fit_quarter("mobilenetv2", &g, &d, &limit);
   nnmem_fit_costs_t c;
   nnmem_fit_costs(f, &c);
-  nnmem_baseline_result_t lru; /* whole tensors, as bench/fit */
-  nnmem_fit_config_t whole;
-  nnmem_fit_config_init(&whole);
-  whole.slice_bytes = UINT64_MAX;
-  assert_ok(nnmem_fit_baseline(g, &d, limit, &whole, NNMEM_BASELINE_LRU, &lru,
-                               NULL));
+  double lru = lru_exposed(g, &d, limit);
   printf("mobilenetv2 at %llu B: exposed %.3f ms, LRU %.3f ms (%.2f)\n",
-         (unsigned long long)limit, c.exposed_s * 1e3, lru.exposed_s * 1e3,
-         c.exposed_s / lru.exposed_s);
-  assert_true(c.transfer_bytes > 0 && lru.exposed_s > 0);
-  assert_true(c.exposed_s <= 0.5 * lru.exposed_s);
+         (unsigned long long)limit, c.exposed_s * 1e3, lru * 1e3,
+         c.exposed_s / lru);
+  assert_true(c.transfer_bytes > 0 && lru > 0);
+  assert_true(c.exposed_s <= 0.5 * lru);
   nnmem_fit_destroy(f);
   nnmem_graph_destroy(g);
 }
@@ -493,15 +513,9 @@ static void test_exposed_vs_lru(void **state) {
 static void test_onchip_relief(void **state) {
   (void)state;
   nnmem_graph_t *g;
-  assert_ok(nnmem_zoo_build("resnet50", 1, &g, NULL));
   nnmem_device_t d;
-  assert_ok(nnmem_device_preset("edge-npu", &d));
-  nnmem_fit_t *f = NULL;
-  assert_ok(nnmem_fit(g, &d, UINT64_MAX / 4, NULL, &f, NULL));
-  uint64_t limit = nnmem_fit_unconstrained_peak(f) / 100 * 25;
-  nnmem_fit_destroy(f);
-  assert_ok(nnmem_fit(g, &d, limit, NULL, &f, NULL));
-  check_fit(f, g, limit);
+  uint64_t limit;
+  nnmem_fit_t *f = fit_quarter("resnet50", &g, &d, &limit);
   const nnmem_problem_t *sram = nnmem_fit_tier_problem(f, 0);
   const nnmem_buffer_t *b = nnmem_problem_buffers(sram);
   size_t large = 0;
@@ -515,20 +529,14 @@ static void test_onchip_relief(void **state) {
   nnmem_fit_t *fn = NULL;
   assert_ok(nnmem_fit(g, &d, limit, &cfg, &fn, NULL));
   nnmem_fit_costs(fn, &cn);
-  nnmem_baseline_result_t lru; /* whole tensors, as bench/fit */
-  nnmem_fit_config_t whole;
-  nnmem_fit_config_init(&whole);
-  whole.slice_bytes = UINT64_MAX;
-  assert_ok(nnmem_fit_baseline(g, &d, limit, &whole, NNMEM_BASELINE_LRU, &lru,
-                               NULL));
+  double lru = lru_exposed(g, &d, limit);
   printf("resnet50 at %llu B: %zu sram buffers over a quarter of it; exposed "
          "%.3f ms, LRU %.3f ms (%.3f); total %.3f ms, without sram %.3f ms\n",
-         (unsigned long long)limit, large, c.exposed_s * 1e3,
-         lru.exposed_s * 1e3, c.exposed_s / lru.exposed_s, c.total_s * 1e3,
-         cn.total_s * 1e3);
+         (unsigned long long)limit, large, c.exposed_s * 1e3, lru * 1e3,
+         c.exposed_s / lru, c.total_s * 1e3, cn.total_s * 1e3);
   assert_true(large > 0);
-  assert_true(lru.exposed_s > 0);
-  assert_true(c.exposed_s <= 0.5 * lru.exposed_s);
+  assert_true(lru > 0);
+  assert_true(c.exposed_s <= 0.5 * lru);
   assert_true(c.total_s < cn.total_s);
   nnmem_fit_destroy(fn);
   nnmem_fit_destroy(f);
