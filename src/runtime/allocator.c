@@ -408,6 +408,16 @@ static inline page_t *reg_get(nnmem_allocator_t *a, uintptr_t p) {
   return s ? atomic_load_explicit(s, memory_order_acquire) : NULL;
 }
 
+/* reg_get for the free fast paths, p below 2^48 (the caller tested it):
+ * the two levels read directly, no slot creation path. */
+static inline page_t *reg_get_fast(const nnmem_allocator_t *a, uintptr_t p) {
+  reg_ent_t *leaf =
+      atomic_load_explicit(&a->reg[p >> 32], memory_order_acquire);
+  return leaf ? atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                     memory_order_acquire)
+              : NULL;
+}
+
 static inline page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   page_t *pg = reg_get(a, p);
@@ -1440,14 +1450,8 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   /* the queue's identity: the thread's cache current and no_queue 0 (a
    * span's base, no block, is refused at the flush: off wraps) */
   if (__builtin_expect((p >> 48) || tls_cur.qid != alloc_id(a), 0)) return 0;
-  reg_ent_t *leaf =
-      atomic_load_explicit(&a->reg[p >> 32], memory_order_acquire);
-  page_t *pg;
-  if (__builtin_expect(
-          !leaf || !(pg = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
-                                               memory_order_acquire)),
-          0))
-    return 0; /* not a span's unit */
+  page_t *pg = reg_get_fast(a, p);
+  if (__builtin_expect(!pg, 0)) return 0; /* not a span's unit */
   tcache_t *tc = tls_cur.tc;
   tc->pendpg[tc->npend] = pg;
   tc->pend[tc->npend++] = ptr;
@@ -1489,13 +1493,8 @@ static inline nnmem_status_t free_direct(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   if (__builtin_expect((p >> 48) || tls_cur.id != alloc_id(a), 0))
     return free_general(a, ptr);
-  reg_ent_t *leaf =
-      atomic_load_explicit(&a->reg[p >> 32], memory_order_acquire);
-  page_t *pg;
-  if (__builtin_expect(
-          !leaf || !(pg = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
-                                               memory_order_acquire)),
-          0))
+  page_t *pg = reg_get_fast(a, p);
+  if (__builtin_expect(!pg, 0))
     return free_general(a, ptr); /* not a span's unit */
   tcache_t *tc = tls_cur.tc;
   if (__builtin_expect(pg->owner != tc || pg->cls >= PURGE_MIN_CLS, 0))
