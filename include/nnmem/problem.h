@@ -77,6 +77,13 @@ NNMEM_API nnmem_status_t nnmem_problem_total_bytes(const nnmem_problem_t *p,
                                                    uint64_t align,
                                                    uint64_t *total_out);
 
+/* The height of an assignment of offsets (one per buffer, in the problem's
+ * order): the largest offset + size, 0 for an empty problem. Nothing else
+ * is checked. NNMEM_ERR_OVERFLOW when an offset + size passes 2^64 - 1. */
+NNMEM_API nnmem_status_t nnmem_problem_height(const nnmem_problem_t *p,
+                                              const uint64_t *offsets,
+                                              uint64_t *height_out);
+
 /* ---- Gaps and sub-buffers ---------------------------------------------------
  *
  * A buffer's *active* time is its lifetime [first, last) minus its gaps:

@@ -431,9 +431,9 @@ static int cmp_hot(const void *a, const void *b) {
  * classes:
  *   1. relief: larger than a quarter of the tier, at most all of it, live
  *      at a step where the main tier holds over FIT_TIGHT of the limit
- *      (x->prof) and at a step where the link in idles with copies still
- *      to come (`idle`, nnmem__fit_link_idle): memory, not the link,
- *      holds those copies back; largest first.
+ *      (x->prof) and at a step where the incoming link idles with copies
+ *      still to come (`idle`, nnmem__fit_link_idle): memory, not the
+ *      link, holds those copies back; largest first.
  *   2. the others of at most a quarter of the tier, by accesses per
  *      byte-step (the ops they speed up).
  * Class 1 first: resnet50 at 25 % on edge-npu held its 3.2 MB layer1
@@ -764,14 +764,18 @@ static nnmem_status_t onchip_leads(fitter_t *x, uint32_t ahead,
     free(lead), free(w);
     return st;
   }
-  nnmem__fit_compute_costs(x);
+  st = nnmem__fit_compute_costs(x);
+  if (st != NNMEM_OK) {
+    free(lead), free(w);
+    return st;
+  }
   double before = x->f->costs.exposed_s;
   for (size_t i = 0; i < x->n_v; i++)
     lead[2 * i] = x->v[i].min_lead, lead[2 * i + 1] = x->v[i].pace_lead;
   x->skip_alone = 1;
   st = nnmem__fit_alap_leads(x, ahead);
   x->skip_alone = 0;
-  if (st == NNMEM_OK) nnmem__fit_compute_costs(x);
+  if (st == NNMEM_OK) st = nnmem__fit_compute_costs(x);
   if (st == NNMEM_OK && x->f->costs.exposed_s > before) {
     for (size_t i = 0; i < x->n_v; i++)
       x->v[i].min_lead = lead[2 * i], x->v[i].pace_lead = lead[2 * i + 1];
@@ -804,7 +808,7 @@ static nnmem_status_t fit_main(fitter_t *x, uint32_t ahead) {
   if (st == NNMEM_OK) st = place_onchip(x, ahead);
   if (st == NNMEM_OK) st = build_accesses(x, wval);
   if (st == NNMEM_OK) st = onchip_leads(x, ahead, wval);
-  if (st == NNMEM_OK) nnmem__fit_compute_costs(x);
+  if (st == NNMEM_OK) st = nnmem__fit_compute_costs(x);
   if (st == NNMEM_OK) { /* the op times travel with the fit (plan JSON) */
     if (x->win_s == x->op_s) x->win_s = NULL;
     f->op_s = x->op_s;

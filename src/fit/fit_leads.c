@@ -360,7 +360,8 @@ nnmem_status_t nnmem__fit_alap_leads(fitter_t *x, uint32_t ahead) {
       }
       if (st != NNMEM_OK) break;
       if (rule == 2 && !x->skip_alone) x->paced_r = r;
-      nnmem__fit_compute_costs(x);
+      st = nnmem__fit_compute_costs(x);
+      if (st != NNMEM_OK) break;
       if (best < 0 || x->f->costs.exposed_s < best) {
         best = x->f->costs.exposed_s;
         for (size_t i = 0; i < x->n_v; i++)
@@ -377,7 +378,7 @@ nnmem_status_t nnmem__fit_alap_leads(fitter_t *x, uint32_t ahead) {
     x->trial = 1;
     st = nnmem__fit_build_round(x, ahead, w);
     x->trial = 0;
-    if (st == NNMEM_OK) nnmem__fit_compute_costs(x);
+    if (st == NNMEM_OK) st = nnmem__fit_compute_costs(x);
     if (st == NNMEM_OK && x->f->costs.exposed_s >= best)
       st = NNMEM_ERR_CAPACITY; /* no better: the winner as it was */
   } else if (st == NNMEM_OK) {

@@ -143,7 +143,7 @@ void nnmem__fitter_free(fitter_t *x);
 
 nnmem_status_t nnmem__fit_build_round(fitter_t *x, uint32_t ahead,
                                       nnmem_interval_t *scratch);
-void nnmem__fit_compute_costs(fitter_t *x);
+nnmem_status_t nnmem__fit_compute_costs(fitter_t *x);
 nnmem_status_t nnmem__fit_link_idle(fitter_t *x, uint8_t *idle);
 
 /* fit_leads.c */

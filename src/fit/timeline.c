@@ -14,8 +14,8 @@
  * Invariant: every copy begins at or after its issue time and no two
  * copies of one link overlap in time.
  * 4. (nnmem__fit_link_idle, for the on-chip choice of fit.c) the same
- *    timeline's times: the steps during which the link in idles while a
- *    copy in still ends later.
+ *    timeline's times: the steps during which the incoming link idles
+ *    while a copy in still ends later.
  * Complexity: O(S * C + C^2) for S steps and C copies (each begin scans
  * the pending ones). The simulation itself is link_timeline.c, shared with
  * the GPU executor's estimate. Thread-safety: one fitter. */
@@ -25,22 +25,36 @@
 #include "fit/fitter.h"
 #include "fit/link_timeline.h"
 
-/* Step 7: the timeline. Copies are issued at the start of their step;
- * each direction's link serves the issued copies one at a time, earliest
- * deadline first (a copy never waits behind one due later unless that one
- * began first); an op begins when the copies due before it are done. */
-void nnmem__fit_compute_costs(fitter_t *x) {
-  nnmem_fit_t *f = x->f;
-  nnmem_fit_costs_t *c = &f->costs;
-  memset(c, 0, sizeof *c);
+/* The fit's copies as the link timeline's transfers: each copy's issue and
+ * due steps, its seconds on the main tier's link and its direction. NULL
+ * when out of memory; the caller frees. */
+static nnmem__xfer_t *fit_xfers(const fitter_t *x) {
+  const nnmem_fit_t *f = x->f;
   double link = f->dev.tiers[x->main].link_bandwidth;
   size_t nc = f->n_copies;
   nnmem__xfer_t *xf = calloc(nc ? nc : 1, sizeof *xf);
-  for (size_t i = 0; i < nc; i++) {
+  for (size_t i = 0; i < nc && xf; i++) {
     const nnmem_fit_copy_t *cp = &f->copies[i];
-    if (xf)
-      xf[i] = (nnmem__xfer_t){cp->start, cp->done, (double)cp->bytes / link,
-                              cp->dir == NNMEM_COPY_IN};
+    xf[i] = (nnmem__xfer_t){cp->start, cp->done, (double)cp->bytes / link,
+                            cp->dir == NNMEM_COPY_IN};
+  }
+  return xf;
+}
+
+/* Step 7: the timeline. Copies are issued at the start of their step;
+ * each direction's link serves the issued copies one at a time, earliest
+ * deadline first (a copy never waits behind one due later unless that one
+ * began first); an op begins when the copies due before it are done.
+ * NNMEM_ERR_NOMEM leaves the costs zero. */
+nnmem_status_t nnmem__fit_compute_costs(fitter_t *x) {
+  nnmem_fit_t *f = x->f;
+  nnmem_fit_costs_t *c = &f->costs;
+  memset(c, 0, sizeof *c);
+  nnmem__xfer_t *xf = fit_xfers(x);
+  if (!xf) return NNMEM_ERR_NOMEM;
+  double link = f->dev.tiers[x->main].link_bandwidth;
+  for (size_t i = 0; i < f->n_copies; i++) {
+    const nnmem_fit_copy_t *cp = &f->copies[i];
     c->transfer_s += (double)cp->bytes / link;
     c->transfer_bytes += cp->bytes;
     if (cp->dir == NNMEM_COPY_IN &&
@@ -50,30 +64,24 @@ void nnmem__fit_compute_costs(fitter_t *x) {
       c->offload_bytes += cp->bytes;
   }
   double T = 0, compute = 0;
-  if (xf) nnmem__link_timeline(x->op_s, x->S, xf, nc, &T, &compute, NULL);
+  nnmem__link_timeline(x->op_s, x->S, xf, f->n_copies, &T, &compute, NULL);
   free(xf);
   c->compute_s = compute;
   c->total_s = T;
   c->exposed_s = T - c->compute_s > 0 ? T - c->compute_s : 0;
+  return NNMEM_OK;
 }
 
-/* Marks idle[s] = 1 when, in the timeline above, the link in idles for a
- * while during op s although a copy in still ends after op s: copies that
+/* Marks idle[s] = 1 when, in the timeline above, the incoming link idles
+ * for a while during op s although a copy in still ends after op s: copies that
  * could have moved then were held back (by memory: choose_onchip, fit.c).
  * NNMEM_ERR_NOMEM. O(S * C). */
 nnmem_status_t nnmem__fit_link_idle(fitter_t *x, uint8_t *idle) {
-  nnmem_fit_t *f = x->f;
-  double link = f->dev.tiers[x->main].link_bandwidth;
-  size_t nc = f->n_copies;
-  nnmem__xfer_t *xf = calloc(nc ? nc : 1, sizeof *xf);
+  size_t nc = x->f->n_copies;
+  nnmem__xfer_t *xf = fit_xfers(x);
   double *end = calloc(nc ? nc : 1, sizeof *end);
   double *begin = calloc(x->S + 1, sizeof *begin);
   nnmem_status_t st = xf && end && begin ? NNMEM_OK : NNMEM_ERR_NOMEM;
-  for (size_t i = 0; i < nc && st == NNMEM_OK; i++) {
-    const nnmem_fit_copy_t *cp = &f->copies[i];
-    xf[i] = (nnmem__xfer_t){cp->start, cp->done, (double)cp->bytes / link,
-                            cp->dir == NNMEM_COPY_IN};
-  }
   double T = 0, compute = 0;
   if (st == NNMEM_OK)
     st = nnmem__link_timeline_times(x->op_s, x->S, xf, nc, &T, &compute, NULL,

@@ -290,6 +290,20 @@ nnmem_status_t nnmem_problem_total_bytes(const nnmem_problem_t *p,
   return NNMEM_OK;
 }
 
+nnmem_status_t nnmem_problem_height(const nnmem_problem_t *p,
+                                   const uint64_t *offsets,
+                                   uint64_t *height_out) {
+  if (!p || (!offsets && p->n) || !height_out) return NNMEM_ERR_INVALID;
+  uint64_t h = 0, end;
+  for (size_t i = 0; i < p->n; i++) {
+    if (nnmem__add_overflow(offsets[i], p->bufs[i].size, &end))
+      return NNMEM_ERR_OVERFLOW;
+    if (end > h) h = end;
+  }
+  *height_out = h;
+  return NNMEM_OK;
+}
+
 nnmem_status_t nnmem_problem_check(const nnmem_problem_t *p,
                                    nnmem_diag_t *diag) {
   if (!p) return nnmem__diag(diag, NNMEM_ERR_INVALID, "problem is NULL");

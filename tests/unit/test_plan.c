@@ -106,6 +106,36 @@ static void test_minimalloc_example(void **state) {
   nnmem_problem_destroy(p);
 }
 
+/* The height of given offsets: the largest end; an end past 2^64 - 1 and
+ * missing arguments are refused. */
+static void test_problem_height(void **state) {
+  (void)state;
+  static const uint64_t rows[][3] = {{0, 3, 4}, {3, 9, 10}, {0, 9, 4}};
+  nnmem_problem_t *p = make(rows, 3);
+  uint64_t off[3] = {0, 2, 4}, h = 0;
+  assert_ok(nnmem_problem_height(p, off, &h));
+  assert_int_equal(h, 12);
+  off[2] = 100;
+  assert_ok(nnmem_problem_height(p, off, &h));
+  assert_int_equal(h, 104);
+  off[1] = UINT64_MAX - 10;
+  assert_ok(nnmem_problem_height(p, off, &h));
+  assert_true(h == UINT64_MAX);
+  off[1] = UINT64_MAX - 9;
+  h = 7;
+  assert_int_equal(nnmem_problem_height(p, off, &h), NNMEM_ERR_OVERFLOW);
+  assert_int_equal(h, 7);
+  assert_int_equal(nnmem_problem_height(p, NULL, &h), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_problem_height(p, off, NULL), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_problem_height(NULL, off, &h), NNMEM_ERR_INVALID);
+  nnmem_problem_destroy(p);
+  nnmem_problem_t *e = NULL;
+  assert_ok(nnmem_problem_create(&e));
+  assert_ok(nnmem_problem_height(e, NULL, &h));
+  assert_int_equal(h, 0);
+  nnmem_problem_destroy(e);
+}
+
 /* Half-open lifetimes: [0,3) and [3,9) may share bytes. */
 static void test_half_open(void **state) {
   (void)state;
@@ -486,7 +516,9 @@ static void test_random_problems(void **state) {
       cfg.alignment = 16;
       nnmem_plan_t *a = tu_plan_verified(p, &cfg);
       nnmem_plan_t *b = tu_plan_verified(p, &cfg);
-      uint64_t h = nnmem_plan_height(a);
+      uint64_t h = nnmem_plan_height(a), h2 = 0;
+      assert_ok(nnmem_problem_height(p, nnmem_plan_offsets(a), &h2));
+      assert_int_equal((h2 + 15) & ~(uint64_t)15, h); /* sizes rounded */
       if (h < lb || h > total || !brute_valid(p, nnmem_plan_offsets(a)) ||
           memcmp(nnmem_plan_offsets(a), nnmem_plan_offsets(b),
                  n * sizeof(uint64_t)) != 0)
@@ -633,6 +665,7 @@ int main(void) {
       cmocka_unit_test(test_strategy_names),
       cmocka_unit_test(test_problem_add_rejects),
       cmocka_unit_test(test_minimalloc_example),
+      cmocka_unit_test(test_problem_height),
       cmocka_unit_test(test_half_open),
       cmocka_unit_test(test_best_fit_hole),
       cmocka_unit_test(test_chain_two_slots),

@@ -106,13 +106,12 @@ void nnmem__serve_init(nnmem_allocator_t *a) {
   if (st == NNMEM_OK) {
     size_t n = nnmem_problem_count(p);
     const nnmem_buffer_t *b = nnmem_problem_buffers(p);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
       if (b[i].first != i) markers = 1;
-      if (off[i] + b[i].size > height) height = off[i] + b[i].size;
-    }
-    void *m = height ? mmap(NULL, height, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-                     : MAP_FAILED;
+    void *m = MAP_FAILED;
+    if (nnmem_problem_height(p, off, &height) == NNMEM_OK && height)
+      m = mmap(NULL, height, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) {
       st = NNMEM_ERR_NOMEM;
       snprintf(d.message, sizeof d.message,

@@ -371,10 +371,9 @@ static int check_plan(record_opts_t *o, const char *csv_out) {
     }
   }
   cli_input_free(&in);
-  for (size_t i = 0; st == NNMEM_OK && i < nnmem_problem_count(prob); i++) {
-    uint64_t end = offs[i] + nnmem_problem_buffers(prob)[i].size;
-    if (end > height) height = end;
-  }
+  if (st == NNMEM_OK && nnmem_problem_height(prob, offs, &height) != NNMEM_OK)
+    st = nnmem__diag(&d, NNMEM_ERR_OVERFLOW,
+                     "%s: an offset + size passes 2^64 - 1", o->plan);
   void *range = MAP_FAILED;
   if (st == NNMEM_OK && height) /* reserved only: nothing is written */
     range = mmap(NULL, height, PROT_NONE,
