@@ -12,13 +12,14 @@
  *      KiB without backtrace, sampled 1 in 1 TiB (records on, no sample
  *      ever taken: the fixed cost), sampled 1 in 1 MiB and 1 in 16 KiB (a
  *      sample every ~8 steps: a sample's own cost, magnified) - rounds
- *      interleaved across modes so that background load hits all alike. Each round is timed twice: the
- *      thread's CPU time (what the figures use: time the VM gave other
- *      processes is not counted) and wall time. Per mode: the median CPU
- *      ns per step over --repeat rounds (default 15); the ratio to "off"
- *      per round (each mode's round against the "off" round just before
- *      it: paired, so that load drifting between rounds cancels) with its
- *      median and its range (min - max); the median wall ns per step;
+ *      interleaved across modes so that background load hits all alike.
+ *      Each round is timed twice: the thread's CPU time (what the figures
+ *      use: time the VM gave other processes is not counted) and wall
+ *      time. Per mode: the median CPU ns per step over --repeat rounds
+ *      (default 15); the ratio to "off" per round (each mode's round
+ *      against the "off" round just before it: paired, so that load
+ *      drifting between rounds cancels) with its median and its range
+ *      (min - max); the median wall ns per step;
  *   2. backtrace cost: from a call chain 24 frames deep, glibc backtrace()
  *      of 16 frames against libunwind's unw_backtrace() (libunwind.so.8
  *      opened with dlopen, as the leak records do; "absent" without it),
@@ -167,9 +168,9 @@ int main(int argc, char **argv) {
 #else
   const int nmode = NMODE;
   static const char *names[NMODE] = {
-      "off",          "sampled-512KiB",        "full-depth16", "full-depth0",
-      "sampled-2MiB", "sampled-512KiB-depth0", "sampled-1TiB",
-      "sampled-1MiB", "sampled-16KiB"};
+      "off",          "sampled-512KiB", "full-depth16",
+      "full-depth0",  "sampled-2MiB",   "sampled-512KiB-depth0",
+      "sampled-1TiB", "sampled-1MiB",   "sampled-16KiB"};
 #endif
   static double t[NMODE][MAX_REPEAT], w[NMODE][MAX_REPEAT],
       q[NMODE][MAX_REPEAT];

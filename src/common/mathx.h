@@ -56,7 +56,7 @@ static inline double nnmem__neg_ln_u53(uint64_t x) {
   uint64_t b;
   memcpy(&b, &d, sizeof b);
   b += 0x3ff0000000000000ULL - 0x3fe6a09e667f3bcdULL; /* 1 - sqrt2/2 */
-  int e = (int)(b >> 52) - 1023; /* 0 .. 53 */
+  int e = (int)(b >> 52) - 1023;                      /* 0 .. 53 */
   b = (b & 0x000fffffffffffffULL) + 0x3fe6a09e667f3bcdULL;
   double m;
   memcpy(&m, &b, sizeof m); /* [1/sqrt2, sqrt2), x = m 2^e */

@@ -180,9 +180,10 @@ static void *full_reader(void *arg) {
 
 static void test_full_records_cross_thread(void **state) {
   (void)state;
-  printf("leaks full: %d threads x %d steps, cross-thread frees, a reader "
-         "copying the records, xorshift seeds 1000..%d\n",
-         THREADS, FULL_STEPS, 1000 + THREADS - 1);
+  printf(
+      "leaks full: %d threads x %d steps, cross-thread frees, a reader "
+      "copying the records, xorshift seeds 1000..%d\n",
+      THREADS, FULL_STEPS, 1000 + THREADS - 1);
   full_shared_t *sh = calloc(1, sizeof *sh);
   assert_non_null(sh);
   nnmem_allocator_config_t cfg;
