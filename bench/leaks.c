@@ -10,14 +10,16 @@
  *      off, sampled (1 in 512 KiB, depth 16), full with depth 16, full
  *      without backtrace (depth 0), sampled 1 in 2 MiB, sampled 1 in 512
  *      KiB without backtrace, sampled 1 in 1 TiB (records on, no sample
- *      ever taken: the fixed cost) - rounds interleaved across modes so that
- *      background load hits all alike. Each round is timed twice: the
- *      thread's CPU time (what the figures use: time the VM gave other
- *      processes is not counted) and wall time. Per mode: the median CPU
- *      ns per step over --repeat rounds (default 15); the ratio to "off"
- *      per round (each mode's round against the "off" round just before
- *      it: paired, so that load drifting between rounds cancels) with its
- *      median and its range (min - max); the median wall ns per step;
+ *      ever taken: the fixed cost), sampled 1 in 1 MiB and 1 in 16 KiB (a
+ *      sample every ~8 steps: a sample's own cost, magnified) - rounds
+ *      interleaved across modes so that background load hits all alike.
+ *      Each round is timed twice: the thread's CPU time (what the figures
+ *      use: time the VM gave other processes is not counted) and wall
+ *      time. Per mode: the median CPU ns per step over --repeat rounds
+ *      (default 15); the ratio to "off" per round (each mode's round
+ *      against the "off" round just before it: paired, so that load
+ *      drifting between rounds cancels) with its median and its range
+ *      (min - max); the median wall ns per step;
  *   2. backtrace cost: from a call chain 24 frames deep, glibc backtrace()
  *      of 16 frames against libunwind's unw_backtrace() (libunwind.so.8
  *      opened with dlopen, as the leak records do; "absent" without it),
@@ -40,7 +42,7 @@
 
 #include "bench_util.h"
 
-enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 8 };
+enum { RING = 1024, STEPS = 1000000, MAX_REPEAT = 51, NMODE = 9 };
 
 static uint64_t rnd(uint64_t *s) {
   uint64_t x = *s;
@@ -94,6 +96,8 @@ static nnmem_allocator_t *make(int mode) {
   /* records on, no sample ever taken: the fixed cost alone */
   if (mode == 6) lc.mode = NNMEM_LEAKS_SAMPLED, lc.sample_bytes = 1ull << 40;
   if (mode == 7) lc.mode = NNMEM_LEAKS_SAMPLED, lc.sample_bytes = 1u << 20;
+  /* a sample every ~8 steps: the cost of one sample, magnified 32 times */
+  if (mode == 8) lc.mode = NNMEM_LEAKS_SAMPLED, lc.sample_bytes = 16u << 10;
   cfg.leaks = &lc;
 #else
   (void)mode;
@@ -164,9 +168,9 @@ int main(int argc, char **argv) {
 #else
   const int nmode = NMODE;
   static const char *names[NMODE] = {
-      "off",          "sampled-512KiB",        "full-depth16", "full-depth0",
-      "sampled-2MiB", "sampled-512KiB-depth0", "sampled-1TiB",
-      "sampled-1MiB"};
+      "off",          "sampled-512KiB", "full-depth16",
+      "full-depth0",  "sampled-2MiB",   "sampled-512KiB-depth0",
+      "sampled-1TiB", "sampled-1MiB",   "sampled-16KiB"};
 #endif
   static double t[NMODE][MAX_REPEAT], w[NMODE][MAX_REPEAT],
       q[NMODE][MAX_REPEAT];

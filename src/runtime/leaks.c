@@ -3,7 +3,7 @@
  *
  * Steps:
  *   1. alloc (full): take a backtrace of `depth` frames (outside the
- *      lock), then, under the records' mutex, take a spare record (or a
+ *      lock), then, under the records' lock, take a spare record (or a
  *      new one: every record has room for `depth` frames, so a freed one
  *      is kept for the next, up to MAX_SPARE) and insert {ptr, size, file,
  *      line, tid, cycle counter, frames} into a chained hash table keyed
@@ -38,10 +38,10 @@
  *      (its index + 1, or MANY: nnmem__leaks_mark_hit), any other block
  *      after a counting filter (one counter per address hash, raised by
  *      every record without page marks, lowered by its removal, both under
- *      the mutex) is read: a zero proves there is no record and the free
- *      takes no lock. Else the record is removed under the mutex (the
+ *      the lock) is read: a zero proves there is no record and the free
+ *      takes no lock. Else the record is removed under the lock (the
  *      page marks lowered with it) and kept as a spare;
- *   4. report: copy the records under the mutex, sort by site key (file
+ *   4. report: copy the records under the lock, sort by site key (file
  *      and line when given, else the frames), add up each group, sort the
  *      groups by estimated bytes (largest first) and render text, JSON
  *      (common/json_write.h) or folded stacks (frames root first, joined
@@ -58,13 +58,15 @@
  * records.
  *
  * Thread-safety: all entries may run concurrently; the table, the spares,
- * the filter's writes and the page marks' writes are under `lock` (the
- * filter and the marks are read without it), the sampling countdowns are
- * per thread (per thread cache), the slot table is atomic. */
+ * the filter's writes and the page marks' writes are under `lock` (a
+ * spinlock, leaks_lock_t; the filter and the marks are read without
+ * it), the sampling countdowns are per thread (per thread cache), the slot
+ * table is atomic. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,14 +102,58 @@ typedef struct rec {
 
 typedef int (*backtrace_fn)(void **frames, int n);
 
+/* The records' lock: a test-and-test-and-set spinlock. Taking it free is
+ * one locked exchange, giving it back one plain (release) store: a
+ * pthread mutex costs a locked instruction on each side and ~30 more
+ * instructions (a sample takes the lock twice: its record, its removal).
+ * Every critical section is a few dozen instructions except a report's
+ * copy (collect), the checker and destroy; a waiter spins on a plain load
+ * for SPIN_TRIES, then yields the CPU until the holder is done (a holder
+ * preempted on a loaded machine costs waiters a sched_yield each, not a
+ * full time slice of spinning). */
+typedef struct leaks_lock {
+  _Atomic uint32_t held;
+} leaks_lock_t;
+
+enum { SPIN_TRIES = 64 };
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static __attribute__((noinline)) void lock_wait(leaks_lock_t *l) {
+  unsigned n = 0;
+  do {
+    while (atomic_load_explicit(&l->held, memory_order_relaxed)) {
+      if (++n < SPIN_TRIES)
+        cpu_relax();
+      else
+        (void)sched_yield();
+    }
+  } while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire));
+}
+
+static inline void lock_take(leaks_lock_t *l) {
+  if (__builtin_expect(
+          atomic_exchange_explicit(&l->held, 1, memory_order_acquire) != 0, 0))
+    lock_wait(l);
+}
+
+static inline void lock_give(leaks_lock_t *l) {
+  atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
 struct nnmem__leaks {
   nnmem__leaks_head_t head; /* first: mode + filter, read inline */
   uint64_t sample_bytes;
+  double mean; /* sample_bytes as a double (the draw's scale) */
   uint32_t depth;
   uint64_t id, seed;
   char *report_path;
   nnmem_leaks_format_t report_format;
-  pthread_mutex_t lock;
+  leaks_lock_t lock;
   rec_t **bucket;
   size_t nbucket, count;
   rec_t *spare; /* freed records kept for reuse (under lock) */
@@ -155,9 +201,11 @@ static uint64_t splitmix(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
+/* 1 + floor of an exponential draw of mean N: -ln(u) N, u uniform in
+ * (0, 1] from 53 random bits (nnmem__neg_ln_u53; lk->mean is N as a
+ * double, converted once). */
 static int64_t draw_interval(nnmem__leaks_t *lk) {
-  double u = ((double)(splitmix(&tl.rng) >> 11) + 1.0) * 0x1p-53; /* (0,1] */
-  double v = -nnmem__ln(u) * (double)lk->sample_bytes;
+  double v = nnmem__neg_ln_u53((splitmix(&tl.rng) >> 11) + 1) * lk->mean;
   return v >= 9.0e18 ? INT64_MAX : (int64_t)v + 1;
 }
 
@@ -243,11 +291,12 @@ nnmem_status_t nnmem__leaks_create(const nnmem_leaks_config_t *cfg,
   lk->head.slot =
       cfg->mode == NNMEM_LEAKS_SAMPLED ? slot_for(cfg->sample_bytes) : 0;
   lk->sample_bytes = cfg->sample_bytes;
+  lk->mean = (double)cfg->sample_bytes;
   lk->depth = cfg->depth;
   lk->seed = cfg->seed ? cfg->seed : 0x6E6E6D656D6C6BULL;
   lk->report_format = cfg->report_format;
   lk->id = atomic_fetch_add(&next_leaks_id, 1);
-  pthread_mutex_init(&lk->lock, NULL);
+  atomic_init(&lk->lock.held, 0);
   (void)nnmem__ns_per_cycle(); /* calibrated once per process (~2 ms) */
   if (lk->depth) { /* the first call loads the unwinder: not on a hot path */
     void *f[2];
@@ -281,7 +330,6 @@ void nnmem__leaks_destroy(nnmem__leaks_t *lk) {
   }
   free(lk->bucket);
   free(lk->report_path);
-  pthread_mutex_destroy(&lk->lock);
   free(lk);
 }
 
@@ -362,10 +410,10 @@ static int record_frames(nnmem__leaks_t *lk, void *ptr, size_t size,
                          int n) {
   uint64_t t = nnmem__cycles();
   size_t h = hash_ptr((uintptr_t)ptr);
-  pthread_mutex_lock(&lk->lock);
+  lock_take(&lk->lock);
   rec_t *r = rec_new_locked(lk);
   if (!r) {
-    pthread_mutex_unlock(&lk->lock);
+    lock_give(&lk->lock);
     atomic_fetch_add_explicit(&lk->dropped, 1, memory_order_relaxed);
     return 0;
   }
@@ -387,7 +435,7 @@ static int record_frames(nnmem__leaks_t *lk, void *ptr, size_t size,
   lk->bucket[h] = r;
   lk->count++;
   if (mark) mark_add_locked(mark);
-  pthread_mutex_unlock(&lk->lock);
+  lock_give(&lk->lock);
   return 1;
 }
 
@@ -470,7 +518,7 @@ int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr,
   if (!mark && atomic_load_explicit(f, memory_order_relaxed) == 0) return 0;
   rec_t *found = NULL;
   int removed = 0;
-  pthread_mutex_lock(&lk->lock);
+  lock_take(&lk->lock);
   for (rec_t **pp = &lk->bucket[h & (lk->nbucket - 1)]; *pp; pp = &(*pp)->next)
     if ((*pp)->ptr == (uintptr_t)ptr) {
       found = *pp;
@@ -490,8 +538,8 @@ int nnmem__leaks_on_free(nnmem__leaks_t *lk, void *ptr,
       }
       break;
     }
-  pthread_mutex_unlock(&lk->lock);
-  free(found);
+  lock_give(&lk->lock);
+  if (found) free(found); /* over MAX_SPARE: no call to free(NULL) */
   return removed;
 }
 
@@ -502,7 +550,7 @@ nnmem_status_t nnmem__leaks_check(nnmem__leaks_t *lk,
   nnmem_status_t st = NNMEM_OK;
   uint32_t *cnt = calloc(FILTER, sizeof *cnt);
   if (!cnt) return nnmem__diag(diag, NNMEM_ERR_NOMEM, "leak records: check");
-  pthread_mutex_lock(&lk->lock);
+  lock_take(&lk->lock);
   size_t n = 0, ns = 0;
   for (size_t i = 0; i < lk->nbucket && st == NNMEM_OK; i++)
     for (rec_t *r = lk->bucket[i]; r && st == NNMEM_OK; r = r->next) {
@@ -544,7 +592,7 @@ nnmem_status_t nnmem__leaks_check(nnmem__leaks_t *lk,
           "hash there",
           h, atomic_load_explicit(&lk->head.filter[h], memory_order_relaxed),
           cnt[h]);
-  pthread_mutex_unlock(&lk->lock);
+  lock_give(&lk->lock);
   free(cnt);
   return st;
 }
@@ -613,7 +661,7 @@ static nnmem_status_t collect(nnmem__leaks_t *lk, rec_t ***recs_out,
   *recs_out = NULL;
   *sites_out = NULL;
   *nsites = 0;
-  pthread_mutex_lock(&lk->lock);
+  lock_take(&lk->lock);
   size_t n = lk->count, k = 0;
   rec_t **v = malloc((n ? n : 1) * sizeof *v);
   for (size_t i = 0; v && i < lk->nbucket; i++)
@@ -624,7 +672,7 @@ static nnmem_status_t collect(nnmem__leaks_t *lk, rec_t ***recs_out,
       memcpy(c, r, sz);
       v[k++] = c;
     }
-  pthread_mutex_unlock(&lk->lock);
+  lock_give(&lk->lock);
   if (!v) return NNMEM_ERR_NOMEM;
   for (size_t i = 0; i < k; i++)
     strip_hidden(v[i]);
@@ -915,9 +963,9 @@ int nnmem_leaks_config_from_env(nnmem_leaks_config_t *cfg) {
 
 void nnmem__leaks_fork(nnmem__leaks_t *lk, int phase) {
   if (phase == 0)
-    pthread_mutex_lock(&lk->lock);
+    lock_take(&lk->lock);
   else if (phase == 1)
-    pthread_mutex_unlock(&lk->lock);
+    lock_give(&lk->lock);
   else
-    pthread_mutex_init(&lk->lock, NULL);
+    atomic_store_explicit(&lk->lock.held, 0, memory_order_relaxed);
 }

@@ -210,7 +210,7 @@ nnmem_status_t nnmem__leaks_report(nnmem__leaks_t *lk, nnmem_leaks_format_t fmt,
                                    char **out, size_t *len);
 void nnmem__leaks_summary(nnmem__leaks_t *lk, nnmem_leaks_summary_t *out);
 /* Fork hooks (the allocator's, pthread_atfork order): phase 0 takes the
- * records' mutex before fork, 1 gives it back in the parent, 2
+ * records' lock before fork, 1 gives it back in the parent, 2
  * re-initialises it in the child (a thread that held it is gone there). */
 void nnmem__leaks_fork(nnmem__leaks_t *lk, int phase);
 /* The unwinder the records use: "libunwind" (libunwind.so.8 opened) or

@@ -2,7 +2,8 @@
  * report in text / JSON (read back with cJSON) / folded stacks, threads,
  * the sampled mode's byte-weighted estimates against the known truth
  * (fixed seed), enabling late, the environment switch and misuse; the
- * sampling's own ln / 1 - e^-x / rounding against libm. */
+ * sampling's own ln / 1 - e^-x / rounding against libm, and its draw's
+ * accuracy and law (fixed seed). */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <dlfcn.h>
@@ -863,9 +864,79 @@ static void test_math_against_libm(void **state) {
   assert_true(nnmem__round_u64(NAN) == 0);
 }
 
+/* The sampling interval's draw (nnmem__neg_ln_u53, -ln(x / 2^53) for x in
+ * [1, 2^53]): against libm within 1e-9 absolute, at the ends, at every
+ * power of two and next to the range reduction's switch (the mantissa of
+ * sqrt2), and over 53-bit uniforms; then its law: 2,000,000 draws from a
+ * fixed splitmix64 seed, their mean within 5 standard deviations of 1 (an
+ * exponential of mean 1 has variance 1), and the share above t for t in
+ * {0.1, 0.5, 1, 2, 4, 8} within 5 binomial sigma of e^-t. */
+static uint64_t splitmix_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+static void draw_near(uint64_t x, double *worst) {
+  double want = -log((double)x * 0x1p-53), got = nnmem__neg_ln_u53(x);
+  double e = fabs(got - want);
+  if (e > *worst) *worst = e;
+}
+
+static void test_draw_law(void **state) {
+  (void)state;
+  const uint64_t seed0 = 0xd1ce5eedULL;
+  printf("# seed 0x%llx\n", (unsigned long long)seed0);
+  double worst = 0;
+  draw_near(1, &worst);
+  draw_near(1ULL << 53, &worst);
+  assert_true(nnmem__neg_ln_u53(1ULL << 53) == 0.0);
+  for (int e = 0; e <= 53; e++) {
+    uint64_t p = 1ULL << e;
+    draw_near(p, &worst);
+    if (e < 53) draw_near(p + p / 2, &worst);
+    /* around m = sqrt2 (mantissa 0x6a09e667f3bcd): both sides of the
+     * switch to e + 1 */
+    double r = ldexp(1.41421356237309504880, e);
+    uint64_t q = (uint64_t)r;
+    for (uint64_t d = 0; d < 3 && e >= 1 && e < 53; d++) {
+      draw_near(q - d > 0 ? q - d : 1, &worst);
+      if (q + d <= (1ULL << 53)) draw_near(q + d, &worst);
+    }
+  }
+  uint64_t s = seed0;
+  for (int i = 0; i < 200000; i++)
+    draw_near((splitmix_next(&s) >> 11) + 1, &worst);
+  printf("# worst absolute error of the draw: %.3g\n", worst);
+  assert_true(worst < 1e-9);
+
+  enum { DRAWS = 2000000 };
+  const double t[] = {0.1, 0.5, 1, 2, 4, 8};
+  uint64_t above[6] = {0};
+  double sum = 0;
+  s = seed0;
+  for (int i = 0; i < DRAWS; i++) {
+    double v = nnmem__neg_ln_u53((splitmix_next(&s) >> 11) + 1);
+    sum += v;
+    for (int k = 0; k < 6; k++)
+      above[k] += v > t[k];
+  }
+  double mean = sum / DRAWS, sd = 1.0 / sqrt((double)DRAWS);
+  printf("# mean of %d draws: %.6f (5 sigma: %.6f)\n", DRAWS, mean, 5 * sd);
+  assert_true(fabs(mean - 1.0) < 5 * sd);
+  for (int k = 0; k < 6; k++) {
+    double p = exp(-t[k]), got = (double)above[k] / DRAWS;
+    double sig = sqrt(p * (1 - p) / DRAWS);
+    printf("# P(draw > %g): %.6f, e^-t %.6f\n", t[k], got, p);
+    assert_true(fabs(got - p) < 5 * sig);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_math_against_libm),
+      cmocka_unit_test(test_draw_law),
       cmocka_unit_test(test_full_sites),
       cmocka_unit_test(test_backtrace_sites),
       cmocka_unit_test(test_threads),
