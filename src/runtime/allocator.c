@@ -1453,12 +1453,17 @@ static inline uintptr_t blk_qtag(uint64_t key, const void *b) {
  * block could race with (the owner carving it writes the link there). */
 #define QUAR_FILL_FROM 16u
 
-/* 1 when a held small block (n bytes) has a byte past QUAR_FILL_FROM that
- * is not QUAR_FILL. */
+/* 1 when a held small block (n bytes, a multiple of 16) has a byte past
+ * QUAR_FILL_FROM that is not QUAR_FILL: compared a word at a time (a byte
+ * loop cost 2,043 instructions per malloc + free pair of 16-515 B against
+ * 636 without the fill) */
 static int quar_written(const void *p, uint64_t n) {
-  const unsigned char *b = p;
-  for (uint64_t i = QUAR_FILL_FROM; i < n; i++)
-    if (b[i] != QUAR_FILL) return 1;
+  const uint64_t pat = 0x0101010101010101ull * QUAR_FILL;
+  for (uint64_t i = QUAR_FILL_FROM; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, (const char *)p + i, sizeof w);
+    if (w != pat) return 1;
+  }
   return 0;
 }
 
