@@ -57,7 +57,9 @@
  * overwrote (a double free racing: blk_tag); 4. other pointers go to the
  * shared pool, which rejects foreign ones (misuse). With free_batch, step
  * 2-3 run for a batch of queued frees after their headers and blocks were
- * prefetched. At thread exit (key destructor) the cache drains its remote
+ * prefetched. With a quarantine (quarantine_bytes) every free is
+ * free_general's: the block is checked, tagged as held and queued in a
+ * FIFO; steps 2-4 run when it leaves (quar_free, below). At thread exit (key destructor) the cache drains its remote
  * frees, gives empty spans back and is parked for adoption; spans never
  * change owner. Invariants: a span's used count = blocks handed out -
  * blocks returned to its free list; every carved block below bump is
