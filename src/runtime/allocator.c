@@ -1574,6 +1574,12 @@ static __attribute__((noinline)) nnmem_status_t quar_free(nnmem_allocator_t *a,
   int64_t idx = small_index(pg, ptr);
   if (idx < 0) return misuse(a);
   tcache_t *tc = cache_get_hint(a, pg);
+  if (atomic_load_explicit(&pg->owner->tag, memory_order_relaxed)) {
+    /* a tagged cache's block (domains, which test liveness by the tags
+     * alone): freed at once, as without a quarantine */
+    leaks_free_small(a, pg, ptr, (uint32_t)idx);
+    return small_free(a, tc, pg, ptr, (uint32_t)idx);
+  }
   if (pg->owner == tc && local_misuse(pg, ptr, a->tag_key)) return misuse(a);
   uintptr_t t = blk_tag(a->tag_key, ptr), w = w1_get(ptr);
   if ((w | 2u) == (t | 2u) || w == (t ^ 4u) ||

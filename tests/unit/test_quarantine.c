@@ -4,7 +4,8 @@
  * bytes follow an independent model of the FIFO (random sizes, small,
  * large and aligned, fixed seed) and never exceed the budget; the fill
  * finds a write after free; leak records, fork, threads (remote frees,
- * racing double frees, thread exit) and the stats renderings. */
+ * racing double frees, thread exit), the stats renderings, and tagged
+ * caches left out. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -501,6 +502,27 @@ static void test_stats_rendered(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* A tagged cache's block (tenant domains, which tell live blocks by their
+ * tags alone) freed with nnmem_free is not held: it goes to its cache's
+ * remote stack at once, as without a quarantine. */
+static void test_tagged_cache_not_held(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = make(1 << 20, 0, NULL, NULL);
+  nnmem__tcache_t *tc = NULL;
+  static int tag;
+  assert_ok(nnmem__tcache_create(a, &tag, &tc));
+  uint32_t usable = 0;
+  void *p = nnmem__tcache_alloc(tc, 100, &usable);
+  assert_non_null(p);
+  assert_true(nnmem__tcache_block_live(p));
+  assert_ok(nnmem_allocator_free(a, p));
+  assert_false(nnmem__tcache_block_live(p));
+  assert_int_equal(stats(a).quarantine_blocks, 0);
+  assert_int_equal(nnmem_allocator_free(a, p), NNMEM_ERR_INVALID);
+  nnmem__tcache_release(tc);
+  nnmem_allocator_destroy(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reuse_after_release),
@@ -512,6 +534,7 @@ int main(void) {
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_fork),
       cmocka_unit_test(test_stats_rendered),
+      cmocka_unit_test(test_tagged_cache_not_held),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
