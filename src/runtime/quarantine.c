@@ -59,10 +59,7 @@ size_t nnmem__quar_pop_locked(nnmem__quar_t *q, nnmem__quar_ent_t *out,
     q->bytes -= q->ring[q->head].n;
     q->head = (q->head + 1) % q->cap;
     q->count--;
-    q->released++;
   }
-  if (q->bytes > q->peak_bytes && q->bytes <= q->budget)
-    q->peak_bytes = q->bytes;
   return k;
 }
 

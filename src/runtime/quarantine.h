@@ -31,8 +31,6 @@ typedef struct nnmem__quar {
   nnmem__quar_ent_t *ring;
   size_t cap, head, count; /* entries: ring[(head + i) % cap], i < count */
   uint64_t budget, bytes;
-  uint64_t peak_bytes; /* the most bytes held after a push's pops */
-  uint64_t released;   /* entries popped since create */
 } nnmem__quar_t;
 
 /* An empty quarantine of `budget` bytes (> 0). */
