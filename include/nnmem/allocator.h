@@ -79,6 +79,28 @@ typedef struct nnmem_allocator_config {
    * backend of private anonymous memory (host, mmap); 0, the default:
    * every span stays resident until destroy. */
   int decommit_spans;
+  /* (appended) quarantine: 0, the default, off (no cost on the fast
+   * paths). Else the bytes of freed blocks held back before they can be
+   * handed out again: every free (nnmem_free, nnmem_allocator_free, from
+   * any thread; not free_batch's queue, which is off then) puts the block
+   * at the tail of one FIFO, and the oldest leave, really freed, while the
+   * blocks held exceed the budget (a block larger than the budget passes
+   * straight through). A held block carries a quarantine tag, so a second
+   * free of it is refused (misuse_count) as a second free of a free block
+   * is; a stale free made after the block left the quarantine and was
+   * handed out again is still not caught (the window grows with the
+   * budget). Small and large blocks alike (aligned ones included);
+   * tagged caches (domains) are not quarantined. Stats: quarantine_bytes
+   * and quarantine_blocks. A free then takes a mutex. */
+  uint64_t quarantine_bytes;
+  /* (appended) with a quarantine, 1: a held thread-cache block (<= 128
+   * KiB, alignment <= 16) is filled with a pattern (all but its word 1,
+   * the tag) and checked when it leaves; a block written meanwhile (a use
+   * after free) is counted (quarantine_writes) and passed to
+   * on_quarantine_write(misuse_ctx, ptr) when set (freeing thread, no lock
+   * held); it is freed all the same */
+  int quarantine_fill;
+  void (*on_quarantine_write)(void *ctx, const void *ptr);
 } nnmem_allocator_config_t;
 
 NNMEM_API void nnmem_allocator_config_init(nnmem_allocator_config_t *cfg);
@@ -103,9 +125,10 @@ NNMEM_API void *nnmem_alloc_aligned(nnmem_allocator_t *a, size_t size,
  * page's last block or (freed on the thread owning the page) into its
  * never-used part, a second free of any block while it is free (small
  * blocks: a bit per block, set while handed out, and one set while it
- * waits on its owner's remote stack). Not detected: a stale second free
- * by another thread after the block was handed out again (it cannot be
- * told from a free of the new owner). */
+ * waits on its owner's remote stack; with a quarantine, also while it is
+ * held there). Not detected: a stale second free after the block was
+ * handed out again (it cannot be told from a free of the new owner): a
+ * quarantine (config quarantine_bytes) delays that reuse. */
 NNMEM_API void nnmem_free(nnmem_allocator_t *a, void *ptr);
 /* The same with a status: NNMEM_ERR_INVALID for a detected misuse (nothing
  * changes). A thread with no cache (one past its cache's exit, or one for

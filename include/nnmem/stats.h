@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define NNMEM_STATS_VERSION 3
+#define NNMEM_STATS_VERSION 4
 #define NNMEM_STATS_LAT_BUCKETS 32
 #define NNMEM_STATS_NAME_MAX 48
 
@@ -60,6 +60,12 @@ typedef struct nnmem_stats {
                                    not exist (refused) */
   uint64_t compactions;         /* heap: compactions (all causes) */
   uint64_t compactions_latency; /* heap: of those, by the latency signal */
+  /* version 4 */
+  uint64_t quarantine_bytes;  /* allocator: freed blocks' bytes held in its
+                                 quarantine (quarantine_bytes config) */
+  uint64_t quarantine_blocks; /* allocator: blocks held there */
+  uint64_t quarantine_writes; /* allocator: held blocks found written when
+                                 they left (quarantine_fill) */
 } nnmem_stats_t;
 
 /* Zeroes `st` and sets size/version. */

@@ -177,7 +177,8 @@ class _Stats(ctypes.Structure):  # nnmem_stats_t
                     "latency_sum_ns", "refills", "refill_failures",
                     "empty_hits", "remote_frees", "remote_allocs",
                     "bad_node_requests", "compactions",
-                    "compactions_latency")])
+                    "compactions_latency", "quarantine_bytes",
+                    "quarantine_blocks", "quarantine_writes")])
 
 
 class _Diag(ctypes.Structure):  # nnmem_diag_t

@@ -57,7 +57,9 @@
  * overwrote (a double free racing: blk_tag); 4. other pointers go to the
  * shared pool, which rejects foreign ones (misuse). With free_batch, step
  * 2-3 run for a batch of queued frees after their headers and blocks were
- * prefetched. At thread exit (key destructor) the cache drains its remote
+ * prefetched. With a quarantine (quarantine_bytes) every free is
+ * free_general's: the block is checked, tagged as held and queued in a
+ * FIFO; steps 2-4 run when it leaves (quar_free, below). At thread exit (key destructor) the cache drains its remote
  * frees, gives empty spans back and is parked for adoption; spans never
  * change owner. Invariants: a span's used count = blocks handed out -
  * blocks returned to its free list; every carved block below bump is
@@ -96,6 +98,7 @@
 #include "runtime/leaks_internal.h"
 #include "runtime/profiler_internal.h"
 #include "runtime/pool_internal.h"
+#include "runtime/quarantine.h"
 
 #define PAGE_LOG2 16
 #define PAGE_SIZE (1u << PAGE_LOG2) /* registry unit; a span is 1..32 */
@@ -276,6 +279,13 @@ struct nnmem_allocator {
   uint64_t tag_key;      /* random, for the free blocks' tags (blk_tag) */
   void (*on_misuse)(void *ctx, const void *ptr);
   void *misuse_ctx;
+  /* the quarantine (quarantine_bytes; quar_free), NULL when off: tested
+   * by free_general only (no_queue and tls_cur.fid keep every free off
+   * the fast paths while it is on) */
+  nnmem__quar_t *quar;
+  int quar_fill; /* quarantine_fill */
+  void (*on_quar_write)(void *ctx, const void *ptr);
+  _Atomic uint64_t quar_writes;
   pthread_key_t key;
   pthread_mutex_t lock; /* tcache list, registry leaves */
   _Atomic uint64_t lock_acq, lock_cont, misuse, pages;
@@ -334,6 +344,9 @@ static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
    * records: no_queue 0 when the identity was taken), else 0: the queued
    * free's one test */
   uint64_t qid;
+  /* `id` when a free may take free_direct's fast path (no quarantine),
+   * else 0: that path's one test */
+  uint64_t fid;
   int exiting;
 } tls_cur;
 
@@ -770,6 +783,7 @@ static void cache_exit(void *v) { /* pthread key destructor */
     tls_cur.a = NULL;
     tls_cur.id = 0;
     tls_cur.qid = 0;
+    tls_cur.fid = 0;
   }
   tls_cur.exiting = 1;
   alock(a);
@@ -867,6 +881,7 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a, const page_t *hint) {
    * by a new identity) */
   tls_cur.qid =
       atomic_load_explicit(&a->no_queue, memory_order_acquire) ? 0 : tls_cur.id;
+  tls_cur.fid = a->quar ? 0 : tls_cur.id; /* set at create, never changes */
   return tc;
 }
 
@@ -1401,6 +1416,186 @@ static void flush_pending(tcache_t *tc) {
   }
 }
 
+/* ---- quarantine (quarantine_bytes; quarantine.h) -------------------------
+ *
+ * With a quarantine every free comes here (free_general: no_queue and
+ * tls_cur.fid keep the fast paths off): the block's word 1 moves to its
+ * quarantine tag, the tag ^ 4 (neither tag, so no path takes the block for
+ * a free one), with a compare-and-swap from the value checked (of two
+ * frees racing, one wins), and the block goes to the FIFO's tail; the
+ * oldest blocks leave while the FIFO holds more than its budget, and each
+ * is freed as free_general would have freed it at the call: word 1 back
+ * to 0 (a CAS from the quarantine tag: a block whose tag changed
+ * meanwhile is not freed, but reported), then small_free (its owner's
+ * free list, or its remote stack) or the shared pool.
+ *
+ *   free(p) -> [checks] -> w1 = qtag -> FIFO tail ... FIFO head -> w1 = 0
+ *                                                     -> small_free / pool
+ *
+ * A second free of a held block finds the quarantine tag: refused (as a
+ * second free of a free block is, by its tag). What is left: a second
+ * free made after the block left and was handed out again (it frees the
+ * new owner's block, as without a quarantine); the budget only widens the
+ * time between. Large blocks (shared pool) are tagged and checked under
+ * the quarantine's mutex, after the pool said the block is live, and
+ * leave under it too (the pool may unmap a freed one: no entry, no stale
+ * free, touches a block the pool let go). Records and the profiler see
+ * the program's free (at the call), the per-cache counters the real one
+ * (when the block leaves). With quarantine_fill a small block is filled
+ * (but word 1) with QUAR_FILL and checked when it leaves. */
+#define QUAR_FILL 0xdbu
+#define QUAR_BATCH 32 /* blocks taken out of the FIFO per lock hold */
+
+static inline uintptr_t blk_qtag(uint64_t key, const void *b) {
+  return blk_tag(key, b) ^ 4u;
+}
+
+/* The fill covers a held block past its first two words: word 1 is the
+ * tag, and word 0 is what a non-owner's bad free of a never handed out
+ * block could race with (the owner carving it writes the link there). */
+#define QUAR_FILL_FROM 16u
+
+/* 1 when a held small block (n bytes, a multiple of 16) has a byte past
+ * QUAR_FILL_FROM that is not QUAR_FILL: compared a word at a time (a byte
+ * loop cost 2,043 instructions per malloc + free pair of 16-515 B against
+ * 636 without the fill) */
+static int quar_written(const void *p, uint64_t n) {
+  const uint64_t pat = 0x0101010101010101ull * QUAR_FILL;
+  for (uint64_t i = QUAR_FILL_FROM; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, (const char *)p + i, sizeof w);
+    if (w != pat) return 1;
+  }
+  return 0;
+}
+
+/* A held block leaves: its quarantine tag back to 0, then freed. A block
+ * whose word 1 no longer holds its quarantine tag (overwritten after the
+ * free, or a non-owner's free of a block that was not handed out: the
+ * owner carved it, or took it back purged, meanwhile) is not freed:
+ * counted: 1, for the caller to report (on_misuse) once no lock is held;
+ * else 0. Large blocks: under q->lock (quar_release_all). */
+static int quar_release(nnmem_allocator_t *a, void *p, uint64_t n) {
+  page_t *pg = a->no_cache ? NULL : small_page_of(a, p);
+  uintptr_t q = blk_qtag(a->tag_key, p);
+  if (pg && a->quar_fill && w1_get(p) == q && quar_written(p, n)) {
+    atomic_fetch_add_explicit(&a->quar_writes, 1, memory_order_relaxed);
+    if (a->on_quar_write) a->on_quar_write(a->misuse_ctx, p);
+  }
+  if (!atomic_compare_exchange_strong_explicit(
+          blk_w1(p), &q, 0, memory_order_relaxed, memory_order_relaxed))
+    return misuse(a) != NNMEM_OK;
+  if (!pg) return nnmem_pool_free(a->pool, p) != NNMEM_OK; /* counted */
+  int64_t idx = small_index(pg, p);
+  if (idx < 0) return misuse(a) != NNMEM_OK;
+  return small_free(a, cache_get_hint(a, pg), pg, p, (uint32_t)idx) !=
+         NNMEM_OK; /* counted by small_free */
+}
+
+static inline int quar_small(nnmem_allocator_t *a, const void *p) {
+  return !a->no_cache && reg_get(a, (uintptr_t)p) != NULL;
+}
+
+/* Takes the blocks over the budget out of the FIFO and frees them (all
+ * of them when `all`): large ones while q->lock is held (the caller's
+ * hold, then each further one), small ones after it is released. */
+static void quar_release_all(nnmem_allocator_t *a, int all) {
+  nnmem__quar_t *q = a->quar;
+  nnmem__quar_ent_t out[QUAR_BATCH];
+  void *bad[QUAR_BATCH];
+  for (;;) {
+    size_t k = nnmem__quar_pop_locked(q, out, QUAR_BATCH, all), m = 0, nb = 0;
+    for (size_t i = 0; i < k; i++) {
+      if (quar_small(a, out[i].p))
+        out[m++] = out[i]; /* a span's block: after the unlock */
+      else if (quar_release(a, out[i].p, out[i].n))
+        bad[nb++] = out[i].p;
+    }
+    pthread_mutex_unlock(&q->lock);
+    for (size_t i = 0; i < nb; i++)
+      late_misuse(a, bad[i]);
+    for (size_t i = 0; i < m; i++)
+      if (quar_release(a, out[i].p, out[i].n)) late_misuse(a, out[i].p);
+    if (k < QUAR_BATCH) return;
+    pthread_mutex_lock(&q->lock);
+  }
+}
+
+/* Puts p (n bytes, its word 1 the quarantine tag already) at the FIFO's
+ * tail, with q->lock held, then releases the lock and frees what leaves
+ * (p itself at once when the FIFO cannot grow). */
+static void quar_push_locked(nnmem_allocator_t *a, void *p, uint64_t n) {
+  if (nnmem__quar_push_locked(a->quar, p, n) == 0) {
+    quar_release_all(a, 0);
+    return;
+  }
+  int small = quar_small(a, p), bad = 0;
+  if (!small) bad = quar_release(a, p, n); /* a large block under the lock */
+  quar_release_all(a, 0);
+  if (small) bad = quar_release(a, p, n);
+  if (bad) late_misuse(a, p);
+}
+
+/* A large block's free: quarantined when the shared pool says it is live
+ * and its word 1 is not its quarantine tag (held already: refused). Under
+ * q->lock, so that no block leaves (and is unmapped) between the pool's
+ * answer and the tag. Blocks under 16 bytes (no word 1) go at once. */
+static nnmem_status_t quar_free_large(nnmem_allocator_t *a, void *ptr) {
+  nnmem__quar_t *q = a->quar;
+  uint64_t n = 0;
+  pthread_mutex_lock(&q->lock);
+  if (nnmem_pool_usable_size(a->pool, ptr, &n) != NNMEM_OK || n < 16) {
+    pthread_mutex_unlock(&q->lock); /* not live, or too small: at once */
+    nnmem__leaks_t *lk = leaks_of(a);
+    if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
+      (void)nnmem__leaks_on_free(lk, ptr, NULL);
+    return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
+  }
+  if (w1_get(ptr) == blk_qtag(a->tag_key, ptr)) {
+    pthread_mutex_unlock(&q->lock);
+    return misuse(a);
+  }
+  w1_set(ptr, blk_qtag(a->tag_key, ptr));
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
+    (void)nnmem__leaks_on_free(lk, ptr, NULL);
+  quar_push_locked(a, ptr, n);
+  return NNMEM_OK;
+}
+
+/* free_general with a quarantine (see above): the checks of a free at
+ * the call (small: a block boundary; the owner's: carved, not free;
+ * anyone's: neither tag nor the quarantine tag, then the CAS), the leak
+ * record's removal, the fill, then the FIFO. */
+static __attribute__((noinline)) nnmem_status_t quar_free(nnmem_allocator_t *a,
+                                                         void *ptr) {
+  page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
+  if (!pg) return quar_free_large(a, ptr);
+  int64_t idx = small_index(pg, ptr);
+  if (idx < 0) return misuse(a);
+  tcache_t *tc = cache_get_hint(a, pg);
+  if (atomic_load_explicit(&pg->owner->tag, memory_order_relaxed)) {
+    /* a tagged cache's block (domains, which test liveness by the tags
+     * alone): freed at once, as without a quarantine */
+    leaks_free_small(a, pg, ptr, (uint32_t)idx);
+    return small_free(a, tc, pg, ptr, (uint32_t)idx);
+  }
+  if (pg->owner == tc && local_misuse(pg, ptr, a->tag_key)) return misuse(a);
+  uintptr_t t = blk_tag(a->tag_key, ptr), w = w1_get(ptr);
+  if ((w | 2u) == (t | 2u) || w == (t ^ 4u) ||
+      !atomic_compare_exchange_strong_explicit(blk_w1(ptr), &w, t ^ 4u,
+                                               memory_order_relaxed,
+                                               memory_order_relaxed))
+    return misuse(a);
+  leaks_free_small(a, pg, ptr, (uint32_t)idx);
+  if (a->quar_fill)
+    memset((char *)ptr + QUAR_FILL_FROM, QUAR_FILL,
+           pg->bsize - QUAR_FILL_FROM);
+  pthread_mutex_lock(&a->quar->lock);
+  quar_push_locked(a, ptr, pg->bsize);
+  return NNMEM_OK;
+}
+
 /* allocator_free past its fast path (every case). */
 static __attribute__((noinline)) nnmem_status_t free_general(
     nnmem_allocator_t *a, void *ptr) {
@@ -1410,6 +1605,7 @@ static __attribute__((noinline)) nnmem_status_t free_general(
    * the address): by page for a small block, by the filter for the rest */
   nnmem_profiler_t *pr = prof_of(a);
   if (__builtin_expect(pr != NULL, 0)) nnmem__profiler_on_free(pr, ptr);
+  if (__builtin_expect(a->quar != NULL, 0)) return quar_free(a, ptr);
   if (a->free_batch && (uintptr_t)ptr & (PAGE_SIZE - 1)) {
     /* queued: the registry alone says "a span" (no header read) */
     page_t *pg = block_page(a, ptr);
@@ -1491,7 +1687,7 @@ static __attribute__((noinline)) nnmem_status_t free_marked(
  * decides, misuse included), so that the common case saves no register. */
 static inline nnmem_status_t free_direct(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
-  if (__builtin_expect((p >> 48) || tls_cur.id != alloc_id(a), 0))
+  if (__builtin_expect((p >> 48) || tls_cur.fid != alloc_id(a), 0))
     return free_general(a, ptr);
   page_t *pg = reg_get_fast(a, p);
   if (__builtin_expect(!pg, 0))
@@ -1583,6 +1779,9 @@ nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
 }
 
 void nnmem__allocator_fork_prepare(nnmem_allocator_t *a) {
+  /* the quarantine first: a large block leaves it holding its lock, then
+   * the pool's */
+  if (a->quar) nnmem__quar_fork(a->quar, 0);
   pthread_mutex_lock(&a->lock);
   for (unsigned k = 1; k < NSPAN; k++)
     nnmem__pool_fork(a->pages_pool[k], 0);
@@ -1599,6 +1798,7 @@ void nnmem__allocator_fork_parent(nnmem_allocator_t *a) {
   for (unsigned k = 1; k < NSPAN; k++)
     nnmem__pool_fork(a->pages_pool[k], 1);
   pthread_mutex_unlock(&a->lock);
+  if (a->quar) nnmem__quar_fork(a->quar, 1);
 }
 
 void nnmem__allocator_fork_child(nnmem_allocator_t *a) {
@@ -1607,6 +1807,7 @@ void nnmem__allocator_fork_child(nnmem_allocator_t *a) {
   for (unsigned k = 1; k < NSPAN; k++)
     nnmem__pool_fork(a->pages_pool[k], 2);
   pthread_mutex_init(&a->lock, NULL);
+  if (a->quar) nnmem__quar_fork(a->quar, 2);
 }
 
 /* ---- tagged caches (allocator_internal.h) -------------------------------- */
@@ -1740,6 +1941,17 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
     a->tag_key = (uintptr_t)a * 0x9e3779b97f4a7c15ull ^ nnmem__cycles();
   a->on_misuse = c.on_misuse;
   a->misuse_ctx = c.misuse_ctx;
+  if (c.quarantine_bytes) {
+    if (!(a->quar = malloc(sizeof *a->quar))) {
+      free(a);
+      return NNMEM_ERR_NOMEM;
+    }
+    nnmem__quar_init(a->quar, c.quarantine_bytes);
+    a->quar_fill = c.quarantine_fill != 0;
+    a->on_quar_write = c.on_quarantine_write;
+    /* every free to free_general (quar_free): no queue; tls_cur.fid 0 */
+    atomic_store_explicit(&a->no_queue, 1, memory_order_relaxed);
+  }
   if (a->sample_every != 1 && a->sample_every != UINT32_MAX)
     (void)nnmem__ns_per_cycle(); /* calibrate now (2 ms, once per process);
                                     UINT32_MAX: lazily, if ever timed */
@@ -1776,6 +1988,8 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
       nnmem_pool_destroy(a->pages_pool[k]);
     nnmem_pool_destroy(a->pool);
     nnmem_backend_destroy(a->owned_backend);
+    if (a->quar) nnmem__quar_fini(a->quar);
+    free(a->quar);
     free(a);
     return st;
   }
@@ -1809,6 +2023,7 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a) {
     tls_cur.a = NULL;
     tls_cur.id = 0;
     tls_cur.qid = 0;
+    tls_cur.fid = 0;
   }
   while (a->caches) {
     tcache_t *t = a->caches;
@@ -1823,6 +2038,8 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a) {
     free((void *)atomic_load_explicit(&a->reg[i], memory_order_relaxed));
   nnmem_backend_destroy(a->owned_backend);
   pthread_mutex_destroy(&a->lock);
+  if (a->quar) nnmem__quar_fini(a->quar); /* its blocks went with the pools */
+  free(a->quar);
   free(a);
 }
 
@@ -1858,6 +2075,13 @@ nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
     if ((st = nnmem_pool_stats(a->pages_pool[k], &pk)) == NNMEM_OK)
       spans_add(&pg, &pk);
   if (st != NNMEM_OK) return st;
+  if (a->quar) { /* before a->lock (fork_prepare's order) */
+    pthread_mutex_lock(&a->quar->lock);
+    out->quarantine_bytes = a->quar->bytes;
+    out->quarantine_blocks = a->quar->count;
+    pthread_mutex_unlock(&a->quar->lock);
+  }
+  out->quarantine_writes = ld(&a->quar_writes);
   uint64_t allocs = 0, frees = 0, out_b = 0, in_b = 0;
   alock(a);
   for (tcache_t *t = a->caches; t; t = t->next_all) {
@@ -2106,7 +2330,8 @@ nnmem_status_t nnmem__allocator_attach_profiler(nnmem_allocator_t *a,
                                                 nnmem_profiler_t *pr) {
   if (!pr) {
     atomic_store_explicit(&a->prof, NULL, memory_order_release);
-    atomic_store_explicit(&a->no_queue, a->free_batch == 0 || leaks_of(a),
+    atomic_store_explicit(&a->no_queue,
+                          a->free_batch == 0 || leaks_of(a) || a->quar,
                           memory_order_release);
     new_identity(a); /* the fast paths again, from each thread's next call */
     return NNMEM_OK;

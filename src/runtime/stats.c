@@ -127,6 +127,14 @@ static const metric_t metrics[] = {
     {"compactions_latency_total", "counter",
      "Heap compactions started by the allocation latency signal",
      U64(compactions_latency)},
+    {"quarantine_bytes", "gauge",
+     "Bytes of freed blocks held in the allocator's quarantine",
+     U64(quarantine_bytes)},
+    {"quarantine_blocks", "gauge",
+     "Freed blocks held in the allocator's quarantine", U64(quarantine_blocks)},
+    {"quarantine_writes_total", "counter",
+     "Quarantined blocks found written after their free",
+     U64(quarantine_writes)},
 };
 #define N_METRICS (sizeof metrics / sizeof metrics[0])
 

@@ -28,6 +28,10 @@
  * A free the allocator rejects (double free, foreign or interior pointer)
  * changes nothing; the first one is reported on stderr, later ones are
  * counted silently; NNMEM_MALLOC_ABORT=1 aborts instead.
+ * NNMEM_MALLOC_QUARANTINE=<size> holds that many bytes of freed blocks
+ * back before they are reused (a second free within that window is
+ * refused); NNMEM_MALLOC_QUARANTINE_FILL=1 also reports a held block
+ * written after its free.
  * Fork: pthread_atfork takes the allocator's locks and the recorder's
  * before fork and gives them back (re-initialised in the child) after.
  * Thread exit: the allocator's key destructor flushes the thread's cache.
@@ -52,6 +56,7 @@
 #include "common/util.h"
 #include "runtime/allocator_internal.h"
 #include "runtime/leaks_internal.h"
+#include "units.h"
 
 #define API __attribute__((visibility("default")))
 #define SMALL_MAX (1u << 20) /* tiered: slab classes below (no TLSF tier) */
@@ -104,7 +109,7 @@ static nnmem_allocator_t *heap_a;
  * common case */
 static _Atomic(nnmem_allocator_t *) fast_a;
 static int abort_on_misuse;
-static _Atomic int misuse_reported;
+static _Atomic int misuse_reported, write_reported;
 static _Thread_local __attribute__((tls_model("initial-exec"))) int in_init;
 
 /* ---- bootstrap arena ---------------------------------------------------- */
@@ -156,8 +161,9 @@ int nnmem__abs_path(const char *p, char *out, size_t cap) {
   return 1;
 }
 
-static void bad_pointer(const char *fn, const void *p) {
-  char hex[2 + 16 + 1], *h = hex + sizeof hex - 1;
+/* "0x..." of p into hex (19 bytes); returns its start. */
+static char *hex_of(const void *p, char hex[2 + 16 + 1]) {
+  char *h = hex + 2 + 16;
   uintptr_t v = (uintptr_t)p;
   *h = 0;
   do {
@@ -166,6 +172,11 @@ static void bad_pointer(const char *fn, const void *p) {
   } while (v);
   *--h = 'x';
   *--h = '0';
+  return h;
+}
+
+static void bad_pointer(const char *fn, const void *p) {
+  char hex[2 + 16 + 1], *h = hex_of(p, hex);
   if (abort_on_misuse) {
     nnmem__say("nnmem malloc: ");
     nnmem__say(fn);
@@ -204,10 +215,51 @@ static void fork_child(void) {
   nnmem__record_fork(2);
 }
 
-/* A queued free the allocator found bad when it flushed the queue. */
+/* A queued free the allocator found bad when it flushed the queue (or a
+ * quarantined block that could not be freed when it left). */
 static void late_bad_free(void *ctx, const void *p) {
   (void)ctx;
   bad_pointer("free", p);
+}
+
+/* A quarantined block found written when it left (NNMEM_MALLOC_QUARANTINE
+ * with NNMEM_MALLOC_QUARANTINE_FILL=1): reported once, or abort. */
+static void quarantine_write(void *ctx, const void *p) {
+  (void)ctx;
+  char hex[2 + 16 + 1], *h = hex_of(p, hex);
+  if (!abort_on_misuse) {
+    int zero = 0;
+    if (!atomic_compare_exchange_strong(&write_reported, &zero, 1)) return;
+  }
+  nnmem__say("nnmem malloc: block ");
+  nnmem__say(h);
+  nnmem__say(": written after its free (use after free, found when it left "
+             "the quarantine); ");
+  if (abort_on_misuse) {
+    nnmem__say("aborting (NNMEM_MALLOC_ABORT=1)\n");
+    abort();
+  }
+  nnmem__say("reported once; NNMEM_MALLOC_ABORT=1 aborts\n");
+}
+
+/* NNMEM_MALLOC_QUARANTINE=<size> (B, K, M, G, KiB.., KB..: the CLI's
+ * sizes; 0 or unset: off) and NNMEM_MALLOC_QUARANTINE_FILL=1 into cfg. A
+ * malformed size: one line on stderr, no quarantine. */
+static void quarantine_from_env(nnmem_allocator_config_t *cfg) {
+  const char *v = getenv("NNMEM_MALLOC_QUARANTINE");
+  uint64_t n = 0;
+  const char *why = NULL;
+  if (!v || !*v) return;
+  if (cli_parse_size(v, &n, &why) != 0) {
+    nnmem__say("nnmem malloc: NNMEM_MALLOC_QUARANTINE not understood (");
+    nnmem__say(why);
+    nnmem__say("; a size such as 16M); no quarantine\n");
+    return;
+  }
+  cfg->quarantine_bytes = n;
+  const char *f = getenv("NNMEM_MALLOC_QUARANTINE_FILL");
+  cfg->quarantine_fill = f && f[0] == '1';
+  cfg->on_quarantine_write = quarantine_write;
 }
 
 /* ---- leak records (NNMEM_LEAKS) ------------------------------------------ */
@@ -296,6 +348,9 @@ static void create(void) {
      * misuse wants the bad call itself: no queue then. */
     cfg.free_batch = abort_on_misuse ? 0 : FREE_BATCH;
     cfg.on_misuse = late_bad_free;
+    /* a quarantine (off by default): every free then goes to the slow
+     * path, and a second free of a held block is refused at the call */
+    quarantine_from_env(&cfg);
     /* spans of blocks over 8 KiB that empty give their pages back once
      * 64 MiB of them are resident, and free blocks from 8 KiB in spans
      * idle for 1-2 ms give theirs back: the resident size follows the
