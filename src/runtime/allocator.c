@@ -143,7 +143,7 @@ struct page {
   /* the owner when its thread's queued and immediate frees may take the
    * one-pass path (flush_one_fast, free_direct), else NULL: a class from
    * PURGE_MIN_CLS (the purged mask to test), a released span. One compare
-   * for the magic, the owner and the class (tested: test_flush_checks) */
+   * for the magic, the owner and the class (test_flush_released_span) */
   tcache_t *fown;
   uint64_t recip;    /* ceil(2^40 / bsize): exact offset / bsize for offsets
                         < 2^40 / bsize (>= 2^23 > any span) without a
@@ -192,14 +192,14 @@ static inline _Atomic uint64_t *page_bits(const page_t *pg) {
 
 /* A free block (on a free list, or carved and never handed out) carries
  * its link in word 0 and its tag in word 1: key ^ address, with the
- * allocator's random odd key (so the tag is odd); a block freed by another thread and waiting for
- * the owner's drain carries the remote tag (the tag ^ 2) and no link; a
- * block handed out has word 1 cleared (0, or the debug fill 0xAA..:
- * even), so a free that finds either tag is a second free. The check
- * reads the line the free writes anyway (no side table on the allocation
- * path). A program could forge a tag only by reading freed memory; one
- * that overwrites a freed block's word 1 (use after free) hides a later
- * second free.
+ * allocator's random odd key (so the tag is odd); a block freed by
+ * another thread and waiting for the owner's drain carries the remote
+ * tag (the tag ^ 2) and no link; a block handed out has word 1 cleared
+ * (0, or the debug fill 0xAA..: even), so a free that finds either tag is
+ * a second free. The check reads the line the free writes anyway (no
+ * side table on the allocation path). A program could forge a tag only by
+ * reading freed memory; one that overwrites a freed block's word 1 (use after
+ * free) hides a later second free.
  *
  * Word 1 is the only word of a block two threads may write: the owner
  * with relaxed stores (plain moves), a remote free with a compare-and-
@@ -595,8 +595,7 @@ static void page_release(tcache_t *tc, page_t *pg) {
 static int rem_pending(const page_t *pg) {
   if (atomic_load_explicit(&pg->rqueued, memory_order_acquire)) return 1;
   for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++)
-    if (atomic_load_explicit(&page_bits(pg)[w], memory_order_relaxed))
-      return 1;
+    if (atomic_load_explicit(&page_bits(pg)[w], memory_order_relaxed)) return 1;
   return 0;
 }
 
@@ -1202,8 +1201,10 @@ static inline __attribute__((always_inline)) int alloc_pop(
   return 0;
 }
 
-static inline __attribute__((always_inline)) int alloc_try(
-    nnmem_allocator_t *a, size_t size, page_t **pgo, void **bo) {
+static inline __attribute__((always_inline)) int alloc_try(nnmem_allocator_t *a,
+                                                           size_t size,
+                                                           page_t **pgo,
+                                                           void **bo) {
   *pgo = NULL;
   *bo = NULL;
   /* size 0 and sizes over SMALL_MAX: one compare; the thread's cache is
@@ -1407,8 +1408,8 @@ static inline __attribute__((always_inline)) int flush_one_fast(
 /* Returns the queued frees of tc (free_batch). Two passes so that the
  * misses overlap: 1. prefetch every span header (found by the registry
  * when the block was queued) and block; 2. check each page (fown, else the
- * magic, says it is still one) and block index, and free, in queue order (a block
- * queued twice: the second finds its tag, misuse). */
+ * magic, says it is still one) and block index, and free, in queue order (a
+ * block queued twice: the second finds its tag, misuse). */
 static inline __attribute__((always_inline)) void flush_run(tcache_t *tc,
                                                             uint32_t n,
                                                             int counted) {
@@ -1505,8 +1506,8 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
    * aliases a unit below it, and when that unit is a span's, its offset
    * from the span's block 0 (>= 2^47) is refused at the flush, reported
    * like any bad queued free */
-  reg_ent_t *leaf = atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF],
-                                         memory_order_acquire);
+  reg_ent_t *leaf =
+      atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
   if (__builtin_expect(!leaf, 0)) return 0;
   page_t *pg = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
                                     memory_order_acquire);
