@@ -53,7 +53,8 @@ typedef struct nnmem_allocator_config {
   uint32_t keep_empty;
   /* sampled latency (appended): time 1 call in N on every path, the
    * thread-cache path included (cycle counter calibrated to ns); 0 = 64,
-   * 1 = every call, UINT32_MAX = about never. Also the shared pools'. */
+   * 1 = every call, UINT32_MAX = about never (a thread cache's allocation
+   * then never: no countdown on its fast path). Also the shared pools'. */
   uint32_t latency_sample;
   /* batched frees (appended; 0 = off, the default): a thread-cache block
    * freed by the thread is queued in its cache and up to `free_batch`

@@ -118,6 +118,9 @@
 #define RECIP_SHIFT 40
 #define PAGE_MAGIC 0x6e6e6d70u
 #define KEEP_EMPTY 2 /* empty pages a class keeps before giving them back */
+/* classes from 8 KiB (spans of <= 22 blocks) purge idle free blocks
+ * (purge_tick) */
+#define PURGE_MIN_CLS 31u
 
 typedef struct tcache tcache_t;
 typedef struct page page_t;
@@ -133,14 +136,18 @@ struct page {
    * recorded block's index + 1 or MANY (nnmem__leaks_mark_t; written by
    * leaks.c under the records' lock only) */
   _Atomic uint16_t leak_mark;
-  uint32_t bsize, used, cap;
+  uint32_t bsize, used;
   uint32_t first;    /* offset of block 0 from the page start */
   uint32_t wake;     /* a free that leaves used <= wake has more to do
                         (local_free_tail): 0 on the avail stack (the span
                         emptied); off it, cap - max(1, cap / 8): it rejoins
                         once that many blocks are free (hysteresis). One
                         compare on the free path, taken once per change */
-  uint32_t span;     /* bytes of the span (span_units(cls) units) */
+  /* the owner when its thread's queued and immediate frees may take the
+   * one-pass path (flush_one_fast, free_direct), else NULL: a class from
+   * PURGE_MIN_CLS (the purged mask to test), a released span. One compare
+   * for the magic, the owner and the class (test_flush_released_span) */
+  tcache_t *fown;
   uint64_t recip;    /* ceil(2^40 / bsize): exact offset / bsize for offsets
                         < 2^40 / bsize (>= 2^23 > any span) without a
                         division */
@@ -149,6 +156,8 @@ struct page {
   tcache_t *owner;   /* set before the page is published; never changes */
   char *end;         /* end of the last block */
   struct page *next; /* avail stack of the owner's class */
+  uint32_t cap;      /* blocks that fit */
+  uint32_t span;     /* bytes of the span (span_units(cls) units) */
   /* leak records of this span's blocks (leaks.c; 0 while records are
    * off): the high 32 bits count them; bit i of the low 32 is set when one
    * of them is a block whose index % 32 == i (all cleared with the count's
@@ -158,8 +167,7 @@ struct page {
   /* rem bit i set: block i was freed by a thread other than the owner
    * (its tag word moved to the remote tag first: blk_rtag) and waits for
    * the owner's drain, which clears it; set with an atomic or. The words
-   * sit in the page after the header. */
-  _Atomic uint64_t *bits;
+   * sit in the page after the header (page_bits). */
   /* decommit_spans, classes from 8 KiB (cap <= 64): bit i set, block i
    * is free, off the free list, its whole pages given back (purged: no
    * state in the block, it may read as 0); owner only */
@@ -179,18 +187,22 @@ struct page {
 _Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
                "the hot fields fill the header's first line");
 
-#define REM_W(pg, i) (&(pg)->bits[(i) >> 6])
+/* the rem bit words, right after the header */
+static inline _Atomic uint64_t *page_bits(const page_t *pg) {
+  return (_Atomic uint64_t *)((char *)pg + PAGE_HDR);
+}
+#define REM_W(pg, i) (&page_bits(pg)[(i) >> 6])
 
 /* A free block (on a free list, or carved and never handed out) carries
- * its link in word 0 and its tag in word 1: (key ^ address) | 1, with the
- * allocator's random key; a block freed by another thread and waiting for
- * the owner's drain carries the remote tag (the tag ^ 2) and no link; a
- * block handed out has word 1 cleared (0, or the debug fill 0xAA..:
- * even), so a free that finds either tag is a second free. The check
- * reads the line the free writes anyway (no side table on the allocation
- * path). A program could forge a tag only by reading freed memory; one
- * that overwrites a freed block's word 1 (use after free) hides a later
- * second free.
+ * its link in word 0 and its tag in word 1: key ^ address, with the
+ * allocator's random odd key (so the tag is odd); a block freed by
+ * another thread and waiting for the owner's drain carries the remote
+ * tag (the tag ^ 2) and no link; a block handed out has word 1 cleared
+ * (0, or the debug fill 0xAA..: even), so a free that finds either tag is
+ * a second free. The check reads the line the free writes anyway (no
+ * side table on the allocation path). A program could forge a tag only by
+ * reading freed memory; one that overwrites a freed block's word 1 (use after
+ * free) hides a later second free.
  *
  * Word 1 is the only word of a block two threads may write: the owner
  * with relaxed stores (plain moves), a remote free with a compare-and-
@@ -201,10 +213,15 @@ _Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
  * remote one: the block is freed once (and when the owner hands it out
  * again before the drain, word 1 is cleared: refused as well). */
 static inline uintptr_t blk_tag(uint64_t key, const void *b) {
-  return (uintptr_t)(key ^ (uintptr_t)b) | 1u;
+  return (uintptr_t)(key ^ (uintptr_t)b); /* key odd: odd for a block */
 }
 static inline uintptr_t blk_rtag(uint64_t key, const void *b) {
   return blk_tag(key, b) ^ 2u;
+}
+/* 1 when word 1 (w) is the tag t or the remote tag t ^ 2: a free block.
+ * (w | 2) == (t | 2) written as one xor and one test. */
+static inline int tag_either(uintptr_t w, uintptr_t t) {
+  return ((w ^ t) & ~(uintptr_t)2) == 0;
 }
 static inline _Atomic uintptr_t *blk_w1(const void *b) {
   return (_Atomic uintptr_t *)b + 1;
@@ -224,6 +241,10 @@ typedef struct tstat { /* written by the owner only (relaxed) */
 } tstat_t;
 
 #define PEND_MAX 64 /* the largest free batch */
+typedef struct pend { /* a queued free */
+  void *p;
+  page_t *pg;
+} pend_t;
 
 struct tcache {
   nnmem_allocator_t *a;
@@ -238,9 +259,11 @@ struct tcache {
    * -1 */
   int64_t leak_left;
   uint64_t swept_us;      /* clock at the last purge sweep (us) */
-  uint32_t npend;         /* queued frees (free_batch; owner only) */
-  void *pend[PEND_MAX];
-  page_t *pendpg[PEND_MAX]; /* the span header of pend[i] (registry) */
+  /* queued frees (free_batch; owner only): pend[0 .. ptop), each a block
+   * and its span's header (registry); full at pend_end (pend +
+   * free_batch: one compare within this line, no load of a->free_batch) */
+  pend_t *ptop, *pend_end;
+  pend_t pend[PEND_MAX];
   /* MPSC stack of spans with blocks freed by other threads (page rnext,
    * rqueued): written by them, so it has a 128-byte line pair of its own
    * (the owner's hot fields and counters stay out of it; 128: adjacent-
@@ -347,6 +370,10 @@ static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
   /* `id` when a free may take free_direct's fast path (no quarantine),
    * else 0: that path's one test */
   uint64_t fid;
+  /* `id` when the allocator times no call (latency_sample UINT32_MAX:
+   * the malloc front), else 0: the allocation's fast path then skips the
+   * sampling countdown */
+  uint64_t sid;
   int exiting;
 } tls_cur;
 
@@ -533,12 +560,12 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
     if (first + (size_t)cap * pg->bsize <= room) break;
   }
   pg->first = first;
-  pg->bits = (_Atomic uint64_t *)((char *)pg + PAGE_HDR);
-  memset((void *)pg->bits, 0, first - PAGE_HDR); /* a reused page */
+  memset((void *)page_bits(pg), 0, first - PAGE_HDR); /* a reused page */
   pg->bump = (char *)pg + first;
   pg->end = (char *)pg + first + (size_t)cap * pg->bsize;
   pg->cap = cap;
   pg->owner = tc;
+  pg->fown = cls < PURGE_MIN_CLS ? tc : NULL;
   span_register(a, mem, span, pg);
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
   avail_push(tc, pg);
@@ -553,6 +580,7 @@ static void page_release(tcache_t *tc, page_t *pg) {
   void *base = (void *)base_of(pg);
   span_register(a, base, pg->span, NULL);
   pg->magic = 0;
+  pg->fown = NULL; /* a queued free of it takes the general checks */
   atomic_fetch_sub_explicit(&a->pages, 1, memory_order_relaxed);
   unsigned kind = span_units(pg->cls);
   if (a->decommit && pg->cls >= 32) {
@@ -580,7 +608,7 @@ static void page_release(tcache_t *tc, page_t *pg) {
 static int rem_pending(const page_t *pg) {
   if (atomic_load_explicit(&pg->rqueued, memory_order_acquire)) return 1;
   for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++)
-    if (atomic_load_explicit(&pg->bits[w], memory_order_relaxed)) return 1;
+    if (atomic_load_explicit(&page_bits(pg)[w], memory_order_relaxed)) return 1;
   return 0;
 }
 
@@ -640,7 +668,6 @@ static __attribute__((noinline)) void local_free_tail(tcache_t *tc,
  * MiB (10 ms, classes over 8 KiB only: 256 MiB), against 309 MiB without;
  * a purge per block that keeps the page of its tag: 207 MiB. */
 #define PURGE_US 1000u
-#define PURGE_MIN_CLS 31u /* classes from 8 KiB (spans of <= 22 blocks) */
 
 static inline char *blk_at(const page_t *pg, uint32_t i) {
   return (char *)pg + pg->first + (size_t)i * pg->bsize;
@@ -742,9 +769,10 @@ static void drain_remote(tcache_t *tc) {
     page_t *next = pg->rnext;
     (void)atomic_exchange_explicit(&pg->rqueued, 0, memory_order_acq_rel);
     for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++) {
-      if (!atomic_load_explicit(&pg->bits[w], memory_order_relaxed)) continue;
+      if (!atomic_load_explicit(&page_bits(pg)[w], memory_order_relaxed))
+        continue;
       uint64_t m =
-          atomic_exchange_explicit(&pg->bits[w], 0, memory_order_acq_rel);
+          atomic_exchange_explicit(&page_bits(pg)[w], 0, memory_order_acq_rel);
       while (m) {
         uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(m);
         m &= m - 1;
@@ -763,7 +791,7 @@ static void drain_remote(tcache_t *tc) {
 static void flush_pending(tcache_t *tc);
 
 static void cache_flush(tcache_t *tc) {
-  if (tc->npend) flush_pending(tc);
+  if (tc->ptop != tc->pend) flush_pending(tc);
   drain_remote(tc);
   for (unsigned c = 0; c < NCLASS; c++) {
     page_t *pg = tc->avail[c];
@@ -784,6 +812,7 @@ static void cache_exit(void *v) { /* pthread key destructor */
     tls_cur.id = 0;
     tls_cur.qid = 0;
     tls_cur.fid = 0;
+    tls_cur.sid = 0;
   }
   tls_cur.exiting = 1;
   alock(a);
@@ -854,6 +883,8 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a, const page_t *hint) {
       tc->a = a;
       tc->key = a->tag_key;
       tc->sample_left = a->sample_every;
+      tc->ptop = tc->pend;
+      tc->pend_end = tc->pend + a->free_batch;
       tc->next_all = a->caches;
       a->caches = tc;
     }
@@ -882,6 +913,7 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a, const page_t *hint) {
   tls_cur.qid =
       atomic_load_explicit(&a->no_queue, memory_order_acquire) ? 0 : tls_cur.id;
   tls_cur.fid = a->quar ? 0 : tls_cur.id; /* set at create, never changes */
+  tls_cur.sid = a->sample_every == UINT32_MAX ? tls_cur.id : 0;
   return tc;
 }
 
@@ -1162,30 +1194,19 @@ static __attribute__((noinline)) void *alloc_slow(nnmem_allocator_t *a,
  * the malloc front's nnmem__allocator_alloc_or: 1 with the block in *bo;
  * else 0, with the fast path's page (*pgo) and block (*bo: the countdown
  * ran out on it) or NULLs, for alloc_rest. */
-static inline __attribute__((always_inline)) int alloc_try(
-    nnmem_allocator_t *a, size_t size, page_t **pgo, void **bo) {
-  page_t *pg = NULL;
-  void *b = NULL;
-  tcache_t *tc;
-  unsigned cls;
-  *pgo = NULL;
-  *bo = NULL;
-  /* size 0 and sizes over SMALL_MAX: one compare; the thread's cache is
-   * current when its identity is a's (identities are never reused, and
-   * a cache's thread exit clears it); a current cache implies thread
-   * caches (no_cache never makes one) */
-  if (__builtin_expect(size - 1 >= SMALL_MAX, 0)) return 0;
-  /* (identity 0 while a profiler watches: cache_get_slow) */
-  if (__builtin_expect(tls_cur.id != alloc_id(a), 0)) return 0;
-  tc = tls_cur.tc;
-  if (__builtin_expect(tc->sample_left <= 1, 0)) return 0;
-  cls = class_of[(size + 15) >> 4];
-  pg = tc->avail[cls];
+/* alloc_try's pop: a block of the first available page of the size's
+ * class (the countdown of timed calls taken when `timed`), counted, then
+ * the cache's leak countdown. */
+static inline __attribute__((always_inline)) int alloc_pop(
+    tcache_t *tc, size_t size, int timed, page_t **pgo, void **bo) {
+  unsigned cls = class_of[(size + 15) >> 4];
+  page_t *pg = tc->avail[cls];
+  void *b;
   if (__builtin_expect(!pg || !(b = pg->free), 0)) {
     *pgo = pg;
     return 0;
   }
-  tc->sample_left--;
+  if (timed) tc->sample_left--;
   page_pop(tc, pg, b);
   bump(&tc->st.allocs[cls], 1);
   if (nnmem__debug) memset(b, 0xAA, class_size[cls]);
@@ -1193,6 +1214,27 @@ static inline __attribute__((always_inline)) int alloc_try(
   if (__builtin_expect((tc->leak_left -= (int64_t)size) >= 0, 1)) return 1;
   *pgo = pg;
   return 0;
+}
+
+static inline __attribute__((always_inline)) int alloc_try(nnmem_allocator_t *a,
+                                                           size_t size,
+                                                           page_t **pgo,
+                                                           void **bo) {
+  *pgo = NULL;
+  *bo = NULL;
+  /* size 0 and sizes over SMALL_MAX: one compare; the thread's cache is
+   * current when its identity is a's (identities are never reused, and
+   * a cache's thread exit clears it); a current cache implies thread
+   * caches (no_cache never makes one) */
+  if (__builtin_expect(size - 1 >= SMALL_MAX, 0)) return 0;
+  /* an allocator that times no call matches sid: no countdown (identity
+   * 0 while a profiler watches: cache_get_slow) */
+  uint64_t id = alloc_id(a);
+  tcache_t *tc = tls_cur.tc;
+  if (__builtin_expect(tls_cur.sid == id, 1))
+    return alloc_pop(tc, size, 0, pgo, bo);
+  if (tls_cur.id != id || tc->sample_left <= 1) return 0;
+  return alloc_pop(tc, size, 1, pgo, bo);
 }
 
 /* nnmem_alloc past its fast path: no allocator, size 0, a profiler
@@ -1223,7 +1265,7 @@ static __attribute__((noinline)) void *alloc_or_rest(
   return p ? p : fallback(size);
 }
 
-void *nnmem__allocator_alloc_or(nnmem_allocator_t *a, size_t size,
+void *nnmem__allocator_alloc_or(size_t size, nnmem_allocator_t *a,
                                 void *(*fallback)(size_t)) {
   page_t *pg;
   void *b;
@@ -1270,7 +1312,7 @@ static inline int local_misuse(const page_t *pg, const void *ptr,
                                uint64_t key) {
   uintptr_t w = w1_get(ptr), t = blk_tag(key, ptr);
   /* a purged block may read as 0 (its tag page given back) */
-  return (const char *)ptr >= pg->bump || (w | 2u) == (t | 2u) ||
+  return (const char *)ptr >= pg->bump || tag_either(w, t) ||
          (__builtin_expect(pg->cls >= PURGE_MIN_CLS, 0) && w == 0 &&
           purged_has(pg, ptr));
 }
@@ -1318,7 +1360,7 @@ static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
    * carved is refused by the owner's drain: the bump pointer is the
    * owner's) */
   uintptr_t t = blk_tag(a->tag_key, ptr), w = w1_get(ptr);
-  if (__builtin_expect((w | 2u) == (t | 2u), 0)) return misuse(a);
+  if (__builtin_expect(tag_either(w, t), 0)) return misuse(a);
   if (__builtin_expect(!atomic_compare_exchange_strong_explicit(
                            blk_w1(ptr), &w, t ^ 2u, memory_order_relaxed,
                            memory_order_relaxed),
@@ -1347,7 +1389,8 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
 
 /* flush_pending's common case, the same checks as small_index and
  * small_free's owner case in one pass over the header's first line: a
- * block of a span of tc (a class below the purged ones), carved (below
+ * block of a live span of tc of a class below the purged ones (fown ==
+ * tc: one compare, no magic; a span given back clears fown), carved (below
  * the bump pointer: also below the span's end) and on a block boundary
  * (off * recip: the low 40 bits are below recip iff off is a multiple of
  * bsize, as in small_index), neither tag in word 1, no timed call due,
@@ -1355,10 +1398,9 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
  * the queue, which takes no free while records are on). 1: freed; 0:
  * nothing done (the general case decides, misuse included). */
 static inline __attribute__((always_inline)) int flush_one_fast(
-    tcache_t *tc, page_t *pg, void *p, uint32_t mark, int counted) {
-  if (pg->magic != PAGE_MAGIC || pg->owner != tc || pg->cls >= PURGE_MIN_CLS ||
-      (!counted && tc->sample_left <= 1))
-    return 0;
+    tcache_t *tc, page_t *pg, void *p, uint32_t mark, int counted,
+    uint64_t key) {
+  if (pg->fown != tc || (!counted && tc->sample_left <= 1)) return 0;
   uintptr_t blk0 = (uintptr_t)pg + pg->first;
   uint64_t off = (uintptr_t)p - blk0; /* wraps below block 0: huge */
   uint64_t m = off * pg->recip;
@@ -1366,8 +1408,8 @@ static inline __attribute__((always_inline)) int flush_one_fast(
       (m & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip ||
       nnmem__leaks_mark_hit(mark, (uint32_t)(m >> RECIP_SHIFT)))
     return 0; /* (a block the leak records may hold: leaks_free_small) */
-  uintptr_t t = blk_tag(tc->key, p);
-  if ((w1_get(p) | 2u) == (t | 2u)) return 0;
+  uintptr_t t = blk_tag(key, p);
+  if (tag_either(w1_get(p), t)) return 0;
   if (!counted) tc->sample_left--;
   bump(&tc->st.frees[pg->cls], 1);
   if (nnmem__debug) memset(p, 0x55, pg->bsize);
@@ -1380,17 +1422,19 @@ static inline __attribute__((always_inline)) int flush_one_fast(
 
 /* Returns the queued frees of tc (free_batch). Two passes so that the
  * misses overlap: 1. prefetch every span header (found by the registry
- * when the block was queued) and block; 2. check each page (the magic says
- * it is still one) and block index, and free, in queue order (a block
- * queued twice: the second finds its tag, misuse). */
+ * when the block was queued) and block; 2. check each page (fown, else the
+ * magic, says it is still one) and block index, and free, in queue order (a
+ * block queued twice: the second finds its tag, misuse). */
 static inline __attribute__((always_inline)) void flush_run(tcache_t *tc,
                                                             uint32_t n,
                                                             int counted) {
   nnmem_allocator_t *a = tc->a;
-  for (uint32_t i = 0; i < n; i++) {
-    void *p = tc->pend[i];
-    page_t *pg = tc->pendpg[i];
-    if (__builtin_expect(flush_one_fast(tc, pg, p, 0, counted), 1)) continue;
+  uint64_t key = tc->key; /* in a register: the loop's stores may alias */
+  for (const pend_t *e = tc->pend, *stop = e + n; e < stop; e++) {
+    void *p = e->p;
+    page_t *pg = e->pg;
+    if (__builtin_expect(flush_one_fast(tc, pg, p, 0, counted, key), 1))
+      continue;
     int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, p) : -1;
     if (k < 0 ? misuse(a) != NNMEM_OK
               : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
@@ -1399,11 +1443,11 @@ static inline __attribute__((always_inline)) void flush_run(tcache_t *tc,
 }
 
 static void flush_pending(tcache_t *tc) {
-  uint32_t n = tc->npend;
-  tc->npend = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    __builtin_prefetch(tc->pendpg[i]);
-    __builtin_prefetch(tc->pend[i], 1); /* its link and tag are written */
+  uint32_t n = (uint32_t)(tc->ptop - tc->pend);
+  tc->ptop = tc->pend;
+  for (const pend_t *e = tc->pend, *stop = e + n; e < stop; e++) {
+    __builtin_prefetch(e->pg);
+    __builtin_prefetch(e->p, 1); /* its link and tag are written */
   }
   /* no timed call due in this batch: its countdown taken at once (a free
    * the general case takes counts again: a sample comes at most n calls
@@ -1414,6 +1458,16 @@ static void flush_pending(tcache_t *tc) {
   } else {
     flush_run(tc, n, 0);
   }
+}
+
+/* Queues the free of p (a block of span pg, by the registry); a full
+ * queue is flushed. */
+static inline void pend_push(tcache_t *tc, void *p, page_t *pg) {
+  pend_t *e = tc->ptop;
+  e->p = p;
+  e->pg = pg;
+  tc->ptop = ++e;
+  if (__builtin_expect(e >= tc->pend_end, 0)) flush_pending(tc);
 }
 
 /* ---- quarantine (quarantine_bytes; quarantine.h) -------------------------
@@ -1615,9 +1669,7 @@ static __attribute__((noinline)) nnmem_status_t free_general(
         int64_t k = small_index(pg, ptr); /* < 0: misuse, at the flush */
         if (k >= 0) leaks_free_small(a, pg, ptr, (uint32_t)k);
       }
-      tc->pendpg[tc->npend] = pg;
-      tc->pend[tc->npend++] = ptr;
-      if (tc->npend >= a->free_batch) flush_pending(tc);
+      pend_push(tc, ptr, pg);
       return NNMEM_OK;
     }
   }
@@ -1645,13 +1697,18 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   /* the queue's identity: the thread's cache current and no_queue 0 (a
    * span's base, no block, is refused at the flush: off wraps) */
-  if (__builtin_expect((p >> 48) || tls_cur.qid != alloc_id(a), 0)) return 0;
-  page_t *pg = reg_get_fast(a, p);
+  if (__builtin_expect(tls_cur.qid != alloc_id(a), 0)) return 0;
+  /* bits 32..47 index the registry's first level: a pointer above 2^48
+   * aliases a unit below it, and when that unit is a span's, its offset
+   * from the span's block 0 (>= 2^47) is refused at the flush, reported
+   * like any bad queued free */
+  reg_ent_t *leaf =
+      atomic_load_explicit(&a->reg[(p >> 32) & 0xFFFF], memory_order_acquire);
+  if (__builtin_expect(!leaf, 0)) return 0;
+  page_t *pg = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
+                                    memory_order_acquire);
   if (__builtin_expect(!pg, 0)) return 0; /* not a span's unit */
-  tcache_t *tc = tls_cur.tc;
-  tc->pendpg[tc->npend] = pg;
-  tc->pend[tc->npend++] = ptr;
-  if (__builtin_expect(tc->npend >= a->free_batch, 0)) flush_pending(tc);
+  pend_push(tls_cur.tc, ptr, pg);
   return 1;
 }
 
@@ -1668,7 +1725,7 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
 static __attribute__((noinline)) nnmem_status_t free_marked(
     nnmem_allocator_t *a, tcache_t *tc, page_t *pg, void *ptr, uint32_t idx) {
   uintptr_t w = w1_get(ptr), t = blk_tag(tc->key, ptr);
-  if ((w | 2u) == (t | 2u)) return free_general(a, ptr);
+  if (tag_either(w, t)) return free_general(a, ptr);
   leaks_free_small(a, pg, ptr, idx);
   owner_free(tc, pg, ptr);
   return NNMEM_OK;
@@ -1693,8 +1750,7 @@ static inline nnmem_status_t free_direct(nnmem_allocator_t *a, void *ptr) {
   if (__builtin_expect(!pg, 0))
     return free_general(a, ptr); /* not a span's unit */
   tcache_t *tc = tls_cur.tc;
-  if (__builtin_expect(pg->owner != tc || pg->cls >= PURGE_MIN_CLS, 0))
-    return free_general(a, ptr);
+  if (__builtin_expect(pg->fown != tc, 0)) return free_general(a, ptr);
   uintptr_t blk0 = (uintptr_t)pg + pg->first;
   uint64_t off = p - blk0; /* wraps below block 0: huge */
   uint64_t m = off * pg->recip;
@@ -1711,8 +1767,7 @@ static inline nnmem_status_t free_direct(nnmem_allocator_t *a, void *ptr) {
               (uint32_t)(m >> RECIP_SHIFT)),
           0))
     return free_marked(a, tc, pg, ptr, (uint32_t)(m >> RECIP_SHIFT));
-  if (__builtin_expect((w1_get(ptr) | 2u) == (t | 2u) || tc->sample_left <= 1,
-                       0))
+  if (__builtin_expect(tag_either(w1_get(ptr), t) || tc->sample_left <= 1, 0))
     return free_general(a, ptr);
   tc->sample_left--;
   bump(&tc->st.frees[pg->cls], 1);
@@ -1730,7 +1785,7 @@ static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   return free_direct(a, ptr); /* free_general past its common case */
 }
 
-void nnmem__allocator_free_or(nnmem_allocator_t *a, void *ptr,
+void nnmem__allocator_free_or(void *ptr, nnmem_allocator_t *a,
                               void (*fallback)(void *)) {
   if (__builtin_expect(free_queued(a, ptr), 1)) return;
   fallback(ptr);
@@ -1821,6 +1876,8 @@ nnmem_status_t nnmem__tcache_create(nnmem_allocator_t *a, const void *tag,
   tc->a = a;
   tc->key = a->tag_key;
   tc->sample_left = UINT32_MAX; /* not sampled: no clock on this path */
+  tc->ptop = tc->pend; /* (never queues: a thread's free uses its own) */
+  tc->pend_end = tc->pend + a->free_batch;
   atomic_store_explicit(&tc->tag, tag, memory_order_relaxed);
   alock(a);
   tc->next_all = a->caches; /* stats see it; destroy frees it */
@@ -1939,6 +1996,7 @@ nnmem_status_t nnmem_allocator_create(const nnmem_allocator_config_t *cfg,
   if (getrandom(&a->tag_key, sizeof a->tag_key, GRND_NONBLOCK) !=
       sizeof a->tag_key)
     a->tag_key = (uintptr_t)a * 0x9e3779b97f4a7c15ull ^ nnmem__cycles();
+  a->tag_key |= 1u; /* blocks are 16-aligned: every tag odd (blk_tag) */
   a->on_misuse = c.on_misuse;
   a->misuse_ctx = c.misuse_ctx;
   if (c.quarantine_bytes) {
@@ -2024,6 +2082,7 @@ void nnmem_allocator_destroy(nnmem_allocator_t *a) {
     tls_cur.id = 0;
     tls_cur.qid = 0;
     tls_cur.fid = 0;
+    tls_cur.sid = 0;
   }
   while (a->caches) {
     tcache_t *t = a->caches;

@@ -18,19 +18,22 @@ nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
  * at its flush, so that the front's free is one call. Any thread. */
 void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr);
 
-/* The malloc front's free (a != NULL): `ptr` queued (free_batch; a
+/* The malloc front's free (a != NULL; `ptr` first, where the caller's
+ * argument already is, so that the fallback's tail call moves nothing):
+ * `ptr` queued (free_batch; a
  * block of a span of this allocator, the thread's cache current, no
  * profiler, no leak records: checked at the queue's flush, a bad one
  * reported through on_misuse), else fallback(ptr), as a tail call (any
  * other pointer, NULL included), so that the caller's common case is
  * one call. Any thread. */
-void nnmem__allocator_free_or(nnmem_allocator_t *a, void *ptr,
+void nnmem__allocator_free_or(void *ptr, nnmem_allocator_t *a,
                               void (*fallback)(void *));
 
-/* The malloc front's malloc (a != NULL): nnmem_alloc(a, size), and when that
+/* The malloc front's malloc (a != NULL; `size` first, as free_or's
+ * pointer): nnmem_alloc(a, size), and when that
  * gives NULL (size 0, out of memory, ...) what fallback(size) returns, as a
  * tail call, so that the caller's common case saves no register. */
-void *nnmem__allocator_alloc_or(nnmem_allocator_t *a, size_t size,
+void *nnmem__allocator_alloc_or(size_t size, nnmem_allocator_t *a,
                                 void *(*fallback)(size_t));
 
 /* Fork hooks (pthread_atfork): prepare takes every lock of the allocator

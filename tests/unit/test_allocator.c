@@ -770,6 +770,48 @@ static void test_free_batch(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* The queue's one-pass flush trusts a span's header only while it names
+ * the thread's cache for that path (fown): a span given back clears it.
+ * One batch frees the last live block y of a span (given back at once:
+ * its class keeps two empty spans already) and then, again, a block x of
+ * that span freed before, its tag overwritten after that free (a use
+ * after free): x was queued while the span lived, the flush must refuse
+ * it (with the header's other fields left as they were, the one-pass
+ * checks would pass and push x onto the given-back span). */
+static void test_flush_released_span(void **state) {
+  (void)state;
+  misuse_log_t log = {{0}, 0};
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.free_batch = 8;
+  cfg.on_misuse = log_misuse;
+  cfg.misuse_ctx = &log;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  /* five spans of 64-byte blocks (~1,020 a span), filled in order; the
+   * N - 1 frees before y's leave 6 queued (N - 1 = 8 x 625 + 6), so y and
+   * x's second free make the next batch of 8, y before x. No thread
+   * flush: it would give back every empty span. */
+  enum { N = 5007 };
+  static char *b[N];
+  for (int i = 0; i < N; i++)
+    assert_non_null(b[i] = nnmem_alloc(a, 64));
+  char *y = b[0], *x = b[1]; /* both in the first span */
+  assert_ok(nnmem_allocator_free(a, x));
+  for (int i = N - 1; i >= 2; i--) /* the other spans empty: two kept */
+    assert_ok(nnmem_allocator_free(a, b[i]));
+  memset(x + 8, 0, 8); /* x's tag word overwritten after its free */
+  assert_ok(nnmem_allocator_free(a, y)); /* its span empties: given back */
+  assert_ok(nnmem_allocator_free(a, x)); /* queued while the span lived */
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 1);
+  assert_int_equal(log.n, 1);
+  assert_ptr_equal(log.p[0], x);
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(a);
+}
+
 /* Fork while another thread records allocations (leak records on, as
  * NNMEM_LEAKS=full gives the malloc front): the fork hooks must take the
  * records' mutex too, else a child forked while the other thread holds it
@@ -846,6 +888,7 @@ int main(void) {
       cmocka_unit_test(test_cross_thread),
       cmocka_unit_test(test_adopt_by_free),
       cmocka_unit_test(test_free_batch),
+      cmocka_unit_test(test_flush_released_span),
       cmocka_unit_test(test_remote_misuse),
       cmocka_unit_test(test_remote_refused_on_empty),
       cmocka_unit_test(test_span_purge),

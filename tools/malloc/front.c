@@ -484,7 +484,7 @@ static __attribute__((noinline)) void free_slow(void *p) {
 API void *malloc(size_t n) {
   nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
   if (__builtin_expect(a != NULL && n - 1 < (size_t)PTRDIFF_MAX, 1))
-    return nnmem__allocator_alloc_or(a, n, malloc_slow);
+    return nnmem__allocator_alloc_or(n, a, malloc_slow);
   return malloc_slow(n);
 }
 
@@ -495,7 +495,7 @@ API void *malloc(size_t n) {
 API void free(void *p) {
   nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
   if (__builtin_expect(a != NULL, 1)) {
-    nnmem__allocator_free_or(a, p, free_slow);
+    nnmem__allocator_free_or(p, a, free_slow);
     return;
   }
   free_slow(p);
