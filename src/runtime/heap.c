@@ -33,7 +33,10 @@
  * Steps of compact: 1. free space = [0, capacity) minus the pinned blocks
  * (an interval list); 2. for each unpinned block in address order, place it
  * at the lowest aligned start of a free interval that fits and is not above
- * its current offset (else it stays), carving the interval; 3. move the
+ * its current offset (else it stays), carving the interval; when that
+ * layout's largest gap is smaller than the heap's now (alignment can make
+ * a first fit split what the old layout kept whole), nothing moves;
+ * 3. move the
  * blocks in the same order (commit target granules, copy or remap,
  * decommit the source): a block only moves down and every block before it
  * has already left its old range, so no move overwrites live data;
@@ -606,6 +609,22 @@ static void relink(nnmem_heap_t *h, const uint32_t *order, by_off_t *tmp,
   h->top = n ? h->slots[h->tail].off + h->slots[h->tail].size : 0;
 }
 
+/* The largest gap (as gap_info counts it) of the layout that puts block
+ * order[k] at target[k]; `tmp` holds n entries. */
+static uint64_t layout_largest(const nnmem_heap_t *h, const uint32_t *order,
+                               const uint64_t *target, by_off_t *tmp,
+                               size_t n) {
+  for (size_t k = 0; k < n; k++) tmp[k] = (by_off_t){target[k], order[k]};
+  qsort(tmp, n, sizeof *tmp, cmp_off);
+  uint64_t prev_end = 0, big = 0;
+  for (size_t k = 0; k <= n; k++) {
+    uint64_t end = k == n ? h->cfg.capacity : tmp[k].off;
+    if (end - prev_end > big) big = end - prev_end;
+    if (k < n) prev_end = tmp[k].off + h->slots[tmp[k].idx].size;
+  }
+  return big;
+}
+
 nnmem_status_t nnmem_heap_compact(nnmem_heap_t *h,
                                   nnmem_compact_report_t *report) {
   if (!h) return NNMEM_ERR_INVALID;
@@ -629,6 +648,10 @@ nnmem_status_t nnmem_heap_compact(nnmem_heap_t *h,
       s = choose(&L, &h->slots[i], h->meta[i].align_log2, &target[n]);
     n++;
   }
+  /* a layout that would shrink the largest gap: nothing moves */
+  if (s == NNMEM_OK && n &&
+      layout_largest(h, order, target, tmp, n) < r.largest_before)
+    for (size_t k = 0; k < n; k++) target[k] = h->slots[order[k]].off;
   /* 3. the moves, in the same order */
   for (size_t k = 0; s == NNMEM_OK && k < n; k++) {
     slot_t *b = &h->slots[order[k]];
