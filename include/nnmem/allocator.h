@@ -95,8 +95,8 @@ typedef struct nnmem_allocator_config {
    * and quarantine_blocks. A free then takes a mutex. */
   uint64_t quarantine_bytes;
   /* (appended) with a quarantine, 1: a held thread-cache block (<= 128
-   * KiB, alignment <= 16) is filled with a pattern (all but its word 1,
-   * the tag) and checked when it leaves; a block written meanwhile (a use
+   * KiB, alignment <= 16) freed by its owner thread is filled with a
+   * pattern (all but its first 16 bytes) and checked when it leaves; a block written meanwhile (a use
    * after free) is counted (quarantine_writes) and passed to
    * on_quarantine_write(misuse_ctx, ptr) when set (freeing thread, no lock
    * held); it is freed all the same */

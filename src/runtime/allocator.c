@@ -1499,6 +1499,9 @@ static inline void pend_push(tcache_t *tc, void *p, page_t *pg) {
  * (but word 1) with QUAR_FILL and checked when it leaves. */
 #define QUAR_FILL 0xdbu
 #define QUAR_BATCH 32 /* blocks taken out of the FIFO per lock hold */
+/* A FIFO entry's pointer carries bit 0 = filled (blocks are 16-aligned) */
+#define QUAR_PTR(e) ((void *)((uintptr_t)(e) & ~(uintptr_t)1))
+#define QUAR_FILLED(e) ((int)((uintptr_t)(e) & 1))
 
 static inline uintptr_t blk_qtag(uint64_t key, const void *b) {
   return blk_tag(key, b) ^ 4u;
@@ -1528,11 +1531,17 @@ static int quar_written(const void *p, uint64_t n) {
  * free, or a non-owner's free of a block that was not handed out: the
  * owner carved it, or took it back purged, meanwhile) is not freed:
  * counted: 1, for the caller to report (on_misuse) once no lock is held;
- * else 0. Large blocks: under q->lock (quar_release_all). */
-static int quar_release(nnmem_allocator_t *a, void *p, uint64_t n) {
+ * else 0. A small block that is no block boundary of its span now (a bad
+ * free's entry whose span was given back and carved anew) is refused
+ * before its word 1 is touched. `filled`: quar_free filled it. Large
+ * blocks: under q->lock (quar_release_all). */
+static int quar_release(nnmem_allocator_t *a, void *p, uint64_t n,
+                        int filled) {
   page_t *pg = a->no_cache ? NULL : small_page_of(a, p);
+  int64_t idx = pg ? small_index(pg, p) : 0;
+  if (idx < 0) return misuse(a) != NNMEM_OK;
   uintptr_t q = blk_qtag(a->tag_key, p);
-  if (pg && a->quar_fill && w1_get(p) == q && quar_written(p, n)) {
+  if (pg && filled && w1_get(p) == q && quar_written(p, n)) {
     atomic_fetch_add_explicit(&a->quar_writes, 1, memory_order_relaxed);
     if (a->on_quar_write) a->on_quar_write(a->misuse_ctx, p);
   }
@@ -1540,8 +1549,6 @@ static int quar_release(nnmem_allocator_t *a, void *p, uint64_t n) {
           blk_w1(p), &q, 0, memory_order_relaxed, memory_order_relaxed))
     return misuse(a) != NNMEM_OK;
   if (!pg) return nnmem_pool_free(a->pool, p) != NNMEM_OK; /* counted */
-  int64_t idx = small_index(pg, p);
-  if (idx < 0) return misuse(a) != NNMEM_OK;
   return small_free(a, cache_get_hint(a, pg), pg, p, (uint32_t)idx) !=
          NNMEM_OK; /* counted by small_free */
 }
@@ -1560,16 +1567,20 @@ static void quar_release_all(nnmem_allocator_t *a, int all) {
   for (;;) {
     size_t k = nnmem__quar_pop_locked(q, out, QUAR_BATCH, all), m = 0, nb = 0;
     for (size_t i = 0; i < k; i++) {
-      if (quar_small(a, out[i].p))
+      void *p = QUAR_PTR(out[i].p);
+      if (quar_small(a, p))
         out[m++] = out[i]; /* a span's block: after the unlock */
-      else if (quar_release(a, out[i].p, out[i].n))
-        bad[nb++] = out[i].p;
+      else if (quar_release(a, p, out[i].n, 0))
+        bad[nb++] = p;
     }
     pthread_mutex_unlock(&q->lock);
     for (size_t i = 0; i < nb; i++)
       late_misuse(a, bad[i]);
-    for (size_t i = 0; i < m; i++)
-      if (quar_release(a, out[i].p, out[i].n)) late_misuse(a, out[i].p);
+    for (size_t i = 0; i < m; i++) {
+      void *p = QUAR_PTR(out[i].p);
+      if (quar_release(a, p, out[i].n, QUAR_FILLED(out[i].p)))
+        late_misuse(a, p);
+    }
     if (k < QUAR_BATCH) return;
     pthread_mutex_lock(&q->lock);
   }
@@ -1578,15 +1589,17 @@ static void quar_release_all(nnmem_allocator_t *a, int all) {
 /* Puts p (n bytes, its word 1 the quarantine tag already) at the FIFO's
  * tail, with q->lock held, then releases the lock and frees what leaves
  * (p itself at once when the FIFO cannot grow). */
-static void quar_push_locked(nnmem_allocator_t *a, void *p, uint64_t n) {
-  if (nnmem__quar_push_locked(a->quar, p, n) == 0) {
+static void quar_push_locked(nnmem_allocator_t *a, void *p, uint64_t n,
+                             int filled) {
+  void *e = (void *)((uintptr_t)p | (filled != 0));
+  if (nnmem__quar_push_locked(a->quar, e, n) == 0) {
     quar_release_all(a, 0);
     return;
   }
   int small = quar_small(a, p), bad = 0;
-  if (!small) bad = quar_release(a, p, n); /* a large block under the lock */
+  if (!small) bad = quar_release(a, p, n, 0); /* large: under the lock */
   quar_release_all(a, 0);
-  if (small) bad = quar_release(a, p, n);
+  if (small) bad = quar_release(a, p, n, filled);
   if (bad) late_misuse(a, p);
 }
 
@@ -1613,7 +1626,7 @@ static nnmem_status_t quar_free_large(nnmem_allocator_t *a, void *ptr) {
   nnmem__leaks_t *lk = leaks_of(a);
   if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
     (void)nnmem__leaks_on_free(lk, ptr, NULL);
-  quar_push_locked(a, ptr, n);
+  quar_push_locked(a, ptr, n, 0);
   return NNMEM_OK;
 }
 
@@ -1642,11 +1655,15 @@ static __attribute__((noinline)) nnmem_status_t quar_free(nnmem_allocator_t *a,
                                                memory_order_relaxed))
     return misuse(a);
   leaks_free_small(a, pg, ptr, (uint32_t)idx);
-  if (a->quar_fill)
+  /* filled by the owner only: another thread's free of a block the owner
+   * never handed out (or took back purged) passes the tag checks, and the
+   * owner may hand it out while the fill runs */
+  int fill = a->quar_fill && pg->owner == tc;
+  if (fill)
     memset((char *)ptr + QUAR_FILL_FROM, QUAR_FILL,
            pg->bsize - QUAR_FILL_FROM);
   pthread_mutex_lock(&a->quar->lock);
-  quar_push_locked(a, ptr, pg->bsize);
+  quar_push_locked(a, ptr, pg->bsize, fill);
   return NNMEM_OK;
 }
 
