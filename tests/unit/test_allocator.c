@@ -712,6 +712,49 @@ static void test_span_purge(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* free_batch's queued free indexes the registry by the pointer's bits
+ * 16..47 alone: pointers with bits 48.. set that alias a live block of the
+ * thread's own span are refused at the flush, and the block stays live. */
+static int high_bits_seen;
+static void count_misuse(void *ctx, const void *p) {
+  (void)ctx, (void)p;
+  high_bits_seen++;
+}
+
+static void test_queued_high_bits(void **state) {
+  (void)state;
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.free_batch = 8;
+  cfg.on_misuse = count_misuse;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  high_bits_seen = 0;
+  char *p = nnmem_alloc(a, 64);
+  assert_non_null(p);
+  memset(p, 0x5a, 64);
+  uintptr_t v = (uintptr_t)p;
+  void *bad[3] = {(void *)(v | (1ull << 48)), (void *)(v | (1ull << 63)),
+                  (void *)(v | (0xFFFFull << 48))};
+  for (int i = 0; i < 3; i++) (void)nnmem_allocator_free(a, bad[i]);
+  nnmem_allocator_thread_flush(a);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 3);
+  assert_int_equal(high_bits_seen, 3);
+  assert_int_equal(st.live_count, 1);
+  for (int i = 0; i < 64; i++) assert_int_equal((unsigned char)p[i], 0x5a);
+  char *q = nnmem_alloc(a, 64); /* p is not handed out again */
+  assert_true(q != p);
+  assert_ok(nnmem_allocator_free(a, q));
+  assert_ok(nnmem_allocator_free(a, p));
+  nnmem_allocator_thread_flush(a);
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 3);
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(a);
+}
+
 static void test_free_batch(void **state) {
   (void)state;
   misuse_log_t log = {{0}, 0};
@@ -888,6 +931,7 @@ int main(void) {
       cmocka_unit_test(test_cross_thread),
       cmocka_unit_test(test_adopt_by_free),
       cmocka_unit_test(test_free_batch),
+      cmocka_unit_test(test_queued_high_bits),
       cmocka_unit_test(test_flush_released_span),
       cmocka_unit_test(test_remote_misuse),
       cmocka_unit_test(test_remote_refused_on_empty),
