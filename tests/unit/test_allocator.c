@@ -506,6 +506,18 @@ static void log_misuse(void *ctx, const void *ptr) {
   l->n++;
 }
 
+/* An allocator queueing frees 8 at a time, its misuse logged in *log. */
+static nnmem_allocator_t *batched(misuse_log_t *log) {
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.free_batch = 8;
+  cfg.on_misuse = log_misuse;
+  cfg.misuse_ctx = log;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  return a;
+}
+
 static void *free_from_thread(void *arg) {
   handoff_t *h = arg;
   for (int i = 0; i < h->n; i++)
@@ -715,21 +727,10 @@ static void test_span_purge(void **state) {
 /* free_batch's queued free indexes the registry by the pointer's bits
  * 16..47 alone: pointers with bits 48.. set that alias a live block of the
  * thread's own span are refused at the flush, and the block stays live. */
-static int high_bits_seen;
-static void count_misuse(void *ctx, const void *p) {
-  (void)ctx, (void)p;
-  high_bits_seen++;
-}
-
 static void test_queued_high_bits(void **state) {
   (void)state;
-  nnmem_allocator_config_t cfg;
-  nnmem_allocator_config_init(&cfg);
-  cfg.free_batch = 8;
-  cfg.on_misuse = count_misuse;
-  nnmem_allocator_t *a = NULL;
-  assert_ok(nnmem_allocator_create(&cfg, &a));
-  high_bits_seen = 0;
+  misuse_log_t log = {{0}, 0};
+  nnmem_allocator_t *a = batched(&log);
   char *p = nnmem_alloc(a, 64);
   assert_non_null(p);
   memset(p, 0x5a, 64);
@@ -741,7 +742,7 @@ static void test_queued_high_bits(void **state) {
   nnmem_stats_t st;
   assert_ok(nnmem_allocator_stats(a, &st));
   assert_int_equal(st.misuse_count, 3);
-  assert_int_equal(high_bits_seen, 3);
+  assert_int_equal(log.n, 3);
   assert_int_equal(st.live_count, 1);
   for (int i = 0; i < 64; i++) assert_int_equal((unsigned char)p[i], 0x5a);
   char *q = nnmem_alloc(a, 64); /* p is not handed out again */
@@ -758,13 +759,7 @@ static void test_queued_high_bits(void **state) {
 static void test_free_batch(void **state) {
   (void)state;
   misuse_log_t log = {{0}, 0};
-  nnmem_allocator_config_t cfg;
-  nnmem_allocator_config_init(&cfg);
-  cfg.free_batch = 8;
-  cfg.on_misuse = log_misuse;
-  cfg.misuse_ctx = &log;
-  nnmem_allocator_t *a = NULL;
-  assert_ok(nnmem_allocator_create(&cfg, &a));
+  nnmem_allocator_t *a = batched(&log);
   enum { N = 20 };
   char *b[N];
   for (int i = 0; i < N; i++)
@@ -824,13 +819,7 @@ static void test_free_batch(void **state) {
 static void test_flush_released_span(void **state) {
   (void)state;
   misuse_log_t log = {{0}, 0};
-  nnmem_allocator_config_t cfg;
-  nnmem_allocator_config_init(&cfg);
-  cfg.free_batch = 8;
-  cfg.on_misuse = log_misuse;
-  cfg.misuse_ctx = &log;
-  nnmem_allocator_t *a = NULL;
-  assert_ok(nnmem_allocator_create(&cfg, &a));
+  nnmem_allocator_t *a = batched(&log);
   /* five spans of 64-byte blocks (~1,020 a span), filled in order; the
    * N - 1 frees before y's leave 6 queued (N - 1 = 8 x 625 + 6), so y and
    * x's second free make the next batch of 8, y before x. No thread
