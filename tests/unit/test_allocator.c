@@ -490,28 +490,12 @@ static void test_adopt_by_free(void **state) {
   }
 }
 
-/* free_batch: queued frees return NNMEM_OK at the call; at the flush
- * (queue full, nnmem_allocator_thread_flush, thread exit) a double free,
- * an interior pointer and a block freed by two threads are each counted
- * once and handed to on_misuse with their address; every good block comes
- * back exactly once (reallocated: all distinct, none of them twice). */
-typedef struct misuse_log {
-  const void *p[16];
-  int n;
-} misuse_log_t;
-
-static void log_misuse(void *ctx, const void *ptr) {
-  misuse_log_t *l = ctx;
-  if (l->n < 16) l->p[l->n] = ptr;
-  l->n++;
-}
-
 /* An allocator queueing frees 8 at a time, its misuse logged in *log. */
-static nnmem_allocator_t *batched(misuse_log_t *log) {
+static nnmem_allocator_t *batched(tu_ptr_log_t *log) {
   nnmem_allocator_config_t cfg;
   nnmem_allocator_config_init(&cfg);
   cfg.free_batch = 8;
-  cfg.on_misuse = log_misuse;
+  cfg.on_misuse = tu_log_ptr;
   cfg.misuse_ctx = log;
   nnmem_allocator_t *a = NULL;
   assert_ok(nnmem_allocator_create(&cfg, &a));
@@ -729,7 +713,7 @@ static void test_span_purge(void **state) {
  * thread's own span are refused at the flush, and the block stays live. */
 static void test_queued_high_bits(void **state) {
   (void)state;
-  misuse_log_t log = {{0}, 0};
+  tu_ptr_log_t log = {{0}, 0};
   nnmem_allocator_t *a = batched(&log);
   char *p = nnmem_alloc(a, 64);
   assert_non_null(p);
@@ -756,9 +740,15 @@ static void test_queued_high_bits(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* free_batch: queued frees return NNMEM_OK at the call; at the flush
+ * (queue full, nnmem_allocator_thread_flush, thread exit) a double free,
+ * an interior pointer and a block freed by two threads are each counted
+ * once and handed to on_misuse with their address; every good block comes
+ * back exactly once (reallocated: all distinct, none of them twice). */
+
 static void test_free_batch(void **state) {
   (void)state;
-  misuse_log_t log = {{0}, 0};
+  tu_ptr_log_t log = {{0}, 0};
   nnmem_allocator_t *a = batched(&log);
   enum { N = 20 };
   char *b[N];
@@ -818,7 +808,7 @@ static void test_free_batch(void **state) {
  * checks would pass and push x onto the given-back span). */
 static void test_flush_released_span(void **state) {
   (void)state;
-  misuse_log_t log = {{0}, 0};
+  tu_ptr_log_t log = {{0}, 0};
   nnmem_allocator_t *a = batched(&log);
   /* five spans of 64-byte blocks (~1,020 a span), filled in order; the
    * N - 1 frees before y's leave 6 queued (N - 1 = 8 x 625 + 6), so y and

@@ -241,21 +241,10 @@ static void test_budget_model(void **state) {
 /* quarantine_fill: a held block written after its free is reported once
  * when it leaves (and freed all the same); untouched held blocks are
  * not. The first 16 bytes (link and tag words) are not filled. */
-typedef struct wlog {
-  const void *p[8];
-  int n;
-} wlog_t;
-
-static void log_write(void *ctx, const void *p) {
-  wlog_t *w = ctx;
-  if (w->n < 8) w->p[w->n] = p;
-  w->n++;
-}
-
 static void test_fill_finds_writes(void **state) {
   (void)state;
-  wlog_t w = {{0}, 0};
-  nnmem_allocator_t *a = make(4 * 256, 1, log_write, &w);
+  tu_ptr_log_t w = {{0}, 0};
+  nnmem_allocator_t *a = make(4 * 256, 1, tu_log_ptr, &w);
   unsigned char *b[8];
   for (int i = 0; i < 8; i++)
     assert_non_null(b[i] = nnmem_alloc(a, 256));

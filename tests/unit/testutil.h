@@ -44,4 +44,17 @@ int tu_tmpdir_count(void);
 /* Deterministic PRNG (xorshift64*). */
 uint64_t tu_rand(uint64_t *state);
 
+/* A log of the pointers a callback is handed (on_misuse,
+ * on_quarantine_write): the first 16 kept, n counts them all. */
+typedef struct tu_ptr_log {
+  const void *p[16];
+  int n;
+} tu_ptr_log_t;
+
+static inline void tu_log_ptr(void *ctx, const void *ptr) {
+  tu_ptr_log_t *l = ctx;
+  if (l->n < 16) l->p[l->n] = ptr;
+  l->n++;
+}
+
 #endif
