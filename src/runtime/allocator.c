@@ -1096,6 +1096,14 @@ static inline void leaks_free_small(nnmem_allocator_t *a, page_t *pg, void *ptr,
   }
 }
 
+/* A block of the shared pool about to be freed: its record, if the
+ * records are on and their filter says it may have one, is removed. */
+static inline void leaks_free_large(nnmem_allocator_t *a, void *ptr) {
+  nnmem__leaks_t *lk = leaks_of(a);
+  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
+    (void)nnmem__leaks_on_free(lk, ptr, NULL);
+}
+
 static inline nnmem_profiler_t *prof_of(nnmem_allocator_t *a) {
   return atomic_load_explicit(&a->prof, memory_order_acquire);
 }
@@ -1613,9 +1621,7 @@ static nnmem_status_t quar_free_large(nnmem_allocator_t *a, void *ptr) {
   pthread_mutex_lock(&q->lock);
   if (nnmem_pool_usable_size(a->pool, ptr, &n) != NNMEM_OK || n < 16) {
     pthread_mutex_unlock(&q->lock); /* not live, or too small: at once */
-    nnmem__leaks_t *lk = leaks_of(a);
-    if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
-      (void)nnmem__leaks_on_free(lk, ptr, NULL);
+    leaks_free_large(a, ptr);
     return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
   }
   if (w1_get(ptr) == blk_qtag(a->tag_key, ptr)) {
@@ -1623,9 +1629,7 @@ static nnmem_status_t quar_free_large(nnmem_allocator_t *a, void *ptr) {
     return misuse(a);
   }
   w1_set(ptr, blk_qtag(a->tag_key, ptr));
-  nnmem__leaks_t *lk = leaks_of(a);
-  if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
-    (void)nnmem__leaks_on_free(lk, ptr, NULL);
+  leaks_free_large(a, ptr);
   quar_push_locked(a, ptr, n, 0);
   return NNMEM_OK;
 }
@@ -1692,9 +1696,7 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   }
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (!pg) {
-    nnmem__leaks_t *lk = leaks_of(a);
-    if (__builtin_expect(lk != NULL, 0) && nnmem__leaks_maybe(lk, ptr))
-      (void)nnmem__leaks_on_free(lk, ptr, NULL);
+    leaks_free_large(a, ptr);
     return nnmem_pool_free(a->pool, ptr); /* counts misuse itself */
   }
   int64_t idx = small_index(pg, ptr);
