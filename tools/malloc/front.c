@@ -175,25 +175,31 @@ static char *hex_of(const void *p, char hex[2 + 16 + 1]) {
   return h;
 }
 
-static void bad_pointer(const char *fn, const void *p) {
-  char hex[2 + 16 + 1], *h = hex_of(p, hex);
+/* 1 when a bad call is to be said: always with NNMEM_MALLOC_ABORT=1,
+ * else the first time `reported` is seen 0. */
+static int report_due(_Atomic int *reported) {
+  int zero = 0;
+  return abort_on_misuse || atomic_compare_exchange_strong(reported, &zero, 1);
+}
+
+/* Ends a report: aborts with NNMEM_MALLOC_ABORT=1, else says `going_on`. */
+static void report_end(const char *going_on) {
   if (abort_on_misuse) {
-    nnmem__say("nnmem malloc: ");
-    nnmem__say(fn);
-    nnmem__say("(");
-    nnmem__say(h);
-    nnmem__say("): not a live block (double free or foreign pointer); aborting "
-        "(NNMEM_MALLOC_ABORT=1)\n");
+    nnmem__say("aborting (NNMEM_MALLOC_ABORT=1)\n");
     abort();
   }
-  int zero = 0;
-  if (!atomic_compare_exchange_strong(&misuse_reported, &zero, 1)) return;
+  nnmem__say(going_on);
+}
+
+static void bad_pointer(const char *fn, const void *p) {
+  if (!report_due(&misuse_reported)) return;
+  char hex[2 + 16 + 1], *h = hex_of(p, hex);
   nnmem__say("nnmem malloc: ");
   nnmem__say(fn);
   nnmem__say("(");
   nnmem__say(h);
-  nnmem__say("): not a live block (double free or foreign pointer); ignored "
-      "(reported once; NNMEM_MALLOC_ABORT=1 aborts)\n");
+  nnmem__say("): not a live block (double free or foreign pointer); ");
+  report_end("ignored (reported once; NNMEM_MALLOC_ABORT=1 aborts)\n");
 }
 
 /* ---- creation and fork ----------------------------------------------------
@@ -226,20 +232,13 @@ static void late_bad_free(void *ctx, const void *p) {
  * with NNMEM_MALLOC_QUARANTINE_FILL=1): reported once, or abort. */
 static void quarantine_write(void *ctx, const void *p) {
   (void)ctx;
+  if (!report_due(&write_reported)) return;
   char hex[2 + 16 + 1], *h = hex_of(p, hex);
-  if (!abort_on_misuse) {
-    int zero = 0;
-    if (!atomic_compare_exchange_strong(&write_reported, &zero, 1)) return;
-  }
   nnmem__say("nnmem malloc: block ");
   nnmem__say(h);
   nnmem__say(": written after its free (use after free, found when it left "
              "the quarantine); ");
-  if (abort_on_misuse) {
-    nnmem__say("aborting (NNMEM_MALLOC_ABORT=1)\n");
-    abort();
-  }
-  nnmem__say("reported once; NNMEM_MALLOC_ABORT=1 aborts\n");
+  report_end("reported once; NNMEM_MALLOC_ABORT=1 aborts\n");
 }
 
 /* NNMEM_MALLOC_QUARANTINE=<size> (B, K, M, G, KiB.., KB..: the CLI's
