@@ -241,6 +241,7 @@ typedef struct tstat { /* written by the owner only (relaxed) */
 } tstat_t;
 
 #define PEND_MAX 64 /* the largest free batch */
+#define QF_LOG2 10 /* the queue's filter: 1,024 bytes */
 typedef struct pend { /* a queued free */
   void *p;
   page_t *pg;
@@ -263,6 +264,15 @@ struct tcache {
    * and its span's header (registry); full at pend_end (pend +
    * free_batch: one compare within this line, no load of a->free_batch) */
   pend_t *ptop, *pend_end;
+  /* a Bloom filter (one hash) of the queued blocks: qf_add at the queue,
+   * qf_has before a block is handed out (page_pop's callers): a hit
+   * flushes the queue first, so that a queued second free of a free
+   * block is refused at the flush instead of freeing the block's new
+   * owner's data; cleared by the flush. 2^QF_LOG2 slots for <= PEND_MAX
+   * blocks: a false hit (an early flush) on ~k / 2^QF_LOG2 of the
+   * hand-outs with k blocks queued. A byte, not a bit, per slot: one
+   * store to add, one compare to test, no word index */
+  uint8_t qf[1u << QF_LOG2];
   pend_t pend[PEND_MAX];
   /* MPSC stack of spans with blocks freed by other threads (page rnext,
    * rqueued): written by them, so it has a 128-byte line pair of its own
@@ -952,6 +962,23 @@ static int page_extend(page_t *pg, uint64_t key) {
   return 1;
 }
 
+/* The queue's filter (tcache qf): the slot of a block is the top QF_LOG2
+ * bits of a multiplicative hash of its address (a class's blocks are
+ * 16-aligned and a fixed stride apart: the address's low bits alone would
+ * leave most slots unused). */
+static inline size_t qf_slot(const void *p) {
+  return (size_t)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >>
+                  (64 - QF_LOG2));
+}
+static inline void qf_add(tcache_t *tc, const void *p) {
+  tc->qf[qf_slot(p)] = 1;
+}
+static inline int qf_has(const tcache_t *tc, const void *p) {
+  return tc->qf[qf_slot(p)] != 0;
+}
+
+/* Hands out block b, the head of pg's free list; the caller checked that
+ * the queue's filter does not hold it (qf_has). */
 static inline void *page_pop(tcache_t *tc, page_t *pg, void *b) {
   pg->free = *(void **)b;
   w1_set(b, 0); /* handed out: no tag */
@@ -975,8 +1002,14 @@ static __attribute__((noinline)) void *small_alloc_slow(tcache_t *tc,
       bump(&tc->st.misses, 1);
       if (!(pg = page_new(tc, cls))) return NULL;
     }
-    if (pg->free || page_unpurge(pg, tc->key) || page_extend(pg, tc->key))
-      return page_pop(tc, pg, pg->free);
+    if (pg->free || page_unpurge(pg, tc->key) || page_extend(pg, tc->key)) {
+      if (__builtin_expect(!qf_has(tc, pg->free), 1))
+        return page_pop(tc, pg, pg->free);
+      /* the block may be queued (a second free of a free block): the
+       * flush refuses that free before the block is handed out */
+      flush_pending(tc);
+      continue;
+    }
     avail_pop(tc, pg);
   }
 }
@@ -998,7 +1031,7 @@ static inline void *small_alloc_in(tcache_t *tc, size_t size) {
   unsigned cls = class_for(size);
   page_t *pg = tc->avail[cls];
   void *b;
-  if (pg && (b = pg->free) != NULL)
+  if (pg && (b = pg->free) != NULL && !qf_has(tc, b))
     page_pop(tc, pg, b);
   else if (!(b = small_alloc_slow(tc, cls)))
     return NULL;
@@ -1210,8 +1243,8 @@ static inline __attribute__((always_inline)) int alloc_pop(
   unsigned cls = class_of[(size + 15) >> 4];
   page_t *pg = tc->avail[cls];
   void *b;
-  if (__builtin_expect(!pg || !(b = pg->free), 0)) {
-    *pgo = pg;
+  if (__builtin_expect(!pg || !(b = pg->free) || qf_has(tc, b), 0)) {
+    *pgo = pg; /* (small_alloc_slow flushes the queue on a filter hit) */
     return 0;
   }
   if (timed) tc->sample_left--;
@@ -1443,6 +1476,11 @@ static inline __attribute__((always_inline)) void flush_run(tcache_t *tc,
     page_t *pg = e->pg;
     if (__builtin_expect(flush_one_fast(tc, pg, p, 0, counted, key), 1))
       continue;
+    if (pg->fown != tc) { /* see pend_push */
+      (void)misuse(a);
+      late_misuse(a, p);
+      continue;
+    }
     int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, p) : -1;
     if (k < 0 ? misuse(a) != NNMEM_OK
               : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
@@ -1453,6 +1491,7 @@ static inline __attribute__((always_inline)) void flush_run(tcache_t *tc,
 static void flush_pending(tcache_t *tc) {
   uint32_t n = (uint32_t)(tc->ptop - tc->pend);
   tc->ptop = tc->pend;
+  memset(tc->qf, 0, sizeof tc->qf);
   for (const pend_t *e = tc->pend, *stop = e + n; e < stop; e++) {
     __builtin_prefetch(e->pg);
     __builtin_prefetch(e->p, 1); /* its link and tag are written */
@@ -1468,12 +1507,23 @@ static void flush_pending(tcache_t *tc) {
   }
 }
 
-/* Queues the free of p (a block of span pg, by the registry); a full
- * queue is flushed. */
+/* Queues the free of p, whose unit the registry gives to span pg, a live
+ * span of tc (pg->fown == tc when queued); a full queue is flushed.
+ * Only tc hands out pg's blocks, and it tests the queue's filter first
+ * (qf_has): a block on pg's free list that is queued again (a second
+ * free) is still free at the flush, and refused. A block handed out
+ * keeps pg from emptying, so a span whose fown is no longer tc at the
+ * flush was given back meanwhile: every entry of it is a bad free (a
+ * second free of a free block, a pointer into the header), refused
+ * without a look at the block (flush_run). Blocks of other spans are
+ * freed at the call (free_general), with the check of the block's tag:
+ * queued, a second free of such a block could not be told from a first
+ * free once its owner had handed it out again. */
 static inline void pend_push(tcache_t *tc, void *p, page_t *pg) {
   pend_t *e = tc->ptop;
   e->p = p;
   e->pg = pg;
+  qf_add(tc, p);
   tc->ptop = ++e;
   if (__builtin_expect(e >= tc->pend_end, 0)) flush_pending(tc);
 }
@@ -1682,10 +1732,10 @@ static __attribute__((noinline)) nnmem_status_t free_general(
   if (__builtin_expect(pr != NULL, 0)) nnmem__profiler_on_free(pr, ptr);
   if (__builtin_expect(a->quar != NULL, 0)) return quar_free(a, ptr);
   if (a->free_batch && (uintptr_t)ptr & (PAGE_SIZE - 1)) {
-    /* queued: the registry alone says "a span" (no header read) */
+    /* queued: a block of a live span of this thread's (pend_push) */
     page_t *pg = block_page(a, ptr);
     tcache_t *tc;
-    if (pg && (tc = cache_get_hint(a, pg)) != NULL) {
+    if (pg && (tc = cache_get_hint(a, pg)) != NULL && pg->fown == tc) {
       if (__builtin_expect(leaks_of(a) != NULL, 0)) {
         int64_t k = small_index(pg, ptr); /* < 0: misuse, at the flush */
         if (k >= 0) leaks_free_small(a, pg, ptr, (uint32_t)k);
@@ -1710,10 +1760,14 @@ static __attribute__((noinline)) nnmem_status_t free_general(
  * PLT call between the two in the shared library). The fast path queues a
  * small block (free_batch, no hooks, the thread's cache current); anything
  * else is free_general, which makes the same checks in the same order. */
-/* Queues a small block (free_batch, no hooks, the thread's cache
- * current): 1; else 0, nothing done (free_general's case). */
-static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
+/* Queues a small block of a live span of the thread's current cache
+ * (free_batch, no hooks; pend_push): 1; else 0, nothing done
+ * (free_general's case), with *pgo the span the registry gives for ptr's
+ * unit when the identity matched (NULL: none, or not looked up). */
+static inline int free_queued(nnmem_allocator_t *a, void *ptr,
+                              page_t **pgo) {
   uintptr_t p = (uintptr_t)ptr;
+  *pgo = NULL;
   /* the queue's identity: the thread's cache current and no_queue 0 (a
    * span's base, no block, is refused at the flush: off wraps) */
   if (__builtin_expect(tls_cur.qid != alloc_id(a), 0)) return 0;
@@ -1726,8 +1780,12 @@ static inline int free_queued(nnmem_allocator_t *a, void *ptr) {
   if (__builtin_expect(!leaf, 0)) return 0;
   page_t *pg = atomic_load_explicit(&leaf[(p >> PAGE_LOG2) & 0xFFFF],
                                     memory_order_acquire);
+  *pgo = pg;
   if (__builtin_expect(!pg, 0)) return 0; /* not a span's unit */
-  pend_push(tls_cur.tc, ptr, pg);
+  tcache_t *tc = tls_cur.tc;
+  /* another's span (or one that purges or was given back): at the call */
+  if (__builtin_expect(pg->fown != tc, 0)) return 0;
+  pend_push(tc, ptr, pg);
   return 1;
 }
 
@@ -1798,15 +1856,45 @@ static inline nnmem_status_t free_direct(nnmem_allocator_t *a, void *ptr) {
   return NNMEM_OK;
 }
 
+/* free_queued's block of a span it does not queue (another thread's, one
+ * that purges, one given back), the queue's identity current (so no
+ * hooks: no profiler, records or quarantine): freed at the call with
+ * free_general's checks (small_index, small_free: the tag) without its
+ * lookups. A unit whose header is no live span's: free_general. */
+static __attribute__((noinline)) nnmem_status_t free_other(
+    nnmem_allocator_t *a, page_t *pg, void *ptr) {
+  int64_t k;
+  if (pg->magic != PAGE_MAGIC || (k = small_index(pg, ptr)) < 0)
+    return free_general(a, ptr);
+  return small_free(a, tls_cur.tc, pg, ptr, (uint32_t)k);
+}
+
+/* free_other for the malloc front: a refusal to on_misuse (out of line:
+ * the front's free saves no register). */
+static __attribute__((noinline)) void free_other_report(nnmem_allocator_t *a,
+                                                        page_t *pg,
+                                                        void *ptr) {
+  if (free_other(a, pg, ptr) != NNMEM_OK) late_misuse(a, ptr);
+}
+
 static inline nnmem_status_t allocator_free(nnmem_allocator_t *a, void *ptr) {
   if (__builtin_expect(!a, 0)) return free_general(a, ptr);
-  if (free_queued(a, ptr)) return NNMEM_OK;
+  page_t *pg;
+  if (free_queued(a, ptr, &pg)) return NNMEM_OK;
+  if (pg) return free_other(a, pg, ptr);
   return free_direct(a, ptr); /* free_general past its common case */
 }
 
 void nnmem__allocator_free_or(void *ptr, nnmem_allocator_t *a,
                               void (*fallback)(void *)) {
-  if (__builtin_expect(free_queued(a, ptr), 1)) return;
+  page_t *pg;
+  if (__builtin_expect(free_queued(a, ptr, &pg), 1)) return;
+  /* a block of a span not queued: freed (or refused and reported through
+   * on_misuse) at once, not by the fallback's longer way */
+  if (pg) {
+    free_other_report(a, pg, ptr);
+    return;
+  }
   fallback(ptr);
 }
 
@@ -1824,7 +1912,8 @@ static __attribute__((noinline)) void free_report_slow(nnmem_allocator_t *a,
 }
 
 void nnmem__allocator_free_report(nnmem_allocator_t *a, void *ptr) {
-  if (__builtin_expect(!a || !free_queued(a, ptr), 0))
+  page_t *pg;
+  if (__builtin_expect(!a || !free_queued(a, ptr, &pg), 0))
     free_report_slow(a, ptr);
 }
 

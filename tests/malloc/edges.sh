@@ -32,6 +32,16 @@ grep -qx continued "$tmp/df.out" || fail "double free: did not continue"
 [ "$(grep -c '^nnmem malloc: free(0x[0-9a-f]*): not a live block' "$tmp/df.err")" = 1 ] ||
   fail "double free: want exactly one report line"
 
+# second frees of free blocks handed out again before the free queue's
+# flush (by the owner's queue, from another thread): no block twice
+LD_PRELOAD=$so "$edges" double-free-reuse > "$tmp/dr.out" 2> "$tmp/dr.err"
+rc=$?
+cat "$tmp/dr.err"
+[ $rc -eq 0 ] || fail "double free then reuse: exit $rc (want 0; 3: a block handed out twice)"
+grep -qx continued "$tmp/dr.out" || fail "double free then reuse: did not continue"
+[ "$(grep -c '^nnmem malloc: free(0x[0-9a-f]*): not a live block' "$tmp/dr.err")" = 1 ] ||
+  fail "double free then reuse: want exactly one report line"
+
 LD_PRELOAD=$so NNMEM_MALLOC_ABORT=1 "$edges" double-free > "$tmp/ab.out" 2> "$tmp/ab.err"
 rc=$?
 [ $rc -eq 134 ] || fail "NNMEM_MALLOC_ABORT=1: exit $rc (want 134, SIGABRT)"

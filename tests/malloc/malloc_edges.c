@@ -278,6 +278,75 @@ static int double_free_child(void) {
   return 0;
 }
 
+/* Mode "double-free-reuse": second frees of blocks that are free already
+ * (their first free flushed from the front's free queue), each followed by
+ * allocations that may hand the block out again before the second free
+ * is looked at: one by the owner thread (queued), one by another thread.
+ * No block may be handed out twice: the blocks handed out are distinct,
+ * keep their contents through the frees (and flushes) that follow, and
+ * the next allocations return none of them. Exit 3 when a block was
+ * handed out twice (the front's queue before its filter did that). */
+enum { DF_B = 64 };
+
+static void *free_elsewhere(void *p) {
+  free(p);
+  return NULL;
+}
+
+static int handed_twice(char **m, int n) {
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < i; j++)
+      if (m[i] == m[j]) return 1;
+    for (int k = 0; k < 64; k++)
+      if (m[i][k] != (char)i) return 1;
+  }
+  return 0;
+}
+
+static int double_free_reuse_round(int other_thread) {
+  char *p = malloc(64), *o[DF_B], *m[2 * DF_B], *more[2 * DF_B];
+  if (!p) return 2;
+  for (int i = 0; i < DF_B; i++)
+    if (!(o[i] = malloc(64))) return 2;
+  free(p);
+  for (int i = 0; i < DF_B; i++) /* a full queue's worth: p is free */
+    free(o[i]);
+  if (other_thread) { /* the second free, from another thread */
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_elsewhere, p) != 0) return 2;
+    pthread_join(t, NULL);
+  } else {
+    free(p); /* the second free, queued */
+  }
+  for (int i = 0; i < 2 * DF_B; i++) { /* p among them, once at most */
+    if (!(m[i] = malloc(64))) return 2;
+    memset(m[i], i, 64);
+  }
+  for (int i = 0; i < 2 * DF_B; i++) /* a queue's worth of frees more */
+    if (!(more[i] = malloc(64))) return 2;
+  for (int i = 0; i < 2 * DF_B; i++)
+    free(more[i]);
+  for (int i = 0; i < 2 * DF_B; i++) { /* none of the live blocks */
+    char *q = malloc(64);
+    for (int j = 0; j < 2 * DF_B; j++)
+      if (q == m[j]) return 3;
+    more[i] = q;
+  }
+  if (handed_twice(m, 2 * DF_B)) return 3;
+  for (int i = 0; i < 2 * DF_B; i++) {
+    free(more[i]);
+    free(m[i]);
+  }
+  return 0;
+}
+
+static int double_free_reuse_child(void) {
+  int rc = double_free_reuse_round(0);
+  if (rc == 0) rc = double_free_reuse_round(1);
+  if (rc == 0) puts("continued");
+  return rc;
+}
+
 /* Mode "steps" (tests/malloc/record.sh): allocations between step markers
  * whose recorded lifetimes are known: 1000 B on [0, 2), 2000 B on [1, 3),
  * 3000 B live at exit on [2, 3). Prints nothing (stdio would allocate). */
@@ -348,6 +417,8 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "steps2") == 0) return steps2_child();
   if (argc > 1 && strcmp(argv[1], "double-free") == 0)
     return double_free_child();
+  if (argc > 1 && strcmp(argv[1], "double-free-reuse") == 0)
+    return double_free_reuse_child();
   if (argc > 1 && strcmp(argv[1], "steps") == 0) return steps_child();
   int front = dlsym(RTLD_DEFAULT, "nnmem_record_step") != NULL;
   printf("allocator: %s\n", front ? "libnnmem_malloc.so" : "glibc");
