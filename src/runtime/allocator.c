@@ -1466,11 +1466,11 @@ static inline __attribute__((always_inline)) int flush_one_fast(
  * when the block was queued) and block; 2. check each page (fown, else the
  * magic, says it is still one) and block index, and free, in queue order (a
  * block queued twice: the second finds its tag, misuse). */
-static inline __attribute__((always_inline)) void flush_run(tcache_t *tc,
-                                                            uint32_t n,
-                                                            int counted) {
+static inline __attribute__((always_inline)) uint32_t flush_run(
+    tcache_t *tc, uint32_t n, int counted, void **bad) {
   nnmem_allocator_t *a = tc->a;
   uint64_t key = tc->key; /* in a register: the loop's stores may alias */
+  uint32_t nbad = 0;
   for (const pend_t *e = tc->pend, *stop = e + n; e < stop; e++) {
     void *p = e->p;
     page_t *pg = e->pg;
@@ -1478,14 +1478,15 @@ static inline __attribute__((always_inline)) void flush_run(tcache_t *tc,
       continue;
     if (pg->fown != tc) { /* see pend_push */
       (void)misuse(a);
-      late_misuse(a, p);
+      bad[nbad++] = p;
       continue;
     }
     int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, p) : -1;
     if (k < 0 ? misuse(a) != NNMEM_OK
               : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
-      late_misuse(a, p);
+      bad[nbad++] = p;
   }
+  return nbad;
 }
 
 static void flush_pending(tcache_t *tc) {
@@ -1499,12 +1500,18 @@ static void flush_pending(tcache_t *tc) {
   /* no timed call due in this batch: its countdown taken at once (a free
    * the general case takes counts again: a sample comes at most n calls
    * early) */
+  void *bad[PEND_MAX];
+  uint32_t nbad;
   if (tc->sample_left > n + 1) {
     tc->sample_left -= n;
-    flush_run(tc, n, 1);
+    nbad = flush_run(tc, n, 1, bad);
   } else {
-    flush_run(tc, n, 0);
+    nbad = flush_run(tc, n, 0, bad);
   }
+  /* the refusals go to on_misuse once the batch is done: a callback that
+   * allocates or frees finds the queue empty and its filter clear, not
+   * half-flushed entries that it could hand out or overwrite */
+  for (uint32_t i = 0; i < nbad; i++) late_misuse(tc->a, bad[i]);
 }
 
 /* Queues the free of p, whose unit the registry gives to span pg, a live

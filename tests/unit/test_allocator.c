@@ -848,6 +848,62 @@ static void test_queued_double_free_after_reuse(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* on_misuse is called after the flush's batch is done: a callback that
+ * allocates must not get a block that a later entry of the same batch (a
+ * second free of it) then frees under it. The batch: an interior pointer
+ * (its report's callback allocates: the head of the span's free list is
+ * b), then a second free of b. Failed when the reports were made during
+ * the batch (the callback got b, the next entry freed it). */
+typedef struct cb_alloc {
+  nnmem_allocator_t *a;
+  char *got[4];
+  int n;
+} cb_alloc_t;
+
+static void alloc_on_misuse(void *ctx, const void *p) {
+  (void)p;
+  cb_alloc_t *c = ctx;
+  if (c->n < 4) {
+    c->got[c->n] = nnmem_alloc(c->a, 64);
+    if (c->got[c->n]) memset(c->got[c->n], 'C', 64);
+    c->n++;
+  }
+}
+
+static void test_misuse_callback_allocates(void **state) {
+  (void)state;
+  cb_alloc_t cb = {NULL, {NULL}, 0};
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.free_batch = 8;
+  cfg.on_misuse = alloc_on_misuse;
+  cfg.misuse_ctx = &cb;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  cb.a = a;
+  char *x = nnmem_alloc(a, 64), *b = nnmem_alloc(a, 64), *o[13];
+  for (int i = 0; i < 13; i++) assert_non_null(o[i] = nnmem_alloc(a, 64));
+  for (int i = 0; i < 7; i++) assert_ok(nnmem_allocator_free(a, o[i]));
+  assert_ok(nnmem_allocator_free(a, b)); /* the 8th: flushed, b on top */
+  assert_ok(nnmem_allocator_free(a, x + 16)); /* interior: reported */
+  assert_ok(nnmem_allocator_free(a, b));      /* a second free */
+  for (int i = 7; i < 13; i++) assert_ok(nnmem_allocator_free(a, o[i]));
+  assert_int_equal(cb.n, 2);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 2);
+  assert_int_equal(st.live_count, 3); /* x and the callback's two */
+  for (int i = 0; i < 200; i++) { /* none of the live blocks again */
+    char *q = nnmem_alloc(a, 64);
+    assert_ptr_not_equal(q, x);
+    assert_ptr_not_equal(q, cb.got[0]);
+    assert_ptr_not_equal(q, cb.got[1]);
+  }
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 64; i++) assert_int_equal(cb.got[k][i], 'C');
+  nnmem_allocator_destroy(a);
+}
+
 /* A lockstep second thread: the main thread asks it for one call at a
  * time (its own cache, its own queue). */
 enum { OP_NONE, OP_ALLOC, OP_FREE, OP_FLUSH, OP_QUIT };
@@ -1108,6 +1164,7 @@ int main(void) {
       cmocka_unit_test(test_queued_high_bits),
       cmocka_unit_test(test_queued_double_free_after_reuse),
       cmocka_unit_test(test_double_free_model),
+      cmocka_unit_test(test_misuse_callback_allocates),
       cmocka_unit_test(test_flush_released_span),
       cmocka_unit_test(test_remote_misuse),
       cmocka_unit_test(test_remote_refused_on_empty),
