@@ -241,7 +241,7 @@ typedef struct tstat { /* written by the owner only (relaxed) */
 } tstat_t;
 
 #define PEND_MAX 64 /* the largest free batch */
-#define QF_LOG2 10 /* the queue's filter: 1,024 bytes */
+#define QF_LOG2 12 /* the queue's filter: 4,096 bytes */
 typedef struct pend { /* a queued free */
   void *p;
   page_t *pg;
@@ -268,10 +268,13 @@ struct tcache {
    * qf_has before a block is handed out (page_pop's callers): a hit
    * flushes the queue first, so that a queued second free of a free
    * block is refused at the flush instead of freeing the block's new
-   * owner's data; cleared by the flush. 2^QF_LOG2 slots for <= PEND_MAX
-   * blocks: a false hit (an early flush) on ~k / 2^QF_LOG2 of the
-   * hand-outs with k blocks queued. A byte, not a bit, per slot: one
-   * store to add, one compare to test, no word index */
+   * owner's data. A slot holds the generation (qgen, 1..255) of the
+   * queue that set it: the flush starts a new generation instead of
+   * clearing the slots (cleared once per 255 flushes). 2^QF_LOG2 slots
+   * for <= PEND_MAX blocks: a false hit (an early flush) on ~k / 2^QF_LOG2
+   * of the hand-outs with k blocks queued. A byte per slot: one store to
+   * add, one compare to test, no word index */
+  uint8_t qgen;
   uint8_t qf[1u << QF_LOG2];
   pend_t pend[PEND_MAX];
   /* MPSC stack of spans with blocks freed by other threads (page rnext,
@@ -895,6 +898,7 @@ static tcache_t *cache_get_slow(nnmem_allocator_t *a, const page_t *hint) {
       tc->sample_left = a->sample_every;
       tc->ptop = tc->pend;
       tc->pend_end = tc->pend + a->free_batch;
+      tc->qgen = 1; /* (the slots are 0) */
       tc->next_all = a->caches;
       a->caches = tc;
     }
@@ -971,10 +975,10 @@ static inline size_t qf_slot(const void *p) {
                   (64 - QF_LOG2));
 }
 static inline void qf_add(tcache_t *tc, const void *p) {
-  tc->qf[qf_slot(p)] = 1;
+  tc->qf[qf_slot(p)] = tc->qgen;
 }
 static inline int qf_has(const tcache_t *tc, const void *p) {
-  return tc->qf[qf_slot(p)] != 0;
+  return tc->qf[qf_slot(p)] == tc->qgen;
 }
 
 /* Hands out block b, the head of pg's free list; the caller checked that
@@ -1492,7 +1496,10 @@ static inline __attribute__((always_inline)) uint32_t flush_run(
 static void flush_pending(tcache_t *tc) {
   uint32_t n = (uint32_t)(tc->ptop - tc->pend);
   tc->ptop = tc->pend;
-  memset(tc->qf, 0, sizeof tc->qf);
+  if (__builtin_expect(++tc->qgen == 0, 0)) { /* a new generation */
+    memset(tc->qf, 0, sizeof tc->qf);
+    tc->qgen = 1;
+  }
   for (const pend_t *e = tc->pend, *stop = e + n; e < stop; e++) {
     __builtin_prefetch(e->pg);
     __builtin_prefetch(e->p, 1); /* its link and tag are written */
@@ -1993,6 +2000,7 @@ nnmem_status_t nnmem__tcache_create(nnmem_allocator_t *a, const void *tag,
   tc->sample_left = UINT32_MAX; /* not sampled: no clock on this path */
   tc->ptop = tc->pend; /* (never queues: a thread's free uses its own) */
   tc->pend_end = tc->pend + a->free_batch;
+  tc->qgen = 1;
   atomic_store_explicit(&tc->tag, tag, memory_order_relaxed);
   alock(a);
   tc->next_all = a->caches; /* stats see it; destroy frees it */
