@@ -23,24 +23,22 @@ LD_PRELOAD=$so cat /proc/self/maps > "$tmp/maps" || fail "cat under the front"
 grep -q libnnmem_malloc "$tmp/maps" || fail "maps: front not loaded"
 grep -q '/libm[.-]' "$tmp/maps" && fail "the front loads libm"
 
-# double free and a foreign pointer: one report line, the program goes on
-LD_PRELOAD=$so "$edges" double-free > "$tmp/df.out" 2> "$tmp/df.err"
-rc=$?
-cat "$tmp/df.err"
-[ $rc -eq 0 ] || fail "double free: exit $rc (want 0)"
-grep -qx continued "$tmp/df.out" || fail "double free: did not continue"
-[ "$(grep -c '^nnmem malloc: free(0x[0-9a-f]*): not a live block' "$tmp/df.err")" = 1 ] ||
-  fail "double free: want exactly one report line"
-
+# A bad-free mode of malloc_edges ($1; $2 names it): exit 0, "continued",
+# exactly one report line, the program goes on
+bad_free_mode() {
+  LD_PRELOAD=$so "$edges" "$1" > "$tmp/$1.out" 2> "$tmp/$1.err"
+  rc=$?
+  cat "$tmp/$1.err"
+  [ $rc -eq 0 ] || fail "$2: exit $rc (want 0; 3: a block handed out twice)"
+  grep -qx continued "$tmp/$1.out" || fail "$2: did not continue"
+  [ "$(grep -c '^nnmem malloc: free(0x[0-9a-f]*): not a live block' "$tmp/$1.err")" = 1 ] ||
+    fail "$2: want exactly one report line"
+}
+# double free and a foreign pointer
+bad_free_mode double-free "double free"
 # second frees of free blocks handed out again before the free queue's
 # flush (by the owner's queue, from another thread): no block twice
-LD_PRELOAD=$so "$edges" double-free-reuse > "$tmp/dr.out" 2> "$tmp/dr.err"
-rc=$?
-cat "$tmp/dr.err"
-[ $rc -eq 0 ] || fail "double free then reuse: exit $rc (want 0; 3: a block handed out twice)"
-grep -qx continued "$tmp/dr.out" || fail "double free then reuse: did not continue"
-[ "$(grep -c '^nnmem malloc: free(0x[0-9a-f]*): not a live block' "$tmp/dr.err")" = 1 ] ||
-  fail "double free then reuse: want exactly one report line"
+bad_free_mode double-free-reuse "double free then reuse"
 
 LD_PRELOAD=$so NNMEM_MALLOC_ABORT=1 "$edges" double-free > "$tmp/ab.out" 2> "$tmp/ab.err"
 rc=$?
