@@ -1465,11 +1465,11 @@ static inline __attribute__((always_inline)) int flush_one_fast(
   return 1;
 }
 
-/* Returns the queued frees of tc (free_batch). Two passes so that the
- * misses overlap: 1. prefetch every span header (found by the registry
- * when the block was queued) and block; 2. check each page (fown, else the
- * magic, says it is still one) and block index, and free, in queue order (a
- * block queued twice: the second finds its tag, misuse). */
+/* Returns the queued frees of tc (free_batch; each block prefetched when
+ * it was queued, its span's header read then: the misses overlap): check
+ * each page (fown says it is still this cache's, see pend_push) and block
+ * index, and free, in queue order (a block queued twice: the second finds
+ * its tag, misuse); the refusals are returned in bad[]. */
 static inline __attribute__((always_inline)) uint32_t flush_run(
     tcache_t *tc, uint32_t n, int counted, void **bad) {
   nnmem_allocator_t *a = tc->a;
@@ -1499,10 +1499,6 @@ static void flush_pending(tcache_t *tc) {
   if (__builtin_expect(++tc->qgen == 0, 0)) { /* a new generation */
     memset(tc->qf, 0, sizeof tc->qf);
     tc->qgen = 1;
-  }
-  for (const pend_t *e = tc->pend, *stop = e + n; e < stop; e++) {
-    __builtin_prefetch(e->pg);
-    __builtin_prefetch(e->p, 1); /* its link and tag are written */
   }
   /* no timed call due in this batch: its countdown taken at once (a free
    * the general case takes counts again: a sample comes at most n calls
@@ -1538,6 +1534,9 @@ static inline void pend_push(tcache_t *tc, void *p, page_t *pg) {
   e->p = p;
   e->pg = pg;
   qf_add(tc, p);
+  /* the flush writes its link and tag (the header's line was read at the
+   * call): the miss overlaps the frees until then */
+  __builtin_prefetch(p, 1);
   tc->ptop = ++e;
   if (__builtin_expect(e >= tc->pend_end, 0)) flush_pending(tc);
 }
