@@ -175,7 +175,12 @@ struct page {
   /* the free list head and used count at the owner's last sweep: equal
    * at the next one, the span was idle for a whole tick (purge_tick) */
   void *seen_free;
-  uint32_t seen_used;
+  uint16_t seen_used; /* (a span holds < 2^16 blocks) */
+  /* drains of this span in progress (owner only; drain_remote): while
+   * nonzero the span is not given back (rem_pending), so that an
+   * on_misuse callback made from the drain may free and allocate without
+   * the span going back (or coming back as another) under the drain */
+  uint16_t draining;
   /* on the owner's stack of spans with remote frees (tcache.remote) while
    * rqueued is 1: set by the remote free that finds it 0 (and pushes the
    * span, linked through rnext), cleared by the drain before it takes the
@@ -186,6 +191,7 @@ struct page {
 };
 _Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
                "the hot fields fill the header's first line");
+_Static_assert(PAGE_SIZE / 16 < 65536, "seen_used counts a span's blocks");
 
 /* the rem bit words, right after the header */
 static inline _Atomic uint64_t *page_bits(const page_t *pg) {
@@ -579,6 +585,7 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->cap = cap;
   pg->owner = tc;
   pg->fown = cls < PURGE_MIN_CLS ? tc : NULL;
+  pg->draining = 0;
   span_register(a, mem, span, pg);
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
   avail_push(tc, pg);
@@ -619,6 +626,7 @@ static void page_release(tcache_t *tc, page_t *pg) {
  * still to be drained: the span stays until then, so that the drain
  * finds its header (and no span made anew there). */
 static int rem_pending(const page_t *pg) {
+  if (pg->draining) return 1;
   if (atomic_load_explicit(&pg->rqueued, memory_order_acquire)) return 1;
   for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++)
     if (atomic_load_explicit(&page_bits(pg)[w], memory_order_relaxed)) return 1;
@@ -749,7 +757,7 @@ static void purge_tick(tcache_t *tc) {
       if (pg->free && pg->free == pg->seen_free && pg->used == pg->seen_used)
         page_purge(tc->a, pg);
       pg->seen_free = pg->free;
-      pg->seen_used = pg->used;
+      pg->seen_used = (uint16_t)pg->used;
     }
 }
 
@@ -780,6 +788,7 @@ static void drain_remote(tcache_t *tc) {
       atomic_exchange_explicit(&tc->remote, NULL, memory_order_acquire);
   while (pg) {
     page_t *next = pg->rnext;
+    pg->draining++;
     (void)atomic_exchange_explicit(&pg->rqueued, 0, memory_order_acq_rel);
     for (uint32_t w = 0; w < (pg->cap + 63) / 64; w++) {
       if (!atomic_load_explicit(&page_bits(pg)[w], memory_order_relaxed))
@@ -792,6 +801,7 @@ static void drain_remote(tcache_t *tc) {
         drain_block(tc, pg, blk_at(pg, i));
       }
     }
+    pg->draining--;
     /* the span may be empty now: kept when its class has enough */
     if (pg->used == 0 && tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
       page_release(tc, pg);

@@ -904,6 +904,89 @@ static void test_misuse_callback_allocates(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* on_misuse called from the owner's drain of remote frees (a remote free
+ * of a never-carved block of span S is refused there) may free S's last
+ * live block: S must not be given back under the drain (the drain's own
+ * check after S's bits would give it back a second time). The callback
+ * frees S's last block and allocates again; then live and misuse counts
+ * are exact and no allocation returns a live block. (The double give-back
+ * left the span count and the class's empty count one too low, which no
+ * public counter shows: this test exercises the path, under ASan and TSan
+ * too.) */
+typedef struct drain_cb {
+  nnmem_allocator_t *a;
+  char *last;  /* S's last live block, freed by the callback */
+  char *again; /* allocated by the callback after that */
+  int n;
+} drain_cb_t;
+
+static void free_last_on_misuse(void *ctx, const void *p) {
+  (void)p;
+  drain_cb_t *c = ctx;
+  if (c->n++ == 0) {
+    nnmem_free(c->a, c->last);
+    c->again = nnmem_alloc(c->a, 64);
+    if (c->again) memset(c->again, 'A', 64);
+  }
+}
+
+static void *free_one_raw(void *arg) {
+  handoff_t *h = arg;
+  (void)nnmem_allocator_free(h->a, h->blocks[0]); /* accepted at the call */
+  return NULL;
+}
+
+static void test_misuse_callback_in_drain(void **state) {
+  (void)state;
+  drain_cb_t cb = {NULL, NULL, NULL, 0};
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.on_misuse = free_last_on_misuse;
+  cfg.misuse_ctx = &cb;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  cb.a = a;
+  /* S: a fresh span of 64-byte blocks (its first block is the first of a
+   * new 64 KiB unit), 64 of them carved; its first block kept */
+  enum { N = 4000 };
+  static char *b[N];
+  char *s0 = NULL;
+  int k = 0;
+  for (; k < N && !s0; k++) {
+    assert_non_null(b[k] = nnmem_alloc(a, 64));
+    if (k > 0 && ((uintptr_t)b[k] >> 16) != ((uintptr_t)b[k - 1] >> 16))
+      s0 = b[k];
+  }
+  assert_non_null(s0);
+  for (int i = 0; i < k - 1; i++) nnmem_free(a, b[i]);
+  cb.last = s0;
+  /* another thread frees a block of S that was never carved: accepted at
+   * the call (its word 1 is no tag), refused by the owner's drain */
+  void *raw[1] = {s0 + 64 * 100};
+  handoff_t h = {a, raw, 1};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, free_one_raw, &h), 0);
+  pthread_join(t, NULL);
+  nnmem_allocator_thread_flush(a); /* the drain: the callback runs */
+  assert_int_equal(cb.n, 1);
+  assert_non_null(cb.again);
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 1);
+  assert_int_equal(st.live_count, 1);
+  for (int i = 0; i < 500; i++) {
+    b[i] = nnmem_alloc(a, 64);
+    assert_ptr_not_equal(b[i], cb.again);
+  }
+  for (int i = 0; i < 64; i++) assert_int_equal(cb.again[i], 'A');
+  for (int i = 0; i < 500; i++) nnmem_free(a, b[i]);
+  nnmem_free(a, cb.again);
+  nnmem_allocator_thread_flush(a);
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.live_count, 0);
+  nnmem_allocator_destroy(a);
+}
+
 /* A lockstep second thread: the main thread asks it for one call at a
  * time (its own cache, its own queue). */
 enum { OP_NONE, OP_ALLOC, OP_FREE, OP_FLUSH, OP_QUIT };
@@ -1165,6 +1248,7 @@ int main(void) {
       cmocka_unit_test(test_queued_double_free_after_reuse),
       cmocka_unit_test(test_double_free_model),
       cmocka_unit_test(test_misuse_callback_allocates),
+      cmocka_unit_test(test_misuse_callback_in_drain),
       cmocka_unit_test(test_flush_released_span),
       cmocka_unit_test(test_remote_misuse),
       cmocka_unit_test(test_remote_refused_on_empty),
