@@ -59,7 +59,7 @@
  *
  * Thread-safety: all entries may run concurrently; the table, the spares,
  * the filter's writes and the page marks' writes are under `lock` (a
- * spinlock, leaks_lock_t; the filter and the marks are read without
+ * futex lock, leaks_lock_t; the filter and the marks are read without
  * it), the sampling countdowns are per thread (per thread cache), the slot
  * table is atomic. */
 #define _GNU_SOURCE
@@ -74,6 +74,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__linux__) && defined(SYS_futex)
+#include <linux/futex.h>
+#define NNMEM_LEAKS_FUTEX 1
+#endif
 
 #include "common/json_write.h"
 #include "common/mathx.h"
@@ -102,17 +106,23 @@ typedef struct rec {
 
 typedef int (*backtrace_fn)(void **frames, int n);
 
-/* The records' lock: a test-and-test-and-set spinlock. Taking it free is
- * one locked exchange, giving it back one plain (release) store: a
- * pthread mutex costs a locked instruction on each side and ~30 more
- * instructions (a sample takes the lock twice: its record, its removal).
- * Every critical section is a few dozen instructions except a report's
- * copy (collect), the checker and destroy; a waiter spins on a plain load
- * for SPIN_TRIES, then yields the CPU until the holder is done (a holder
- * preempted on a loaded machine costs waiters a sched_yield each, not a
- * full time slice of spinning). */
+/* The records' lock: a futex word (Drepper, "Futexes Are Tricky", 2011,
+ * mutex type 3): 0 free, 1 taken, 2 taken and a thread may be asleep on
+ * it. Taking it free is one locked compare-and-swap 0 -> 1; giving it back
+ * one locked exchange with 0, and a FUTEX_WAKE only when the word was 2 (a
+ * waiter said it sleeps): no system call while nobody waits. A waiter
+ * spins SPIN_TRIES times on a plain load (every critical section but a
+ * report's copy, the checker and destroy is a few dozen instructions),
+ * then swaps in 2 and sleeps in FUTEX_WAIT until the word changes. An
+ * earlier round's spinlock (a release store to give) yielded but never
+ * slept: under SCHED_FIFO / SCHED_RR a waiter of higher priority on the
+ * holder's CPU kept it from ever running, and a report held the lock for
+ * O(records) while every recording thread burnt its time slices in
+ * sched_yield. The exchange costs the give one locked instruction more
+ * than that store (docs/runtime.md, twelfth round: measured). Off Linux
+ * the waiter yields instead of sleeping. */
 typedef struct leaks_lock {
-  _Atomic uint32_t held;
+  _Atomic uint32_t word;
 } leaks_lock_t;
 
 enum { SPIN_TRIES = 64 };
@@ -123,26 +133,54 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* Sleeps while *w == v (returns at once when it differs, on a wake, or on
+ * a signal: the caller looks again either way). */
+static void futex_wait(_Atomic uint32_t *w, uint32_t v) {
+#ifdef NNMEM_LEAKS_FUTEX
+  (void)syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+#else
+  (void)w, (void)v;
+  (void)sched_yield();
+#endif
+}
+
+static void futex_wake_one(_Atomic uint32_t *w) {
+#ifdef NNMEM_LEAKS_FUTEX
+  (void)syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+#else
+  (void)w;
+#endif
+}
+
 static __attribute__((noinline)) void lock_wait(leaks_lock_t *l) {
-  unsigned n = 0;
-  do {
-    while (atomic_load_explicit(&l->held, memory_order_relaxed)) {
-      if (++n < SPIN_TRIES)
-        cpu_relax();
-      else
-        (void)sched_yield();
-    }
-  } while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire));
+  for (unsigned n = 0; n < SPIN_TRIES; n++) {
+    cpu_relax();
+    uint32_t c = atomic_load_explicit(&l->word, memory_order_relaxed);
+    if (c == 0 && atomic_compare_exchange_weak_explicit(
+                      &l->word, &c, 1, memory_order_acquire,
+                      memory_order_relaxed))
+      return;
+  }
+  /* 2 from here on: this thread may sleep, so the holder's give must wake
+   * one (taken with 2, the lock is given back with a wake that may find
+   * nobody: harmless) */
+  while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
+    futex_wait(&l->word, 2);
 }
 
 static inline void lock_take(leaks_lock_t *l) {
-  if (__builtin_expect(
-          atomic_exchange_explicit(&l->held, 1, memory_order_acquire) != 0, 0))
+  uint32_t c = 0;
+  if (__builtin_expect(!atomic_compare_exchange_strong_explicit(
+                           &l->word, &c, 1, memory_order_acquire,
+                           memory_order_relaxed),
+                       0))
     lock_wait(l);
 }
 
 static inline void lock_give(leaks_lock_t *l) {
-  atomic_store_explicit(&l->held, 0, memory_order_release);
+  if (__builtin_expect(
+          atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2, 0))
+    futex_wake_one(&l->word);
 }
 
 struct nnmem__leaks {
@@ -296,7 +334,7 @@ nnmem_status_t nnmem__leaks_create(const nnmem_leaks_config_t *cfg,
   lk->seed = cfg->seed ? cfg->seed : 0x6E6E6D656D6C6BULL;
   lk->report_format = cfg->report_format;
   lk->id = atomic_fetch_add(&next_leaks_id, 1);
-  atomic_init(&lk->lock.held, 0);
+  atomic_init(&lk->lock.word, 0);
   (void)nnmem__ns_per_cycle(); /* calibrated once per process (~2 ms) */
   if (lk->depth) { /* the first call loads the unwinder: not on a hot path */
     void *f[2];
@@ -967,5 +1005,5 @@ void nnmem__leaks_fork(nnmem__leaks_t *lk, int phase) {
   else if (phase == 1)
     lock_give(&lk->lock);
   else
-    atomic_store_explicit(&lk->lock.held, 0, memory_order_relaxed);
+    atomic_store_explicit(&lk->lock.word, 0, memory_order_relaxed);
 }

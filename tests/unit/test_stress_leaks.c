@@ -9,13 +9,17 @@
  * TSan run; the unwinder is not what this test is about). Sizes come from
  * a fixed xorshift seed per thread (88 + thread). Then full records taken
  * and freed across four threads while a fifth copies them: the report
- * counts exactly the live blocks (test_full_records_cross_thread). */
+ * counts exactly the live blocks (test_full_records_cross_thread). Last,
+ * threads that wait for the records' lock while another holds it for a
+ * long time must sleep, not spin (test_waiters_sleep). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "runtime/allocator_internal.h"
+#include "runtime/leaks_internal.h"
 #include "testutil.h"
 
 enum { THREADS = 4, STEPS = 50000, SLOTS = 256 };
@@ -235,10 +239,123 @@ static void test_full_records_cross_thread(void **state) {
   free(sh);
 }
 
+/* The records' lock held for HOLD_MS by one thread (the checker's
+ * callback, which runs under the lock, sleeps) while WAITERS threads each
+ * store WAIT_RECS records (full mode, depth 0). The holder sleeps only
+ * once every waiter has said it is about to take the lock, so each waits
+ * ~HOLD_MS. A waiter that sleeps in the kernel uses well under a
+ * millisecond of CPU time in that wait; the earlier spinlock's waiters
+ * (64 spins, then sched_yield in a loop) used their whole share of a CPU:
+ * with both waiters on the 2-CPU VM ~HOLD_MS each, and still > 60 ms each
+ * at 10% of a CPU. Then the records count exactly what was stored. */
+enum { WAITERS = 2, HOLD_MS = 600, WAIT_RECS = 1000, MAX_WAIT_CPU_MS = 25 };
+
+typedef struct hold {
+  nnmem__leaks_t *lk;
+  _Atomic int calling; /* waiters about to take the lock */
+  _Atomic int holding; /* the holder is in its callback, under the lock */
+  double cpu_ms[WAITERS], wall_ms[WAITERS];
+} hold_t;
+
+typedef struct hold_arg {
+  hold_t *h;
+  int t;
+} hold_arg_t;
+
+static double clock_ms(clockid_t c) {
+  struct timespec ts;
+  clock_gettime(c, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+static int hold_each(void *ctx, uintptr_t ptr, int marked) {
+  hold_t *h = ctx;
+  (void)ptr, (void)marked;
+  if (atomic_exchange(&h->holding, 1)) return 0; /* the first record only */
+  while (atomic_load(&h->calling) < WAITERS)
+    sleep_ms(1);
+  sleep_ms(HOLD_MS);
+  return 0;
+}
+
+static void *hold_thread(void *arg) {
+  hold_t *h = arg;
+  nnmem_diag_t d = {{0}};
+  return nnmem__leaks_check(h->lk, hold_each, h, &d) == NNMEM_OK ? NULL : h;
+}
+
+static void *wait_thread(void *arg) {
+  hold_arg_t *a = arg;
+  hold_t *h = a->h;
+  while (!atomic_load(&h->holding))
+    sleep_ms(1);
+  double c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID), t0 = clock_ms(CLOCK_MONOTONIC);
+  atomic_fetch_add(&h->calling, 1);
+  for (int i = 0; i < WAIT_RECS; i++) {
+    uintptr_t p = 0x10000000u + (uintptr_t)a->t * 0x1000000u + (uintptr_t)i * 64;
+    nnmem__leaks_record(h->lk, (void *)p, 64 + (size_t)a->t, __FILE__, __LINE__,
+                        NULL, NULL, 0);
+  }
+  h->cpu_ms[a->t] = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
+  h->wall_ms[a->t] = clock_ms(CLOCK_MONOTONIC) - t0;
+  return NULL;
+}
+
+static void test_waiters_sleep(void **state) {
+  (void)state;
+  nnmem_leaks_config_t lc;
+  nnmem_leaks_config_init(&lc);
+  lc.mode = NNMEM_LEAKS_FULL;
+  lc.depth = 0;
+  hold_t *h = calloc(1, sizeof *h);
+  assert_non_null(h);
+  assert_ok(nnmem__leaks_create(&lc, &h->lk));
+  assert_int_equal(
+      nnmem__leaks_record(h->lk, (void *)(uintptr_t)0x1000, 8, "x", 1, NULL,
+                          NULL, 0),
+      1);
+  pthread_t holder, th[WAITERS];
+  hold_arg_t a[WAITERS];
+  assert_int_equal(pthread_create(&holder, NULL, hold_thread, h), 0);
+  for (int t = 0; t < WAITERS; t++) {
+    a[t] = (hold_arg_t){h, t};
+    assert_int_equal(pthread_create(&th[t], NULL, wait_thread, &a[t]), 0);
+  }
+  void *ret = h;
+  assert_int_equal(pthread_join(holder, &ret), 0);
+  assert_null(ret); /* the checker passed */
+  for (int t = 0; t < WAITERS; t++)
+    assert_int_equal(pthread_join(th[t], NULL), 0);
+  for (int t = 0; t < WAITERS; t++) {
+    printf("waiter %d: %.1f ms waiting and recording, %.2f ms of CPU\n", t,
+           h->wall_ms[t], h->cpu_ms[t]);
+    assert_true(h->wall_ms[t] >= HOLD_MS / 2); /* it did wait */
+    assert_true(h->cpu_ms[t] < MAX_WAIT_CPU_MS);
+  }
+  nnmem_leaks_summary_t s = {0};
+  nnmem__leaks_summary(h->lk, &s);
+  assert_int_equal(s.records, 1 + WAITERS * WAIT_RECS);
+  uint64_t bytes = 8;
+  for (int t = 0; t < WAITERS; t++)
+    bytes += WAIT_RECS * (64 + (uint64_t)t);
+  assert_int_equal(s.bytes, bytes);
+  nnmem_diag_t d = {{0}};
+  assert_ok(nnmem__leaks_check(h->lk, NULL, NULL, &d));
+  nnmem__leaks_destroy(h->lk);
+  free(h);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_full_records_cross_thread),
       cmocka_unit_test(test_enable_while_allocating),
+      cmocka_unit_test(test_waiters_sleep),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
