@@ -11,7 +11,8 @@
  * and freed across four threads while a fifth copies them: the report
  * counts exactly the live blocks (test_full_records_cross_thread). Last,
  * threads that wait for the records' lock while another holds it for a
- * long time must sleep, not spin (test_waiters_sleep). */
+ * long time must sleep, not spin (test_waiters_sleep), and the lock under
+ * contention keeps exact counts (test_lock_contention). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -351,11 +352,89 @@ static void test_waiters_sleep(void **state) {
   free(h);
 }
 
+/* The lock under contention, without the allocator: LOCK_THREADS threads
+ * each store LOCK_RECS records (full, depth 0) at addresses of their own
+ * and remove every other one, while one thread copies the records again
+ * and again (summaries: the lock held for a whole copy, so recorders do
+ * sleep). A give that missed a sleeper would leave it asleep (the run
+ * would hang until the waits time out: 1 ms each without membarrier,
+ * never with it); a lost update would show in the counts, which must be
+ * exact: LOCK_RECS / 2 records per thread, their bytes. */
+enum { LOCK_THREADS = 4, LOCK_RECS = 20000 };
+
+typedef struct lock_run {
+  nnmem__leaks_t *lk;
+  _Atomic int running;
+  int t;
+} lock_run_t;
+
+static void *lock_worker(void *arg) {
+  lock_run_t *r = arg;
+  uintptr_t base = 0x40000000u + (uintptr_t)r->t * 0x10000000u;
+  for (int i = 0; i < LOCK_RECS; i++) {
+    nnmem__leaks_record(r->lk, (void *)(base + (uintptr_t)i * 32),
+                        (size_t)(1 + r->t), NULL, 0, NULL, NULL, 0);
+    if (i % 2)
+      nnmem__leaks_on_free(r->lk, (void *)(base + (uintptr_t)(i - 1) * 32),
+                           NULL);
+  }
+  return NULL;
+}
+
+static void *lock_reader(void *arg) {
+  lock_run_t *r = arg;
+  while (atomic_load(&r->running)) {
+    nnmem_leaks_summary_t s = {0};
+    nnmem__leaks_summary(r->lk, &s);
+  }
+  return NULL;
+}
+
+static void test_lock_contention(void **state) {
+  (void)state;
+  nnmem_leaks_config_t lc;
+  nnmem_leaks_config_init(&lc);
+  lc.mode = NNMEM_LEAKS_FULL;
+  lc.depth = 0;
+  nnmem__leaks_t *lk = NULL;
+  assert_ok(nnmem__leaks_create(&lc, &lk));
+  lock_run_t run[LOCK_THREADS + 1];
+  pthread_t th[LOCK_THREADS + 1];
+  for (int t = 0; t <= LOCK_THREADS; t++) {
+    run[t].lk = lk;
+    run[t].t = t;
+    atomic_init(&run[t].running, 1);
+  }
+  assert_int_equal(pthread_create(&th[LOCK_THREADS], NULL, lock_reader,
+                                  &run[LOCK_THREADS]),
+                   0);
+  for (int t = 0; t < LOCK_THREADS; t++)
+    assert_int_equal(pthread_create(&th[t], NULL, lock_worker, &run[t]), 0);
+  for (int t = 0; t < LOCK_THREADS; t++)
+    assert_int_equal(pthread_join(th[t], NULL), 0);
+  atomic_store(&run[LOCK_THREADS].running, 0);
+  assert_int_equal(pthread_join(th[LOCK_THREADS], NULL), 0);
+  nnmem_leaks_summary_t s = {0};
+  nnmem__leaks_summary(lk, &s);
+  uint64_t bytes = 0;
+  for (int t = 0; t < LOCK_THREADS; t++)
+    bytes += (uint64_t)(LOCK_RECS / 2) * (uint64_t)(1 + t);
+  printf("lock contention: %llu records, %llu bytes (expected %d, %llu)\n",
+         (unsigned long long)s.records, (unsigned long long)s.bytes,
+         LOCK_THREADS * LOCK_RECS / 2, (unsigned long long)bytes);
+  assert_int_equal(s.records, LOCK_THREADS * LOCK_RECS / 2);
+  assert_int_equal(s.bytes, bytes);
+  nnmem_diag_t d = {{0}};
+  assert_ok(nnmem__leaks_check(lk, NULL, NULL, &d));
+  nnmem__leaks_destroy(lk);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_full_records_cross_thread),
       cmocka_unit_test(test_enable_while_allocating),
       cmocka_unit_test(test_waiters_sleep),
+      cmocka_unit_test(test_lock_contention),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
