@@ -119,7 +119,7 @@ typedef int (*backtrace_fn)(void **frames, int n);
  * holder's CPU kept it from ever running, and a report held the lock for
  * O(records) while every recording thread burnt its time slices in
  * sched_yield. The exchange costs the give one locked instruction more
- * than that store (docs/runtime.md, twelfth round: measured). Off Linux
+ * than that store (docs/runtime.md, thirteenth round: measured). Off Linux
  * the waiter yields instead of sleeping. */
 typedef struct leaks_lock {
   _Atomic uint32_t word;
