@@ -492,14 +492,7 @@ static void test_adopt_by_free(void **state) {
 
 /* An allocator queueing frees 8 at a time, its misuse logged in *log. */
 static nnmem_allocator_t *batched_n(tu_ptr_log_t *log, uint32_t batch) {
-  nnmem_allocator_config_t cfg;
-  nnmem_allocator_config_init(&cfg);
-  cfg.free_batch = batch;
-  cfg.on_misuse = tu_log_ptr;
-  cfg.misuse_ctx = log;
-  nnmem_allocator_t *a = NULL;
-  assert_ok(nnmem_allocator_create(&cfg, &a));
-  return a;
+  return tu_allocator_misuse(batch, tu_log_ptr, log);
 }
 
 static nnmem_allocator_t *batched(tu_ptr_log_t *log) {
@@ -873,13 +866,7 @@ static void alloc_on_misuse(void *ctx, const void *p) {
 static void test_misuse_callback_allocates(void **state) {
   (void)state;
   cb_alloc_t cb = {NULL, {NULL}, 0};
-  nnmem_allocator_config_t cfg;
-  nnmem_allocator_config_init(&cfg);
-  cfg.free_batch = 8;
-  cfg.on_misuse = alloc_on_misuse;
-  cfg.misuse_ctx = &cb;
-  nnmem_allocator_t *a = NULL;
-  assert_ok(nnmem_allocator_create(&cfg, &a));
+  nnmem_allocator_t *a = tu_allocator_misuse(8, alloc_on_misuse, &cb);
   cb.a = a;
   char *x = nnmem_alloc(a, 64), *b = nnmem_alloc(a, 64), *o[13];
   for (int i = 0; i < 13; i++) assert_non_null(o[i] = nnmem_alloc(a, 64));
@@ -939,12 +926,7 @@ static void *free_one_raw(void *arg) {
 static void test_misuse_callback_in_drain(void **state) {
   (void)state;
   drain_cb_t cb = {NULL, NULL, NULL, 0};
-  nnmem_allocator_config_t cfg;
-  nnmem_allocator_config_init(&cfg);
-  cfg.on_misuse = free_last_on_misuse;
-  cfg.misuse_ctx = &cb;
-  nnmem_allocator_t *a = NULL;
-  assert_ok(nnmem_allocator_create(&cfg, &a));
+  nnmem_allocator_t *a = tu_allocator_misuse(0, free_last_on_misuse, &cb);
   cb.a = a;
   /* S: a fresh span of 64-byte blocks (its first block is the first of a
    * new 64 KiB unit), 64 of them carved; its first block kept */

@@ -51,15 +51,8 @@ static void reent_cb(void *ctx, const void *ptr) {
 }
 
 static nnmem_allocator_t *reent_alloc(reent_t *r, uint32_t batch) {
-  nnmem_allocator_config_t cfg;
-  nnmem_allocator_config_init(&cfg);
-  cfg.free_batch = batch;
-  cfg.on_misuse = reent_cb;
-  cfg.misuse_ctx = r;
-  nnmem_allocator_t *a = NULL;
-  assert_ok(nnmem_allocator_create(&cfg, &a));
-  r->a = a;
-  return a;
+  r->a = tu_allocator_misuse(batch, reent_cb, r);
+  return r->a;
 }
 
 /* A batch [interior pointer of y, second free of x] with x free at the

@@ -57,4 +57,20 @@ static inline void tu_log_ptr(void *ctx, const void *ptr) {
   l->n++;
 }
 
+/* An allocator that queues frees `batch` at a time (0: none) and hands
+ * its refused frees to on_misuse(ctx, ptr); the test fails when it cannot
+ * be made. */
+static inline nnmem_allocator_t *tu_allocator_misuse(
+    uint32_t batch, void (*on_misuse)(void *ctx, const void *ptr),
+    void *ctx) {
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.free_batch = batch;
+  cfg.on_misuse = on_misuse;
+  cfg.misuse_ctx = ctx;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  return a;
+}
+
 #endif
