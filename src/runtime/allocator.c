@@ -1536,7 +1536,8 @@ static void flush_pending(tcache_t *tc) {
  * flush was given back meanwhile: every entry of it is a bad free (a
  * second free of a free block, a pointer into the header), refused
  * without a look at the block (flush_run). Blocks of other spans are
- * freed at the call (free_general), with the check of the block's tag:
+ * freed at the call (free_other, free_general), with the check of the
+ * block's tag:
  * queued, a second free of such a block could not be told from a first
  * free once its owner had handed it out again. */
 static inline void pend_push(tcache_t *tc, void *p, page_t *pg) {
