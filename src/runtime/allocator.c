@@ -1956,6 +1956,17 @@ nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
     uint64_t idx = (off * pg->recip) >> RECIP_SHIFT;
     if (off >= pg->span || idx >= pg->cap || idx * pg->bsize != off)
       return NNMEM_ERR_INVALID;
+    /* no live block: a free one (either tag), one held by the quarantine,
+     * one this thread's queue holds for its free (the filter: the queue
+     * is flushed first, then the tag says); so the front's realloc of a
+     * freed block is refused instead of handing it back in place */
+    if (tls_cur.a == a && tls_cur.id == alloc_id(a)) {
+      tcache_t *tc = tls_cur.tc;
+      if (tc->ptop != tc->pend && qf_has(tc, ptr)) flush_pending(tc);
+    }
+    uintptr_t w = w1_get(ptr), t = blk_tag(a->tag_key, ptr);
+    if (tag_either(w, t) || w == blk_qtag(a->tag_key, ptr))
+      return NNMEM_ERR_INVALID;
     *out = pg->bsize;
     return NNMEM_OK;
   }

@@ -284,8 +284,10 @@ static int double_free_child(void) {
  * is looked at: one by the owner thread (queued), one by another thread.
  * No block may be handed out twice: the blocks handed out are distinct,
  * keep their contents through the frees (and flushes) that follow, and
- * the next allocations return none of them. Exit 3 when a block was
- * handed out twice (the front's queue before its filter did that). */
+ * the next allocations return none of them. Then a realloc of a freed
+ * block (queued, and flushed) must be refused. Exit 3 when a block was
+ * handed out twice (the front's queue before its filter did that) or a
+ * freed block reallocated in place. */
 enum { DF_B = 64 };
 
 static void *free_elsewhere(void *p) {
@@ -340,9 +342,34 @@ static int double_free_reuse_round(int other_thread) {
   return 0;
 }
 
+/* realloc of a freed block (its free queued, then flushed): refused
+ * (NULL, EINVAL), not handed back in place; the block comes out once. */
+static int realloc_freed_round(void) {
+  char *p = malloc(64), *q = malloc(64), *o[DF_B], *m[2 * DF_B];
+  if (!p || !q) return 2;
+  free(p); /* queued */
+  errno = 0;
+  if (realloc(p, 32) != NULL || errno != EINVAL) return 3;
+  for (int i = 0; i < DF_B; i++)
+    if (!(o[i] = malloc(64))) return 2;
+  free(q);
+  for (int i = 0; i < DF_B; i++) /* a queue's worth: q is flushed */
+    free(o[i]);
+  errno = 0;
+  if (realloc(q, 48) != NULL || errno != EINVAL) return 3;
+  for (int i = 0; i < 2 * DF_B; i++) {
+    if (!(m[i] = malloc(64))) return 2;
+    memset(m[i], i, 64);
+  }
+  if (handed_twice(m, 2 * DF_B)) return 3;
+  for (int i = 0; i < 2 * DF_B; i++) free(m[i]);
+  return 0;
+}
+
 static int double_free_reuse_child(void) {
   int rc = double_free_reuse_round(0);
   if (rc == 0) rc = double_free_reuse_round(1);
+  if (rc == 0) rc = realloc_freed_round();
   if (rc == 0) puts("continued");
   return rc;
 }
