@@ -16,6 +16,7 @@
 
 #include "runtime/allocator_internal.h"
 #include "testutil.h"
+#include "tu_actor.h"
 
 static void test_usage_example(void **state) {
   (void)state;
@@ -969,55 +970,13 @@ static void test_misuse_callback_in_drain(void **state) {
   nnmem_allocator_destroy(a);
 }
 
-/* A lockstep second thread: the main thread asks it for one call at a
- * time (its own cache, its own queue). */
-enum { OP_NONE, OP_ALLOC, OP_FREE, OP_FLUSH, OP_QUIT };
-typedef struct actor {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  nnmem_allocator_t *a;
-  int op;
-  size_t n;
-  void *p;
-  nnmem_status_t st;
-} actor_t;
-
-static void act_here(actor_t *w, int op) {
-  switch (op) {
-  case OP_ALLOC: w->p = nnmem_alloc(w->a, w->n); break;
-  case OP_FREE: w->st = nnmem_allocator_free(w->a, w->p); break;
-  case OP_FLUSH: nnmem_allocator_thread_flush(w->a); break;
-  default: break;
-  }
-}
-
-static void *actor_main(void *arg) {
-  actor_t *w = arg;
-  pthread_mutex_lock(&w->mu);
-  for (;;) {
-    while (w->op == OP_NONE) pthread_cond_wait(&w->cv, &w->mu);
-    int op = w->op;
-    act_here(w, op);
-    w->op = OP_NONE;
-    pthread_cond_broadcast(&w->cv);
-    if (op == OP_QUIT) break;
-  }
-  pthread_mutex_unlock(&w->mu);
-  return NULL;
-}
-
 /* Runs op in the calling thread (remote 0: w holds its arguments) or in
- * the actor's thread (remote 1). */
-static void act(actor_t *w, int remote, int op) {
-  if (!remote) {
-    act_here(w, op);
-    return;
-  }
-  pthread_mutex_lock(&w->mu);
-  w->op = op;
-  pthread_cond_broadcast(&w->cv);
-  while (w->op != OP_NONE) pthread_cond_wait(&w->cv, &w->mu);
-  pthread_mutex_unlock(&w->mu);
+ * the lockstep actor's thread (remote 1; tu_actor.h). */
+static void act(tu_actor_t *w, int remote, int op) {
+  if (remote)
+    tu_act(w, op);
+  else
+    tu_act_here(w, op);
 }
 
 /* Second frees of free blocks, from either of two threads, mixed with
@@ -1043,22 +1002,21 @@ static void test_double_free_model(void **state) {
           (unsigned long long)seed);
   tu_ptr_log_t log = {{0}, 0};
   nnmem_allocator_t *a = batched_n(&log, 8);
-  actor_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, a,
-               OP_NONE, 0, NULL, NNMEM_OK};
-  actor_t here = w;
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, actor_main, &w), 0);
+  tu_actor_t w, here;
+  tu_actor_start(&w, a);
+  memset(&here, 0, sizeof here);
+  here.a = a;
   static mblk_t m[MAXB];
   int nb = 0, nlive = 0;
   uint64_t bogus = 0;
   for (int step = 0; step < STEPS; step++) {
     uint64_t r = tu_rand(&seed);
     int remote = (int)(r & 1);
-    actor_t *x = remote ? &w : &here;
+    tu_actor_t *x = remote ? &w : &here;
     unsigned c = (unsigned)((r >> 1) % 100);
     if (c < 40 || nlive == 0) { /* an allocation: never a live block */
       x->n = 16 + (size_t)((r >> 8) % 200);
-      act(x, remote, OP_ALLOC);
+      act(x, remote, TU_OP_ALLOC);
       char *p = x->p;
       assert_non_null(p);
       int slot = -1;
@@ -1083,7 +1041,7 @@ static void test_double_free_model(void **state) {
           fail_msg("step %d: block %p byte %zu changed", step,
                    (void *)m[k].p, i);
       x->p = m[k].p;
-      act(x, remote, OP_FREE);
+      act(x, remote, TU_OP_FREE);
       assert_int_equal(x->st, NNMEM_OK);
       m[k].live = 0;
       nlive--;
@@ -1092,17 +1050,16 @@ static void test_double_free_model(void **state) {
       int k = (int)((r >> 8) % (uint64_t)nb);
       while (m[k].live) k = (k + 1) % nb;
       x->p = m[k].p;
-      act(x, remote, OP_FREE);
+      act(x, remote, TU_OP_FREE);
       assert_true(x->st == NNMEM_OK || x->st == NNMEM_ERR_INVALID);
       bogus++;
     } else {
-      act(x, remote, OP_FLUSH);
+      act(x, remote, TU_OP_FLUSH);
     }
   }
-  act(&w, 1, OP_FLUSH);
-  act(&here, 0, OP_FLUSH); /* drains what the other thread freed */
-  act(&w, 1, OP_QUIT);
-  pthread_join(t, NULL);
+  act(&w, 1, TU_OP_FLUSH);
+  act(&here, 0, TU_OP_FLUSH); /* drains what the other thread freed */
+  tu_actor_stop(&w);
   nnmem_allocator_thread_flush(a);
   nnmem_stats_t st;
   assert_ok(nnmem_allocator_stats(a, &st));

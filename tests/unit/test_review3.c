@@ -14,6 +14,7 @@
 #include "nnmem/allocator.h"
 #include "runtime/allocator_internal.h"
 #include "testutil.h"
+#include "tu_actor.h"
 
 /* ---- re-entrant on_misuse ------------------------------------------------
  *
@@ -285,77 +286,6 @@ static void test_queued_second_free_span_retaken(void **state) {
  * model's. on_misuse only counts. Passes on 9c55da4; fails on f30ece7
  * (seed 0x5eed0000, step 117: a live block's contents changed). */
 
-enum { M_OP_NONE, M_OP_ALLOC, M_OP_ALIGNED, M_OP_FREE, M_OP_FLUSH, M_OP_QUIT };
-
-typedef struct mactor {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  nnmem_allocator_t *a;
-  int op;
-  size_t n, align;
-  void *p;
-  pthread_t t;
-} mactor_t;
-
-static void mact_here(mactor_t *w, int op) {
-  switch (op) {
-    case M_OP_ALLOC:
-      w->p = nnmem_alloc(w->a, w->n);
-      break;
-    case M_OP_ALIGNED:
-      w->p = nnmem_alloc_aligned(w->a, w->n, w->align);
-      break;
-    case M_OP_FREE:
-      nnmem_free(w->a, w->p);
-      break;
-    case M_OP_FLUSH:
-      nnmem_allocator_thread_flush(w->a);
-      break;
-    default:
-      break;
-  }
-}
-
-static void *mactor_main(void *arg) {
-  mactor_t *w = arg;
-  pthread_mutex_lock(&w->mu);
-  for (;;) {
-    while (w->op == M_OP_NONE)
-      pthread_cond_wait(&w->cv, &w->mu);
-    int op = w->op;
-    mact_here(w, op);
-    w->op = M_OP_NONE;
-    pthread_cond_broadcast(&w->cv);
-    if (op == M_OP_QUIT) break;
-  }
-  pthread_mutex_unlock(&w->mu);
-  return NULL;
-}
-
-static void mact(mactor_t *w, int op) {
-  pthread_mutex_lock(&w->mu);
-  w->op = op;
-  pthread_cond_broadcast(&w->cv);
-  while (w->op != M_OP_NONE)
-    pthread_cond_wait(&w->cv, &w->mu);
-  pthread_mutex_unlock(&w->mu);
-}
-
-static void mactor_start(mactor_t *w, nnmem_allocator_t *a) {
-  memset(w, 0, sizeof *w);
-  pthread_mutex_init(&w->mu, NULL);
-  pthread_cond_init(&w->cv, NULL);
-  w->a = a;
-  assert_int_equal(pthread_create(&w->t, NULL, mactor_main, w), 0);
-}
-
-static void mactor_stop(mactor_t *w) {
-  mact(w, M_OP_QUIT);
-  pthread_join(w->t, NULL);
-  pthread_mutex_destroy(&w->mu);
-  pthread_cond_destroy(&w->cv);
-}
-
 typedef struct mb {
   char *p;
   size_t n;
@@ -381,17 +311,17 @@ static void model_run(uint64_t seed, uint32_t batch, int decommit) {
   cfg.on_misuse = model_cb;
   nnmem_allocator_t *a = NULL;
   assert_ok(nnmem_allocator_create(&cfg, &a));
-  mactor_t *w = calloc(NACT, sizeof *w);
+  tu_actor_t *w = calloc(NACT, sizeof *w);
   mb_t *m = calloc(MAXB, sizeof *m);
   assert_non_null(w);
   assert_non_null(m);
   for (int i = 0; i < NACT; i++)
-    mactor_start(&w[i], a);
+    tu_actor_start(&w[i], a);
   int nb = 0, nlive = 0, exits = 0;
   uint64_t bad = 0;
   for (int step = 0; step < STEPS; step++) {
     uint64_t r = tu_rand(&seed);
-    mactor_t *x = &w[r % NACT];
+    tu_actor_t *x = &w[r % NACT];
     unsigned c = (unsigned)((r >> 4) % 100);
     if (c < 40 || nlive == 0) {
       unsigned k = (unsigned)((r >> 12) % 16);
@@ -400,7 +330,7 @@ static void model_run(uint64_t seed, uint32_t batch, int decommit) {
                           : 7000 + (size_t)((r >> 20) % 14000);
       x->n = n;
       x->align = (size_t)16 << ((r >> 40) % 3); /* 16, 32, 64 */
-      mact(x, (r >> 44) % 8 == 0 ? M_OP_ALIGNED : M_OP_ALLOC);
+      tu_act(x, (r >> 44) % 8 == 0 ? TU_OP_ALIGNED : TU_OP_ALLOC);
       char *p = x->p;
       assert_non_null(p);
       int slot = -1;
@@ -433,7 +363,7 @@ static void model_run(uint64_t seed, uint32_t batch, int decommit) {
           fail_msg("step %d: block %p byte %zu changed", step, (void *)m[k].p,
                    i);
       x->p = m[k].p;
-      mact(x, M_OP_FREE);
+      tu_act(x, TU_OP_FREE);
       m[k].live = 0;
       nlive--;
     } else if (c < 95) { /* a bad free */
@@ -458,32 +388,32 @@ static void model_run(uint64_t seed, uint32_t batch, int decommit) {
         else
           x->p = (void *)(p | ((uintptr_t)1 << 52)); /* high bits */
       }
-      mact(x, M_OP_FREE);
+      tu_act(x, TU_OP_FREE);
       bad++;
     } else if (c < 99) {
-      mact(x, M_OP_FLUSH);
+      tu_act(x, TU_OP_FLUSH);
     } else { /* the actor exits (its cache parked) and a new one starts */
-      mactor_stop(x);
-      mactor_start(x, a);
+      tu_actor_stop(x);
+      tu_actor_start(x, a);
       exits++;
     }
   }
   for (int i = 0; i < NACT; i++)
-    mact(&w[i], M_OP_FLUSH);
+    tu_act(&w[i], TU_OP_FLUSH);
   for (int i = 0; i < NACT; i++)
-    mact(&w[i], M_OP_FLUSH); /* drains */
+    tu_act(&w[i], TU_OP_FLUSH); /* drains */
   for (int i = 0; i < NACT; i++)
-    mactor_stop(&w[i]);
+    tu_actor_stop(&w[i]);
   /* every parked cache adopted by a thread of its own and drained (a
    * remote free refused by the owner's drain counts there) */
-  mactor_t *d = calloc((size_t)exits + NACT, sizeof *d);
+  tu_actor_t *d = calloc((size_t)exits + NACT, sizeof *d);
   assert_non_null(d);
   for (int i = 0; i < exits + NACT; i++) {
-    mactor_start(&d[i], a);
-    mact(&d[i], M_OP_FLUSH);
+    tu_actor_start(&d[i], a);
+    tu_act(&d[i], TU_OP_FLUSH);
   }
   for (int i = 0; i < exits + NACT; i++)
-    mactor_stop(&d[i]);
+    tu_actor_stop(&d[i]);
   free(d);
   nnmem_stats_t st;
   assert_ok(nnmem_allocator_stats(a, &st));
