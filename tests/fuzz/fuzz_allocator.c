@@ -34,10 +34,6 @@ typedef struct slot {
   int freed; /* freed once and not handed out again since */
 } slot_t;
 
-static uint8_t take(const uint8_t **p, const uint8_t *end) {
-  return *p < end ? *(*p)++ : 0;
-}
-
 static void check_bytes(const slot_t *s) {
   for (size_t i = 0; i < s->n; i++)
     if (s->p[i] != s->fill) {
@@ -54,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const uint8_t *p = data, *end = data + size;
   nnmem_allocator_config_t cfg;
   nnmem_allocator_config_init(&cfg);
-  cfg.free_batch = take(&p, end) % 65;
-  uint8_t mode = take(&p, end);
+  cfg.free_batch = fuzz_take(&p, end) % 65;
+  uint8_t mode = fuzz_take(&p, end);
   nnmem_allocator_t *a = NULL;
   if (nnmem_allocator_create(&cfg, &a) != NNMEM_OK) return 0;
   if (mode & 1) {
@@ -70,13 +66,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memset(s, 0, sizeof s);
   uint64_t bad = 0, step = 0;
   while (p < end) {
-    uint8_t op = take(&p, end) % 6;
-    slot_t *t = &s[take(&p, end) % SLOTS];
+    uint8_t op = fuzz_take(&p, end) % 6;
+    slot_t *t = &s[fuzz_take(&p, end) % SLOTS];
     step++;
     switch (op) {
     case 0: { /* allocate into the slot (a live block there is kept) */
       if (t->live) break;
-      size_t n = 1 + ((size_t)take(&p, end) << 8 | take(&p, end)) % 20000;
+      size_t n = 1 + ((size_t)fuzz_take(&p, end) << 8 | fuzz_take(&p, end)) % 20000;
       unsigned char *b = nnmem_alloc(a, n);
       if (!b) break;
       for (int i = 0; i < SLOTS; i++) {
@@ -107,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 3:   /* an interior pointer of a live block */
     case 4: { /* none of the allocator's */
       unsigned char *q;
-      uint8_t k = take(&p, end);
+      uint8_t k = fuzz_take(&p, end);
       if (op == 2) {
         if (!t->freed) break;
         q = t->p;

@@ -22,6 +22,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The next input byte of a program of operations (0 past its end). */
+static inline uint8_t fuzz_take(const uint8_t **p, const uint8_t *end) {
+  return *p < end ? *(*p)++ : 0;
+}
+
 /* Aborts with a message: the harness found a broken invariant. */
 static inline void fuzz_fail(const char *what, const nnmem_diag_t *diag) {
   fprintf(stderr, "fuzz finding: %s: %s\n", what, diag ? diag->message : "");

@@ -46,10 +46,6 @@ typedef struct fake {
   int (*fail)(const char *, long, int);
 } fake_t;
 
-static uint8_t take(const uint8_t **p, const uint8_t *end) {
-  return *p < end ? *(*p)++ : 0;
-}
-
 static void pattern(uint8_t tag, uint8_t *buf, uint64_t n) {
   for (uint64_t i = 0; i < n; i++)
     buf[i] = (uint8_t)(tag + i * 3);
@@ -83,8 +79,8 @@ static void all_intact(nnmem_heap_t *h, nnmem_backend_t *b, model_t *m) {
 static void op_alloc(nnmem_heap_t *h, nnmem_backend_t *b, model_t *s, int k,
                      const uint8_t **p, const uint8_t *end) {
   if (s->live) return;
-  uint64_t size = (uint64_t)take(p, end) << 8 | take(p, end);
-  uint64_t align = 1ULL << (take(p, end) % 14);
+  uint64_t size = (uint64_t)fuzz_take(p, end) << 8 | fuzz_take(p, end);
+  uint64_t align = 1ULL << (fuzz_take(p, end) % 14);
   nnmem_status_t st = nnmem_handle_alloc(h, size, align, &s->h);
   if (size == 0 && st != NNMEM_ERR_INVALID) fuzz_fail("size 0", NULL);
   if (st != NNMEM_OK) {
@@ -116,7 +112,7 @@ static void heap_op(nnmem_heap_t *h, nnmem_backend_t *b, const fake_t *f,
                     model_t *m, const uint8_t **p, const uint8_t *end) {
   static const char *const fns[] = {"cuMemCreate", "cuMemMap", "cuMemSetAccess",
                                     "cuMemUnmap", "cuMemRelease"};
-  uint8_t op = take(p, end) % 6, k = take(p, end) % SLOTS;
+  uint8_t op = fuzz_take(p, end) % 6, k = fuzz_take(p, end) % SLOTS;
   model_t *s = &m[k];
   nnmem_status_t st;
   void *addr = NULL;
@@ -158,7 +154,7 @@ static void heap_op(nnmem_heap_t *h, nnmem_backend_t *b, const fake_t *f,
     default: { /* arming one fault clears the others, unless bit 0x40 of
                   `which` keeps them: two driver calls of different
                   functions fail, e.g. a map while undoing an exchange */
-      uint8_t which = take(p, end), n = take(p, end);
+      uint8_t which = fuzz_take(p, end), n = fuzz_take(p, end);
       if (!(which & 0x40)) clear_faults(f);
       f->fail(fns[which % 5], 1 + n % 8, which & 0x80 ? 1 : 2);
       return;

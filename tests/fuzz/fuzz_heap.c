@@ -28,10 +28,6 @@ typedef struct model {
   uint8_t tag;
 } model_t;
 
-static uint8_t take(const uint8_t **p, const uint8_t *end) {
-  return *p < end ? *(*p)++ : 0;
-}
-
 static int intact(nnmem_heap_t *h, const model_t *m) {
   uint8_t *p = NULL;
   if (nnmem_handle_pin(h, m->h, (void **)&p) != NNMEM_OK) return 0;
@@ -43,15 +39,15 @@ static int intact(nnmem_heap_t *h, const model_t *m) {
 
 static void heap_op(nnmem_heap_t *h, model_t *m, const uint8_t **p,
                     const uint8_t *end) {
-  uint8_t op = take(p, end) % 6, k = take(p, end) % SLOTS;
+  uint8_t op = fuzz_take(p, end) % 6, k = fuzz_take(p, end) % SLOTS;
   model_t *s = &m[k];
   nnmem_status_t st;
   void *addr = NULL;
   switch (op) {
     case 0: { /* alloc into an empty model slot */
       if (s->live) return;
-      uint64_t size = (uint64_t)take(p, end) << 4 | take(p, end);
-      uint64_t align = 1ULL << (take(p, end) % 13);
+      uint64_t size = (uint64_t)fuzz_take(p, end) << 4 | fuzz_take(p, end);
+      uint64_t align = 1ULL << (fuzz_take(p, end) % 13);
       st = nnmem_handle_alloc(h, size, align, &s->h);
       if (size == 0 && st != NNMEM_ERR_INVALID) fuzz_fail("size 0", NULL);
       if (st != NNMEM_OK) return;
@@ -112,7 +108,7 @@ static void heap_op(nnmem_heap_t *h, model_t *m, const uint8_t **p,
     default: { /* forged bits */
       nnmem_handle_t f = {0};
       for (int i = 0; i < 8; i++)
-        f.bits = f.bits << 8 | take(p, end);
+        f.bits = f.bits << 8 | fuzz_take(p, end);
       int valid = 0;
       for (int i = 0; i < SLOTS; i++)
         valid |= m[i].live && m[i].h.bits == f.bits;
@@ -176,7 +172,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const uint8_t *p = data + (size ? 1 : 0), *end = data + size;
   while (p < end) {
     if (*p >= 0xF0) {
-      uint8_t a = take(&p, end), bb = take(&p, end);
+      uint8_t a = fuzz_take(&p, end), bb = fuzz_take(&p, end);
       block_op(t, state, holders, a, bb);
       continue;
     }

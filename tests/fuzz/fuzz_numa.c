@@ -33,10 +33,6 @@ static int fuzz_cpu(void *user) {
   return g_cpu;
 }
 
-static uint8_t take(const uint8_t **p, const uint8_t *end) {
-  return *p < end ? *(*p)++ : 0;
-}
-
 typedef struct model {
   uint32_t nodes, cpus, map[MAX_CPUS];
   blk_t b[SLOTS];
@@ -67,10 +63,10 @@ static void got_block(nnmem_numa_pool_t *np, model_t *m, blk_t *b,
 
 static void op(nnmem_numa_pool_t *np, model_t *m, const uint8_t **p,
                const uint8_t *end) {
-  uint8_t code = take(p, end) % 5, k = take(p, end) % SLOTS;
+  uint8_t code = fuzz_take(p, end) % 5, k = fuzz_take(p, end) % SLOTS;
   blk_t *b = &m->b[k];
-  g_cpu = (int)(int8_t)take(p, end);
-  uint32_t size = 1 + take(p, end) * 8u;
+  g_cpu = (int)(int8_t)fuzz_take(p, end);
+  uint32_t size = 1 + fuzz_take(p, end) * 8u;
   nnmem_diag_t d = {{0}};
   switch (code) {
     case 0: /* allocate as cpu g_cpu */
@@ -81,7 +77,7 @@ static void op(nnmem_numa_pool_t *np, model_t *m, const uint8_t **p,
       return;
     case 1: { /* allocate on a raw node id */
       if (b->p) return;
-      uint32_t node = take(p, end) % 16;
+      uint32_t node = fuzz_take(p, end) % 16;
       nnmem_status_t s =
           nnmem_numa_alloc_onnode(np, node, size, 0, (void **)&b->p, &d);
       if (node >= m->nodes) {
@@ -144,11 +140,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const uint8_t *p = data, *end = data + size;
   model_t *m = calloc(1, sizeof *m);
   if (!m) return 0;
-  m->nodes = take(&p, end) % 10; /* 0 and 9 nodes: 0 is refused */
-  m->cpus = take(&p, end) % (MAX_CPUS + 1);
+  m->nodes = fuzz_take(&p, end) % 10; /* 0 and 9 nodes: 0 is refused */
+  m->cpus = fuzz_take(&p, end) % (MAX_CPUS + 1);
   int bad = m->nodes == 0 || m->cpus == 0;
   for (uint32_t c = 0; c < m->cpus; c++) {
-    m->map[c] = take(&p, end) % 12; /* sometimes past the last node */
+    m->map[c] = fuzz_take(&p, end) % 12; /* sometimes past the last node */
     bad |= m->map[c] >= m->nodes;
   }
   nnmem_numa_topology_t t = {sizeof t, m->nodes, m->cpus,
