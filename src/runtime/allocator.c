@@ -242,6 +242,10 @@ static inline void w1_set(void *b, uintptr_t v) {
 typedef struct tstat { /* written by the owner only (relaxed) */
   _Atomic uint64_t misses;
   _Atomic uint64_t allocs[NCLASS], frees[NCLASS]; /* blocks, by class */
+  /* the frees of the queue's one-pass path (flush_one_fast) and their
+   * bytes, added once per flush (flush_run): no counter in memory changes
+   * per block, so consecutive frees wait on no store of the one before */
+  _Atomic uint64_t qfrees, qfree_bytes;
   /* sampled latency of the cached path (alloc and free), in ns */
   _Atomic uint64_t lat_hist[NNMEM_STATS_LAT_BUCKETS], lat_samples, lat_sum;
 } tstat_t;
@@ -1450,9 +1454,10 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
  * (off * recip: the low 40 bits are below recip iff off is a multiple of
  * bsize, as in small_index), neither tag in word 1, no timed call due,
  * and no leak record for it by the page's mark (`mark`: leak_mark, 0 for
- * the queue, which takes no free while records are on). 1: freed; 0:
- * nothing done (the general case decides, misuse included). */
-static inline __attribute__((always_inline)) int flush_one_fast(
+ * the queue, which takes no free while records are on). The block's size
+ * when freed (counted by the caller: flush_run); 0: nothing done (the
+ * general case decides, misuse included). */
+static inline __attribute__((always_inline)) uint32_t flush_one_fast(
     tcache_t *tc, page_t *pg, void *p, uint32_t mark, int counted,
     uint64_t key) {
   if (pg->fown != tc || (!counted && tc->sample_left <= 1)) return 0;
@@ -1466,13 +1471,13 @@ static inline __attribute__((always_inline)) int flush_one_fast(
   uintptr_t t = blk_tag(key, p);
   if (tag_either(w1_get(p), t)) return 0;
   if (!counted) tc->sample_left--;
-  bump(&tc->st.frees[pg->cls], 1);
-  if (nnmem__debug) memset(p, 0x55, pg->bsize);
+  uint32_t bsize = pg->bsize;
+  if (nnmem__debug) memset(p, 0x55, bsize);
   *(void **)p = pg->free;
   w1_set(p, t);
   pg->free = p;
   if (__builtin_expect(--pg->used <= pg->wake, 0)) local_free_tail(tc, pg);
-  return 1;
+  return bsize;
 }
 
 /* Returns the queued frees of tc (free_batch; each block prefetched when
@@ -1484,12 +1489,17 @@ static inline __attribute__((always_inline)) uint32_t flush_run(
     tcache_t *tc, uint32_t n, int counted, void **bad) {
   nnmem_allocator_t *a = tc->a;
   uint64_t key = tc->key; /* in a register: the loop's stores may alias */
-  uint32_t nbad = 0;
+  uint32_t nbad = 0, nfast = 0;
+  uint64_t bytes = 0;
   for (const pend_t *e = tc->pend, *stop = e + n; e < stop; e++) {
     void *p = e->p;
     page_t *pg = e->pg;
-    if (__builtin_expect(flush_one_fast(tc, pg, p, 0, counted, key), 1))
+    uint32_t got = flush_one_fast(tc, pg, p, 0, counted, key);
+    if (__builtin_expect(got != 0, 1)) {
+      nfast++;
+      bytes += got;
       continue;
+    }
     if (pg->fown != tc) { /* see pend_push */
       (void)misuse(a);
       bad[nbad++] = p;
@@ -1500,6 +1510,8 @@ static inline __attribute__((always_inline)) uint32_t flush_run(
               : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
       bad[nbad++] = p;
   }
+  bump(&tc->st.qfrees, nfast);
+  bump(&tc->st.qfree_bytes, bytes);
   return nbad;
 }
 
@@ -2300,6 +2312,8 @@ nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
       out_b += x * class_size[c];
       in_b += y * class_size[c];
     }
+    frees += ld(&t->st.qfrees);
+    in_b += ld(&t->st.qfree_bytes);
     allocs += n;
     out->cache_misses += miss;
     out->cache_hits += n - miss;

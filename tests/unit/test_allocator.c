@@ -804,6 +804,55 @@ static void test_free_batch(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* The queue's frees are counted once per flush (flush_run: a count and
+ * the bytes of its class sizes): after each flush, free_count, live_count
+ * and requested_bytes are exact, over blocks of many classes (sizes that
+ * are class sizes, so that requested_bytes is their sum), two of them
+ * queued twice (refused, not counted), with the queue flushed when full
+ * and on demand. */
+static void test_queued_free_stats(void **state) {
+  (void)state;
+  tu_ptr_log_t log = {{0}, 0};
+  nnmem_allocator_t *a = batched(&log);
+  static const size_t sz[] = {16, 48, 128, 160, 512, 1024, 3072, 8192};
+  enum { K = sizeof sz / sizeof sz[0], N = 12 * K };
+  void *b[N];
+  uint64_t bytes = 0;
+  for (int i = 0; i < N; i++) {
+    assert_non_null(b[i] = nnmem_alloc(a, sz[i % K]));
+    bytes += sz[i % K];
+  }
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.alloc_count, N);
+  assert_int_equal(st.requested_bytes, bytes);
+  /* every third block, then two of them again: queued (several flushes
+   * of a full queue and one on demand) */
+  uint64_t freed = 0, nfreed = 0;
+  for (int i = 0; i < N; i += 3) {
+    assert_ok(nnmem_allocator_free(a, b[i]));
+    freed += sz[i % K];
+    nfreed++;
+  }
+  assert_ok(nnmem_allocator_free(a, b[0]));
+  assert_ok(nnmem_allocator_free(a, b[3]));
+  nnmem_allocator_thread_flush(a);
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.misuse_count, 2);
+  assert_int_equal(log.n, 2);
+  assert_int_equal(st.free_count, nfreed);
+  assert_int_equal(st.live_count, N - nfreed);
+  assert_int_equal(st.requested_bytes, bytes - freed);
+  for (int i = 0; i < N; i++)
+    if (i % 3) assert_ok(nnmem_allocator_free(a, b[i]));
+  nnmem_allocator_thread_flush(a);
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.free_count, N);
+  assert_int_equal(st.live_count, 0);
+  assert_int_equal(st.requested_bytes, 0);
+  nnmem_allocator_destroy(a);
+}
+
 /* A second free of a block that is free already (its first free flushed)
  * is queued; the owner then hands the block out again before the flush.
  * The flush must refuse the second free, not free the new owner's block
@@ -1185,6 +1234,7 @@ int main(void) {
       cmocka_unit_test(test_free_batch),
       cmocka_unit_test(test_queued_high_bits),
       cmocka_unit_test(test_queued_double_free_after_reuse),
+      cmocka_unit_test(test_queued_free_stats),
       cmocka_unit_test(test_double_free_model),
       cmocka_unit_test(test_misuse_callback_allocates),
       cmocka_unit_test(test_misuse_callback_in_drain),
