@@ -72,7 +72,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     switch (op) {
     case 0: { /* allocate into the slot (a live block there is kept) */
       if (t->live) break;
-      size_t n = 1 + ((size_t)fuzz_take(&p, end) << 8 | fuzz_take(&p, end)) % 20000;
+      /* two bytes, high first, in two statements (the order of two calls
+       * in one expression is unspecified: the corpus must decode alike
+       * under every compiler) */
+      size_t hi = fuzz_take(&p, end), lo = fuzz_take(&p, end);
+      size_t n = 1 + (hi << 8 | lo) % 20000;
       unsigned char *b = nnmem_alloc(a, n);
       if (!b) break;
       for (int i = 0; i < SLOTS; i++) {
