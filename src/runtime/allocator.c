@@ -568,7 +568,13 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   }
   page_t *pg = hdr_of_base((uintptr_t)mem);
   uint32_t room = span - (uint32_t)((uintptr_t)pg - (uintptr_t)mem);
-  if (pg->magic == DIRTY_MAGIC && pg->next == pg) /* given back, resident */
+  /* the header's first access is a write (an exchange that returns the
+   * old magic): a read of a span never touched maps the shared zero page,
+   * and the write that follows faults again, replacing it, which flushes
+   * the TLB of every CPU running the process (an interprocessor interrupt
+   * each while threads run on other CPUs) */
+  uint32_t was = __atomic_exchange_n(&pg->magic, PAGE_MAGIC, __ATOMIC_RELAXED);
+  if (was == DIRTY_MAGIC && pg->next == pg) /* given back, resident */
     atomic_fetch_sub_explicit(&a->dirty, span, memory_order_relaxed);
   memset(pg, 0, sizeof *pg);
   pg->magic = PAGE_MAGIC;
