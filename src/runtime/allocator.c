@@ -2492,6 +2492,49 @@ static const mark_ref_t *mark_ref_find(const mark_refs_t *m, page_t *pg) {
 }
 
 /* One page's marks against its k records r[0..k). */
+nnmem_status_t nnmem__allocator_cache_check(nnmem_allocator_t *a,
+                                            nnmem_diag_t *diag) {
+  if (!a) return NNMEM_ERR_INVALID;
+  if (a->no_cache) return NNMEM_OK;
+  tcache_t *tc = pthread_getspecific(a->key);
+  if (!tc) return NNMEM_OK;
+  for (unsigned c = 0; c < NCLASS; c++) {
+    uint32_t empty = 0;
+    size_t n = 0;
+    const page_t *before = NULL;
+    for (const page_t *pg = tc->avail[c]; pg; before = pg, pg = pg->next) {
+      /* a span is at most once on the stack: longer than the spans that
+       * exist, it has a cycle */
+      if (++n > atomic_load_explicit(&a->pages, memory_order_relaxed))
+        return nnmem__diag(diag, NNMEM_ERR_STATE,
+                           "thread cache: class %u's avail stack has a cycle "
+                           "(%zu spans)",
+                           c, n);
+      if (pg->prev != before)
+        return nnmem__diag(diag, NNMEM_ERR_STATE,
+                           "thread cache: class %u, span %p: back link %p, "
+                           "not %p",
+                           c, (const void *)pg, (const void *)pg->prev,
+                           (const void *)before);
+      if (pg->magic != PAGE_MAGIC || pg->cls != c || pg->owner != tc ||
+          !pg->in_avail || pg->used > pg->cap)
+        return nnmem__diag(diag, NNMEM_ERR_STATE,
+                           "thread cache: class %u, span %p: magic 0x%x, "
+                           "class %u, owner %s, in_avail %u, used %u of %u",
+                           c, (const void *)pg, pg->magic, pg->cls,
+                           pg->owner == tc ? "this cache" : "another",
+                           pg->in_avail, pg->used, pg->cap);
+      empty += pg->used == 0;
+    }
+    if (empty != tc->empty[c])
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "thread cache: class %u has %u empty spans on its "
+                         "avail stack, counted %u",
+                         c, empty, tc->empty[c]);
+  }
+  return NNMEM_OK;
+}
+
 static nnmem_status_t mark_page_check(page_t *pg, const mark_ref_t *r, size_t k,
                                       nnmem_diag_t *diag) {
   uint32_t mark = atomic_load_explicit(&pg->leak_mark, memory_order_relaxed);

@@ -54,6 +54,16 @@ void nnmem__allocator_fork_child(nnmem_allocator_t *a);
 nnmem_status_t nnmem__allocator_leaks_check(nnmem_allocator_t *a,
                                             nnmem_diag_t *diag);
 
+/* The calling thread's cache of `a` (tests, the fuzz harness): each
+ * class's avail stack is a doubly linked list (the first span's back link
+ * NULL, each other's the span before it) of live spans of this cache and
+ * class marked as on it, without a cycle, and the class's count of empty
+ * spans is the number of them with no block out. NNMEM_OK when the thread
+ * has no cache of `a`; NNMEM_ERR_STATE with diag naming the class and span.
+ * Owner only: the thread's own frees may be queued (not flushed here). */
+nnmem_status_t nnmem__allocator_cache_check(nnmem_allocator_t *a,
+                                            nnmem_diag_t *diag);
+
 /* Tagged caches: a thread cache that belongs to no thread but to a tag
  * (tenant domains, domain.c). Its pages hold only its blocks, so the owner
  * of a small block is one load from the block's page header

@@ -16,13 +16,16 @@
  * allocator's misuse count equals the number of bad frees made and its
  * live count the model's. A block handed out twice (a second free of a
  * free block that freed the block's new owner) breaks the first check or
- * the count. */
+ * the count. After every operation the thread's cache passes its checker
+ * (nnmem__allocator_cache_check: the avail stacks' links, spans and
+ * empty counts). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_common.h"
 #include "nnmem/allocator.h"
+#include "runtime/allocator_internal.h"
 
 #define SLOTS 64
 
@@ -130,6 +133,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     default:
       nnmem_allocator_thread_flush(a);
       break;
+    }
+    nnmem_diag_t d;
+    if (nnmem__allocator_cache_check(a, &d) != NNMEM_OK) {
+      fprintf(stderr, "fuzz finding: step %llu: %s\n", (unsigned long long)step,
+              d.message);
+      abort();
     }
   }
   nnmem_allocator_thread_flush(a);

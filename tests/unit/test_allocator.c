@@ -804,6 +804,95 @@ static void test_free_batch(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+static void cache_ok(nnmem_allocator_t *a, const char *when) {
+  nnmem_diag_t d;
+  if (nnmem__allocator_cache_check(a, &d) != NNMEM_OK)
+    fail_msg("%s: %s", when, d.message);
+}
+
+/* The avail stack is doubly linked: spans leave it from the top (a span
+ * whose free blocks run out), rejoin it at the top (once an eighth of
+ * their blocks are free) and leave it from anywhere when given back (the
+ * third empty span of the class): the checker (links, spans, the empty
+ * count) passes after every step, and the blocks handed out afterwards
+ * are distinct and keep their bytes. 504 blocks of class 1024 (62 or 63
+ * to a one-unit span, by its header's colour: eight or nine spans, found
+ * by address), emptied span by span in a seeded order (0x5eed0a1,
+ * printed), which gives back spans from the middle of the stack; frees
+ * are immediate (no queue). */
+static void test_avail_stack(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  enum { N = 504, MAXS = 16 };
+  static char *b[N];
+  uintptr_t base[MAXS];
+  int ns = 0, span_of[N];
+  for (int i = 0; i < N; i++) {
+    assert_non_null(b[i] = nnmem_alloc(a, 1024));
+    uintptr_t u = (uintptr_t)b[i] >> 16;
+    int s = 0;
+    while (s < ns && base[s] != u)
+      s++;
+    if (s == ns) {
+      assert_true(ns < MAXS);
+      base[ns++] = u;
+    }
+    span_of[i] = s;
+    if (i % 16 == 0) cache_ok(a, "filling");
+  }
+  assert_true(ns >= 8);
+  /* eight blocks of every span: each rejoins the stack (the last freed on
+   * top; the last span, not full, never left it) */
+  for (int s = 0; s < ns; s++)
+    for (int i = 0, k = 0; i < N && k < 8; i++)
+      if (span_of[i] == s && b[i]) {
+        nnmem_free(a, b[i]);
+        b[i] = NULL;
+        k++;
+      }
+  cache_ok(a, "rejoined");
+  /* the rest span by span in a seeded order: spans empty out in the
+   * middle of the stack and, past two empty ones, are given back */
+  uint64_t seed = 0x5eed0a1;
+  printf("test_avail_stack: seed 0x%llx, %d spans\n", (unsigned long long)seed,
+         ns);
+  int order[MAXS];
+  for (int s = 0; s < ns; s++)
+    order[s] = s;
+  for (int s = ns - 1; s > 0; s--) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    int j = (int)((seed >> 33) % (uint64_t)(s + 1)), t = order[s];
+    order[s] = order[j];
+    order[j] = t;
+  }
+  for (int r = 0; r < ns; r++) {
+    for (int i = 0; i < N; i++)
+      if (span_of[i] == order[r] && b[i]) {
+        nnmem_free(a, b[i]);
+        b[i] = NULL;
+        cache_ok(a, "emptying");
+      }
+  }
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(a, &st));
+  assert_int_equal(st.live_count, 0);
+  assert_int_equal(st.misuse_count, 0);
+  /* again: every block distinct (its bytes kept), the stack sound */
+  for (int i = 0; i < N; i++) {
+    assert_non_null(b[i] = nnmem_alloc(a, 1024));
+    memset(b[i], i & 0xff, 1024);
+    if (i % 16 == 0) cache_ok(a, "refilling");
+  }
+  for (int i = 0; i < N; i++)
+    for (int k = 0; k < 1024; k += 256)
+      assert_int_equal((unsigned char)b[i][k], i & 0xff);
+  for (int i = 0; i < N; i++)
+    nnmem_free(a, b[i]);
+  cache_ok(a, "freed");
+  nnmem_allocator_destroy(a);
+}
+
 /* The queue's frees are counted once per flush (flush_run: a count and
  * the bytes of its class sizes): after each flush, free_count, live_count
  * and requested_bytes are exact, over blocks of many classes (sizes that
@@ -1235,6 +1324,7 @@ int main(void) {
       cmocka_unit_test(test_queued_high_bits),
       cmocka_unit_test(test_queued_double_free_after_reuse),
       cmocka_unit_test(test_queued_free_stats),
+      cmocka_unit_test(test_avail_stack),
       cmocka_unit_test(test_double_free_model),
       cmocka_unit_test(test_misuse_callback_allocates),
       cmocka_unit_test(test_misuse_callback_in_drain),
