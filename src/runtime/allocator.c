@@ -609,7 +609,6 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->cap = cap;
   pg->owner = tc;
   pg->fown = cls < PURGE_MIN_CLS ? tc : NULL;
-  pg->draining = 0;
   span_register(a, mem, span, pg);
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
   avail_push(tc, pg);
@@ -2491,7 +2490,7 @@ static const mark_ref_t *mark_ref_find(const mark_refs_t *m, page_t *pg) {
   return lo < m->n && m->v[lo].pg == pg ? &m->v[lo] : NULL;
 }
 
-/* One page's marks against its k records r[0..k). */
+/* The calling thread's cache against its invariants (allocator_internal.h). */
 nnmem_status_t nnmem__allocator_cache_check(nnmem_allocator_t *a,
                                             nnmem_diag_t *diag) {
   if (!a) return NNMEM_ERR_INVALID;
@@ -2535,6 +2534,7 @@ nnmem_status_t nnmem__allocator_cache_check(nnmem_allocator_t *a,
   return NNMEM_OK;
 }
 
+/* One page's marks against its k records r[0..k). */
 static nnmem_status_t mark_page_check(page_t *pg, const mark_ref_t *r, size_t k,
                                       nnmem_diag_t *diag) {
   uint32_t mark = atomic_load_explicit(&pg->leak_mark, memory_order_relaxed);

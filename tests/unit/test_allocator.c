@@ -855,14 +855,13 @@ static void test_avail_stack(void **state) {
   /* the rest span by span in a seeded order: spans empty out in the
    * middle of the stack and, past two empty ones, are given back */
   uint64_t seed = 0x5eed0a1;
-  printf("test_avail_stack: seed 0x%llx, %d spans\n", (unsigned long long)seed,
-         ns);
+  fprintf(stderr, "test_avail_stack: seed 0x%llx, %d spans\n",
+          (unsigned long long)seed, ns);
   int order[MAXS];
   for (int s = 0; s < ns; s++)
     order[s] = s;
   for (int s = ns - 1; s > 0; s--) {
-    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    int j = (int)((seed >> 33) % (uint64_t)(s + 1)), t = order[s];
+    int j = (int)(tu_rand(&seed) % (uint64_t)(s + 1)), t = order[s];
     order[s] = order[j];
     order[j] = t;
   }
