@@ -152,14 +152,16 @@ struct page {
                         < 2^40 / bsize (>= 2^23 > any span) without a
                         division */
   void *free;        /* local free list (owner only) */
-  char *bump;        /* next never-carved block */
+  /* bytes of blocks carved from block 0 on: the never-carved blocks start
+   * at first + carved (pg_bump); a free tests off < carved in one compare */
+  uint32_t carved;
+  uint32_t cap;      /* blocks that fit */
   tcache_t *owner;   /* set before the page is published; never changes */
   char *end;         /* end of the last block */
   /* the owner's avail stack of the class, doubly linked: a span leaves
    * it from anywhere in O(1) (avail_unlink: a span given back, which is
    * rarely the top) */
   struct page *next, *prev;
-  uint32_t cap;      /* blocks that fit */
   uint32_t span;     /* bytes of the span (span_units(cls) units) */
   /* leak records of this span's blocks (leaks.c; 0 while records are
    * off): the high 32 bits count them; bit i of the low 32 is set when one
@@ -198,6 +200,11 @@ _Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
 _Static_assert(offsetof(page_t, rnext) < 128 && offsetof(page_t, prev) < 128,
                "the avail links and the remote free's fields in the second");
 _Static_assert(PAGE_SIZE / 16 < 65536, "seen_used counts a span's blocks");
+
+/* The next never-carved block of pg (its bump pointer). */
+static inline char *pg_bump(const page_t *pg) {
+  return (char *)pg + pg->first + pg->carved;
+}
 
 /* the rem bit words, right after the header */
 static inline _Atomic uint64_t *page_bits(const page_t *pg) {
@@ -427,9 +434,25 @@ static void init_classes(void) {
   }
 }
 
+/* A counter's only writer adds d (readers: relaxed loads, the stats).
+ * x86-64: one add to memory, where the relaxed load and store are three
+ * instructions (compilers do not fuse atomics); its store is one aligned
+ * 8-byte write, so a reader sees the old value or the new, as with the
+ * store. ThreadSanitizer builds keep the atomics (it sees no asm). */
+#if defined(__SANITIZE_THREAD__)
+#define NNMEM_BUMP_ATOMIC 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NNMEM_BUMP_ATOMIC 1
+#endif
+#endif
 static inline void bump(_Atomic uint64_t *c, uint64_t d) {
+#if defined(__x86_64__) && !defined(NNMEM_BUMP_ATOMIC)
+  __asm__ volatile("addq %1, %0" : "+m"(*(uint64_t *)c) : "er"(d));
+#else
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + d,
                         memory_order_relaxed);
+#endif
 }
 
 static void alock(nnmem_allocator_t *a) {
@@ -604,7 +627,7 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   }
   pg->first = first;
   memset((void *)page_bits(pg), 0, first - PAGE_HDR); /* a reused page */
-  pg->bump = (char *)pg + first;
+  pg->carved = 0;
   pg->end = (char *)pg + first + (size_t)cap * pg->bsize;
   pg->cap = cap;
   pg->owner = tc;
@@ -791,7 +814,7 @@ static inline int64_t small_index(const page_t *pg, const void *ptr);
  * handed out, purged, or a double free that raced the owner's: see
  * blk_tag), counted and reported. */
 static void drain_block(tcache_t *tc, page_t *pg, char *b) {
-  if (b >= pg->bump || pg->used == 0 || purged_has(pg, b) ||
+  if (b >= pg_bump(pg) || pg->used == 0 || purged_has(pg, b) ||
       w1_get(b) != blk_rtag(tc->key, b)) {
     /* the remote free counted a free that did not happen: taken back here
      * (the caches' counters are summed modulo 2^64) */
@@ -985,17 +1008,18 @@ static inline tcache_t *cache_get_hint(nnmem_allocator_t *a,
 #define EXTEND_BYTES (16u << 10) /* at least one block: untouched memory of
                                     a large span stays unmapped */
 static int page_extend(page_t *pg, uint64_t key) {
-  if (pg->bump >= pg->end) return 0;
+  char *first = pg_bump(pg);
+  if (first >= pg->end) return 0;
   uint32_t n = EXTEND_BYTES / pg->bsize;
   n = n < 1 ? 1 : n > EXTEND_BLOCKS ? EXTEND_BLOCKS : n;
-  char *first = pg->bump, *stop = first + (size_t)n * pg->bsize;
+  char *stop = first + (size_t)n * pg->bsize;
   if (stop > pg->end) stop = pg->end;
   for (char *p = first; p < stop; p += pg->bsize) {
     *(void **)p = p + pg->bsize < stop ? p + pg->bsize : pg->free;
     w1_set(p, blk_tag(key, p));
   }
   pg->free = first;
-  pg->bump = stop;
+  pg->carved = (uint32_t)(stop - ((char *)pg + pg->first));
   return 1;
 }
 
@@ -1390,7 +1414,7 @@ static inline int local_misuse(const page_t *pg, const void *ptr,
                                uint64_t key) {
   uintptr_t w = w1_get(ptr), t = blk_tag(key, ptr);
   /* a purged block may read as 0 (its tag page given back) */
-  return (const char *)ptr >= pg->bump || tag_either(w, t) ||
+  return (const char *)ptr >= pg_bump(pg) || tag_either(w, t) ||
          (__builtin_expect(pg->cls >= PURGE_MIN_CLS, 0) && w == 0 &&
           purged_has(pg, ptr));
 }
@@ -1468,70 +1492,81 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr) {
 /* flush_pending's common case, the same checks as small_index and
  * small_free's owner case in one pass over the header's first line: a
  * block of a live span of tc of a class below the purged ones (fown ==
- * tc: one compare, no magic; a span given back clears fown), carved (below
- * the bump pointer: also below the span's end) and on a block boundary
- * (off * recip: the low 40 bits are below recip iff off is a multiple of
- * bsize, as in small_index), neither tag in word 1, no timed call due,
- * and no leak record for it by the page's mark (`mark`: leak_mark, 0 for
- * the queue, which takes no free while records are on). The block's size
- * when freed (counted by the caller: flush_run); 0: nothing done (the
- * general case decides, misuse included). */
-static inline __attribute__((always_inline)) uint32_t flush_one_fast(
-    tcache_t *tc, page_t *pg, void *p, uint32_t mark, int counted,
-    uint64_t key) {
+ * tc: one compare, no magic; a span given back clears fown), carved (off
+ * below carved: also below the span's end) and on a block boundary (off *
+ * recip: the low 40 bits are below recip iff off is a multiple of bsize,
+ * as in small_index), neither tag in word 1, no timed call due (`counted`
+ * 0: the countdown taken here). No leak record can be among them: the
+ * queue takes no free while records are on. 1 when freed, pushed on its
+ * span's free list (the caller counts it and decrements used); 0: nothing
+ * done (the general case decides, misuse included). */
+static inline __attribute__((always_inline)) int flush_one_fast(
+    tcache_t *tc, page_t *pg, void *p, int counted, uint64_t key) {
   if (pg->fown != tc || (!counted && tc->sample_left <= 1)) return 0;
-  uintptr_t blk0 = (uintptr_t)pg + pg->first;
-  uint64_t off = (uintptr_t)p - blk0; /* wraps below block 0: huge */
+  /* wraps below block 0: huge */
+  uint64_t off = (uintptr_t)p - (uintptr_t)pg - pg->first;
   uint64_t m = off * pg->recip;
-  if (off >= (uint64_t)((uintptr_t)pg->bump - blk0) ||
-      (m & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip ||
-      nnmem__leaks_mark_hit(mark, (uint32_t)(m >> RECIP_SHIFT)))
-    return 0; /* (a block the leak records may hold: leaks_free_small) */
+  if (off >= pg->carved || (m & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip)
+    return 0;
   uintptr_t t = blk_tag(key, p);
   if (tag_either(w1_get(p), t)) return 0;
   if (!counted) tc->sample_left--;
-  uint32_t bsize = pg->bsize;
-  if (nnmem__debug) memset(p, 0x55, bsize);
+  if (nnmem__debug) memset(p, 0x55, pg->bsize);
   *(void **)p = pg->free;
   w1_set(p, t);
   pg->free = p;
-  if (__builtin_expect(--pg->used <= pg->wake, 0)) local_free_tail(tc, pg);
-  return bsize;
+  return 1;
+}
+
+/* The entries of a flush past flush_one_fast: how many, and the refused
+ * ones (counted as misuse, for on_misuse once the batch is done). */
+typedef struct flush_other {
+  uint32_t nslow, nbad;
+  void *bad[PEND_MAX];
+} flush_other_t;
+
+/* An entry past flush_one_fast (out of line: the flush's loop keeps its
+ * values in registers across the call): refused, or freed by the general
+ * checks. */
+static __attribute__((noinline)) void flush_one_slow(tcache_t *tc,
+                                                     const pend_t *e,
+                                                     flush_other_t *o) {
+  nnmem_allocator_t *a = tc->a;
+  page_t *pg = e->pg;
+  int bad;
+  o->nslow++;
+  if (pg->fown != tc) { /* see pend_push */
+    (void)misuse(a);
+    bad = 1;
+  } else {
+    int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, e->p) : -1;
+    bad = k < 0 ? misuse(a) != NNMEM_OK
+                : small_free(a, tc, pg, e->p, (uint32_t)k) != NNMEM_OK;
+  }
+  if (bad) o->bad[o->nbad++] = e->p;
 }
 
 /* Returns the queued frees of tc (free_batch; each block prefetched when
  * it was queued, its span's header read then: the misses overlap): check
  * each page (fown says it is still this cache's, see pend_push) and block
  * index, and free, in queue order (a block queued twice: the second finds
- * its tag, misuse); the refusals are returned in bad[]. */
-static inline __attribute__((always_inline)) uint32_t flush_run(
-    tcache_t *tc, uint32_t n, int counted, void **bad) {
-  nnmem_allocator_t *a = tc->a;
-  uint64_t key = tc->key; /* in a register: the loop's stores may alias */
-  uint32_t nbad = 0, nfast = 0;
-  uint64_t bytes = 0;
+ * its tag, misuse); the refusals go to o. The one-pass frees are counted
+ * once, after the loop: no counter in memory changes per block, so
+ * consecutive frees wait on no store of the one before. */
+static inline __attribute__((always_inline)) void flush_run(
+    tcache_t *tc, uint32_t n, int counted, flush_other_t *o) {
+  uint64_t key = tc->key, bytes = 0;
   for (const pend_t *e = tc->pend, *stop = e + n; e < stop; e++) {
-    void *p = e->p;
     page_t *pg = e->pg;
-    uint32_t got = flush_one_fast(tc, pg, p, 0, counted, key);
-    if (__builtin_expect(got != 0, 1)) {
-      nfast++;
-      bytes += got;
+    if (__builtin_expect(!flush_one_fast(tc, pg, e->p, counted, key), 0)) {
+      flush_one_slow(tc, e, o);
       continue;
     }
-    if (pg->fown != tc) { /* see pend_push */
-      (void)misuse(a);
-      bad[nbad++] = p;
-      continue;
-    }
-    int64_t k = pg->magic == PAGE_MAGIC ? small_index(pg, p) : -1;
-    if (k < 0 ? misuse(a) != NNMEM_OK
-              : small_free(a, tc, pg, p, (uint32_t)k) != NNMEM_OK)
-      bad[nbad++] = p;
+    bytes += pg->bsize;
+    if (__builtin_expect(--pg->used <= pg->wake, 0)) local_free_tail(tc, pg);
   }
-  bump(&tc->st.qfrees, nfast);
+  bump(&tc->st.qfrees, n - o->nslow);
   bump(&tc->st.qfree_bytes, bytes);
-  return nbad;
 }
 
 static void flush_pending(tcache_t *tc) {
@@ -1544,18 +1579,18 @@ static void flush_pending(tcache_t *tc) {
   /* no timed call due in this batch: its countdown taken at once (a free
    * the general case takes counts again: a sample comes at most n calls
    * early) */
-  void *bad[PEND_MAX];
-  uint32_t nbad;
+  flush_other_t o;
+  o.nslow = o.nbad = 0;
   if (tc->sample_left > n + 1) {
     tc->sample_left -= n;
-    nbad = flush_run(tc, n, 1, bad);
+    flush_run(tc, n, 1, &o);
   } else {
-    nbad = flush_run(tc, n, 0, bad);
+    flush_run(tc, n, 0, &o);
   }
   /* the refusals go to on_misuse once the batch is done: a callback that
    * allocates or frees finds the queue empty and its filter clear, not
    * half-flushed entries that it could hand out or overwrite */
-  for (uint32_t i = 0; i < nbad; i++) late_misuse(tc->a, bad[i]);
+  for (uint32_t i = 0; i < o.nbad; i++) late_misuse(tc->a, o.bad[i]);
 }
 
 /* Queues the free of p, whose unit the registry gives to span pg, a live
@@ -1883,11 +1918,10 @@ static inline nnmem_status_t free_direct(nnmem_allocator_t *a, void *ptr) {
     return free_general(a, ptr); /* not a span's unit */
   tcache_t *tc = tls_cur.tc;
   if (__builtin_expect(pg->fown != tc, 0)) return free_general(a, ptr);
-  uintptr_t blk0 = (uintptr_t)pg + pg->first;
-  uint64_t off = p - blk0; /* wraps below block 0: huge */
+  uint64_t off = p - (uintptr_t)pg - pg->first; /* wraps below block 0 */
   uint64_t m = off * pg->recip;
   uintptr_t t = blk_tag(tc->key, ptr);
-  if (__builtin_expect(off >= (uint64_t)((uintptr_t)pg->bump - blk0) ||
+  if (__builtin_expect(off >= pg->carved ||
                            (m & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip,
                        0))
     return free_general(a, ptr);
