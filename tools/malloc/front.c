@@ -478,11 +478,13 @@ static __attribute__((noinline)) void free_slow(void *p) {
   do_free("free", p);
 }
 
-/* The common case first: the allocator ready, no recording, a size in
- * (0, PTRDIFF_MAX]; anything else (and a failure) is do_alloc. */
+/* The common case first: the allocator ready, neither recording nor
+ * serving: one call. Its fast path takes sizes in (0, 8 KiB]; any other
+ * size (0, large, over PTRDIFF_MAX) takes the allocator's slower path
+ * and, when that gives NULL, do_alloc (errno, size 0 as 1 byte). */
 API void *malloc(size_t n) {
   nnmem_allocator_t *a = atomic_load_explicit(&fast_a, memory_order_acquire);
-  if (__builtin_expect(a != NULL && n - 1 < (size_t)PTRDIFF_MAX, 1))
+  if (__builtin_expect(a != NULL, 1))
     return nnmem__allocator_alloc_or(n, a, malloc_slow);
   return malloc_slow(n);
 }
