@@ -13,12 +13,16 @@
  *                                        blocks (> 128 KiB or aligned > 16)
  *
  *   span (1 unit for classes <= 8 KiB, else room for 16 blocks):
- *   +-----+--------+-----------+-------+-------+-----+--------------------+
- *   | pad | header | rem bits  | blk 0 | blk 1 | ... | never carved yet   |
- *   +-----+--------+-----------+-------+-------+-----+--------------------+
- *   0     c        c+128       c+first  a free block: [link | tag] ^ bump
- *   c = 64 x (address bits 16..19): the colour (headers spread over 16 L1
- *   sets); rem bits: ceil(cap / 64) words rounded to 16 bytes
+ *   +----------+-----+-------+-------+-----+------------------------+
+ *   | rem bits | pad | blk 0 | blk 1 | ... | never carved yet       |
+ *   +----------+-----+-------+-------+-----+------------------------+
+ *   0                first   a free block: [link | tag]  ^ first + carved
+ *   rem bits: ceil(cap / 64) words rounded to 16 bytes; pad: 64 x
+ *   (address bits 16..19), the colour (block 0 of equal classes spread
+ *   over 16 L1 sets). Its header (192
+ *   bytes) lies out of the span, dense with other spans' headers in 64
+ *   KiB chunks of the one-unit span pool (hdr_take); the registry maps
+ *   each unit of the span to it.
  *
  * Steps of nnmem_alloc(size):
  *   1. size <= 128 KiB: size class (16-byte steps to 128 B, then 4 classes
@@ -102,7 +106,7 @@
 
 #define PAGE_LOG2 16
 #define PAGE_SIZE (1u << PAGE_LOG2) /* registry unit; a span is 1..32 */
-#define PAGE_HDR 192u
+#define PAGE_HDR 192u /* a span's room above its blocks (span_units) */
 #define SMALL_MAX 8192u              /* classes found by table */
 #define CACHE_MAX (128u << 10)       /* the largest cached class */
 #define NCLASS 48
@@ -137,12 +141,14 @@ struct page {
    * leaks.c under the records' lock only) */
   _Atomic uint16_t leak_mark;
   uint32_t bsize, used;
-  uint32_t first;    /* offset of block 0 from the page start */
   uint32_t wake;     /* a free that leaves used <= wake has more to do
                         (local_free_tail): 0 on the avail stack (the span
                         emptied); off it, cap - max(1, cap / 8): it rejoins
                         once that many blocks are free (hysteresis). One
                         compare on the free path, taken once per change */
+  /* bytes of blocks carved from block 0 on: the never-carved blocks start
+   * at blk0 + carved (pg_bump); a free tests off < carved in one compare */
+  uint32_t carved;
   /* the owner when its thread's queued and immediate frees may take the
    * one-pass path (flush_one_fast, free_direct), else NULL: a class from
    * PURGE_MIN_CLS (the purged mask to test), a released span. One compare
@@ -152,17 +158,24 @@ struct page {
                         < 2^40 / bsize (>= 2^23 > any span) without a
                         division */
   void *free;        /* local free list (owner only) */
-  /* bytes of blocks carved from block 0 on: the never-carved blocks start
-   * at first + carved (pg_bump); a free tests off < carved in one compare */
-  uint32_t carved;
-  uint32_t cap;      /* blocks that fit */
+  char *blk0;        /* block 0: the span's start + first */
   tcache_t *owner;   /* set before the page is published; never changes */
   char *end;         /* end of the last block */
+  char *base;        /* the span's start (its rem bit words) */
+  uint32_t first;    /* offset of block 0 from the span's start */
+  uint32_t cap;      /* blocks that fit */
   /* the owner's avail stack of the class, doubly linked: a span leaves
    * it from anywhere in O(1) (avail_unlink: a span given back, which is
    * rarely the top) */
   struct page *next, *prev;
   uint32_t span;     /* bytes of the span (span_units(cls) units) */
+  /* on the owner's stack of spans with remote frees (tcache.remote) while
+   * rqueued is 1: set by the remote free that finds it 0 (and pushes the
+   * span, linked through rnext), cleared by the drain before it takes the
+   * span's rem bits. A span stays while queued or with a rem bit set
+   * (rem_pending). */
+  _Atomic uint32_t rqueued;
+  struct page *rnext;
   /* leak records of this span's blocks (leaks.c; 0 while records are
    * off): the high 32 bits count them; bit i of the low 32 is set when one
    * of them is a block whose index % 32 == i (all cleared with the count's
@@ -172,7 +185,7 @@ struct page {
   /* rem bit i set: block i was freed by a thread other than the owner
    * (its tag word moved to the remote tag first: blk_rtag) and waits for
    * the owner's drain, which clears it; set with an atomic or. The words
-   * sit in the page after the header (page_bits). */
+   * sit at the span's start (page_bits). */
   /* decommit_spans, classes from 8 KiB (cap <= 64): bit i set, block i
    * is free, off the free list, its whole pages given back (purged: no
    * state in the block, it may read as 0); owner only */
@@ -186,16 +199,9 @@ struct page {
    * on_misuse callback made from the drain may free and allocate without
    * the span going back (or coming back as another) under the drain */
   uint16_t draining;
-  /* on the owner's stack of spans with remote frees (tcache.remote) while
-   * rqueued is 1: set by the remote free that finds it 0 (and pushes the
-   * span, linked through rnext), cleared by the drain before it takes the
-   * span's rem bits. A span stays while queued or with a rem bit set
-   * (rem_pending). */
-  _Atomic uint32_t rqueued;
-  struct page *rnext;
   void *seen_free;
 };
-_Static_assert(offsetof(page_t, end) == 64 && sizeof(page_t) <= PAGE_HDR,
+_Static_assert(offsetof(page_t, owner) == 56 && sizeof(page_t) <= PAGE_HDR,
                "the hot fields fill the header's first line");
 _Static_assert(offsetof(page_t, rnext) < 128 && offsetof(page_t, prev) < 128,
                "the avail links and the remote free's fields in the second");
@@ -203,12 +209,12 @@ _Static_assert(PAGE_SIZE / 16 < 65536, "seen_used counts a span's blocks");
 
 /* The next never-carved block of pg (its bump pointer). */
 static inline char *pg_bump(const page_t *pg) {
-  return (char *)pg + pg->first + pg->carved;
+  return pg->blk0 + pg->carved;
 }
 
-/* the rem bit words, right after the header */
+/* the rem bit words, at the span's start */
 static inline _Atomic uint64_t *page_bits(const page_t *pg) {
-  return (_Atomic uint64_t *)((char *)pg + PAGE_HDR);
+  return (_Atomic uint64_t *)pg->base;
 }
 #define REM_W(pg, i) (&page_bits(pg)[(i) >> 6])
 
@@ -307,6 +313,7 @@ struct tcache {
   _Alignas(128) _Atomic(page_t *) remote;
   _Alignas(128) tstat_t st;
   tcache_t *next_all;
+  page_t *hdr_spare; /* headers of spans it gave back (hdr_take) */
   int parked;
   /* a tagged cache (nnmem__tcache_create): belongs to no thread but to
    * `tag` (a tenant domain), never adopted while tagged; NULL for a
@@ -335,6 +342,7 @@ struct nnmem_allocator {
   int decommit;          /* madvise(MADV_DONTNEED) released large spans
                             and idle free blocks (purge_tick) */
   uint32_t os_page;      /* the system's page size (purge_runs) */
+  char *hdr_next, *hdr_end; /* the headers' chunk (hdr_take; lock) */
   uint64_t tag_key;      /* random, for the free blocks' tags (blk_tag) */
   void (*on_misuse)(void *ctx, const void *ptr);
   void *misuse_ctx;
@@ -482,16 +490,10 @@ static inline reg_ent_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
   return leaf ? &leaf[(p >> PAGE_LOG2) & 0xFFFF] : NULL;
 }
 
-/* A span's header sits 64 x ((base >> 16) & 15) bytes into it: headers
- * of spans aligned to 64 KiB would all fall in one set of the L1 cache
- * (and evict each other); coloured, they spread over 16 sets. */
-#define NCOLOR 16
-static inline page_t *hdr_of_base(uintptr_t base) {
-  return (page_t *)(base + (((base >> PAGE_LOG2) & (NCOLOR - 1)) << 6));
-}
 static inline uintptr_t base_of(const page_t *pg) {
-  return (uintptr_t)pg & ~(uintptr_t)(PAGE_SIZE - 1);
+  return (uintptr_t)pg->base;
 }
+#define NCOLOR 16 /* block 0's colours (page_new) */
 
 /* The registry's header for the unit of p (acquire: the header written
  * before the entry), NULL when no span is registered there. */
@@ -514,7 +516,6 @@ static inline page_t *small_page_of(nnmem_allocator_t *a, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr;
   page_t *pg = reg_get(a, p);
   if (!pg) return NULL;
-  if (p - (uintptr_t)pg < PAGE_HDR) return NULL;
   return pg->magic == PAGE_MAGIC ? pg : NULL;
 }
 
@@ -529,7 +530,7 @@ static inline page_t *block_page(nnmem_allocator_t *a, const void *ptr) {
 
 /* Index of the block at p (p on a block boundary below end). */
 static inline uint32_t blk_index(const page_t *pg, const void *p) {
-  uint64_t off = (uintptr_t)p - (uintptr_t)pg - pg->first;
+  uint64_t off = (uintptr_t)p - (uintptr_t)pg->blk0;
   return (uint32_t)((off * pg->recip) >> RECIP_SHIFT);
 }
 
@@ -591,6 +592,53 @@ static void span_register(nnmem_allocator_t *a, void *mem, uint32_t span,
         memory_order_release);
 }
 
+/* Span headers live out of the spans, dense: a chunk of PAGE_SIZE from
+ * the one-unit span pool (never registered, so no free takes it for a
+ * span; given back with the pool at destroy) holds PAGE_SIZE / HDR_STRIDE
+ * of them, handed out in order under the allocator's lock. Inside the
+ * spans, at 64 KiB steps, the headers of a thousand spans fell in a few
+ * dozen sets of a 1 MiB L2 and missed it on most frees (docs/runtime.md,
+ * fifteenth round). A cache keeps the headers of the spans it gave back
+ * for its next ones (owner only, no lock). A stale reader of a reused
+ * header finds another span's magic, owner and blocks: the checks refuse
+ * its pointer, as they did a span made anew in place. */
+#define HDR_STRIDE 192u
+_Static_assert(sizeof(page_t) <= HDR_STRIDE && HDR_STRIDE % 64 == 0,
+               "a header is whole lines");
+static page_t *hdr_take(tcache_t *tc) {
+  page_t *pg = tc->hdr_spare;
+  if (pg) {
+    tc->hdr_spare = pg->next;
+    return pg;
+  }
+  nnmem_allocator_t *a = tc->a;
+  alock(a);
+  if (a->hdr_next == a->hdr_end) {
+    void *mem = NULL;
+    if (nnmem_pool_alloc(a->pages_pool[1], PAGE_SIZE, PAGE_SIZE, &mem) ==
+        NNMEM_OK) {
+      a->hdr_next = mem;
+      a->hdr_end = (char *)mem + PAGE_SIZE / HDR_STRIDE * HDR_STRIDE;
+    }
+  }
+  if (a->hdr_next != a->hdr_end) {
+    pg = (page_t *)a->hdr_next;
+    a->hdr_next += HDR_STRIDE;
+  }
+  pthread_mutex_unlock(&a->lock);
+  return pg;
+}
+static void hdr_give(tcache_t *tc, page_t *pg) {
+  pg->next = tc->hdr_spare;
+  tc->hdr_spare = pg;
+}
+
+/* The word page_release leaves at the start of a span given back
+ * resident (DIRTY_MAGIC and the span's address). */
+static inline uint64_t dirty_mark(const void *base) {
+  return (uint64_t)(uintptr_t)base ^ ((uint64_t)DIRTY_MAGIC << 32);
+}
+
 static page_t *page_new(tcache_t *tc, unsigned cls) {
   nnmem_allocator_t *a = tc->a;
   unsigned kind = span_units(cls);
@@ -603,15 +651,18 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
     (void)nnmem_pool_free(a->pages_pool[kind], mem);
     return NULL;
   }
-  page_t *pg = hdr_of_base((uintptr_t)mem);
-  uint32_t room = span - (uint32_t)((uintptr_t)pg - (uintptr_t)mem);
-  /* the header's first access is a write (an exchange that returns the
-   * old magic): a read of a span never touched maps the shared zero page,
-   * and the write that follows faults again, replacing it, which flushes
-   * the TLB of every CPU running the process (an interprocessor interrupt
-   * each while threads run on other CPUs) */
-  uint32_t was = __atomic_exchange_n(&pg->magic, PAGE_MAGIC, __ATOMIC_RELAXED);
-  if (was == DIRTY_MAGIC && pg->next == pg) /* given back, resident */
+  page_t *pg = hdr_take(tc);
+  if (!pg) {
+    (void)nnmem_pool_free(a->pages_pool[kind], mem);
+    return NULL;
+  }
+  /* the span's first access is a write (an exchange that returns the
+   * word page_release left there): a read of a span never touched maps
+   * the shared zero page, and the write that follows faults again,
+   * replacing it, which flushes the TLB of every CPU running the process
+   * (an interprocessor interrupt each while threads run on other CPUs) */
+  uint64_t was = __atomic_exchange_n((uint64_t *)mem, 0, __ATOMIC_RELAXED);
+  if (was == dirty_mark(mem)) /* given back, resident */
     atomic_fetch_sub_explicit(&a->dirty, span, memory_order_relaxed);
   memset(pg, 0, sizeof *pg);
   pg->magic = PAGE_MAGIC;
@@ -619,16 +670,23 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->span = span;
   pg->bsize = class_size[cls];
   pg->recip = ((1ULL << RECIP_SHIFT) + pg->bsize - 1) / pg->bsize;
-  /* the most blocks that fit after the header and their bits */
-  uint32_t cap = (room - PAGE_HDR) / pg->bsize, first;
+  pg->base = mem;
+  /* the most blocks that fit after their bits and the span's colour:
+   * block 0 sits 64 x (address bits 16..19) bytes further, so that the
+   * first lines of large blocks (at equal offsets in every span) spread
+   * over 16 sets of the L1 instead of one */
+  uint32_t col = (uint32_t)(((uintptr_t)mem >> PAGE_LOG2) & (NCOLOR - 1)) << 6;
+  uint32_t cap = (span - col) / pg->bsize, bits;
   for (;; cap--) {
-    first = PAGE_HDR + 16 * ((cap + 127) / 128); /* 16-byte aligned */
-    if (first + (size_t)cap * pg->bsize <= room) break;
+    bits = 16 * ((cap + 127) / 128); /* 16-byte aligned */
+    if (col + bits + (size_t)cap * pg->bsize <= span) break;
   }
+  uint32_t first = col + bits;
   pg->first = first;
-  memset((void *)page_bits(pg), 0, first - PAGE_HDR); /* a reused page */
+  memset(mem, 0, bits); /* the rem bits of a reused span */
   pg->carved = 0;
-  pg->end = (char *)pg + first + (size_t)cap * pg->bsize;
+  pg->blk0 = (char *)mem + first;
+  pg->end = pg->blk0 + (size_t)cap * pg->bsize;
   pg->cap = cap;
   pg->owner = tc;
   pg->fown = cls < PURGE_MIN_CLS ? tc : NULL;
@@ -659,11 +717,14 @@ static void page_release(tcache_t *tc, page_t *pg) {
       atomic_fetch_sub_explicit(&a->dirty, pg->span, memory_order_relaxed);
       (void)madvise(base, pg->span, MADV_DONTNEED);
     } else {
-      pg->next = pg;
-      pg->magic = DIRTY_MAGIC;
+      /* in its first rem bit word (all 0 now; a late bad remote free
+       * may still or a bit in: then counted as not resident) */
+      atomic_store_explicit(&page_bits(pg)[0], dirty_mark(base),
+                            memory_order_relaxed);
     }
   }
   (void)nnmem_pool_free(a->pages_pool[kind], base);
+  hdr_give(tc, pg);
 }
 
 /* 1 when pg is on its owner's stack of spans with remote frees, or a
@@ -737,7 +798,7 @@ static __attribute__((noinline)) void local_free_tail(tcache_t *tc,
 #define PURGE_US 1000u
 
 static inline char *blk_at(const page_t *pg, uint32_t i) {
-  return (char *)pg + pg->first + (size_t)i * pg->bsize;
+  return pg->blk0 + (size_t)i * pg->bsize;
 }
 
 /* The mask sits on the header's second line: read only for the classes
@@ -1019,7 +1080,7 @@ static int page_extend(page_t *pg, uint64_t key) {
     w1_set(p, blk_tag(key, p));
   }
   pg->free = first;
-  pg->carved = (uint32_t)(stop - ((char *)pg + pg->first));
+  pg->carved = (uint32_t)(stop - pg->blk0);
   return 1;
 }
 
@@ -1424,7 +1485,7 @@ static inline int local_misuse(const page_t *pg, const void *ptr,
  * first and bsize never change once the page is published: no race. */
 static inline int64_t small_index(const page_t *pg, const void *ptr) {
   /* < span unless ptr lies in the block bits (wraps: caught below) */
-  uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - pg->first;
+  uint64_t off = (uintptr_t)ptr - (uintptr_t)pg->blk0;
   uint64_t idx = (off * pg->recip) >> RECIP_SHIFT; /* off / bsize, exact */
   if (__builtin_expect(
           off >= pg->span || idx >= pg->cap || idx * pg->bsize != off, 0))
@@ -1504,7 +1565,7 @@ static inline __attribute__((always_inline)) int flush_one_fast(
     tcache_t *tc, page_t *pg, void *p, int counted, uint64_t key) {
   if (pg->fown != tc || (!counted && tc->sample_left <= 1)) return 0;
   /* wraps below block 0: huge */
-  uint64_t off = (uintptr_t)p - (uintptr_t)pg - pg->first;
+  uint64_t off = (uintptr_t)p - (uintptr_t)pg->blk0;
   uint64_t m = off * pg->recip;
   if (off >= pg->carved || (m & ((1ull << RECIP_SHIFT) - 1)) >= pg->recip)
     return 0;
@@ -1918,7 +1979,7 @@ static inline nnmem_status_t free_direct(nnmem_allocator_t *a, void *ptr) {
     return free_general(a, ptr); /* not a span's unit */
   tcache_t *tc = tls_cur.tc;
   if (__builtin_expect(pg->fown != tc, 0)) return free_general(a, ptr);
-  uint64_t off = p - (uintptr_t)pg - pg->first; /* wraps below block 0 */
+  uint64_t off = p - (uintptr_t)pg->blk0; /* wraps below block 0 */
   uint64_t m = off * pg->recip;
   uintptr_t t = blk_tag(tc->key, ptr);
   if (__builtin_expect(off >= pg->carved ||
@@ -2017,7 +2078,7 @@ nnmem_status_t nnmem__allocator_usable_size(nnmem_allocator_t *a,
   if (!a || !ptr || !out) return NNMEM_ERR_INVALID;
   page_t *pg = a->no_cache ? NULL : small_page_of(a, ptr);
   if (pg) {
-    uint64_t off = (uintptr_t)ptr - (uintptr_t)pg - pg->first;
+    uint64_t off = (uintptr_t)ptr - (uintptr_t)pg->blk0;
     uint64_t idx = (off * pg->recip) >> RECIP_SHIFT;
     if (off >= pg->span || idx >= pg->cap || idx * pg->bsize != off)
       return NNMEM_ERR_INVALID;
@@ -2125,17 +2186,17 @@ const void *nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
   return atomic_load_explicit(&pg->owner->tag, memory_order_relaxed);
 }
 
-/* A tagged cache's blocks are <= NNMEM__SMALL_MAX: one-unit spans, the
- * header at its colour offset (hdr_of_base). */
-int nnmem__tcache_block_live(const void *ptr) {
-  const page_t *pg =
-      hdr_of_base((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
+/* A tagged cache's blocks are <= NNMEM__SMALL_MAX: one-unit spans, each
+ * unit's registry entry its header. */
+int nnmem__tcache_block_live(nnmem_allocator_t *a, const void *ptr) {
+  const page_t *pg = small_page_of(a, ptr);
+  if (!pg) return 0;
   int64_t idx = small_index(pg, ptr);
   return idx >= 0 && !local_misuse(pg, ptr, pg->owner->key);
 }
 
 void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr) {
-  page_t *pg = hdr_of_base((uintptr_t)ptr & ~(uintptr_t)(PAGE_SIZE - 1));
+  page_t *pg = small_page_of(tc->a, ptr);
   bump(&tc->st.frees[pg->cls], 1);
   local_free(tc, pg, ptr);
 }
@@ -2157,7 +2218,7 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
         continue; /* no span, or not its first unit */
       if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
       for (uint32_t k = 0; k < pg->cap && s == NNMEM_OK; k++) {
-        char *b = (char *)pg + pg->first + (size_t)k * pg->bsize;
+        char *b = pg->blk0 + (size_t)k * pg->bsize;
         if (local_misuse(pg, b, tc->key)) continue;
         s = nnmem__grow((void **)&blk, &cap, n + 1, sizeof *blk);
         if (s == NNMEM_OK) blk[n++] = b;
@@ -2166,7 +2227,7 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
   }
   /* after the walk: fn may free the block and with it its page */
   for (size_t k = 0; k < n && s == NNMEM_OK; k++) {
-    page_t *pg = hdr_of_base((uintptr_t)blk[k] & ~(uintptr_t)(PAGE_SIZE - 1));
+    page_t *pg = small_page_of(a, blk[k]);
     fn(user, blk[k], pg->bsize);
   }
   free(blk);

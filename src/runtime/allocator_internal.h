@@ -98,7 +98,7 @@ const void *nnmem__allocator_block_tag(nnmem_allocator_t *a, const void *ptr,
 /* 1 when the block at `ptr` (found by nnmem__allocator_block_tag) is live:
  * handed out, not freed, not waiting on a remote stack. Reads the page's
  * owner-side state: only the tagged cache's user may ask. */
-int nnmem__tcache_block_live(const void *ptr);
+int nnmem__tcache_block_live(nnmem_allocator_t *a, const void *ptr);
 /* Frees a live block of tc (both calls above said so). */
 void nnmem__tcache_free(nnmem__tcache_t *tc, void *ptr);
 /* Calls fn for every live block of tc (collected first, so fn may free

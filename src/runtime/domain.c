@@ -434,7 +434,8 @@ static int cache_block(const nnmem_domain_set_t *set, const void *p,
           ? nnmem__allocator_block_tag(set->allocator, p, &usable)
           : NULL; /* a live domain's: release untags */
   /* another set's page (used by another thread) is not looked into */
-  if (!o || o->set != set || !nnmem__tcache_block_live(p)) return 0;
+  if (!o || o->set != set || !nnmem__tcache_block_live(set->allocator, p))
+    return 0;
   *b = (blk_t){(uint64_t)(uintptr_t)p, usable, o->st.id, NULL};
   return 1;
 }
@@ -537,7 +538,7 @@ nnmem_status_t nnmem_domain_free(nnmem_domain_t *d, void *ptr,
   uint32_t usable;
   if (d->cache && !set->grants.count &&
       nnmem__allocator_block_tag(set->allocator, ptr, &usable) == d &&
-      nnmem__tcache_block_live(ptr)) {
+      nnmem__tcache_block_live(set->allocator, ptr)) {
     nnmem__tcache_free(d->cache, ptr);
     discharge(&d->st, usable);
     return NNMEM_OK;

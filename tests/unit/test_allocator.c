@@ -94,22 +94,23 @@ static void test_small_page_misuse(void **state) {
   (void)state;
   nnmem_allocator_t *a = NULL;
   assert_ok(nnmem_allocator_create(NULL, &a));
-  /* class 48: the header at the page's colour (64 bytes x address bits
-   * 16..19), 192 bytes, then 22 words of remote bits rounded to 16 bytes
-   * (192 + 16 * 11 = 368), so block 0 is at header + 368 */
+  /* class 48: the remote bits at the span's start, 22 words rounded to
+   * 16 bytes (16 * 11 = 176), then the span's colour (64 bytes x address
+   * bits 16..19; the header lies out of the span), so block 0 is at page
+   * + colour + 176 */
   char *x = nnmem_alloc(a, 48);
   assert_non_null(x);
   char *page = (char *)((uintptr_t)x & ~(uintptr_t)0xFFFF);
-  char *hdr = page + (((uintptr_t)page >> 16) & 15) * 64;
-  assert_ptr_equal(x, hdr + 368);
+  char *blk0 = page + (((uintptr_t)page >> 16) & 15) * 64 + 176;
+  assert_ptr_equal(x, blk0);
   /* the page's last bytes: tail or interior of the last block */
   assert_int_equal(nnmem_allocator_free(a, page + 65528), NNMEM_ERR_INVALID);
   /* 64 blocks are carved at a time: block 100 was never handed out */
-  assert_int_equal(nnmem_allocator_free(a, hdr + 368 + 100 * 48),
+  assert_int_equal(nnmem_allocator_free(a, blk0 + 100 * 48),
                    NNMEM_ERR_INVALID);
-  /* inside the block bits, 48-byte steps below block 0 */
-  assert_int_equal(nnmem_allocator_free(a, hdr + 368 - 48), NNMEM_ERR_INVALID);
-  assert_int_equal(nnmem_allocator_free(a, hdr + 192), NNMEM_ERR_INVALID);
+  /* below block 0 (the colour, the remote bits), 48-byte steps */
+  assert_int_equal(nnmem_allocator_free(a, blk0 - 48), NNMEM_ERR_INVALID);
+  assert_int_equal(nnmem_allocator_free(a, page + 16), NNMEM_ERR_INVALID);
   assert_ok(nnmem_allocator_free(a, x));
   assert_int_equal(nnmem_allocator_free(a, x), NNMEM_ERR_INVALID);
   nnmem_stats_t st;
@@ -129,8 +130,9 @@ static void test_small_page_misuse(void **state) {
 /* Blocks over 8 KiB: classes of four steps per power of two up to 128 KiB
  * in spans of several 64 KiB units (the registry names each unit's span).
  * Class 16 KiB: room for 16 blocks and a header -> 5 units (320 KiB), 19
- * blocks fit (192 + 16 * 1 = 208, 208 + 19 * 16384 = 311504 <= 327680
- * less the header's colour offset, at most 960), block 0 at header + 208,
+ * blocks fit after one 16-byte word of remote bits and the colour (16 +
+ * 19 * 16384 = 311312 <= 327680 less the colour, at most 960; the header
+ * lies out of the span), block 0 at the span's start + colour + 16,
  * carved one at a time (16 KiB of blocks). */
 static void test_span_blocks(void **state) {
   (void)state;
@@ -140,12 +142,12 @@ static void test_span_blocks(void **state) {
   for (int k = 0; k < 6; k++)
     assert_non_null(b[k] = nnmem_alloc(a, 16000));
   char *base = (char *)((uintptr_t)b[0] & ~(uintptr_t)0xFFFF);
-  char *span = base + (((uintptr_t)base >> 16) & 15) * 64; /* header */
-  assert_ptr_equal(b[0], span + 208);
+  char *span = base + (((uintptr_t)base >> 16) & 15) * 64; /* colour */
+  assert_ptr_equal(b[0], span + 16);
   for (int k = 0; k < 6; k++)
     assert_ptr_equal(b[k], b[0] + (size_t)k * 16384);
   /* block 4 lies in the span's second unit */
-  assert_ptr_equal(b[4], span + 65536 + 208);
+  assert_ptr_equal(b[4], span + 65536 + 16);
   assert_int_equal(nnmem_allocator_free(a, b[4] + 16), NNMEM_ERR_INVALID);
   assert_int_equal(nnmem_allocator_free(a, span + 65536), NNMEM_ERR_INVALID);
   assert_int_equal(nnmem_allocator_free(a, b[0] + 10 * 16384),
@@ -534,9 +536,9 @@ static void test_remote_misuse(void **state) {
   assert_ok(nnmem_allocator_create(NULL, &a));
   char *x = nnmem_alloc(a, 48);
   char *page = (char *)((uintptr_t)x & ~(uintptr_t)0xFFFF);
-  char *hdr = page + (((uintptr_t)page >> 16) & 15) * 64;
-  assert_ptr_equal(x, hdr + 368); /* see test_small_page_misuse */
-  void *two[2] = {x, hdr + 368 + 1000 * 48}; /* block 1000: never carved */
+  char *blk0 = page + (((uintptr_t)page >> 16) & 15) * 64 + 176;
+  assert_ptr_equal(x, blk0); /* see test_small_page_misuse */
+  void *two[2] = {x, blk0 + 1000 * 48}; /* block 1000: never carved */
   handoff_t h = {a, two, 2};
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, free_one, &h), 0);

@@ -503,9 +503,9 @@ static void test_tagged_cache_not_held(void **state) {
   uint32_t usable = 0;
   void *p = nnmem__tcache_alloc(tc, 100, &usable);
   assert_non_null(p);
-  assert_true(nnmem__tcache_block_live(p));
+  assert_true(nnmem__tcache_block_live(a, p));
   assert_ok(nnmem_allocator_free(a, p));
-  assert_false(nnmem__tcache_block_live(p));
+  assert_false(nnmem__tcache_block_live(a, p));
   assert_int_equal(stats(a).quarantine_blocks, 0);
   assert_int_equal(nnmem_allocator_free(a, p), NNMEM_ERR_INVALID);
   nnmem__tcache_release(tc);
