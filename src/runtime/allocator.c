@@ -106,7 +106,9 @@
 
 #define PAGE_LOG2 16
 #define PAGE_SIZE (1u << PAGE_LOG2) /* registry unit; a span is 1..32 */
-#define PAGE_HDR 192u /* a span's room above its blocks (span_units) */
+/* a span header's bytes (hdr_take's stride; span_units keeps that much
+ * room in a span) */
+#define PAGE_HDR 192u
 #define SMALL_MAX 8192u              /* classes found by table */
 #define CACHE_MAX (128u << 10)       /* the largest cached class */
 #define NCLASS 48
@@ -158,11 +160,10 @@ struct page {
                         < 2^40 / bsize (>= 2^23 > any span) without a
                         division */
   void *free;        /* local free list (owner only) */
-  char *blk0;        /* block 0: the span's start + first */
+  char *blk0;        /* block 0: after the span's rem bits and colour */
   tcache_t *owner;   /* set before the page is published; never changes */
   char *end;         /* end of the last block */
   char *base;        /* the span's start (its rem bit words) */
-  uint32_t first;    /* offset of block 0 from the span's start */
   uint32_t cap;      /* blocks that fit */
   /* the owner's avail stack of the class, doubly linked: a span leaves
    * it from anywhere in O(1) (avail_unlink: a span given back, which is
@@ -201,8 +202,9 @@ struct page {
   uint16_t draining;
   void *seen_free;
 };
-_Static_assert(offsetof(page_t, owner) == 56 && sizeof(page_t) <= PAGE_HDR,
-               "the hot fields fill the header's first line");
+_Static_assert(offsetof(page_t, owner) == 56 && sizeof(page_t) <= PAGE_HDR &&
+                   PAGE_HDR % 64 == 0,
+               "the hot fields fill the header's first line; whole lines");
 _Static_assert(offsetof(page_t, rnext) < 128 && offsetof(page_t, prev) < 128,
                "the avail links and the remote free's fields in the second");
 _Static_assert(PAGE_SIZE / 16 < 65536, "seen_used counts a span's blocks");
@@ -490,9 +492,6 @@ static inline reg_ent_t *reg_slot(nnmem_allocator_t *a, uintptr_t p,
   return leaf ? &leaf[(p >> PAGE_LOG2) & 0xFFFF] : NULL;
 }
 
-static inline uintptr_t base_of(const page_t *pg) {
-  return (uintptr_t)pg->base;
-}
 #define NCOLOR 16 /* block 0's colours (page_new) */
 
 /* The registry's header for the unit of p (acquire: the header written
@@ -594,7 +593,7 @@ static void span_register(nnmem_allocator_t *a, void *mem, uint32_t span,
 
 /* Span headers live out of the spans, dense: a chunk of PAGE_SIZE from
  * the one-unit span pool (never registered, so no free takes it for a
- * span; given back with the pool at destroy) holds PAGE_SIZE / HDR_STRIDE
+ * span; given back with the pool at destroy) holds PAGE_SIZE / PAGE_HDR
  * of them, handed out in order under the allocator's lock. Inside the
  * spans, at 64 KiB steps, the headers of a thousand spans fell in a few
  * dozen sets of a 1 MiB L2 and missed it on most frees (docs/runtime.md,
@@ -602,9 +601,6 @@ static void span_register(nnmem_allocator_t *a, void *mem, uint32_t span,
  * for its next ones (owner only, no lock). A stale reader of a reused
  * header finds another span's magic, owner and blocks: the checks refuse
  * its pointer, as they did a span made anew in place. */
-#define HDR_STRIDE 192u
-_Static_assert(sizeof(page_t) <= HDR_STRIDE && HDR_STRIDE % 64 == 0,
-               "a header is whole lines");
 static page_t *hdr_take(tcache_t *tc) {
   page_t *pg = tc->hdr_spare;
   if (pg) {
@@ -618,12 +614,12 @@ static page_t *hdr_take(tcache_t *tc) {
     if (nnmem_pool_alloc(a->pages_pool[1], PAGE_SIZE, PAGE_SIZE, &mem) ==
         NNMEM_OK) {
       a->hdr_next = mem;
-      a->hdr_end = (char *)mem + PAGE_SIZE / HDR_STRIDE * HDR_STRIDE;
+      a->hdr_end = (char *)mem + PAGE_SIZE / PAGE_HDR * PAGE_HDR;
     }
   }
   if (a->hdr_next != a->hdr_end) {
     pg = (page_t *)a->hdr_next;
-    a->hdr_next += HDR_STRIDE;
+    a->hdr_next += PAGE_HDR;
   }
   pthread_mutex_unlock(&a->lock);
   return pg;
@@ -681,11 +677,9 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
     bits = 16 * ((cap + 127) / 128); /* 16-byte aligned */
     if (col + bits + (size_t)cap * pg->bsize <= span) break;
   }
-  uint32_t first = col + bits;
-  pg->first = first;
   memset(mem, 0, bits); /* the rem bits of a reused span */
   pg->carved = 0;
-  pg->blk0 = (char *)mem + first;
+  pg->blk0 = (char *)mem + col + bits;
   pg->end = pg->blk0 + (size_t)cap * pg->bsize;
   pg->cap = cap;
   pg->owner = tc;
@@ -701,7 +695,7 @@ static void page_release(tcache_t *tc, page_t *pg) {
   nnmem_allocator_t *a = tc->a;
   if (pg->in_avail) avail_unlink(tc, pg);
   tc->empty[pg->cls]--;
-  void *base = (void *)base_of(pg);
+  void *base = pg->base;
   span_register(a, base, pg->span, NULL);
   pg->magic = 0;
   pg->fown = NULL; /* a queued free of it takes the general checks */
@@ -1482,7 +1476,7 @@ static inline int local_misuse(const page_t *pg, const void *ptr,
 
 /* Block index of ptr in its span pg, or -1 when ptr is no block
  * boundary of it (in the bits, interior, or in the unused tail). cap,
- * first and bsize never change once the page is published: no race. */
+ * blk0 and bsize never change once the page is published: no race. */
 static inline int64_t small_index(const page_t *pg, const void *ptr) {
   /* < span unless ptr lies in the block bits (wraps: caught below) */
   uint64_t off = (uintptr_t)ptr - (uintptr_t)pg->blk0;
@@ -2213,8 +2207,8 @@ nnmem_status_t nnmem__tcache_each(nnmem__tcache_t *tc,
     reg_ent_t *leaf = atomic_load_explicit(&a->reg[hi], memory_order_acquire);
     for (size_t i = 0; leaf && i < (1u << 16) && s == NNMEM_OK; i++) {
       page_t *pg = atomic_load_explicit(&leaf[i], memory_order_acquire);
-      if (!pg ||
-          base_of(pg) != (((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2)))
+      if (!pg || (uintptr_t)pg->base !=
+                     (((uintptr_t)hi << 32) | ((uintptr_t)i << PAGE_LOG2)))
         continue; /* no span, or not its first unit */
       if (pg->magic != PAGE_MAGIC || pg->owner != tc) continue;
       for (uint32_t k = 0; k < pg->cap && s == NNMEM_OK; k++) {
@@ -2689,7 +2683,8 @@ nnmem_status_t nnmem__allocator_leaks_check(nnmem_allocator_t *a,
     reg_ent_t *leaf = atomic_load_explicit(&a->reg[hi], memory_order_acquire);
     for (size_t lo = 0; leaf && st == NNMEM_OK && lo < (1u << 16); lo++) {
       page_t *pg = atomic_load_explicit(&leaf[lo], memory_order_acquire);
-      if (!pg || base_of(pg) != (((uintptr_t)hi << 32) | (lo << PAGE_LOG2)))
+      if (!pg ||
+          (uintptr_t)pg->base != (((uintptr_t)hi << 32) | (lo << PAGE_LOG2)))
         continue;
       if (pg->magic == PAGE_MAGIC && !mark_ref_find(&m, pg))
         st = mark_page_check(pg, NULL, 0, diag);
