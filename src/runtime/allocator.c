@@ -201,6 +201,20 @@ struct page {
    * the span going back (or coming back as another) under the drain */
   uint16_t draining;
   void *seen_free;
+  /* The handshake of a remote free with the span's give-back (Dekker's,
+   * on two words, sequentially consistent): a thread that is not the
+   * owner raises rinflight, then reads dying and the registry; the owner
+   * sets dying, then reads rinflight, and gives the span back only when
+   * it is 0 (page_release: else it keeps the span, with dying cleared
+   * again). So a free that passed its checks never writes into a span (its
+   * block's word, its rem bit, rqueued, the owner's stack) that went back
+   * meanwhile: one that comes later finds dying or another span there.
+   * page_new clears dying (last, before the registry names the header) and
+   * never rinflight: a stale remote free may still raise and lower it on a
+   * header given back or made anew, and finds the registry changed. Last
+   * in the header: page_new's memset stops before them. */
+  _Atomic uint32_t dying;
+  _Atomic uint32_t rinflight;
 };
 _Static_assert(offsetof(page_t, owner) == 56 && sizeof(page_t) <= PAGE_HDR &&
                    PAGE_HDR % 64 == 0,
@@ -338,6 +352,10 @@ struct nnmem_allocator {
    * to 64 KiB), kept until destroy (decommitted: not resident) */
   nnmem_pool_t *pages_pool[NSPAN];
   _Atomic uint64_t dirty; /* bytes of given-back spans still resident */
+  /* frees of small blocks by threads without a cache (after their cache's
+   * exit, in a later thread-local destructor): by class, summed with the
+   * caches' counters (remote_free) */
+  _Atomic uint64_t nc_frees[NCLASS];
   int no_cache;
   uint32_t sample_every; /* time 1 cached call in this many */
   uint32_t free_batch;   /* 0: frees are not queued */
@@ -620,6 +638,8 @@ static page_t *hdr_take(tcache_t *tc) {
   if (a->hdr_next != a->hdr_end) {
     pg = (page_t *)a->hdr_next;
     a->hdr_next += PAGE_HDR;
+    /* never published: no remote free has seen it (page_t dying) */
+    atomic_store_explicit(&pg->rinflight, 0, memory_order_relaxed);
   }
   pthread_mutex_unlock(&a->lock);
   return pg;
@@ -660,7 +680,7 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   uint64_t was = __atomic_exchange_n((uint64_t *)mem, 0, __ATOMIC_RELAXED);
   if (was == dirty_mark(mem)) /* given back, resident */
     atomic_fetch_sub_explicit(&a->dirty, span, memory_order_relaxed);
-  memset(pg, 0, sizeof *pg);
+  memset(pg, 0, offsetof(page_t, dying)); /* not the handshake's words */
   pg->magic = PAGE_MAGIC;
   pg->cls = (uint16_t)cls;
   pg->span = span;
@@ -684,7 +704,8 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->cap = cap;
   pg->owner = tc;
   pg->fown = cls < PURGE_MIN_CLS ? tc : NULL;
-  span_register(a, mem, span, pg);
+  atomic_store_explicit(&pg->dying, 0, memory_order_relaxed);
+  span_register(a, mem, span, pg); /* release: after every field above */
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
   avail_push(tc, pg);
   tc->empty[cls]++;
@@ -693,6 +714,14 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
 
 static void page_release(tcache_t *tc, page_t *pg) {
   nnmem_allocator_t *a = tc->a;
+  /* the handshake (page_t dying): a remote free between its checks and
+   * its last write keeps the span (empty, on its avail stack; the drain
+   * of that free, or a later emptying, gives it back) */
+  atomic_store_explicit(&pg->dying, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&pg->rinflight, memory_order_seq_cst) != 0) {
+    atomic_store_explicit(&pg->dying, 0, memory_order_relaxed);
+    return;
+  }
   if (pg->in_avail) avail_unlink(tc, pg);
   tc->empty[pg->cls]--;
   void *base = pg->base;
@@ -1500,22 +1529,46 @@ static inline void owner_free(tcache_t *tc, page_t *pg, void *ptr) {
   }
 }
 
-/* Returns block idx of span pg to its owner: the span's free list
- * when the calling thread's cache `tc` owns it, else the owner's remote
- * stack. A block not handed out (a second free) is misuse. */
-static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
-                                        page_t *pg, void *ptr, uint32_t idx) {
-  if (pg->owner == tc) {
-    if (__builtin_expect(local_misuse(pg, ptr, tc->key), 0))
-      return misuse(a);
-    owner_free(tc, pg, ptr);
-    return NNMEM_OK;
-  }
-  /* a block free already or waiting for the drain (either tag) is a
-   * second free; word 1 moves to the remote tag with a compare-and-swap
-   * from the value checked: of two frees racing, one wins (a block never
-   * carved is refused by the owner's drain: the bump pointer is the
-   * owner's) */
+/* A thread other than pg's owner about to write into pg (its block ptr,
+ * index idx, checked by the caller): the handshake with page_release
+ * (page_t dying), then the checks again, as the span may have gone back,
+ * or come back as another, since the caller read the registry: 1 when
+ * pg is still ptr's live span, and stays so until remote_leave; 0 (left
+ * already) when not. */
+static int remote_enter(nnmem_allocator_t *a, page_t *pg, const void *ptr,
+                        uint32_t idx) {
+  atomic_fetch_add_explicit(&pg->rinflight, 1, memory_order_seq_cst);
+  /* the registry's acquire: a header it names was written before */
+  if (atomic_load_explicit(&pg->dying, memory_order_seq_cst) == 0 &&
+      reg_get(a, (uintptr_t)ptr) == pg && pg->magic == PAGE_MAGIC &&
+      small_index(pg, ptr) == (int64_t)idx)
+    return 1;
+  atomic_fetch_sub_explicit(&pg->rinflight, 1, memory_order_release);
+  return 0;
+}
+static void remote_leave(page_t *pg) {
+  atomic_fetch_sub_explicit(&pg->rinflight, 1, memory_order_release);
+}
+
+int nnmem__allocator_remote_enter(nnmem_allocator_t *a, const void *ptr) {
+  page_t *pg = a && !a->no_cache ? small_page_of(a, ptr) : NULL;
+  int64_t idx = pg ? small_index(pg, ptr) : -1;
+  return idx >= 0 && remote_enter(a, pg, ptr, (uint32_t)idx);
+}
+void nnmem__allocator_remote_leave(nnmem_allocator_t *a, const void *ptr) {
+  page_t *pg = a && !a->no_cache ? small_page_of(a, ptr) : NULL;
+  if (pg) remote_leave(pg);
+}
+
+/* small_free's case of another thread's span, inside remote_enter /
+ * remote_leave. A block free already or waiting for the drain (either
+ * tag) is a second free; word 1 moves to the remote tag with a
+ * compare-and-swap from the value checked: of two frees racing, one wins
+ * (a block never carved is refused by the owner's drain: the bump pointer
+ * is the owner's). Counted by the calling thread's cache, or by the
+ * allocator for a thread without one. */
+static nnmem_status_t remote_free(nnmem_allocator_t *a, tcache_t *tc,
+                                  page_t *pg, void *ptr, uint32_t idx) {
   uintptr_t t = blk_tag(a->tag_key, ptr), w = w1_get(ptr);
   if (__builtin_expect(tag_either(w, t), 0)) return misuse(a);
   if (__builtin_expect(!atomic_compare_exchange_strong_explicit(
@@ -1523,7 +1576,10 @@ static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
                            memory_order_relaxed),
                        0))
     return misuse(a);
-  if (tc) bump(&tc->st.frees[pg->cls], 1);
+  if (tc)
+    bump(&tc->st.frees[pg->cls], 1);
+  else
+    atomic_fetch_add_explicit(&a->nc_frees[pg->cls], 1, memory_order_relaxed);
   /* release: the drain that takes the bit sees the remote tag; a bit set
    * already is a stale one (a refused entry not drained yet) */
   (void)atomic_fetch_or_explicit(REM_W(pg, idx), 1ULL << (idx & 63),
@@ -1537,6 +1593,23 @@ static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
   } while (!atomic_compare_exchange_weak_explicit(
       &owner->remote, &old, pg, memory_order_release, memory_order_relaxed));
   return NNMEM_OK;
+}
+
+/* Returns block idx of span pg to its owner: the span's free list
+ * when the calling thread's cache `tc` owns it, else the owner's remote
+ * stack. A block not handed out (a second free) is misuse. */
+static inline nnmem_status_t small_free(nnmem_allocator_t *a, tcache_t *tc,
+                                        page_t *pg, void *ptr, uint32_t idx) {
+  if (pg->owner == tc) {
+    if (__builtin_expect(local_misuse(pg, ptr, tc->key), 0))
+      return misuse(a);
+    owner_free(tc, pg, ptr);
+    return NNMEM_OK;
+  }
+  if (!remote_enter(a, pg, ptr, idx)) return misuse(a);
+  nnmem_status_t st = remote_free(a, tc, pg, ptr, idx);
+  remote_leave(pg);
+  return st;
 }
 
 /* A queued free found bad at its flush (already counted): to on_misuse. */
@@ -1847,12 +1920,18 @@ static __attribute__((noinline)) nnmem_status_t quar_free(nnmem_allocator_t *a,
     return small_free(a, tc, pg, ptr, (uint32_t)idx);
   }
   if (pg->owner == tc && local_misuse(pg, ptr, a->tag_key)) return misuse(a);
+  /* another thread's span: its word written inside the handshake with
+   * the span's give-back (remote_enter); once quarantined, the block
+   * counts as used, so the span stays */
+  int other = pg->owner != tc;
+  if (other && !remote_enter(a, pg, ptr, (uint32_t)idx)) return misuse(a);
   uintptr_t t = blk_tag(a->tag_key, ptr), w = w1_get(ptr);
-  if ((w | 2u) == (t | 2u) || w == (t ^ 4u) ||
-      !atomic_compare_exchange_strong_explicit(blk_w1(ptr), &w, t ^ 4u,
-                                               memory_order_relaxed,
-                                               memory_order_relaxed))
-    return misuse(a);
+  int won = (w | 2u) != (t | 2u) && w != (t ^ 4u) &&
+            atomic_compare_exchange_strong_explicit(blk_w1(ptr), &w, t ^ 4u,
+                                                    memory_order_relaxed,
+                                                    memory_order_relaxed);
+  if (other) remote_leave(pg);
+  if (!won) return misuse(a);
   leaks_free_small(a, pg, ptr, (uint32_t)idx);
   /* filled by the owner only: another thread's free of a block the owner
    * never handed out (or took back purged) passes the tag checks, and the
@@ -2425,6 +2504,11 @@ nnmem_status_t nnmem_allocator_stats(nnmem_allocator_t *a, nnmem_stats_t *out) {
     allocs += n;
     out->cache_misses += miss;
     out->cache_hits += n - miss;
+  }
+  for (unsigned c = 0; c < NCLASS; c++) {
+    uint64_t y = ld(&a->nc_frees[c]);
+    frees += y;
+    in_b += y * class_size[c];
   }
   pthread_mutex_unlock(&a->lock);
   /* large blocks + small blocks; pages count as allocated and reserved.

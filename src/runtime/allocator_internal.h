@@ -76,6 +76,14 @@ nnmem_status_t nnmem__allocator_cache_check(nnmem_allocator_t *a,
  * by a thread goes to its remote stack as for any cache. Allocations of a
  * tagged cache bypass the leak records, the profiler and latency sampling.
  * Release every tagged cache before destroying the allocator. */
+/* Test hooks of the handshake between a remote free and a span's
+ * give-back (allocator.c, page_t dying): enter as a thread that is not
+ * the owner of the span of small block `ptr` does between its checks and
+ * its writes (1: entered, the span cannot go back until the leave; 0: not
+ * a live span's block), and leave. */
+int nnmem__allocator_remote_enter(nnmem_allocator_t *a, const void *ptr);
+void nnmem__allocator_remote_leave(nnmem_allocator_t *a, const void *ptr);
+
 typedef struct tcache nnmem__tcache_t;
 
 /* A new tagged cache (tag != NULL). NNMEM_ERR_INVALID without thread

@@ -64,6 +64,7 @@
  * table is atomic. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <execinfo.h>
 #include <pthread.h>
 #include <sched.h>
@@ -756,11 +757,18 @@ static nnmem_status_t collect(nnmem__leaks_t *lk, rec_t ***recs_out,
 /* "func+0xoff" or "module+0xoff" (no allocation besides `t`). */
 static void put_frame(nnmem__text_t *t, void *pc) {
   Dl_info di;
-  if (dladdr(pc, &di) && di.dli_sname && di.dli_saddr) {
-    nnmem__text_printf(
-        t, "%s+0x%lx", di.dli_sname,
-        (unsigned long)((uintptr_t)pc - (uintptr_t)di.dli_saddr));
-  } else if (di.dli_fname && di.dli_fbase) {
+  const ElfW(Sym) *sym = NULL;
+  memset(&di, 0, sizeof di); /* dladdr1 fills it only when it finds pc */
+  int found = dladdr1(pc, &di, (void **)&sym, RTLD_DL_SYMENT) != 0;
+  uintptr_t off = (uintptr_t)pc - (uintptr_t)di.dli_saddr;
+  /* the nearest symbol below pc: its name only when pc lies inside it (a
+   * stripped executable's local functions have no symbol: the nearest
+   * exported one, far below, would name them wrongly); its size unknown
+   * (0), trusted */
+  if (found && di.dli_sname && di.dli_saddr &&
+      (!sym || sym->st_size == 0 || off < sym->st_size)) {
+    nnmem__text_printf(t, "%s+0x%lx", di.dli_sname, (unsigned long)off);
+  } else if (found && di.dli_fname && di.dli_fbase) {
     const char *b = strrchr(di.dli_fname, '/');
     nnmem__text_printf(
         t, "%s+0x%lx", b ? b + 1 : di.dli_fname,
@@ -770,9 +778,24 @@ static void put_frame(nnmem__text_t *t, void *pc) {
   }
 }
 
+/* A caller's file name in a line of the text report: a control character
+ * (a newline would split the site's line) as \xNN, a backslash as \\. */
+static void put_file_text(nnmem__text_t *t, const char *file) {
+  for (const unsigned char *c = (const unsigned char *)file; *c; c++) {
+    if (*c < 0x20 || *c == 0x7f)
+      nnmem__text_printf(t, "\\x%02x", *c);
+    else if (*c == '\\')
+      nnmem__text_puts(t, "\\\\");
+    else
+      nnmem__text_putc(t, (char)*c);
+  }
+}
+
 static void put_site_name(nnmem__text_t *t, const rec_t *r) {
-  if (r->file)
-    nnmem__text_printf(t, "%s:%d", r->file, r->line);
+  if (r->file) {
+    put_file_text(t, r->file);
+    nnmem__text_printf(t, ":%d", r->line);
+  }
   else if (r->depth)
     put_frame(t, r->frames[0]);
   else
@@ -871,19 +894,33 @@ static void render_json(nnmem__leaks_t *lk, nnmem__text_t *t, site_t *s,
 
 /* Folded stacks: frames root first, ';' between them (a ';' or ' ' inside
  * a frame name becomes '_'), file:line as the leaf when given. */
+/* One frame of a folded stack, from byte `from` of f on: a ';' (the frame
+ * separator), white space (the count's separator) or another control
+ * character (a newline would end the line) becomes '_'. */
+static void folded_clean(nnmem__text_t *f, size_t from) {
+  for (size_t c = from; f->data && c < f->len; c++) {
+    unsigned char ch = (unsigned char)f->data[c];
+    if (ch == ';' || ch == ' ' || ch < 0x20 || ch == 0x7f) f->data[c] = '_';
+  }
+}
+
 static void render_folded(nnmem__text_t *t, site_t *s, size_t m) {
   nnmem__text_t f;
   for (size_t i = 0; i < m; i++) {
     const rec_t *r = s[i].first;
     nnmem__text_init(&f);
     for (uint32_t k = r->depth; k-- > 0;) {
+      size_t from = f.len;
       put_frame(&f, r->frames[k]);
+      folded_clean(&f, from);
       if (k || r->file) nnmem__text_putc(&f, ';');
     }
-    if (r->file) nnmem__text_printf(&f, "%s:%d", r->file, r->line);
+    if (r->file) {
+      size_t from = f.len;
+      nnmem__text_printf(&f, "%s:%d", r->file, r->line);
+      folded_clean(&f, from);
+    }
     if (!r->depth && !r->file) nnmem__text_puts(&f, "(unknown)");
-    for (size_t c = 0; f.data && c < f.len; c++)
-      if (f.data[c] == ' ') f.data[c] = '_';
     if (f.data) nnmem__text_append(t, f.data, f.len);
     nnmem__text_printf(t, " %llu\n", (unsigned long long)s[i].est_bytes);
     nnmem__text_free(&f);
@@ -978,9 +1015,14 @@ int nnmem_leaks_config_from_env(nnmem_leaks_config_t *cfg) {
   } else if (strncmp(v, "sampled", 7) == 0 && (v[7] == '\0' || v[7] == ':')) {
     cfg->mode = NNMEM_LEAKS_SAMPLED;
     if (v[7] == ':') {
-      char *end;
-      unsigned long long n = strtoull(v + 8, &end, 10);
-      if (end == v + 8 || *end || n == 0 || v[8] == '-') {
+      /* decimal digits only (strtoull alone would take a sign, leading
+       * white space and, on overflow, ULLONG_MAX), 1 .. 2^62 */
+      const uint64_t max = UINT64_C(1) << 62;
+      uint64_t n = 0;
+      const char *c = v + 8;
+      for (; *c >= '0' && *c <= '9' && n <= max / 10; c++)
+        n = n * 10 + (uint64_t)(*c - '0');
+      if (c == v + 8 || *c || n == 0 || n > max) {
         cfg->mode = NNMEM_LEAKS_OFF;
         return -1;
       }

@@ -560,6 +560,93 @@ static void test_remote_misuse(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* A remote free between its checks and its writes while the owner gives
+ * the span back (a bad free of a never-carved block: its word reads 0, so
+ * its compare-and-swap succeeds). Without the handshake the span went
+ * back with the free still to write its rem bit, rqueued and the owner's
+ * stack into it: the header, reused by the next span, was linked on the
+ * owner's remote stack and a later remote free linked it to itself (the
+ * drain looped). The hooks stand for the paused free: the owner's flush
+ * must keep the span (allocated bytes unchanged, its registry entry still
+ * naming it) until the free leaves; then the next flush gives it back. */
+static void test_remote_free_vs_give_back(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  char *x = nnmem_alloc(a, 48);
+  assert_non_null(x);
+  char *u = x + 48 * 200; /* never carved (64 at a time) */
+  nnmem_stats_t s0, s1;
+  assert_ok(nnmem_allocator_stats(a, &s0));
+  assert_int_equal(nnmem__allocator_remote_enter(a, u), 1);
+  nnmem_free(a, x);
+  nnmem_allocator_thread_flush(a); /* empty: would go back */
+  assert_ok(nnmem_allocator_stats(a, &s1));
+  assert_int_equal(s1.allocated_bytes, s0.allocated_bytes); /* kept */
+  nnmem_diag_t d;
+  assert_ok(nnmem__allocator_cache_check(a, &d));
+  /* the paused free still finds its span: its block index checks again */
+  nnmem__allocator_remote_leave(a, u);
+  nnmem_allocator_thread_flush(a);
+  assert_ok(nnmem_allocator_stats(a, &s1));
+  assert_int_equal(s1.allocated_bytes, s0.allocated_bytes - 65536);
+  /* gone: a free entering now is refused before it writes */
+  assert_int_equal(nnmem__allocator_remote_enter(a, u), 0);
+  assert_int_equal(nnmem__allocator_remote_enter(a, x), 0);
+  assert_ok(nnmem__allocator_cache_check(a, &d));
+  /* a span made anew (on the same memory and header, both reused last in
+   * first out) takes no stale count: it goes back when it empties */
+  char *y = nnmem_alloc(a, 48);
+  assert_non_null(y);
+  assert_int_equal(nnmem__allocator_remote_enter(a, y), 1);
+  nnmem__allocator_remote_leave(a, y);
+  nnmem_free(a, y);
+  nnmem_allocator_thread_flush(a);
+  assert_ok(nnmem_allocator_stats(a, &s1));
+  assert_int_equal(s1.allocated_bytes, s0.allocated_bytes - 65536);
+  assert_int_equal(s1.misuse_count, 0);
+  nnmem_allocator_destroy(a);
+}
+
+/* Frees by a thread whose cache has exited (a thread-local destructor
+ * registered after the allocator's runs after the cache's exit): counted
+ * (by the allocator: the thread has no cache), so the stats see every
+ * block come back; they went uncounted, and 100 blocks stayed live. */
+static nnmem_allocator_t *late_a;
+static void *late_blk[100];
+static pthread_key_t late_key;
+static void late_frees(void *v) {
+  (void)v;
+  for (int i = 0; i < 100; i++)
+    nnmem_free(late_a, late_blk[i]);
+}
+static void *late_thread(void *v) {
+  (void)v;
+  nnmem_free(late_a, nnmem_alloc(late_a, 32)); /* a cache */
+  pthread_setspecific(late_key, (void *)1);
+  return NULL;
+}
+static void test_free_after_cache_exit(void **state) {
+  (void)state;
+  assert_ok(nnmem_allocator_create(NULL, &late_a));
+  assert_int_equal(pthread_key_create(&late_key, late_frees), 0);
+  for (int i = 0; i < 100; i++)
+    assert_non_null(late_blk[i] = nnmem_alloc(late_a, 48));
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, late_thread, NULL), 0);
+  pthread_join(t, NULL);
+  nnmem_allocator_thread_flush(late_a); /* drains the remote frees */
+  nnmem_stats_t st;
+  assert_ok(nnmem_allocator_stats(late_a, &st));
+  assert_int_equal(st.alloc_count, 101);
+  assert_int_equal(st.free_count, 101);
+  assert_int_equal(st.live_count, 0);
+  assert_int_equal(st.requested_bytes, 0);
+  assert_int_equal(st.misuse_count, 0);
+  pthread_key_delete(late_key);
+  nnmem_allocator_destroy(late_a);
+}
+
 /* A refused block on the remote stack of a span that empties: another
  * thread frees a never-carved block U of span S (the other thread cannot
  * see the bump pointer: pushed, refused at the owner's drain) and S's
@@ -1332,6 +1419,8 @@ int main(void) {
       cmocka_unit_test(test_flush_released_span),
       cmocka_unit_test(test_remote_misuse),
       cmocka_unit_test(test_remote_refused_on_empty),
+      cmocka_unit_test(test_remote_free_vs_give_back),
+      cmocka_unit_test(test_free_after_cache_exit),
       cmocka_unit_test(test_span_purge),
       cmocka_unit_test(test_backend_faults),
       cmocka_unit_test(test_fork_leak_records),

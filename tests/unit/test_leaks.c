@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/mathx.h"
+#include "runtime/leaks_internal.h"
 #include "runtime/allocator_internal.h"
 #include "testutil.h"
 
@@ -772,6 +773,55 @@ static void test_enable_late_threads(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* Reports of records whose names are awkward: a frame in no loaded module
+ * (code unloaded since, JIT code; dladdr fills in nothing: printed as its
+ * address, not read from an unset Dl_info), and caller file names with
+ * the folded format's separators (';', ' ') and control characters (a
+ * newline): each site stays one line of "frames;leaf BYTES" with one
+ * space, and the text report's site line stays one line. */
+static void test_awkward_names(void **state) {
+  (void)state;
+  nnmem_leaks_config_t cfg;
+  nnmem_leaks_config_init(&cfg);
+  cfg.mode = NNMEM_LEAKS_FULL;
+  nnmem__leaks_t *lk = NULL;
+  assert_ok(nnmem__leaks_create(&cfg, &lk));
+  assert_non_null(lk);
+  static char b1[16], b2[16], b3[16];
+  void *fr[2] = {(void *)(uintptr_t)0x1234, (void *)(uintptr_t)0x5678};
+  assert_int_equal(nnmem__leaks_record(lk, b1, 100, NULL, 0, NULL, fr, 2), 1);
+  assert_int_equal(
+      nnmem__leaks_record(lk, b2, 200, "dir/a;b c.c", 7, NULL, fr, 1), 1);
+  assert_int_equal(
+      nnmem__leaks_record(lk, b3, 300, "we\"ird\n\t.c", 9, NULL, NULL, 0), 1);
+  char *doc;
+  size_t len;
+  assert_ok(nnmem__leaks_report(lk, NNMEM_LEAKS_FOLDED, &doc, &len));
+  /* three lines, each with one space, before the count */
+  int lines = 0;
+  for (char *l = doc, *nl; (nl = strchr(l, '\n')) != NULL; l = nl + 1) {
+    *nl = '\0';
+    char *sp = strchr(l, ' ');
+    assert_non_null(sp);
+    assert_ptr_equal(sp, strrchr(l, ' '));
+    assert_true(sp[1] >= '1' && sp[1] <= '9');
+    lines++;
+  }
+  assert_int_equal(lines, 3);
+  assert_int_equal(strlen(doc) + 1 <= len, 1);
+  free(doc);
+  assert_ok(nnmem__leaks_report(lk, NNMEM_LEAKS_FOLDED, &doc, &len));
+  assert_non_null(strstr(doc, "0x5678;0x1234 100\n")); /* root first */
+  assert_non_null(strstr(doc, "0x1234;dir/a_b_c.c:7 200\n"));
+  assert_non_null(strstr(doc, "we\"ird__.c:9 300\n"));
+  free(doc);
+  assert_ok(nnmem__leaks_report(lk, NNMEM_LEAKS_TEXT, &doc, &len));
+  assert_non_null(strstr(doc, "  we\"ird\\x0a\\x09.c:9\n"));
+  assert_non_null(strstr(doc, "  0x1234\n        at 0x1234\n        at 0x5678\n"));
+  free(doc);
+  nnmem__leaks_destroy(lk);
+}
+
 static void test_environment(void **state) {
   (void)state;
   nnmem_leaks_config_t lc;
@@ -780,6 +830,20 @@ static void test_environment(void **state) {
   assert_int_equal(lc.mode, NNMEM_LEAKS_OFF);
   setenv("NNMEM_LEAKS", "sampled:-5", 1);
   assert_int_equal(nnmem_leaks_config_from_env(&lc), -1);
+  /* decimal digits only, 1 .. 2^62: no sign, no white space, no
+   * overflow to ULLONG_MAX (which never samples) */
+  static const char *const bad[] = {
+      "sampled: 5", "sampled:+7", "sampled:\t12", "sampled:0", "sampled:",
+      "sampled:12k", "sampled:99999999999999999999999",
+      "sampled:4611686018427387905", "sampledx", "full:1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("NNMEM_LEAKS", bad[i], 1);
+    assert_int_equal(nnmem_leaks_config_from_env(&lc), -1);
+    assert_int_equal(lc.mode, NNMEM_LEAKS_OFF);
+  }
+  setenv("NNMEM_LEAKS", "sampled:4611686018427387904", 1); /* 2^62 */
+  assert_int_equal(nnmem_leaks_config_from_env(&lc), 1);
+  assert_true(lc.sample_bytes == (UINT64_C(1) << 62));
   setenv("NNMEM_LEAKS", "0", 1);
   assert_int_equal(nnmem_leaks_config_from_env(&lc), 0);
 
@@ -947,6 +1011,7 @@ int main(void) {
       cmocka_unit_test(test_sampled_unbiased_paths),
       cmocka_unit_test(test_enable_late_and_misuse),
       cmocka_unit_test(test_enable_late_threads),
+      cmocka_unit_test(test_awkward_names),
       cmocka_unit_test(test_environment),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
