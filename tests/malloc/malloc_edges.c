@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -144,6 +145,23 @@ static void test_align(void) {
   CHECK(posix_memalign(&p, 0, 10) == EINVAL);
   CHECK(posix_memalign(&p, 4, 10) == EINVAL); /* not a multiple of void* */
   CHECK(posix_memalign(&p, 64, opaque(SIZE_MAX)) == ENOMEM);
+  /* errno as glibc leaves it: posix_memalign's ENOMEM sets it too, its
+   * success does not touch it; alignments up to SIZE_MAX / 2 + 1 that no
+   * memory can give are ENOMEM, only larger ones EINVAL */
+  errno = 77;
+  CHECK(posix_memalign(&p, 64, opaque(SIZE_MAX)) == ENOMEM && errno == ENOMEM);
+  errno = 77;
+  void *ok = NULL;
+  CHECK(posix_memalign(&ok, 64, 100) == 0 && errno == 77);
+  free(ok);
+  for (int sh = 57; sh <= 63; sh += 3) {
+    errno = 0;
+    CHECK(aligned_alloc(opaque((size_t)1 << sh), 1) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(memalign(opaque((size_t)1 << sh), 1) == NULL && errno == ENOMEM);
+  }
+  errno = 0;
+  CHECK(memalign(opaque(((size_t)1 << 63) + 1), 1) == NULL && errno == EINVAL);
   void *m = memalign(48, 100); /* rounded up to 64 */
   CHECK(m && ((uintptr_t)m & 63) == 0);
   free(m);
@@ -390,6 +408,27 @@ static int steps_child(void) {
   return c ? 0 : 3;
 }
 
+/* Mode "realloc-fail" (tests/malloc/serve.sh): served from a plan, a
+ * realloc that no memory can satisfy (64 TiB) fails, and its block stays
+ * the caller's: its size and bytes, then its free (the first block) or a
+ * realloc and a free (the second), with no bad-free report. */
+static int realloc_fail_child(void) {
+  char *a = malloc(1000), *b = malloc(1000);
+  if (!a || !b) return 2;
+  memset(a, 7, 1000);
+  memset(b, 8, 1000);
+  if (realloc(a, opaque((size_t)1 << 46)) != NULL) return 3;
+  if (realloc(b, opaque((size_t)1 << 46)) != NULL) return 3;
+  if (malloc_usable_size(a) < 1000 || malloc_usable_size(b) < 1000) return 4;
+  if (a[999] != 7 || b[999] != 8) return 5;
+  free(a);
+  char *c = realloc(b, 2000);
+  if (!c || c[999] != 8) return 6;
+  free(c);
+  printf("realloc-fail: ok\n");
+  return 0;
+}
+
 /* Mode "steps2" (tests/malloc/serve.sh): two allocations in step 0, so
  * the recorded steps are the markers, not the allocation order. */
 static int steps2_child(void) {
@@ -439,6 +478,44 @@ static int leaks_child(void) {
   return kept[0] && kept[1] && kept[2] && there ? 0 : 3;
 }
 
+/* A realloc that grows a 300 MiB block to 500 MiB under an address-space
+ * limit with room for the 500 MiB but not for twice 300 (the front's first
+ * try for a large growth): it succeeds, and errno is what it was (the
+ * front's failed first try set ENOMEM and left it). In a child: the limit
+ * stays there. */
+static void test_realloc_errno_under_limit(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    long kb = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+      if (sscanf(line, "VmSize: %ld kB", &kb) == 1) break;
+    if (f) fclose(f);
+    if (kb <= 0) _exit(0); /* no /proc: nothing to measure against */
+    struct rlimit rl;
+    rl.rlim_cur = rl.rlim_max = (rlim_t)kb * 1024 + ((rlim_t)850 << 20);
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(0);
+    size_t mb = (size_t)1 << 20;
+    char *p = malloc(opaque(300 * mb));
+    if (!p) _exit(2);
+    memset(p, 1, 300 * mb);
+    errno = 0;
+    char *q = realloc(p, opaque(500 * mb));
+    if (!q) _exit(3);
+    if (errno != 0) _exit(4);
+    if (q[300 * mb - 1] != 1) _exit(5);
+    free(q);
+    _exit(0);
+  }
+  int st = 0;
+  CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+  if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+    fprintf(stderr, "realloc under a limit: child status %d\n",
+            WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "leaks") == 0) return leaks_child();
   if (argc > 1 && strcmp(argv[1], "steps2") == 0) return steps2_child();
@@ -447,10 +524,13 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "double-free-reuse") == 0)
     return double_free_reuse_child();
   if (argc > 1 && strcmp(argv[1], "steps") == 0) return steps_child();
+  if (argc > 1 && strcmp(argv[1], "realloc-fail") == 0)
+    return realloc_fail_child();
   int front = dlsym(RTLD_DEFAULT, "nnmem_record_step") != NULL;
   printf("allocator: %s\n", front ? "libnnmem_malloc.so" : "glibc");
   test_zero_and_huge();
   test_realloc();
+  test_realloc_errno_under_limit();
   test_align();
   test_usable_and_calloc();
   test_thread_exit();

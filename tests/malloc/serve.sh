@@ -108,6 +108,13 @@ rec_plan steps2 "$edges" steps2
 cat rep.txt
 grep -q "4 requests: 4 from the plan, 0 from the pools" rep.txt || fail "steps2: not all served"
 grep -q "steps: markers" rep.txt || fail "steps2: not served by markers"
+# a realloc no memory can satisfy, of a block served from the plan: the
+# block stays the caller's (size, bytes, free, realloc), no bad-free report
+rec_plan realloc_fail "$edges" realloc-fail
+"$bin" serve --malloc-lib "$so" realloc_fail.json -- "$edges" realloc-fail > rf.txt 2> rf.err ||
+  { cat rf.txt rf.err; fail "serve realloc-fail"; }
+grep -q "realloc-fail: ok" rf.txt || fail "realloc-fail: the block was lost"
+grep -q "not a live block" rf.err && { cat rf.err; fail "realloc-fail: a bad free reported"; }
 rec_plan steps "$edges" steps
 "$bin" serve --malloc-lib "$so" steps.json -- "$edges" steps > rep.txt || fail "serve steps"
 cat rep.txt

@@ -568,8 +568,10 @@ API void *realloc(void *p, size_t n) {
   }
   size_t want = n;
   if (n > have && have >= 4096 && 2 * have > n) want = 2 * have;
+  int saved = errno;
   void *q = do_alloc(want, 16);
-  if (!q && want != n) q = do_alloc(n, 16);
+  if (!q && want != n && (q = do_alloc(n, 16)) != NULL)
+    errno = saved; /* the doubled size failed, the size asked for did not */
   if (!q) return NULL;
   if (__builtin_expect(nnmem__recording, 0) && want != n)
     nnmem__record_resize(q, n);
@@ -591,18 +593,26 @@ static int pow2(size_t x) {
   return x && !(x & (x - 1));
 }
 
+/* As glibc's: a bad alignment returns EINVAL with errno untouched; no
+ * memory returns ENOMEM with errno set to it as well (glibc's allocation
+ * sets it on the way); success leaves errno as it was. */
 API int posix_memalign(void **out, size_t align, size_t n) {
   if (!pow2(align) || align % sizeof(void *)) return EINVAL;
   int saved = errno;
   void *p = do_alloc(n, align);
+  if (!p) {
+    errno = ENOMEM;
+    return ENOMEM;
+  }
   errno = saved;
-  if (!p) return ENOMEM;
   *out = p;
   return 0;
 }
 
+/* glibc's EINVAL: an alignment over SIZE_MAX / 2 + 1 (no power of two
+ * above it); a larger one than memory allows is ENOMEM. */
 API void *memalign(size_t align, size_t n) {
-  if (align > (size_t)1 << 56) {
+  if (align > SIZE_MAX / 2 + 1) {
     errno = EINVAL;
     return NULL;
   }

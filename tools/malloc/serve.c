@@ -36,7 +36,8 @@
  * and is live in it, or is misuse. A realloc that finds no memory after
  * giving its block back to the plan stops serving (every later request
  * from the pools), so the block it keeps for the caller is never served
- * again. Thread-safety: every function from any thread (one mutex: the
+ * again; the caller's later free, size or realloc of it are answered from
+ * a short list (held). Thread-safety: every function from any thread (one mutex: the
  * plan is one sequence of requests, as the recording was); a forked child
  * keeps serving with its own copy. */
 #define _GNU_SOURCE
@@ -170,10 +171,38 @@ void *nnmem__serve_alloc(size_t n, size_t align) {
                      : nnmem_alloc_aligned(heap, n ? n : 1, align);
 }
 
+/* Blocks a realloc gave back to the plan and then found no memory to
+ * replace (step 3; the pools failed too): still the caller's, as the
+ * failed realloc says, their bytes in the plan's range, which serves
+ * nothing any more (stopped). Their free, usable size and realloc are
+ * answered here (under the lock); beyond HELD at once (each one a failure
+ * of the pools as well) a later free of one is reported as a bad free. */
+enum { HELD = 16 };
+static struct {
+  void *p;
+  size_t n;
+} held[HELD];
+static int nheld;
+
+static int held_find(const void *p) {
+  for (int i = 0; i < nheld; i++)
+    if (held[i].p == p) return i;
+  return -1;
+}
+static void held_drop(int i) {
+  held[i] = held[--nheld];
+}
+
 int nnmem__serve_free(void *p) {
   if (!in_plan(p)) return 0;
   nnmem_planned_stats_t before, after;
   pthread_mutex_lock(&lock);
+  int h = held_find(p);
+  if (h >= 0) {
+    held_drop(h); /* its bytes stay unused: the plan serves no more */
+    pthread_mutex_unlock(&lock);
+    return 1;
+  }
   nnmem_planned_stats(pl, &before);
   nnmem_planned_free_inline(pl, p);
   nnmem_planned_stats(pl, &after);
@@ -185,7 +214,11 @@ size_t nnmem__serve_usable(const void *p) {
   if (!in_plan(p)) return 0;
   size_t n = 0;
   pthread_mutex_lock(&lock);
-  if (nnmem_planned_usable_size(pl, p, &n) != NNMEM_OK) n = 0;
+  int h = held_find(p);
+  if (h >= 0)
+    n = held[h].n;
+  else if (nnmem_planned_usable_size(pl, p, &n) != NNMEM_OK)
+    n = 0;
   pthread_mutex_unlock(&lock);
   return n;
 }
@@ -195,6 +228,16 @@ void *nnmem__serve_realloc(void *p, size_t n, int *bad) {
   size_t have = 0, want = rounded(n);
   void *q = NULL;
   pthread_mutex_lock(&lock);
+  int h = held_find(p);
+  if (h >= 0) { /* held after a failed realloc: the pools' turn */
+    have = held[h].n;
+    if ((q = nnmem_alloc(heap, n)) != NULL) {
+      memmove(q, p, have < n ? have : n);
+      held_drop(h);
+    }
+    pthread_mutex_unlock(&lock);
+    return q;
+  }
   if (nnmem_planned_usable_size(pl, p, &have) != NNMEM_OK) {
     pthread_mutex_unlock(&lock);
     *bad = 1;
@@ -209,10 +252,15 @@ void *nnmem__serve_realloc(void *p, size_t n, int *bad) {
     }
   }
   if (!q) q = nnmem_alloc(heap, n);
-  if (q)
+  if (q) {
     memmove(q, p, have < n ? have : n);
-  else
+  } else {
     stopped = 1; /* p stays the caller's: never serve its bytes again */
+    if (nheld < HELD) {
+      held[nheld].p = p;
+      held[nheld++].n = have;
+    }
+  }
   pthread_mutex_unlock(&lock);
   return q;
 }
