@@ -82,7 +82,8 @@ PY
 kill "$BG" 2>/dev/null
 wait "$BG" 2>/dev/null
 
-# a port in use: reported, and the replay goes on (same report, exit 0)
+# a port in use: reported, and the replay goes on (same report), then
+# exit 1: the endpoint asked for was not served
 "$PYPROM" - "$NNMEM_BIN" "$T/p.csv" "$T/all.json" <<'PY' 2>"$T/py.err" || fail "port in use: $(cat "$T/py.err")"
 import json, socket, subprocess, sys
 s = socket.socket()
@@ -91,8 +92,8 @@ s.listen(1)
 port = s.getsockname()[1]
 r = subprocess.run([sys.argv[1], "replay", sys.argv[2], "--pool", "all", "--json",
                     "--metrics-port", str(port)], capture_output=True, text=True)
-assert r.returncode == 0, r
-assert "127.0.0.1:%d: Address already in use; replaying without the endpoint" % port \
+assert r.returncode == 1, r
+assert "127.0.0.1:%d: Address already in use; replaying without the endpoint (exit status 1)" % port \
     in r.stderr, r.stderr
 got = [{k: v for k, v in x.items() if k != "ns_per_op"} for x in json.loads(r.stdout)]
 want = [{k: v for k, v in x.items() if k != "ns_per_op"} for x in json.load(open(sys.argv[3]))]
@@ -103,7 +104,7 @@ expect_error replay "$T/p.csv" --metrics-port 70000
 err_has "--metrics-port wants 0..65535, not '70000'"
 expect_error replay "$T/p.csv" --metrics-linger 1
 err_has "--metrics-addr and --metrics-linger need --metrics-port"
-expect_rc 0 replay "$T/p.csv" --metrics-port 0 --metrics-addr nohost
+expect_rc 1 replay "$T/p.csv" --metrics-port 0 --metrics-addr nohost
 err_has "metrics: 'nohost' is not an IPv4 or IPv6 address; replaying without the endpoint"
 out_has "pool: tiered"
 finish

@@ -41,6 +41,14 @@ fi
 [ $? -eq 1 ] || fail "failing program: exit code"
 grep -q "exited with status 3" err.txt || fail "failing program: message"
 [ -e f.csv ] && fail "failing program left an output"
+# 126 and 127 are the program's own statuses too (the exec's failure
+# comes up a close-on-exec pipe): said, not taken for a failed exec
+for code in 126 127; do
+  "$bin" record --malloc-lib "$so" --out f.csv -- sh -c "exit $code" 2> err.txt
+  [ $? -eq 1 ] || fail "status $code: exit code"
+  grep -q "exited with status $code" err.txt || { cat err.txt; fail "status $code: message"; }
+  [ -e f.csv ] && fail "status $code left an output"
+done
 "$bin" record --malloc-lib "$so" --out f.csv -- ./no-such-program 2> err.txt
 [ $? -eq 1 ] || fail "missing program: exit code"
 grep -q "cannot run ./no-such-program" err.txt || fail "missing program: message"

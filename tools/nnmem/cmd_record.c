@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -149,8 +150,13 @@ static int private_dir(char *dir, size_t cap) {
 
 /* Step 2 (child): the environment, then exec. Never returns. `out` is the
  * trace (record) or the report (serve). */
+/* The child's side: the environment, then PROG. A failure before PROG
+ * runs goes up the close-on-exec pipe `fd` ({what, errno}: 0 the
+ * environment, 1 the exec; nothing arrives when the exec succeeded), so
+ * that PROG's own exit status, 126 and 127 included, is never taken for
+ * one. */
 static void child_exec(const record_opts_t *o, const char *lib,
-                       const char *out) {
+                       const char *out, int fd) {
   char pid[32], *pre = NULL;
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
   const char *old = getenv("LD_PRELOAD");
@@ -168,10 +174,13 @@ static void child_exec(const record_opts_t *o, const char *lib,
     bad = bad || setenv("NNMEM_RECORD", out, 1) != 0 ||
           setenv("NNMEM_RECORD_PID", pid, 1) != 0 ||
           unsetenv("NNMEM_SERVE") != 0;
-  if (bad) _exit(126);
-  execvp(o->prog, (char *const *)o->args);
-  fprintf(stderr, "nnmem %s: cannot run %s: %s\n", cmd_name, o->prog,
-          strerror(errno));
+  int why[2] = {0, errno};
+  if (!bad) {
+    execvp(o->prog, (char *const *)o->args);
+    why[0] = 1;
+    why[1] = errno;
+  }
+  if (write(fd, why, sizeof why) != (ssize_t)sizeof why) _exit(126);
   _exit(127);
 }
 
@@ -179,12 +188,28 @@ static void child_exec(const record_opts_t *o, const char *lib,
 static int run_prog(const record_opts_t *o, const char *lib,
                     const char *trace) {
   fflush(NULL);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    fprintf(stderr, "nnmem %s: pipe: %s\n", cmd_name, strerror(errno));
+    return -1;
+  }
   pid_t pid = fork();
   if (pid < 0) {
     fprintf(stderr, "nnmem %s: cannot fork: %s\n", cmd_name, strerror(errno));
+    close(fds[0]);
+    close(fds[1]);
     return -1;
   }
-  if (pid == 0) child_exec(o, lib, trace);
+  if (pid == 0) {
+    close(fds[0]);
+    child_exec(o, lib, trace, fds[1]);
+  }
+  close(fds[1]);
+  int why[2];
+  ssize_t got;
+  while ((got = read(fds[0], why, sizeof why)) < 0 && errno == EINTR)
+    ;
+  close(fds[0]);
   int st = 0;
   while (waitpid(pid, &st, 0) < 0)
     if (errno != EINTR) {
@@ -197,7 +222,15 @@ static int run_prog(const record_opts_t *o, const char *lib,
             o->plan ? "" : "; no trace");
     return -1;
   }
-  if (WEXITSTATUS(st) == 127 || WEXITSTATUS(st) == 126) return -1;
+  if (got == (ssize_t)sizeof why) { /* PROG never ran */
+    if (why[0] == 1)
+      fprintf(stderr, "nnmem %s: cannot run %s: %s\n", cmd_name, o->prog,
+              strerror(why[1]));
+    else
+      fprintf(stderr, "nnmem %s: cannot set the environment for %s: %s\n",
+              cmd_name, o->prog, strerror(why[1]));
+    return -1;
+  }
   if (WEXITSTATUS(st) != 0) {
     fprintf(stderr, "nnmem %s: %s exited with status %d%s\n", cmd_name,
             o->prog, WEXITSTATUS(st), o->plan ? "" : "; no trace");

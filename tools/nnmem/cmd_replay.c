@@ -917,7 +917,8 @@ static void publish(const nnmem_stats_t *st) {
 }
 
 /* Starts the endpoint; on failure says so on stderr and returns NULL: the
- * replay goes on without it. */
+ * replay goes on without it, and the command exits 1 once it is done (the
+ * endpoint asked for was not served). */
 static nnmem_metrics_t *metrics_start(const replay_opts_t *o) {
   nnmem_metrics_config_t mc;
   nnmem_metrics_config_init(&mc);
@@ -927,7 +928,9 @@ static nnmem_metrics_t *metrics_start(const replay_opts_t *o) {
   nnmem_metrics_t *m = NULL;
   nnmem_diag_t d = {{0}};
   if (nnmem_metrics_start(&mc, &m, &d) != NNMEM_OK) {
-    fprintf(stderr, "nnmem: %s; replaying without the endpoint\n", d.message);
+    fprintf(stderr,
+            "nnmem: %s; replaying without the endpoint (exit status 1)\n",
+            d.message);
     return NULL;
   }
   const char *a = o->metrics_addr ? o->metrics_addr : "127.0.0.1";
@@ -1026,5 +1029,6 @@ int cli_cmd_replay(int argc, char **argv) {
     rc = CLI_EXIT_OK;
   }
   metrics_finish(ms, o.metrics_linger);
+  if (o.metrics && !ms && rc == CLI_EXIT_OK) rc = CLI_EXIT_INVALID;
   return rc;
 }
