@@ -69,11 +69,11 @@ typedef struct nnmem_allocator_config {
   uint32_t free_batch;
   void (*on_misuse)(void *ctx, const void *ptr);
   void *misuse_ctx;
-  /* (appended) 1: a thread cache's span of blocks over 8 KiB that
-   * empties and goes back to its span pool stays resident while at most
-   * 64 MiB of such spans do (reused without page faults); beyond, its
-   * pages go back to the system with madvise(MADV_DONTNEED) (refaulted on
-   * reuse). Also (decay): on its misses a thread cache sweeps, at most
+  /* (appended) 1: a thread cache's span that empties and goes back to
+   * its span pool stays resident while at most 64 MiB of such spans of
+   * blocks over 8 KiB do, or 128 MiB of the one-unit spans of smaller
+   * blocks (reused without page faults); beyond, its pages go back to the
+   * system with madvise(MADV_DONTNEED) (refaulted on reuse). Also (decay): on its misses a thread cache sweeps, at most
    * every 1 ms, its spans of blocks from 8 KiB; the free blocks of a span
    * unchanged since the previous sweep give their whole pages back the
    * same way (MADV_DONTNEED; refaulted when handed out again). Only for a

@@ -5,8 +5,9 @@
  *   avail[cls] -> span -> span           one per span length (1..33 units
  *   remote: MPSC stack <- frees by B     of 64 KiB, aligned to 64 KiB),
  *                                        kept until destroy (decommit_spans:
- *                                        emptied large spans madvised away
- *                                        beyond 64 MiB still resident; free
+ *                                        emptied spans madvised away beyond
+ *                                        64 MiB (128 MiB of one-unit spans)
+ *                                        still resident; free
  *                                        blocks >= 8 KiB of idle spans
  *                                        purged after 1-2 ms)
  *                                        shared tiered pool (mutex): large
@@ -121,6 +122,7 @@
 #define NSPAN (MAX_UNITS + 1) /* span pools by unit count; 0 unused */
 #define DIRTY_MAGIC 0x6e6e6d64u /* a given-back span still resident */
 #define DIRTY_MAX (64u << 20) /* resident given-back spans (decommit_spans) */
+#define DIRTY1_MAX (128u << 20) /* the same for one-unit spans (<= 8 KiB) */
 #define RECIP_SHIFT 40
 #define PAGE_MAGIC 0x6e6e6d70u
 #define KEEP_EMPTY 2 /* empty pages a class keeps before giving them back */
@@ -352,6 +354,7 @@ struct nnmem_allocator {
    * to 64 KiB), kept until destroy (decommitted: not resident) */
   nnmem_pool_t *pages_pool[NSPAN];
   _Atomic uint64_t dirty; /* bytes of given-back spans still resident */
+  _Atomic uint64_t dirty1; /* the same, one-unit spans (DIRTY1_MAX) */
   /* frees of small blocks by threads without a cache (after their cache's
    * exit, in a later thread-local destructor): by class, summed with the
    * caches' counters (remote_free) */
@@ -609,6 +612,12 @@ static void span_register(nnmem_allocator_t *a, void *mem, uint32_t span,
         memory_order_release);
 }
 
+/* The word page_release leaves at the start of a span given back
+ * resident (DIRTY_MAGIC and the span's address). */
+static inline uint64_t dirty_mark(const void *base) {
+  return (uint64_t)(uintptr_t)base ^ ((uint64_t)DIRTY_MAGIC << 32);
+}
+
 /* Span headers live out of the spans, dense: a chunk of PAGE_SIZE from
  * the one-unit span pool (never registered, so no free takes it for a
  * span; given back with the pool at destroy) holds PAGE_SIZE / PAGE_HDR
@@ -636,6 +645,10 @@ static page_t *hdr_take(tcache_t *tc) {
     }
   }
   if (a->hdr_next != a->hdr_end) {
+    if (a->hdr_next + (size_t)(PAGE_SIZE / PAGE_HDR * PAGE_HDR) == a->hdr_end &&
+        __atomic_exchange_n((uint64_t *)a->hdr_next, 0, __ATOMIC_RELAXED) ==
+            dirty_mark(a->hdr_next)) /* a span given back resident */
+      atomic_fetch_sub_explicit(&a->dirty1, PAGE_SIZE, memory_order_relaxed);
     pg = (page_t *)a->hdr_next;
     a->hdr_next += PAGE_HDR;
     /* never published: no remote free has seen it (page_t dying) */
@@ -647,12 +660,6 @@ static page_t *hdr_take(tcache_t *tc) {
 static void hdr_give(tcache_t *tc, page_t *pg) {
   pg->next = tc->hdr_spare;
   tc->hdr_spare = pg;
-}
-
-/* The word page_release leaves at the start of a span given back
- * resident (DIRTY_MAGIC and the span's address). */
-static inline uint64_t dirty_mark(const void *base) {
-  return (uint64_t)(uintptr_t)base ^ ((uint64_t)DIRTY_MAGIC << 32);
 }
 
 static page_t *page_new(tcache_t *tc, unsigned cls) {
@@ -679,7 +686,8 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
    * (an interprocessor interrupt each while threads run on other CPUs) */
   uint64_t was = __atomic_exchange_n((uint64_t *)mem, 0, __ATOMIC_RELAXED);
   if (was == dirty_mark(mem)) /* given back, resident */
-    atomic_fetch_sub_explicit(&a->dirty, span, memory_order_relaxed);
+    atomic_fetch_sub_explicit(kind == 1 ? &a->dirty1 : &a->dirty, span,
+                              memory_order_relaxed);
   memset(pg, 0, offsetof(page_t, dying)); /* not the handshake's words */
   pg->magic = PAGE_MAGIC;
   pg->cls = (uint16_t)cls;
@@ -730,18 +738,21 @@ static void page_release(tcache_t *tc, page_t *pg) {
   pg->fown = NULL; /* a queued free of it takes the general checks */
   atomic_fetch_sub_explicit(&a->pages, 1, memory_order_relaxed);
   unsigned kind = span_units(pg->cls);
-  if (a->decommit && pg->cls >= 32) {
-    /* up to DIRTY_MAX bytes of given-back spans stay resident (marked,
+  if (a->decommit) {
+    /* up to DIRTY_MAX bytes of given-back spans stay resident (DIRTY1_MAX
+     * of one-unit spans: a phase of small blocks freed, then larger ones,
+     * kept 600 MiB of the first resident; marked,
      * so that page_new can count them out: reuse without page faults);
      * beyond, the pages go back to the system and read as 0 */
-    uint64_t d = atomic_fetch_add_explicit(&a->dirty, pg->span,
-                                           memory_order_relaxed);
-    if (d + pg->span > DIRTY_MAX) {
-      atomic_fetch_sub_explicit(&a->dirty, pg->span, memory_order_relaxed);
+    _Atomic uint64_t *dc = kind == 1 ? &a->dirty1 : &a->dirty;
+    uint64_t d = atomic_fetch_add_explicit(dc, pg->span, memory_order_relaxed);
+    /* (debug builds: the pool fills a freed span, over the mark) */
+    if (d + pg->span > (kind == 1 ? DIRTY1_MAX : DIRTY_MAX) || nnmem__debug) {
+      atomic_fetch_sub_explicit(dc, pg->span, memory_order_relaxed);
       (void)madvise(base, pg->span, MADV_DONTNEED);
     } else {
-      /* in its first rem bit word (all 0 now; a late bad remote free
-       * may still or a bit in: then counted as not resident) */
+      /* in its first rem bit word (all 0 now: no remote free writes into
+       * a span going back, page_t dying) */
       atomic_store_explicit(&page_bits(pg)[0], dirty_mark(base),
                             memory_order_relaxed);
     }
