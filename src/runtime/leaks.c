@@ -319,7 +319,11 @@ nnmem_status_t nnmem__leaks_create(const nnmem_leaks_config_t *cfg,
   if (!lk) return NNMEM_ERR_NOMEM;
   lk->nbucket = 1024;
   lk->bucket = calloc(lk->nbucket, sizeof *lk->bucket);
-  if (cfg->report_path) lk->report_path = strdup(cfg->report_path);
+  if (cfg->report_path) { /* room for the default name of a forked child */
+    size_t n = strlen(cfg->report_path) + 1;
+    if ((lk->report_path = malloc(n < 64 ? 64 : n)) != NULL)
+      memcpy(lk->report_path, cfg->report_path, n);
+  }
   if (!lk->bucket || (cfg->report_path && !lk->report_path)) {
     free(lk->bucket);
     free(lk->report_path);
@@ -1004,7 +1008,9 @@ static const char *report_suffix_path(nnmem_leaks_config_t *cfg,
 }
 
 int nnmem_leaks_config_from_env(nnmem_leaks_config_t *cfg) {
-  static char default_path[64];
+  /* per thread: allocators created at once on two threads (the path is
+   * copied by the records' creation) */
+  static _Thread_local char default_path[64];
   if (!cfg) return -1;
   nnmem_leaks_config_init(cfg);
   cfg->mode = NNMEM_LEAKS_OFF;
@@ -1042,10 +1048,18 @@ int nnmem_leaks_config_from_env(nnmem_leaks_config_t *cfg) {
 }
 
 void nnmem__leaks_fork(nnmem__leaks_t *lk, int phase) {
-  if (phase == 0)
+  if (phase == 0) {
     lock_take(&lk->lock);
-  else if (phase == 1)
+  } else if (phase == 1) {
     lock_give(&lk->lock);
-  else
+  } else {
     atomic_store_explicit(&lk->lock.word, 0, memory_order_relaxed);
+    /* the default report names the process: the child's own, so that its
+     * report at exit does not replace the parent's */
+    char was[64];
+    snprintf(was, sizeof was, "nnmem-leaks.%ld.txt", (long)getppid());
+    if (lk->report_path && strcmp(lk->report_path, was) == 0)
+      snprintf(lk->report_path, sizeof was, "nnmem-leaks.%ld.txt",
+               (long)getpid()); /* room made at create: no allocation */
+  }
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/mathx.h"
@@ -822,6 +823,59 @@ static void test_awkward_names(void **state) {
   nnmem__leaks_destroy(lk);
 }
 
+/* The default report (nnmem-leaks.PID.txt, NNMEM_LEAKS_REPORT unset)
+ * names the process that writes it: a forked child that destroys its copy
+ * of the allocator writes its own file, and the parent's stays. */
+static void test_default_report_after_fork(void **state) {
+  (void)state;
+  char cwd[4096];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  const char *dir = tu_tmp_path("forkrep");
+  mkdir(dir, 0700);
+  assert_int_equal(chdir(dir), 0);
+  setenv("NNMEM_LEAKS", "1", 1);
+  unsetenv("NNMEM_LEAKS_REPORT");
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  unsetenv("NNMEM_LEAKS");
+  void *p = NNMEM_ALLOC(a, 100);
+  assert_non_null(p);
+  nnmem__allocator_fork_prepare(a);
+  pid_t pid = fork();
+  if (pid == 0) {
+    nnmem__allocator_fork_child(a);
+    void *q = NNMEM_ALLOC(a, 200); /* the child's own leak */
+    nnmem_allocator_destroy(a);
+    _exit(q ? 0 : 1);
+  }
+  nnmem__allocator_fork_parent(a);
+  assert_true(pid > 0);
+  int ws = 0;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+  nnmem_allocator_destroy(a);
+  char mine[64], child[64];
+  snprintf(mine, sizeof mine, "nnmem-leaks.%ld.txt", (long)getpid());
+  snprintf(child, sizeof child, "nnmem-leaks.%ld.txt", (long)pid);
+  char buf[4096];
+  FILE *f = fopen(mine, "r");
+  assert_non_null(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  assert_non_null(strstr(buf, "100 bytes in 1 blocks"));
+  f = fopen(child, "r");
+  assert_non_null(f);
+  n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  assert_non_null(strstr(buf, "300 bytes in 2 blocks"));
+  unlink(mine);
+  unlink(child);
+  assert_int_equal(chdir(cwd), 0);
+  rmdir(dir);
+}
+
 static void test_environment(void **state) {
   (void)state;
   nnmem_leaks_config_t lc;
@@ -1013,6 +1067,7 @@ int main(void) {
       cmocka_unit_test(test_enable_late_threads),
       cmocka_unit_test(test_awkward_names),
       cmocka_unit_test(test_environment),
+      cmocka_unit_test(test_default_report_after_fork),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
