@@ -14,9 +14,11 @@
  * Steps of every entry point:
  *   1. the allocator: created by the first call (or the constructor) under
  *      a compare-and-swap state word; calls made while it is created (by
- *      the creating thread: pthread_atfork, libc internals) and calls of
- *      other threads during creation get bump blocks of a static bootstrap
- *      arena (16-byte header: the size), which free ignores;
+ *      the creating thread: pthread_atfork, libc internals) get bump
+ *      blocks of a static bootstrap arena (16-byte header: the size),
+ *      which free ignores; other threads wait for the creation, up to
+ *      ~1,000 yields (one of them may hold a lock the creation needs),
+ *      then take bootstrap blocks too;
  *   2. the call itself (the edge cases of glibc's functions: malloc(0) is
  *      a unique pointer, realloc(p, 0) frees and returns NULL, overflowing
  *      calloc / reallocarray and sizes over PTRDIFF_MAX fail with ENOMEM,
@@ -391,9 +393,15 @@ static __attribute__((noinline)) nnmem_allocator_t *heap_slow(void) {
     create();
     return heap_a;
   }
-  while ((s = atomic_load_explicit(&state, memory_order_acquire)) == ST_INIT)
+  /* another thread creates it (a few hundred microseconds): wait, but
+   * not forever - this thread may hold a lock the creation needs (the
+   * loader's, libc's): past ~1,000 yields, the bootstrap arena */
+  for (int i = 0; i < 1000; i++) {
+    if ((s = atomic_load_explicit(&state, memory_order_acquire)) != ST_INIT)
+      return s == ST_READY ? heap_a : NULL;
     sched_yield();
-  return s == ST_READY ? heap_a : NULL;
+  }
+  return NULL;
 }
 
 static inline nnmem_allocator_t *heap(void) {
