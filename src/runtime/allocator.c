@@ -254,7 +254,14 @@ static inline _Atomic uint64_t *page_bits(const page_t *pg) {
  * one block racing (a double free), either one is refused at once, or
  * the owner's tag overwrites the remote one and the drain refuses the
  * remote one: the block is freed once (and when the owner hands it out
- * again before the drain, word 1 is cleared: refused as well). */
+ * again before the drain, word 1 is cleared: refused as well). What no
+ * tag can tell: a remote free of a block that is not handed out and has
+ * no tag (never carved, or purged: word 1 reads 0) that reads word 1
+ * before the owner carves (or takes back) and hands out that block, and
+ * swaps after it: the swap finds the 0 it read and the drain frees the
+ * new owner's block, as a second free made after the block went out
+ * again does (the quarantine only widens that window). The span itself is
+ * safe from such frees (remote_enter: no write into a span given back). */
 static inline uintptr_t blk_tag(uint64_t key, const void *b) {
   return (uintptr_t)(key ^ (uintptr_t)b); /* key odd: odd for a block */
 }
@@ -2714,6 +2721,60 @@ nnmem_status_t nnmem__allocator_cache_check(nnmem_allocator_t *a,
                          "thread cache: class %u has %u empty spans on its "
                          "avail stack, counted %u",
                          c, empty, tc->empty[c]);
+  }
+  /* every avail span is the one the registry names for its units */
+  for (unsigned c = 0; c < NCLASS; c++)
+    for (const page_t *pg = tc->avail[c]; pg; pg = pg->next)
+      if (reg_get(a, (uintptr_t)pg->base) != pg)
+        return nnmem__diag(diag, NNMEM_ERR_STATE,
+                           "thread cache: class %u, span %p at %p: the "
+                           "registry names %p",
+                           c, (const void *)pg, (const void *)pg->base,
+                           (const void *)reg_get(a, (uintptr_t)pg->base));
+  /* the headers of given-back spans: each once (no cycle: Floyd's two
+   * pointers), given back (no magic, dying, off every stack) and no
+   * longer the registry's for the span it had */
+  for (const page_t *pg = tc->hdr_spare, *fast = pg; pg; pg = pg->next) {
+    if (fast && fast->next) {
+      fast = fast->next->next;
+      if (fast && fast == pg->next)
+        return nnmem__diag(diag, NNMEM_ERR_STATE,
+                           "thread cache: its spare span headers have a "
+                           "cycle at %p",
+                           (const void *)fast);
+    }
+    if (pg->magic != 0 || pg->in_avail ||
+        atomic_load_explicit(&pg->dying, memory_order_relaxed) != 1 ||
+        reg_get(a, (uintptr_t)pg->base) == pg)
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "thread cache: spare span header %p: magic 0x%x, "
+                         "in_avail %u, dying %u, %s",
+                         (const void *)pg, pg->magic, pg->in_avail,
+                         atomic_load_explicit(&pg->dying, memory_order_relaxed),
+                         reg_get(a, (uintptr_t)pg->base) == pg
+                             ? "still registered"
+                             : "unregistered");
+  }
+  /* the stack of spans with remote frees (a snapshot: pushes change only
+   * its top): live spans of this cache, each queued once */
+  const page_t *top = atomic_load_explicit(&tc->remote, memory_order_acquire);
+  for (const page_t *pg = top, *fast = top; pg; pg = pg->rnext) {
+    if (fast && fast->rnext) {
+      fast = fast->rnext->rnext;
+      if (fast && fast == pg->rnext)
+        return nnmem__diag(diag, NNMEM_ERR_STATE,
+                           "thread cache: its remote stack has a cycle at %p",
+                           (const void *)fast);
+    }
+    if (pg->magic != PAGE_MAGIC || pg->owner != tc ||
+        !atomic_load_explicit(&pg->rqueued, memory_order_acquire))
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "thread cache: span %p on its remote stack: magic "
+                         "0x%x, owner %s, rqueued %u",
+                         (const void *)pg, pg->magic,
+                         pg->owner == tc ? "this cache" : "another",
+                         atomic_load_explicit(&pg->rqueued,
+                                              memory_order_relaxed));
   }
   return NNMEM_OK;
 }
