@@ -2221,7 +2221,10 @@ void nnmem__allocator_fork_child(nnmem_allocator_t *a) {
   nnmem__pool_fork(a->pool, 2);
   for (unsigned k = 1; k < NSPAN; k++)
     nnmem__pool_fork(a->pages_pool[k], 2);
-  pthread_mutex_init(&a->lock, NULL);
+  /* the forking thread locked every mutex in the prepare handler: it
+   * unlocks them in the child (initialising a locked mutex is undefined;
+   * ThreadSanitizer reported the child's destroy of them) */
+  pthread_mutex_unlock(&a->lock);
   if (a->quar) nnmem__quar_fork(a->quar, 2);
 }
 

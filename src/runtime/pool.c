@@ -510,8 +510,8 @@ void nnmem__pool_fork(nnmem_pool_t *pool, int phase) {
     pthread_mutex_lock(&pool->lock);
   else if (phase == 1)
     pthread_mutex_unlock(&pool->lock);
-  else
-    mutex_init(&pool->lock);
+  else /* the child: the prepare's thread is the one left */
+    pthread_mutex_unlock(&pool->lock);
 }
 
 nnmem_status_t nnmem__pool_attach_profiler(nnmem_pool_t *pool,

@@ -68,6 +68,6 @@ void nnmem__quar_fork(nnmem__quar_t *q, int phase) {
     pthread_mutex_lock(&q->lock);
   else if (phase == 1)
     pthread_mutex_unlock(&q->lock);
-  else
-    pthread_mutex_init(&q->lock, NULL);
+  else /* the child: the prepare's thread is the one left */
+    pthread_mutex_unlock(&q->lock);
 }

@@ -208,7 +208,7 @@ void nnmem__record_fork(int phase) {
   else if (phase == 1)
     pthread_mutex_unlock(&lock);
   else {
-    pthread_mutex_init(&lock, NULL);
+    pthread_mutex_unlock(&lock); /* the prepare's thread is the one left */
     nnmem__recording = 0; /* the child is not the recorded process */
   }
 }

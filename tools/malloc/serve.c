@@ -278,7 +278,7 @@ void nnmem__serve_fork(int phase) {
   else if (phase == 1)
     pthread_mutex_unlock(&lock);
   else
-    pthread_mutex_init(&lock, NULL); /* the child serves its own copy */
+    pthread_mutex_unlock(&lock); /* the child serves its own copy */
 }
 
 __attribute__((destructor)) static void serve_report(void) {
