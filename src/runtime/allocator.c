@@ -339,6 +339,11 @@ struct tcache {
   _Alignas(128) tstat_t st;
   tcache_t *next_all;
   page_t *hdr_spare; /* headers of spans it gave back (hdr_take) */
+  /* empty spans page_release kept for a remote free inside the handshake
+   * (page_t dying), tried again on the next miss (release_retry); a span
+   * past the last slot waits for its next emptying or the cache's flush */
+  uint32_t nretry;
+  page_t *retry[4];
   int parked;
   /* a tagged cache (nnmem__tcache_create): belongs to no thread but to
    * `tag` (a tenant domain), never adopted while tagged; NULL for a
@@ -719,7 +724,9 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   pg->cap = cap;
   pg->owner = tc;
   pg->fown = cls < PURGE_MIN_CLS ? tc : NULL;
-  atomic_store_explicit(&pg->dying, 0, memory_order_relaxed);
+  /* release: a stale remote free that reads 0 here reads the registry as
+   * it is now (the span made anew), not as it was before the give-back */
+  atomic_store_explicit(&pg->dying, 0, memory_order_release);
   span_register(a, mem, span, pg); /* release: after every field above */
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
   avail_push(tc, pg);
@@ -727,16 +734,53 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   return pg;
 }
 
+static int rem_pending(const page_t *pg);
+
+static void retry_add(tcache_t *tc, page_t *pg) {
+  for (uint32_t i = 0; i < tc->nretry; i++)
+    if (tc->retry[i] == pg) return;
+  if (tc->nretry < sizeof tc->retry / sizeof tc->retry[0])
+    tc->retry[tc->nretry++] = pg;
+}
+static void retry_drop(tcache_t *tc, page_t *pg) {
+  for (uint32_t i = 0; i < tc->nretry; i++)
+    if (tc->retry[i] == pg) {
+      tc->retry[i] = tc->retry[--tc->nretry];
+      return;
+    }
+}
+
+static void page_release(tcache_t *tc, page_t *pg);
+
+/* The spans page_release kept, tried again (owner only; on a miss): each
+ * still empty, beyond its class's kept ones and with nothing pending goes
+ * back (or, kept again, onto the list again). */
+static __attribute__((noinline)) void release_retry(tcache_t *tc) {
+  page_t *v[sizeof tc->retry / sizeof tc->retry[0]];
+  uint32_t n = tc->nretry;
+  memcpy(v, tc->retry, n * sizeof v[0]);
+  tc->nretry = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (v[i]->used == 0 && tc->empty[v[i]->cls] > KEEP_EMPTY &&
+        !rem_pending(v[i]))
+      page_release(tc, v[i]);
+}
+
 static void page_release(tcache_t *tc, page_t *pg) {
   nnmem_allocator_t *a = tc->a;
   /* the handshake (page_t dying): a remote free between its checks and
-   * its last write keeps the span (empty, on its avail stack; the drain
-   * of that free, or a later emptying, gives it back) */
+   * its last write keeps the span; so does one that came and went since
+   * the caller's rem_pending (its bit and rqueued are seen: the 0 read
+   * from rinflight is its release). A span kept goes to the cache's retry
+   * list: the next miss tries again (release_retry) */
   atomic_store_explicit(&pg->dying, 1, memory_order_seq_cst);
-  if (atomic_load_explicit(&pg->rinflight, memory_order_seq_cst) != 0) {
+  if (atomic_load_explicit(&pg->rinflight, memory_order_seq_cst) != 0 ||
+      rem_pending(pg)) {
     atomic_store_explicit(&pg->dying, 0, memory_order_relaxed);
+    retry_add(tc, pg);
     return;
   }
+  retry_drop(tc, pg);
   if (pg->in_avail) avail_unlink(tc, pg);
   tc->empty[pg->cls]--;
   void *base = pg->base;
@@ -1155,6 +1199,7 @@ static inline void *page_pop(tcache_t *tc, page_t *pg, void *b) {
 static __attribute__((noinline)) void *small_alloc_slow(tcache_t *tc,
                                                         unsigned cls) {
   if (atomic_load_explicit(&tc->remote, memory_order_relaxed)) drain_remote(tc);
+  if (tc->nretry) release_retry(tc);
   /* the clock on misses of the purged classes and on new spans only: a
    * small class misses every few dozen allocations */
   if (tc->a->decommit && (cls >= PURGE_MIN_CLS || !tc->avail[cls]))
