@@ -77,8 +77,9 @@
  * span off it rejoins once max(1, cap / 8) blocks are free (wake, 0 on
  * the stack, cap - max(1, cap / 8) off it: a free that leaves used <=
  * wake has that, or an emptied span, to handle), so every span with
- * used == 0 is on it; spans with used 0 number
- * empty[cls]; the registry entry of a unit is a header iff the unit is
+ * used == 0 is on it; each such span is one of its class's kept ones
+ * (kept[cls]), on the retry list, or has a remote free pending (its drain
+ * decides); the registry entry of a unit is a header iff the unit is
  * in that header's live span. Complexity: O(1) per operation (plus the pools on
  * misses / large sizes; a purge sweep, at most every 1 ms, walks the
  * avail spans of the classes from 8 KiB). Thread-safety: every call may come
@@ -217,6 +218,11 @@ struct page {
    * in the header: page_new's memset stops before them. */
   _Atomic uint32_t dying;
   _Atomic uint32_t rinflight;
+  /* on its owner's retry list (tcache retry), linked by rtry (owner only;
+   * page_new's memset clears both: a header on the list is not given
+   * back, so never made anew while on it) */
+  uint32_t in_retry;
+  struct page *rtry;
 };
 _Static_assert(offsetof(page_t, owner) == 56 && sizeof(page_t) <= PAGE_HDR &&
                    PAGE_HDR % 64 == 0,
@@ -305,7 +311,6 @@ struct tcache {
   nnmem_allocator_t *a;
   uint64_t key; /* a->tag_key (blk_tag), next to the hot fields */
   page_t *avail[NCLASS];
-  uint32_t empty[NCLASS]; /* pages with used == 0 kept on avail */
   uint32_t sample_left;   /* calls until the next timed one (owner only) */
   int leak_on;            /* leak_left is armed for a->leaks (owner only) */
   /* bytes the fast path may still allocate before the leak records must
@@ -340,10 +345,15 @@ struct tcache {
   tcache_t *next_all;
   page_t *hdr_spare; /* headers of spans it gave back (hdr_take) */
   /* empty spans page_release kept for a remote free inside the handshake
-   * (page_t dying), tried again on the next miss (release_retry); a span
-   * past the last slot waits for its next emptying or the cache's flush */
+   * (page_t dying), tried again on the next miss (release_retry): linked
+   * through the headers' rtry, each once (in_retry) */
   uint32_t nretry;
-  page_t *retry[4];
+  page_t *retry;
+  /* the empty spans each class keeps (KEEP_EMPTY; span_emptied): found
+   * lazily, so that an allocation need not say when a span stops being
+   * empty; an entry whose span handed a block out since leaves at the
+   * class's next emptying; page_release clears its span's entry */
+  page_t *kept[NCLASS][KEEP_EMPTY];
   int parked;
   /* a tagged cache (nnmem__tcache_create): belongs to no thread but to
    * `tag` (a tenant domain), never adopted while tagged; NULL for a
@@ -701,6 +711,8 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
     atomic_fetch_sub_explicit(kind == 1 ? &a->dirty1 : &a->dirty, span,
                               memory_order_relaxed);
   memset(pg, 0, offsetof(page_t, dying)); /* not the handshake's words */
+  pg->in_retry = 0;
+  pg->rtry = NULL;
   pg->magic = PAGE_MAGIC;
   pg->cls = (uint16_t)cls;
   pg->span = span;
@@ -730,24 +742,28 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
   span_register(a, mem, span, pg); /* release: after every field above */
   atomic_fetch_add_explicit(&a->pages, 1, memory_order_relaxed);
   avail_push(tc, pg);
-  tc->empty[cls]++;
   return pg;
 }
 
 static int rem_pending(const page_t *pg);
 
 static void retry_add(tcache_t *tc, page_t *pg) {
-  for (uint32_t i = 0; i < tc->nretry; i++)
-    if (tc->retry[i] == pg) return;
-  if (tc->nretry < sizeof tc->retry / sizeof tc->retry[0])
-    tc->retry[tc->nretry++] = pg;
+  if (pg->in_retry) return;
+  pg->in_retry = 1;
+  pg->rtry = tc->retry;
+  tc->retry = pg;
+  tc->nretry++;
 }
 static void retry_drop(tcache_t *tc, page_t *pg) {
-  for (uint32_t i = 0; i < tc->nretry; i++)
-    if (tc->retry[i] == pg) {
-      tc->retry[i] = tc->retry[--tc->nretry];
-      return;
+  if (!pg->in_retry) return;
+  for (page_t **pp = &tc->retry; *pp; pp = &(*pp)->rtry)
+    if (*pp == pg) {
+      *pp = pg->rtry;
+      break;
     }
+  pg->in_retry = 0;
+  pg->rtry = NULL;
+  tc->nretry--;
 }
 
 static void page_release(tcache_t *tc, page_t *pg);
@@ -755,15 +771,19 @@ static void page_release(tcache_t *tc, page_t *pg);
 /* The spans page_release kept, tried again (owner only; on a miss): each
  * still empty, beyond its class's kept ones and with nothing pending goes
  * back (or, kept again, onto the list again). */
+static void span_emptied(tcache_t *tc, page_t *pg);
+
 static __attribute__((noinline)) void release_retry(tcache_t *tc) {
-  page_t *v[sizeof tc->retry / sizeof tc->retry[0]];
-  uint32_t n = tc->nretry;
-  memcpy(v, tc->retry, n * sizeof v[0]);
+  page_t *pg = tc->retry;
+  tc->retry = NULL;
   tc->nretry = 0;
-  for (uint32_t i = 0; i < n; i++)
-    if (v[i]->used == 0 && tc->empty[v[i]->cls] > KEEP_EMPTY &&
-        !rem_pending(v[i]))
-      page_release(tc, v[i]);
+  while (pg) {
+    page_t *next = pg->rtry;
+    pg->in_retry = 0;
+    pg->rtry = NULL;
+    if (pg->used == 0) span_emptied(tc, pg); /* (may list it again) */
+    pg = next;
+  }
 }
 
 static void page_release(tcache_t *tc, page_t *pg) {
@@ -781,8 +801,9 @@ static void page_release(tcache_t *tc, page_t *pg) {
     return;
   }
   retry_drop(tc, pg);
+  for (unsigned i = 0; i < KEEP_EMPTY; i++)
+    if (tc->kept[pg->cls][i] == pg) tc->kept[pg->cls][i] = NULL;
   if (pg->in_avail) avail_unlink(tc, pg);
-  tc->empty[pg->cls]--;
   void *base = pg->base;
   span_register(a, base, pg->span, NULL);
   pg->magic = 0;
@@ -825,6 +846,27 @@ static int rem_pending(const page_t *pg) {
   return 0;
 }
 
+/* pg's last block came back (used 0; owner only): kept as one of its
+ * class's KEEP_EMPTY empty spans, else given back; with a remote free
+ * pending, neither: its drain decides. The class's kept spans that handed
+ * a block out since they were kept leave the list here. */
+static __attribute__((noinline)) void span_emptied(tcache_t *tc, page_t *pg) {
+  if (rem_pending(pg)) return;
+  page_t **k = tc->kept[pg->cls];
+  unsigned held = 0, slot = KEEP_EMPTY;
+  for (unsigned i = 0; i < KEEP_EMPTY; i++) {
+    if (k[i] && (k[i] == pg || k[i]->used != 0)) k[i] = NULL;
+    if (k[i])
+      held++;
+    else if (slot == KEEP_EMPTY)
+      slot = i;
+  }
+  if (held < KEEP_EMPTY)
+    k[slot] = pg; /* a class keeps a few empty spans */
+  else
+    page_release(tc, pg);
+}
+
 /* Returns block blk to its page (owner thread only); the page goes back
  * when it empties and its class keeps enough (unless `keep`: the drain,
  * which still reads the page, decides after it). */
@@ -835,9 +877,7 @@ static void local_free_k(tcache_t *tc, page_t *pg, void *blk, int keep) {
   pg->free = blk;
   if (!pg->in_avail && pg->used - 1 <= pg->wake)
     avail_push(tc, pg); /* with a few free blocks, not just this one */
-  if (--pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !keep &&
-      !rem_pending(pg))
-    page_release(tc, pg); /* a class keeps a few empty pages */
+  if (--pg->used == 0 && !keep) span_emptied(tc, pg);
 }
 
 static void local_free(tcache_t *tc, page_t *pg, void *blk) {
@@ -852,8 +892,7 @@ static void late_misuse(nnmem_allocator_t *a, const void *ptr);
 static __attribute__((noinline)) void local_free_tail(tcache_t *tc,
                                                       page_t *pg) {
   if (!pg->in_avail && pg->used <= pg->wake) avail_push(tc, pg);
-  if (pg->used == 0 && ++tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
-    page_release(tc, pg);
+  if (pg->used == 0) span_emptied(tc, pg);
 }
 
 /* ---- purging idle free blocks (decommit_spans) --------------------------
@@ -995,8 +1034,7 @@ static void drain_remote(tcache_t *tc) {
     }
     pg->draining--;
     /* the span may be empty now: kept when its class has enough */
-    if (pg->used == 0 && tc->empty[pg->cls] > KEEP_EMPTY && !rem_pending(pg))
-      page_release(tc, pg);
+    if (pg->used == 0) span_emptied(tc, pg);
     pg = next;
   }
 }
@@ -1189,7 +1227,7 @@ static inline int qf_has(const tcache_t *tc, const void *p) {
 static inline void *page_pop(tcache_t *tc, page_t *pg, void *b) {
   pg->free = *(void **)b;
   w1_set(b, 0); /* handed out: no tag */
-  if (pg->used++ == 0) tc->empty[pg->cls]--;
+  pg->used++; /* (an empty span's kept entry leaves lazily: span_emptied) */
   return b;
 }
 
@@ -2737,7 +2775,6 @@ nnmem_status_t nnmem__allocator_cache_check(nnmem_allocator_t *a,
   tcache_t *tc = pthread_getspecific(a->key);
   if (!tc) return NNMEM_OK;
   for (unsigned c = 0; c < NCLASS; c++) {
-    uint32_t empty = 0;
     size_t n = 0;
     const page_t *before = NULL;
     for (const page_t *pg = tc->avail[c]; pg; before = pg, pg = pg->next) {
@@ -2762,14 +2799,48 @@ nnmem_status_t nnmem__allocator_cache_check(nnmem_allocator_t *a,
                            c, (const void *)pg, pg->magic, pg->cls,
                            pg->owner == tc ? "this cache" : "another",
                            pg->in_avail, pg->used, pg->cap);
-      empty += pg->used == 0;
+      /* an empty span: kept, to retry, or its drain decides */
+      int known = rem_pending(pg);
+      for (unsigned i = 0; i < KEEP_EMPTY; i++)
+        known |= tc->kept[c][i] == pg;
+      known |= (int)pg->in_retry;
+      if (pg->used == 0 && !known)
+        return nnmem__diag(diag, NNMEM_ERR_STATE,
+                           "thread cache: class %u, span %p is empty but "
+                           "neither kept nor to retry nor pending",
+                           c, (const void *)pg);
     }
-    if (empty != tc->empty[c])
-      return nnmem__diag(diag, NNMEM_ERR_STATE,
-                         "thread cache: class %u has %u empty spans on its "
-                         "avail stack, counted %u",
-                         c, empty, tc->empty[c]);
+    /* the kept ones: live spans of this class, each once, on its avail
+     * stack while empty (one that handed a block out since may have left
+     * it: its entry goes at the class's next emptying) */
+    for (unsigned i = 0; i < KEEP_EMPTY; i++) {
+      const page_t *k = tc->kept[c][i];
+      if (!k) continue;
+      if (k->magic != PAGE_MAGIC || k->cls != c || k->owner != tc ||
+          (k->used == 0 && !k->in_avail) || (i && tc->kept[c][0] == k))
+        return nnmem__diag(diag, NNMEM_ERR_STATE,
+                           "thread cache: class %u keeps span %p: magic 0x%x, "
+                           "class %u, owner %s, in_avail %u%s",
+                           c, (const void *)k, k->magic, k->cls,
+                           k->owner == tc ? "this cache" : "another",
+                           k->in_avail,
+                           i && tc->kept[c][0] == k ? ", twice" : "");
+    }
   }
+  uint32_t nr = 0;
+  for (const page_t *r = tc->retry; r; r = r->rtry)
+    if (++nr > tc->nretry || r->magic != PAGE_MAGIC || r->owner != tc ||
+        !r->in_retry)
+      return nnmem__diag(diag, NNMEM_ERR_STATE,
+                         "thread cache: span %p to retry (%u of %u): magic "
+                         "0x%x, owner %s, in_retry %u",
+                         (const void *)r, nr, tc->nretry, r->magic,
+                         r->owner == tc ? "this cache" : "another",
+                         r->in_retry);
+  if (nr != tc->nretry)
+    return nnmem__diag(diag, NNMEM_ERR_STATE,
+                       "thread cache: %u spans to retry, counted %u", nr,
+                       tc->nretry);
   /* every avail span is the one the registry names for its units */
   for (unsigned c = 0; c < NCLASS; c++)
     for (const page_t *pg = tc->avail[c]; pg; pg = pg->next)
