@@ -181,17 +181,24 @@ static void test_span_blocks(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* An allocator that gives the pages of given-back spans back
+ * (decommit_spans). */
+static nnmem_allocator_t *decommitting(void) {
+  nnmem_allocator_config_t cfg;
+  nnmem_allocator_config_init(&cfg);
+  cfg.decommit_spans = 1;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(&cfg, &a));
+  return a;
+}
+
 /* decommit_spans: 100 MiB of 128 KiB blocks freed empties ~50 spans of 33
  * units; past the 64 MiB kept resident they are madvised away (their
  * headers then read 0). Allocated again, every block is usable and
  * distinct, and the spans come back from the pools (no new reservation). */
 static void test_span_decommit(void **state) {
   (void)state;
-  nnmem_allocator_config_t cfg;
-  nnmem_allocator_config_init(&cfg);
-  cfg.decommit_spans = 1;
-  nnmem_allocator_t *a = NULL;
-  assert_ok(nnmem_allocator_create(&cfg, &a));
+  nnmem_allocator_t *a = decommitting();
   enum { N = 800 };
   static unsigned char *p[N];
   for (int round = 0; round < 2; round++) {
@@ -228,11 +235,7 @@ static void test_span_decommit(void **state) {
  * spans are taken again afterwards (marked or zero) and work. */
 static void test_small_span_decommit(void **state) {
   (void)state;
-  nnmem_allocator_config_t cfg;
-  nnmem_allocator_config_init(&cfg);
-  cfg.decommit_spans = 1;
-  nnmem_allocator_t *a = NULL;
-  assert_ok(nnmem_allocator_create(&cfg, &a));
+  nnmem_allocator_t *a = decommitting();
   enum { SZ = 4000, N = (200 << 20) / SZ };
   unsigned char **p = malloc(N * sizeof *p);
   assert_non_null(p);

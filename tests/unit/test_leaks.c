@@ -823,6 +823,15 @@ static void test_awkward_names(void **state) {
   nnmem__leaks_destroy(lk);
 }
 
+/* The text of file `path` (up to n - 1 bytes, NUL-terminated) in buf. */
+static void read_text(const char *path, char *buf, size_t n) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t got = fread(buf, 1, n - 1, f);
+  fclose(f);
+  buf[got] = '\0';
+}
+
 /* The default report (nnmem-leaks.PID.txt, NNMEM_LEAKS_REPORT unset)
  * names the process that writes it: a forked child that destroys its copy
  * of the allocator writes its own file, and the parent's stays. */
@@ -858,17 +867,9 @@ static void test_default_report_after_fork(void **state) {
   snprintf(mine, sizeof mine, "nnmem-leaks.%ld.txt", (long)getpid());
   snprintf(child, sizeof child, "nnmem-leaks.%ld.txt", (long)pid);
   char buf[4096];
-  FILE *f = fopen(mine, "r");
-  assert_non_null(f);
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
+  read_text(mine, buf, sizeof buf);
   assert_non_null(strstr(buf, "100 bytes in 1 blocks"));
-  f = fopen(child, "r");
-  assert_non_null(f);
-  n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
+  read_text(child, buf, sizeof buf);
   assert_non_null(strstr(buf, "300 bytes in 2 blocks"));
   unlink(mine);
   unlink(child);
