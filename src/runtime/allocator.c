@@ -768,11 +768,12 @@ static void retry_drop(tcache_t *tc, page_t *pg) {
 
 static void page_release(tcache_t *tc, page_t *pg);
 
-/* The spans page_release kept, tried again (owner only; on a miss): each
- * still empty, beyond its class's kept ones and with nothing pending goes
- * back (or, kept again, onto the list again). */
 static void span_emptied(tcache_t *tc, page_t *pg);
 
+/* The spans page_release kept, tried again (owner only; on a miss): each
+ * still empty goes to span_emptied, which keeps it for its class, gives
+ * it back (or, kept again by the handshake, lists it again) or leaves it
+ * to a pending drain. */
 static __attribute__((noinline)) void release_retry(tcache_t *tc) {
   page_t *pg = tc->retry;
   tc->retry = NULL;
@@ -812,8 +813,8 @@ static void page_release(tcache_t *tc, page_t *pg) {
   unsigned kind = span_units(pg->cls);
   if (a->decommit) {
     /* up to DIRTY_MAX bytes of given-back spans stay resident (DIRTY1_MAX
-     * of one-unit spans: a phase of small blocks freed, then larger ones,
-     * kept 600 MiB of the first resident; marked,
+     * of one-unit spans; before they had a bound, 600 MiB of small blocks
+     * freed ahead of a phase of larger ones all stayed resident; marked,
      * so that page_new can count them out: reuse without page faults);
      * beyond, the pages go back to the system and read as 0 */
     _Atomic uint64_t *dc = kind == 1 ? &a->dirty1 : &a->dirty;
