@@ -111,6 +111,11 @@
 /* a span header's bytes (hdr_take's stride; span_units keeps that much
  * room in a span) */
 #define PAGE_HDR 192u
+/* headers to a 64 KiB chunk; the chunk's last word links the chunks */
+#define HDR_PER_CHUNK (PAGE_SIZE / PAGE_HDR)
+#define HDR_LINK(chunk) ((char **)((char *)(chunk) + PAGE_SIZE) - 1)
+_Static_assert(PAGE_SIZE - PAGE_SIZE / PAGE_HDR * PAGE_HDR >= sizeof(char *),
+               "room for the chunks' link after the last header");
 #define SMALL_MAX 8192u              /* classes found by table */
 #define CACHE_MAX (128u << 10)       /* the largest cached class */
 #define NCLASS 48
@@ -388,6 +393,9 @@ struct nnmem_allocator {
                             and idle free blocks (purge_tick) */
   uint32_t os_page;      /* the system's page size (purge_runs) */
   char *hdr_next, *hdr_end; /* the headers' chunk (hdr_take; lock) */
+  /* every headers' chunk, linked through its last word (HDR_LINK; lock):
+   * a forked child clears their remote frees in flight (fork_child) */
+  char *hdr_chunks;
   uint64_t tag_key;      /* random, for the free blocks' tags (blk_tag) */
   void (*on_misuse)(void *ctx, const void *ptr);
   void *misuse_ctx;
@@ -662,15 +670,16 @@ static page_t *hdr_take(tcache_t *tc) {
     void *mem = NULL;
     if (nnmem_pool_alloc(a->pages_pool[1], PAGE_SIZE, PAGE_SIZE, &mem) ==
         NNMEM_OK) {
+      if (__atomic_exchange_n((uint64_t *)mem, 0, __ATOMIC_RELAXED) ==
+          dirty_mark(mem)) /* a span given back resident */
+        atomic_fetch_sub_explicit(&a->dirty1, PAGE_SIZE, memory_order_relaxed);
       a->hdr_next = mem;
-      a->hdr_end = (char *)mem + PAGE_SIZE / PAGE_HDR * PAGE_HDR;
+      a->hdr_end = (char *)mem + HDR_PER_CHUNK * PAGE_HDR;
+      *HDR_LINK(mem) = a->hdr_chunks;
+      a->hdr_chunks = mem;
     }
   }
   if (a->hdr_next != a->hdr_end) {
-    if (a->hdr_next + (size_t)(PAGE_SIZE / PAGE_HDR * PAGE_HDR) == a->hdr_end &&
-        __atomic_exchange_n((uint64_t *)a->hdr_next, 0, __ATOMIC_RELAXED) ==
-            dirty_mark(a->hdr_next)) /* a span given back resident */
-      atomic_fetch_sub_explicit(&a->dirty1, PAGE_SIZE, memory_order_relaxed);
     pg = (page_t *)a->hdr_next;
     a->hdr_next += PAGE_HDR;
     /* never published: no remote free has seen it (page_t dying) */
@@ -2301,6 +2310,13 @@ void nnmem__allocator_fork_parent(nnmem_allocator_t *a) {
 }
 
 void nnmem__allocator_fork_child(nnmem_allocator_t *a) {
+  /* the child's one thread is in fork(): no remote free is in flight, but
+   * one of another thread's (page_t rinflight) was at the fork and will
+   * never leave: every header's count back to 0 */
+  for (char *c = a->hdr_chunks; c; c = *HDR_LINK(c))
+    for (unsigned i = 0; i < HDR_PER_CHUNK; i++)
+      atomic_store_explicit(&((page_t *)(c + (size_t)i * PAGE_HDR))->rinflight,
+                            0, memory_order_relaxed);
   if (a->fork_leaks) nnmem__leaks_fork(a->fork_leaks, 2);
   nnmem__pool_fork(a->pool, 2);
   for (unsigned k = 1; k < NSPAN; k++)

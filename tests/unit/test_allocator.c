@@ -664,6 +664,48 @@ static void test_remote_free_vs_give_back(void **state) {
   nnmem_allocator_destroy(a);
 }
 
+/* A child forked while another thread's remote free is inside the
+ * handshake (the test hook holds it there): that free never leaves in the
+ * child, whose span must still go back when it empties there (the child
+ * clears every header's count). The parent's span stays until the free
+ * leaves. */
+static void test_fork_with_remote_free_inside(void **state) {
+  (void)state;
+  nnmem_allocator_t *a = NULL;
+  assert_ok(nnmem_allocator_create(NULL, &a));
+  char *x = nnmem_alloc(a, 48);
+  assert_non_null(x);
+  char *u = x + 48 * 200; /* never carved */
+  nnmem_stats_t s0, s1;
+  assert_ok(nnmem_allocator_stats(a, &s0));
+  assert_int_equal(nnmem__allocator_remote_enter(a, u), 1);
+  nnmem__allocator_fork_prepare(a);
+  pid_t pid = fork();
+  if (pid == 0) {
+    nnmem__allocator_fork_child(a);
+    nnmem_free(a, x);
+    nnmem_allocator_thread_flush(a);
+    nnmem_stats_t sc;
+    if (nnmem_allocator_stats(a, &sc) != NNMEM_OK) _exit(2);
+    _exit(sc.allocated_bytes == s0.allocated_bytes - 65536 ? 0 : 1);
+  }
+  nnmem__allocator_fork_parent(a);
+  assert_true(pid > 0);
+  int ws = 0;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  assert_true(WIFEXITED(ws));
+  assert_int_equal(WEXITSTATUS(ws), 0); /* 1: the child kept the span */
+  nnmem_free(a, x);
+  nnmem_allocator_thread_flush(a);
+  assert_ok(nnmem_allocator_stats(a, &s1));
+  assert_int_equal(s1.allocated_bytes, s0.allocated_bytes); /* inside */
+  nnmem__allocator_remote_leave(a, u);
+  nnmem_allocator_thread_flush(a);
+  assert_ok(nnmem_allocator_stats(a, &s1));
+  assert_int_equal(s1.allocated_bytes, s0.allocated_bytes - 65536);
+  nnmem_allocator_destroy(a);
+}
+
 /* Frees by a thread whose cache has exited (a thread-local destructor
  * registered after the allocator's runs after the cache's exit): counted
  * (by the allocator: the thread has no cache), so the stats see every
@@ -1478,6 +1520,7 @@ int main(void) {
       cmocka_unit_test(test_remote_refused_on_empty),
       cmocka_unit_test(test_remote_free_vs_give_back),
       cmocka_unit_test(test_free_after_cache_exit),
+      cmocka_unit_test(test_fork_with_remote_free_inside),
       cmocka_unit_test(test_span_purge),
       cmocka_unit_test(test_backend_faults),
       cmocka_unit_test(test_fork_leak_records),
