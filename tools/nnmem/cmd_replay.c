@@ -16,7 +16,7 @@
  *   4b. --metrics-port: a live endpoint (nnmem/metrics.h) serves /metrics
  *      while the command runs, each pool's stats once its replay is done
  *      (and --metrics-linger seconds after); a port in use is reported
- *      on stderr and the replay goes on without it;
+ *      on stderr and the replay goes on without it, then exits 1;
  *   5. --defrag off|auto: the trace also runs through a handle heap
  *      (nnmem_heap_replay) of --heap-capacity bytes (default 1.05 x the
  *      peak live bytes), without compaction and, for auto, with it: two more
