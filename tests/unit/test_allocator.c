@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "runtime/allocator_internal.h"
 #include "testutil.h"
 #include "tu_actor.h"
@@ -260,8 +261,11 @@ static void test_small_span_decommit(void **state) {
   }
   print_message("# one-unit spans given back: %zu of %zu pages resident\n",
                 resident, pages);
-  assert_true(resident * (size_t)pg <= (130u << 20));
-  assert_true(resident * (size_t)pg >= (100u << 20)); /* the kept ones */
+  /* (a debug build's pool fills every span given back: all resident) */
+  if (!nnmem__debug) {
+    assert_true(resident * (size_t)pg <= (130u << 20));
+    assert_true(resident * (size_t)pg >= (100u << 20)); /* the kept ones */
+  }
   for (int i = 0; i < N; i++) { /* taken again: marked and zero spans */
     assert_non_null(p[i] = nnmem_alloc(a, SZ));
     memset(p[i], 0x33, SZ);
