@@ -1932,11 +1932,19 @@ static int quar_release(nnmem_allocator_t *a, void *p, uint64_t n,
     atomic_fetch_add_explicit(&a->quar_writes, 1, memory_order_relaxed);
     if (a->on_quar_write) a->on_quar_write(a->misuse_ctx, p);
   }
-  if (!atomic_compare_exchange_strong_explicit(
-          blk_w1(p), &q, 0, memory_order_relaxed, memory_order_relaxed))
+  /* another thread's span: the word written inside the handshake with
+   * its give-back (remote_enter), as quar_free's was; a quarantined bad
+   * free of a block never handed out does not hold its span */
+  tcache_t *tc = pg ? cache_get_hint(a, pg) : NULL;
+  int other = pg && pg->owner != tc;
+  if (other && !remote_enter(a, pg, p, (uint32_t)idx))
     return misuse(a) != NNMEM_OK;
+  int won = atomic_compare_exchange_strong_explicit(
+      blk_w1(p), &q, 0, memory_order_relaxed, memory_order_relaxed);
+  if (other) remote_leave(pg);
+  if (!won) return misuse(a) != NNMEM_OK;
   if (!pg) return nnmem_pool_free(a->pool, p) != NNMEM_OK; /* counted */
-  return small_free(a, cache_get_hint(a, pg), pg, p, (uint32_t)idx) !=
+  return small_free(a, tc, pg, p, (uint32_t)idx) !=
          NNMEM_OK; /* counted by small_free */
 }
 
