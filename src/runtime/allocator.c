@@ -648,6 +648,20 @@ static inline uint64_t dirty_mark(const void *base) {
   return (uint64_t)(uintptr_t)base ^ ((uint64_t)DIRTY_MAGIC << 32);
 }
 
+/* A span of `units` units just taken from its pool: its first word
+ * cleared by an exchange (the first access a write: a read of a span
+ * never touched maps the shared zero page, and the write that follows
+ * faults again, replacing it, which flushes the TLB of every CPU running
+ * the process), whose old value says whether page_release left it
+ * resident (counted out of the resident given-back bytes). */
+static void span_taken(nnmem_allocator_t *a, void *mem, unsigned units) {
+  if (__atomic_exchange_n((uint64_t *)mem, 0, __ATOMIC_RELAXED) ==
+      dirty_mark(mem))
+    atomic_fetch_sub_explicit(units == 1 ? &a->dirty1 : &a->dirty,
+                              (uint64_t)units << PAGE_LOG2,
+                              memory_order_relaxed);
+}
+
 /* Span headers live out of the spans, dense: a chunk of PAGE_SIZE from
  * the one-unit span pool (never registered, so no free takes it for a
  * span; given back with the pool at destroy) holds PAGE_SIZE / PAGE_HDR
@@ -670,9 +684,7 @@ static page_t *hdr_take(tcache_t *tc) {
     void *mem = NULL;
     if (nnmem_pool_alloc(a->pages_pool[1], PAGE_SIZE, PAGE_SIZE, &mem) ==
         NNMEM_OK) {
-      if (__atomic_exchange_n((uint64_t *)mem, 0, __ATOMIC_RELAXED) ==
-          dirty_mark(mem)) /* a span given back resident */
-        atomic_fetch_sub_explicit(&a->dirty1, PAGE_SIZE, memory_order_relaxed);
+      span_taken(a, mem, 1);
       a->hdr_next = mem;
       a->hdr_end = (char *)mem + HDR_PER_CHUNK * PAGE_HDR;
       *HDR_LINK(mem) = a->hdr_chunks;
@@ -710,15 +722,7 @@ static page_t *page_new(tcache_t *tc, unsigned cls) {
     (void)nnmem_pool_free(a->pages_pool[kind], mem);
     return NULL;
   }
-  /* the span's first access is a write (an exchange that returns the
-   * word page_release left there): a read of a span never touched maps
-   * the shared zero page, and the write that follows faults again,
-   * replacing it, which flushes the TLB of every CPU running the process
-   * (an interprocessor interrupt each while threads run on other CPUs) */
-  uint64_t was = __atomic_exchange_n((uint64_t *)mem, 0, __ATOMIC_RELAXED);
-  if (was == dirty_mark(mem)) /* given back, resident */
-    atomic_fetch_sub_explicit(kind == 1 ? &a->dirty1 : &a->dirty, span,
-                              memory_order_relaxed);
+  span_taken(a, mem, kind);
   memset(pg, 0, offsetof(page_t, dying)); /* not the handshake's words */
   pg->in_retry = 0;
   pg->rtry = NULL;
@@ -1671,6 +1675,21 @@ void nnmem__allocator_remote_leave(nnmem_allocator_t *a, const void *ptr) {
   if (pg) remote_leave(pg);
 }
 
+/* Word 1 of block ptr (index idx of span pg; NULL: a shared pool's
+ * block) swapped from `from` to `to`, inside the handshake when pg is not
+ * the calling thread's cache tc's (remote_enter: no write into a span
+ * given back meanwhile): 1 when swapped, 0 when the word changed or the
+ * span went. */
+static int w1_swap(nnmem_allocator_t *a, tcache_t *tc, page_t *pg, void *ptr,
+                   uint32_t idx, uintptr_t from, uintptr_t to) {
+  int other = pg && pg->owner != tc;
+  if (other && !remote_enter(a, pg, ptr, idx)) return 0;
+  int won = atomic_compare_exchange_strong_explicit(
+      blk_w1(ptr), &from, to, memory_order_relaxed, memory_order_relaxed);
+  if (other) remote_leave(pg);
+  return won;
+}
+
 /* small_free's case of another thread's span, inside remote_enter /
  * remote_leave. A block free already or waiting for the drain (either
  * tag) is a second free; word 1 moves to the remote tag with a
@@ -1932,17 +1951,11 @@ static int quar_release(nnmem_allocator_t *a, void *p, uint64_t n,
     atomic_fetch_add_explicit(&a->quar_writes, 1, memory_order_relaxed);
     if (a->on_quar_write) a->on_quar_write(a->misuse_ctx, p);
   }
-  /* another thread's span: the word written inside the handshake with
-   * its give-back (remote_enter), as quar_free's was; a quarantined bad
-   * free of a block never handed out does not hold its span */
+  /* (a quarantined bad free of a block never handed out does not hold
+   * its span: the swap is w1_swap's, inside the handshake) */
   tcache_t *tc = pg ? cache_get_hint(a, pg) : NULL;
-  int other = pg && pg->owner != tc;
-  if (other && !remote_enter(a, pg, p, (uint32_t)idx))
+  if (!w1_swap(a, tc, pg, p, (uint32_t)idx, q, 0))
     return misuse(a) != NNMEM_OK;
-  int won = atomic_compare_exchange_strong_explicit(
-      blk_w1(p), &q, 0, memory_order_relaxed, memory_order_relaxed);
-  if (other) remote_leave(pg);
-  if (!won) return misuse(a) != NNMEM_OK;
   if (!pg) return nnmem_pool_free(a->pool, p) != NNMEM_OK; /* counted */
   return small_free(a, tc, pg, p, (uint32_t)idx) !=
          NNMEM_OK; /* counted by small_free */
@@ -2039,18 +2052,11 @@ static __attribute__((noinline)) nnmem_status_t quar_free(nnmem_allocator_t *a,
     return small_free(a, tc, pg, ptr, (uint32_t)idx);
   }
   if (pg->owner == tc && local_misuse(pg, ptr, a->tag_key)) return misuse(a);
-  /* another thread's span: its word written inside the handshake with
-   * the span's give-back (remote_enter); once quarantined, the block
-   * counts as used, so the span stays */
-  int other = pg->owner != tc;
-  if (other && !remote_enter(a, pg, ptr, (uint32_t)idx)) return misuse(a);
+  /* (once quarantined, the block counts as used: its span stays) */
   uintptr_t t = blk_tag(a->tag_key, ptr), w = w1_get(ptr);
-  int won = (w | 2u) != (t | 2u) && w != (t ^ 4u) &&
-            atomic_compare_exchange_strong_explicit(blk_w1(ptr), &w, t ^ 4u,
-                                                    memory_order_relaxed,
-                                                    memory_order_relaxed);
-  if (other) remote_leave(pg);
-  if (!won) return misuse(a);
+  if ((w | 2u) == (t | 2u) || w == (t ^ 4u) ||
+      !w1_swap(a, tc, pg, ptr, (uint32_t)idx, w, t ^ 4u))
+    return misuse(a);
   leaks_free_small(a, pg, ptr, (uint32_t)idx);
   /* filled by the owner only: another thread's free of a block the owner
    * never handed out (or took back purged) passes the tag checks, and the
